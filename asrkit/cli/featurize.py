@@ -1,0 +1,95 @@
+"""asrkit-featurize: compute feature tables (and CMVN statistics) for a Kaldi data directory."""
+
+import dataclasses
+import json
+import logging
+
+import click
+
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.frontend.config import COMPRESSIONS, FeatureConfig
+
+CHOICES = {"compression": COMPRESSIONS, "window_type": ("povey", "hanning", "hamming")}
+
+
+def feature_options(function):
+    """One --option per FeatureConfig field, help and default taken from the field itself."""
+    for field in reversed(dataclasses.fields(FeatureConfig)):
+        flag = "--" + field.name.replace("_", "-")
+        text = f"{field.metadata['help']} [default: {field.default}]"
+        if field.type is bool or isinstance(field.default, bool):
+            decl = f"{flag}/--no-{field.name.replace('_', '-')}"
+            function = click.option(decl, field.name, default=None, help=text, show_default=False)(function)
+        elif field.name in CHOICES:
+            function = click.option(
+                flag, field.name, type=click.Choice(CHOICES[field.name]), default=None, help=text, show_default=False
+            )(function)
+        else:
+            function = click.option(
+                flag, field.name, type=type(field.default), default=None, help=text, show_default=False
+            )(function)
+    return function
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.argument("data_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("feat_dir", type=click.Path(file_okay=False))
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+              help="JSON feature config (e.g. a data dir's conf/featurize.json), read first; options override it.")
+@click.option("--print-config", is_flag=True, help="Print the effective feature config as JSON and exit.")
+@click.option("-j", "--nj", default=1, type=click.IntRange(min=1), help="Number of parallel jobs.")
+@click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
+              help="Fail when more than this share of utterances cannot be featurized.")
+@click.option("--compute-cmvn/--no-compute-cmvn", default=False,
+              help="Also write global mean/variance statistics to <data-dir>/cmvn.h5.")
+@click.option("--on-rate-mismatch", type=click.Choice(["error", "resample"]), default="error",
+              help="Audio at another sampling rate: refuse it, or resample it (scipy polyphase filter).")
+@click.option("--channel", default=-1, type=int,
+              help="Channel of multi-channel audio to use; -1 expects mono and refuses more channels (Kaldi).")
+@click.option("--allow-8bit", is_flag=True, help="Accept 8-bit PCM audio instead of refusing it.")
+@click.option("--batch-seconds", default=60.0, type=click.FloatRange(min=1),
+              help="Audio per TensorFlow batch (padded), in seconds.")
+@click.option("--num-threads", default=1, type=click.IntRange(min=1), help="TensorFlow threads per job.")
+@click.option("--overwrite", is_flag=True, help="Recompute shards that an earlier run finished.")
+@feature_options
+@asrkit_command("asrkit-featurize")
+def main(data_dir, feat_dir, config_file, print_config, nj, max_fail_ratio, compute_cmvn, on_rate_mismatch,
+         channel, allow_8bit, batch_seconds, num_threads, overwrite, **feature_values):
+    """Featurize DATA_DIR into a sharded table in FEAT_DIR.
+
+    Writes FEAT_DIR/feats.JOB.h5, DATA_DIR/feats.scp, DATA_DIR/utt2num_frames,
+    DATA_DIR/conf/featurize.json and, with --compute-cmvn, DATA_DIR/cmvn.h5.
+    Job logs go to FEAT_DIR/log/featurize.JOB.log.
+    """
+    from asrkit.data.audio import AudioOptions
+    from asrkit.errors import AsrkitError
+    from asrkit.frontend.featurize import FeaturizeOptions, featurize_data_dir
+    from asrkit.logs import summary_line
+
+    values = {}
+    if config_file:
+        with open(config_file, encoding="utf-8") as handle:
+            values.update(json.load(handle))
+    values.update({name: value for name, value in feature_values.items() if value is not None})
+    try:
+        config = FeatureConfig.from_dict(values)
+    except (ValueError, TypeError) as error:
+        raise AsrkitError(f"bad feature config: {error}") from None
+    if print_config:
+        click.echo(json.dumps(config.to_dict(), indent=2, sort_keys=True))
+        return
+
+    logger = logging.getLogger("asrkit-featurize")
+    options = FeaturizeOptions(
+        nj=nj, max_fail_ratio=max_fail_ratio, compute_cmvn=compute_cmvn, batch_seconds=batch_seconds,
+        num_threads=num_threads, overwrite=overwrite,
+        audio=AudioOptions(sample_rate=config.sample_rate, on_rate_mismatch=on_rate_mismatch, channel=channel,
+                           allow_8bit=allow_8bit),
+    )
+    result = featurize_data_dir(data_dir, feat_dir, config, options)
+    real_time = result.audio_seconds / max(result.wall_seconds, 1e-9)
+    logger.info(summary_line(
+        "asrkit-featurize", "ok", utterances=result.num_utterances, done=result.num_done,
+        failed=len(result.failed), frames=result.num_frames, audio_hours=f"{result.audio_seconds / 3600:.3f}",
+        reused_jobs=result.skipped_jobs, seconds=f"{result.wall_seconds:.1f}", real_time_factor=f"{real_time:.0f}",
+    ))

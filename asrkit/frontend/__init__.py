@@ -1,0 +1,1 @@
+"""The acoustic front end: one TensorFlow implementation shared by asrkit-featurize and the example servers."""

@@ -1,0 +1,383 @@
+"""asrkit-featurize as a library: a data directory in, a feature table and CMVN statistics out.
+
+The utterances are split into `nj` contiguous jobs; each job featurizes its
+utterances in padded batches with the TensorFlow front end and writes one
+shard `feats.JOB.h5` (with its own CMVN sums and failed utterances as shard
+attributes, so a finished job is exactly one file that exists or not).  A job
+whose shard exists with the same config and utterance list, and no failures,
+is skipped on a rerun: a killed run is simply run again.
+"""
+
+import dataclasses
+import hashlib
+import json
+import logging
+import multiprocessing
+import os
+import queue
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+from asrkit.data.audio import AudioOptions, load_utterance_audio
+from asrkit.data.data_dir import DataDir
+from asrkit.data.kaldi_files import write_kaldi_map
+from asrkit.errors import AsrkitError, AudioError
+from asrkit.frontend.cmvn import CmvnStats
+from asrkit.frontend.config import FeatureConfig
+from asrkit.io.atomic import atomic_output
+from asrkit.io.table import ShardWriter, TableReader, read_shard_attrs, shard_path, write_scp
+from asrkit.logs import Progress
+
+logger = logging.getLogger("asrkit.featurize")
+
+TABLE_NAME = "feats"
+
+
+@dataclasses.dataclass
+class FeaturizeOptions:
+    nj: int = 1
+    max_fail_ratio: float = 0.05
+    compute_cmvn: bool = False
+    batch_seconds: float = 60.0
+    num_threads: int = 1
+    overwrite: bool = False
+    audio: AudioOptions = dataclasses.field(default_factory=AudioOptions)
+
+
+@dataclasses.dataclass
+class FeaturizeJob:
+    """Everything one job needs; picklable, so it can run in a spawned process."""
+
+    index: int
+    data_dir: str
+    feat_dir: str
+    utterance_ids: list
+    config: dict
+    options: FeaturizeOptions
+
+    @property
+    def shard(self):
+        return shard_path(self.feat_dir, TABLE_NAME, self.index)
+
+    @property
+    def log_file(self):
+        return os.path.join(self.feat_dir, "log", f"featurize.{self.index}.log")
+
+    @property
+    def utterance_hash(self):
+        return hashlib.sha1("\n".join(self.utterance_ids).encode("utf-8")).hexdigest()
+
+
+@dataclasses.dataclass
+class JobResult:
+    index: int
+    num_done: int
+    num_frames: int
+    audio_seconds: float
+    failed: dict  # utterance id -> reason
+    skipped: bool
+    cmvn: CmvnStats
+
+
+@dataclasses.dataclass
+class FeaturizeResult:
+    num_utterances: int
+    num_done: int
+    num_frames: int
+    audio_seconds: float
+    failed: dict
+    skipped_jobs: int
+    wall_seconds: float
+
+
+def split_evenly(items, num_parts):
+    """Contiguous, near-equal parts (Kaldi's split_scp.pl without speaker constraints)."""
+    num_parts = max(1, min(num_parts, len(items)))
+    base, extra = divmod(len(items), num_parts)
+    parts, start = [], 0
+    for part in range(num_parts):
+        size = base + (1 if part < extra else 0)
+        parts.append(items[start : start + size])
+        start += size
+    return parts
+
+
+def _job_logger(job):
+    job_logger = logging.getLogger(f"asrkit.featurize.job{job.index}")
+    job_logger.propagate = False
+    for handler in list(job_logger.handlers):
+        job_logger.removeHandler(handler)
+    handler = logging.FileHandler(job.log_file, mode="w", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S"))
+    job_logger.addHandler(handler)
+    job_logger.setLevel(logging.INFO)
+    return job_logger
+
+
+def _finished_shard_result(job):
+    """The result of an earlier run of this job if its shard can be reused, else None."""
+    if job.options.overwrite or not os.path.exists(job.shard):
+        return None
+    attrs = read_shard_attrs(job.shard)
+    if attrs.get("config") != json.dumps(job.config, sort_keys=True):
+        return None
+    if attrs.get("utterance_hash") != job.utterance_hash or json.loads(attrs.get("failed", "{}")):
+        return None
+    if job.options.compute_cmvn and "cmvn_count" not in attrs:
+        return None
+    dim = FeatureConfig.from_dict(job.config).feature_dim
+    cmvn = CmvnStats(dim, attrs.get("cmvn_count", 0), attrs.get("cmvn_sum"), attrs.get("cmvn_sum_squares"))
+    return JobResult(
+        job.index, int(attrs["num_entries"]), int(attrs.get("num_frames", 0)), float(attrs.get("audio_seconds", 0)),
+        {}, True, cmvn,
+    )
+
+
+def _batches(job, data_dir, audio_options, failed, job_logger, advance, lookahead=64):
+    """Yield lists of (utterance id, waveform) of about batch_seconds of audio each.
+
+    Utterances are read `lookahead` at a time and sorted by length, so that a
+    padded batch wastes little computation on padding.
+    """
+    sample_rate = audio_options.sample_rate
+    max_samples = int(job.options.batch_seconds * sample_rate)
+    for start in range(0, len(job.utterance_ids), lookahead):
+        loaded = []
+        for utterance_id in job.utterance_ids[start : start + lookahead]:
+            try:
+                loaded.append((utterance_id, load_utterance_audio(data_dir, utterance_id, audio_options)))
+            except AudioError as error:
+                failed[utterance_id] = str(error)
+                job_logger.warning("skipping: %s", error)
+                advance(1)
+        loaded.sort(key=lambda item: len(item[1]))
+        batch, longest = [], 0
+        for item in loaded:
+            longest_if_added = max(longest, len(item[1]))
+            if batch and longest_if_added * (len(batch) + 1) > max_samples:
+                yield batch
+                batch, longest_if_added = [], len(item[1])
+            batch.append(item)
+            longest = longest_if_added
+        if batch:
+            yield batch
+
+
+def run_job(job, progress_queue=None):
+    """Featurize one job's utterances into its shard; returns a JobResult."""
+    from asrkit.frontend.features import FeatureExtractor
+
+    os.makedirs(os.path.dirname(job.log_file), exist_ok=True)
+    job_logger = _job_logger(job)
+    reused = _finished_shard_result(job)
+    if reused is not None:
+        job_logger.info("shard %s is complete for this config and utterance list; nothing to do", job.shard)
+        if progress_queue is not None:
+            progress_queue.put(len(job.utterance_ids))
+        return reused
+
+    config = FeatureConfig.from_dict(job.config)
+    job_logger.info("job %d: %d utterances -> %s", job.index, len(job.utterance_ids), job.shard)
+    job_logger.info("feature config: %s", config.to_json())
+    extractor = FeatureExtractor(config, num_threads=job.options.num_threads)
+    data_dir = DataDir.load(job.data_dir)
+    audio_options = dataclasses.replace(job.options.audio, sample_rate=config.sample_rate)
+    failed = {}
+    cmvn = CmvnStats(config.feature_dim)
+    num_done = num_frames = 0
+    audio_seconds = 0.0
+    # Job logs are files: periodic lines, never a bar (the parent shows the bar).
+    progress = Progress(len(job.utterance_ids), f"featurize job {job.index}", job_logger, stream=_NotATerminal())
+
+    def advance(count):
+        progress.update(count)
+        if progress_queue is not None:
+            progress_queue.put(count)
+
+    with ShardWriter(job.shard, config=job.config) as writer:
+        for batch in _batches(job, data_dir, audio_options, failed, job_logger, advance):
+            features = extractor.compute_batch([waveform for _, waveform in batch])
+            for (utterance_id, waveform), utterance_features in zip(batch, features):
+                if utterance_features.shape[0] == 0:
+                    reason = (
+                        f"utterance {utterance_id}: {len(waveform)} samples is shorter than one "
+                        f"{config.frame_length_ms:g} ms window"
+                    )
+                    failed[utterance_id] = reason
+                    job_logger.warning("skipping: %s", reason)
+                    continue
+                writer.write(utterance_id, utterance_features)
+                if job.options.compute_cmvn:
+                    cmvn.accumulate(utterance_features)
+                num_done += 1
+                num_frames += utterance_features.shape[0]
+                audio_seconds += len(waveform) / config.sample_rate
+            advance(len(batch))
+        writer.set_attr("utterance_hash", job.utterance_hash)
+        writer.set_attr("failed", json.dumps(failed, sort_keys=True))
+        writer.set_attr("num_frames", num_frames)
+        writer.set_attr("audio_seconds", audio_seconds)
+        if job.options.compute_cmvn:
+            writer.set_attr("cmvn_count", cmvn.count)
+            writer.set_attr("cmvn_sum", cmvn.sum)
+            writer.set_attr("cmvn_sum_squares", cmvn.sum_squares)
+    progress.close()
+    job_logger.info(
+        "job %d done: %d utterances, %d failed, %d frames, %.1f s of audio", job.index, num_done, len(failed),
+        num_frames, audio_seconds,
+    )
+    return JobResult(job.index, num_done, num_frames, audio_seconds, failed, False, cmvn)
+
+
+class _NotATerminal:
+    def isatty(self):
+        return False
+
+
+def _run_job_logged(job, progress_queue=None):
+    """run_job, with an unexpected error written to the job's log before it propagates."""
+    try:
+        return run_job(job, progress_queue)
+    except Exception:
+        logging.getLogger(f"asrkit.featurize.job{job.index}").exception("job %d failed", job.index)
+        raise
+
+
+def _log_tail(path, num_lines=20):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return "".join(handle.readlines()[-num_lines:])
+    except FileNotFoundError:
+        return "(no log written)"
+
+
+def _run_jobs(jobs, nj, total_utterances):
+    """Run the jobs, nj at a time in spawned processes (in this process when nj is 1)."""
+    progress = Progress(total_utterances, "featurize", logger)
+    results = []
+    try:
+        if nj == 1:
+            for job in jobs:
+                results.append(_run_job_logged(job, _ProgressForwarder(progress)))
+            return results
+        context = multiprocessing.get_context("spawn")
+        with context.Manager() as manager, ProcessPoolExecutor(max_workers=nj, mp_context=context) as pool:
+            progress_queue = manager.Queue()
+            stop = threading.Event()
+
+            def drain():
+                while not stop.is_set():
+                    try:
+                        progress.update(progress_queue.get(timeout=0.2))
+                    except queue.Empty:
+                        continue
+                    except (EOFError, OSError):
+                        return
+
+            drainer = threading.Thread(target=drain, daemon=True)
+            drainer.start()
+            futures = {pool.submit(_run_job_logged, job, progress_queue): job for job in jobs}
+            failures = []
+            for future, job in futures.items():
+                try:
+                    results.append(future.result())
+                except Exception as error:  # the job's own log has the traceback
+                    failures.append((job, error))
+            stop.set()
+            drainer.join()
+            if failures:
+                job, error = failures[0]
+                raise AsrkitError(
+                    f"{len(failures)} of {len(jobs)} featurize jobs failed; job {job.index}: {error}\n"
+                    f"last lines of {job.log_file}:\n{_log_tail(job.log_file)}"
+                )
+            return results
+    finally:
+        progress.close()
+
+
+class _ProgressForwarder:
+    """Quacks like a queue: lets an in-process job drive the parent's progress display."""
+
+    def __init__(self, progress):
+        self.progress = progress
+
+    def put(self, count):
+        self.progress.update(count)
+
+
+def featurize_data_dir(data_dir, feat_dir, config=None, options=None):
+    """Featurize every utterance of `data_dir` into the table `feat_dir/feats.*.h5`.
+
+    Writes into the data dir: feats.scp, utt2num_frames, conf/featurize.json and,
+    with options.compute_cmvn, cmvn.h5.  Raises AsrkitError when more than
+    options.max_fail_ratio of the utterances failed, naming them.
+    """
+    config = config or FeatureConfig()
+    options = options or FeaturizeOptions()
+    start = time.monotonic()
+    data = DataDir.load(data_dir)
+    utterance_ids = list(data.utterance_ids)
+    if not utterance_ids:
+        raise AsrkitError(f"data directory {data_dir} has no utterances")
+    feat_dir = os.path.abspath(feat_dir)
+    os.makedirs(os.path.join(feat_dir, "log"), exist_ok=True)
+    parts = split_evenly(utterance_ids, options.nj)
+    jobs = [
+        FeaturizeJob(index, os.fspath(data_dir), feat_dir, part, config.to_dict(), options)
+        for index, part in enumerate(parts, 1)
+    ]
+    # Shards of an earlier run with more jobs would otherwise linger and be indexed.
+    for stale in range(len(jobs) + 1, 10_000):
+        path = shard_path(feat_dir, TABLE_NAME, stale)
+        if not os.path.exists(path):
+            break
+        os.remove(path)
+    logger.info(
+        "featurizing %d utterances of %s in %d jobs (logs: %s/log/featurize.JOB.log)",
+        len(utterance_ids), data_dir, len(jobs), feat_dir,
+    )
+    results = _run_jobs(jobs, len(jobs), len(utterance_ids))
+
+    failed = {}
+    for result in results:
+        failed.update(result.failed)
+    num_done = sum(result.num_done for result in results)
+    if failed:
+        listed = "; ".join(f"{reason}" for _, reason in sorted(failed.items())[:10])
+        more = f" (and {len(failed) - 10} more)" if len(failed) > 10 else ""
+        logger.warning("%d of %d utterances failed: %s%s", len(failed), len(utterance_ids), listed, more)
+    if len(failed) > options.max_fail_ratio * len(utterance_ids):
+        raise AsrkitError(
+            f"{len(failed)} of {len(utterance_ids)} utterances failed, more than --max-fail-ratio "
+            f"{options.max_fail_ratio:g}; first: {sorted(failed)[:10]}; see {feat_dir}/log/featurize.*.log"
+        )
+
+    scp_path = os.path.join(data_dir, "feats.scp")
+    write_scp(scp_path, [job.shard for job in jobs])
+    with TableReader(scp_path) as table:
+        write_kaldi_map(os.path.join(data_dir, "utt2num_frames"), {key: table.shape(key)[0] for key in table})
+    os.makedirs(os.path.join(data_dir, "conf"), exist_ok=True)
+    with atomic_output(os.path.join(data_dir, "conf", "featurize.json")) as out:
+        json.dump(config.to_dict(), out, indent=2, sort_keys=True)
+        out.write("\n")
+    if options.compute_cmvn:
+        cmvn = CmvnStats(config.feature_dim)
+        for result in results:
+            cmvn.add(result.cmvn)
+        cmvn.write(os.path.join(data_dir, "cmvn.h5"), attrs={"config": config.to_json(), "source": scp_path})
+        logger.info("wrote global CMVN statistics over %d frames to %s/cmvn.h5", cmvn.count, data_dir)
+    if failed:
+        logger.warning("feats.scp lacks the failed utterances: run utils/fix_data_dir %s before training", data_dir)
+    return FeaturizeResult(
+        num_utterances=len(utterance_ids),
+        num_done=num_done,
+        num_frames=sum(result.num_frames for result in results),
+        audio_seconds=sum(result.audio_seconds for result in results),
+        failed=failed,
+        skipped_jobs=sum(result.skipped for result in results),
+        wall_seconds=time.monotonic() - start,
+    )

@@ -6,14 +6,48 @@ touches TensorFlow.
 """
 
 import os
+import re
+import sys
+import tempfile
+
+# Lines TensorFlow's C++ runtime prints on every import, before its log level
+# setting takes effect; they would bury the first lines of every job log.
+_IMPORT_NOISE = re.compile(
+    r"All log messages before absl::InitializeLog|oneDNN custom operations are on|"
+    r"cpu_feature_guard|To enable the following instructions|rebuild TensorFlow with the appropriate"
+)
+
+
+def _import_quietly():
+    if "tensorflow" in sys.modules:
+        return sys.modules["tensorflow"]
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    try:
+        stderr_fd = sys.stderr.fileno()
+    except (AttributeError, ValueError, OSError):  # stderr replaced (pytest capture, CliRunner)
+        import tensorflow
+
+        return tensorflow
+    sys.stderr.flush()
+    saved = os.dup(stderr_fd)
+    with tempfile.TemporaryFile(mode="w+b") as captured:
+        os.dup2(captured.fileno(), stderr_fd)
+        try:
+            import tensorflow
+        finally:
+            os.dup2(saved, stderr_fd)
+            os.close(saved)
+            captured.seek(0)
+            # Anything else TensorFlow said on import (a real warning or error) is passed on.
+            for line in captured.read().decode("utf-8", "replace").splitlines():
+                if line.strip() and not _IMPORT_NOISE.search(line):
+                    print(line, file=sys.stderr)
+    return tensorflow
 
 
 def import_tensorflow(num_threads=None):
     """Return the tensorflow module; `num_threads` caps intra- and inter-op threads (None: TF's choice)."""
-    # C++ INFO lines (oneDNN notices, CPU feature guard) would bury our own logs.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
-
+    tf = _import_quietly()
     if num_threads:
         try:
             tf.config.threading.set_intra_op_parallelism_threads(num_threads)

@@ -29,7 +29,7 @@ class FeatureConfig:
     window_type: str = _option("povey", "Analysis window, named as in Kaldi: povey (the default, Hann to the power 0.85), hanning (symmetric Hann), hamming.")
     preemphasis: float = _option(0.97, "Pre-emphasis coefficient applied within each frame (Kaldi's convention); 0 disables it.")
     remove_dc_offset: bool = _option(True, "Subtract each frame's mean before pre-emphasis (Kaldi).")
-    compression: str = _option("log", "Mel energy compression: log (with floor), root15 = x^(1/15) (seed 004), root10 = x^(1/10) (seed 003).")
+    compression: str = _option("log", "Mel energy compression: log (with floor), root15 = x^(1/15) (power-mel), root10 = x^(1/10).")
     log_floor: float = _option(1.1920929e-07, "Floor applied to mel energies before the log (Kaldi's FLT_EPSILON).")
     sample_scale: float = _option(32768.0, "Audio in [-1, 1) is multiplied by this before analysis; 32768 gives Kaldi's 16-bit integer scale.")
     stack_frames: int = _option(4, "Number of consecutive frames stacked into one output frame (lower frame rate).")

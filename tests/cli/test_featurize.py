@@ -1,0 +1,106 @@
+import json
+import os
+
+import h5py
+import numpy as np
+from click.testing import CliRunner
+
+from asrkit.cli.featurize import main
+from asrkit.frontend.cmvn import CmvnStats
+from asrkit.io.table import TableReader
+
+
+def run(args):
+    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+    return result
+
+
+def test_featurize_writes_table_scp_num_frames_config_and_cmvn(make_data_dir, tmp_path):
+    data = make_data_dir({"spkA-1": 1.0, "spkA-2": 0.5, "spkB-1": 1.37})
+    feats = tmp_path / "feats"
+    result = run([data, feats, "--compute-cmvn"])
+    assert result.exit_code == 0, result.output
+
+    with TableReader(os.path.join(data, "feats.scp")) as table:
+        assert table.keys() == ["spkA-1", "spkA-2", "spkB-1"]
+        assert table.shape("spkA-1") == (33, 512)  # ceil((1 + (16000 - 512) // 160) / 3)
+        assert table["spkA-1"].dtype == np.float32
+        all_frames = np.concatenate([value for _, value in table.items()])
+    num_frames = dict(line.split() for line in open(os.path.join(data, "utt2num_frames")))
+    assert num_frames == {"spkA-1": "33", "spkA-2": "16", "spkB-1": "45"}
+    config = json.load(open(os.path.join(data, "conf", "featurize.json")))
+    assert config["num_mel_bins"] == 128 and config["frame_shift_ms"] == 10.0
+    cmvn = CmvnStats.read(os.path.join(data, "cmvn.h5"))
+    assert cmvn.count == len(all_frames)
+    np.testing.assert_allclose(cmvn.mean, all_frames.mean(axis=0), rtol=1e-5, atol=1e-5)
+    assert os.path.exists(feats / "log" / "featurize.1.log")
+    with h5py.File(feats / "feats.1.h5") as shard:
+        assert json.loads(shard.attrs["config"])["compression"] == "log"
+
+
+def test_parallel_jobs_match_one_job_and_rerun_reuses_shards(make_data_dir, tmp_path):
+    data = make_data_dir({f"spk{s}-{u}": 0.4 + 0.1 * u for s in range(2) for u in range(3)})
+    assert run([data, tmp_path / "one", "--nj", 1]).exit_code == 0
+    single = dict(TableReader(os.path.join(data, "feats.scp")).items())
+    result = run([data, tmp_path / "two", "--nj", 2])
+    assert result.exit_code == 0
+    assert "reused_jobs=0" in result.output
+    with TableReader(os.path.join(data, "feats.scp")) as table:
+        assert {os.path.basename(table._index[k][0]) for k in table} == {"feats.1.h5", "feats.2.h5"}
+        for key, value in table.items():
+            np.testing.assert_allclose(value, single[key], atol=1e-4)
+    rerun = run([data, tmp_path / "two", "--nj", 2])
+    assert "reused_jobs=2" in rerun.output
+    changed = run([data, tmp_path / "two", "--nj", 2, "--compression", "root15"])
+    assert "reused_jobs=0" in changed.output
+
+
+def test_bad_utterances_are_skipped_counted_and_named(make_data_dir, tmp_path):
+    durations = {f"spk1-{u:02d}": 0.5 for u in range(20)}
+    data = make_data_dir(durations)
+    wav_dir = tmp_path / "data_wav"
+    (wav_dir / "spk1-03.wav").write_bytes(b"this is not audio")
+    (wav_dir / "spk1-07.wav").write_bytes(b"")
+    result = run([data, tmp_path / "feats", "--max-fail-ratio", "0.2"])
+    assert result.exit_code == 0, result.output
+    assert "2 of 20 utterances failed" in result.output
+    assert "spk1-03" in result.output and "spk1-07" in result.output
+    assert "failed=2" in result.output
+    keys = TableReader(os.path.join(data, "feats.scp")).keys()
+    assert len(keys) == 18 and "spk1-03" not in keys
+
+    # Above the threshold the command fails, names the utterances and writes no feats.scp.
+    os.remove(os.path.join(data, "feats.scp"))
+    result = run([data, tmp_path / "feats2"])
+    assert result.exit_code == 1
+    assert "more than --max-fail-ratio 0.05" in result.output and "spk1-03" in result.output
+    assert not os.path.exists(os.path.join(data, "feats.scp"))
+
+
+def test_too_short_and_wrong_rate(make_data_dir, tmp_path):
+    data = make_data_dir({"spk1-a": 0.02, "spk1-b": 1.0, "spk1-c": 1.0})
+    result = run([data, tmp_path / "f", "--max-fail-ratio", "0.5"])
+    assert "spk1-a: 320 samples is shorter than one 32 ms window" in result.output
+    rate_data = make_data_dir({"spk2-a": 1.0}, name="rate", sample_rate=8000)
+    refused = run([rate_data, tmp_path / "r"])
+    assert refused.exit_code == 1 and "spk2-a" in refused.output and "8000" in refused.output
+    resampled = run([rate_data, tmp_path / "r", "--on-rate-mismatch", "resample"])
+    assert resampled.exit_code == 0, resampled.output
+    assert TableReader(os.path.join(rate_data, "feats.scp")).shape("spk2-a") == (33, 512)
+
+
+def test_config_file_and_print_config(tmp_path, make_data_dir):
+    config = tmp_path / "conf.json"
+    config.write_text(json.dumps({"num_mel_bins": 40, "stack_frames": 1, "subsample": 1}))
+    result = run([make_data_dir({"s-1": 0.3}), tmp_path / "f", "--config", config, "--low-freq", 20, "--print-config"])
+    printed = json.loads(result.output[result.output.index("{"):])
+    assert printed["num_mel_bins"] == 40 and printed["low_freq"] == 20.0 and printed["stack_frames"] == 1
+    config.write_text(json.dumps({"num_mel_bin": 40}))
+    bad = run([make_data_dir({"s-1": 0.3}, name="d2"), tmp_path / "f", "--config", config])
+    assert bad.exit_code == 1 and "unknown feature options: num_mel_bin" in bad.output
+
+
+def test_help_lists_feature_options_with_defaults():
+    result = CliRunner().invoke(main, ["--help"], terminal_width=200)
+    assert "--num-mel-bins INTEGER" in result.output and "[default: 128]" in result.output
+    assert "--compression [log|root15|root10]" in result.output

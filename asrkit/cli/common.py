@@ -7,7 +7,7 @@ import sys
 import click
 
 from asrkit.errors import AsrkitError
-from asrkit.logs import log_command_line, setup_logging
+from asrkit.logs import log_command_line, setup_logging, summary_line
 
 # Shown in --help of every command: Lhotse-style defaults in the help text.
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "show_default": True}
@@ -33,7 +33,7 @@ def asrkit_command(name):
                 return function(*args, **kwargs)
             except AsrkitError as error:
                 logger.error("%s", error)
-                logger.error("%s failed", name)
+                logger.error(summary_line(name, "failed", error=type(error).__name__))
                 sys.exit(1)
 
         return verbose_option(wrapper)

@@ -118,7 +118,7 @@ def test_bad_hypothesis_file_fails_naming_file_and_line(texts, tmp_path):
     result = run(ref, hyp)
     assert result.exit_code == 1
     assert f"{hyp}:2: bytes that are not UTF-8" in result.stderr
-    assert "asrkit-score failed" in result.stderr
+    assert "asrkit-score summary: status=failed" in result.stderr
     assert result.stdout == ""
 
 

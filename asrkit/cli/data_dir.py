@@ -1,0 +1,104 @@
+"""Data dir commands with Kaldi's names and argument orders: validate_data_dir, fix_data_dir,
+split_data, subset_data_dir (run as utils/<name>)."""
+
+import logging
+
+import click
+
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.errors import AsrkitError
+from asrkit.logs import summary_line
+
+DATA_DIR = click.Path(exists=True, file_okay=False)
+
+
+@click.command("validate_data_dir", context_settings=CONTEXT_SETTINGS)
+@click.option("--no-text", is_flag=True, help="Do not require a text file (no transcripts).")
+@click.option("--no-feats", is_flag=True,
+              help="Ignore feats.scp and utt2num_frames even if present.")
+@click.option("--allow-non-prefix-speakers", is_flag=True,
+              help="Do not require speaker ids to be prefixes of utterance ids.")
+@click.argument("data_dir", type=DATA_DIR)
+@asrkit_command("validate_data_dir")
+def validate_data_dir_command(no_text, no_feats, allow_non_prefix_speakers, data_dir):
+    """Check DATA_DIR as Kaldi's validate_data_dir.sh does; exit 1 if anything is wrong."""
+    from asrkit.data.validate import validate_data_dir
+
+    logger = logging.getLogger("validate_data_dir")
+    problems = validate_data_dir(data_dir, require_text=not no_text, no_feats=no_feats,
+                                 allow_non_prefix_speakers=allow_non_prefix_speakers)
+    for problem in problems:
+        logger.error("%s", problem)
+    if problems:
+        # asrkit_command logs the failed summary line and exits 1.
+        raise AsrkitError(f"{data_dir}: {len(problems)} problem(s) found")
+    logger.info("%s is a valid data dir", data_dir)
+    logger.info(summary_line("validate_data_dir", "ok", data_dir=data_dir, problems=0))
+
+
+@click.command("fix_data_dir", context_settings=CONTEXT_SETTINGS)
+@click.argument("data_dir", type=DATA_DIR)
+@asrkit_command("fix_data_dir")
+def fix_data_dir_command(data_dir):
+    """Sort DATA_DIR's files and keep only utterances present in all of them (Kaldi's
+    fix_data_dir.sh); the originals are kept in DATA_DIR/.backup/."""
+    from asrkit.data.fix import fix_data_dir
+
+    report = fix_data_dir(data_dir)
+    logging.getLogger("fix_data_dir").info(summary_line(
+        "fix_data_dir", "ok", data_dir=data_dir, kept_utterances=report.kept_utterances,
+        removed_utterances=report.total_removed_utterances,
+        removed_recordings=report.removed_recordings, removed_speakers=report.removed_speakers,
+        duplicate_lines=sum(report.duplicate_lines.values()), backup=report.backup_dir))
+
+
+@click.command("split_data", context_settings=CONTEXT_SETTINGS)
+@click.option("--per-utt", is_flag=True,
+              help="Split by utterance (into split<N>utt/) instead of keeping speakers whole.")
+@click.argument("data_dir", type=DATA_DIR)
+@click.argument("num_parts", type=click.IntRange(min=1))
+@asrkit_command("split_data")
+def split_data_command(per_utt, data_dir, num_parts):
+    """Split DATA_DIR into NUM_PARTS data dirs DATA_DIR/split<N>/1..N (Kaldi's split_data.sh)."""
+    from asrkit.data.split import split_data_dir, split_dir_path
+
+    split_data_dir(data_dir, num_parts, by_speaker=not per_utt)
+    logging.getLogger("split_data").info(summary_line(
+        "split_data", "ok", data_dir=data_dir, parts=num_parts,
+        split_dir=split_dir_path(data_dir, num_parts, not per_utt)))
+
+
+@click.command("subset_data_dir", context_settings=CONTEXT_SETTINGS)
+@click.option("--first", is_flag=True, help="Take the first NUM_UTTS utterances (C order).")
+@click.option("--last", is_flag=True, help="Take the last NUM_UTTS utterances (C order).")
+@click.option("--shortest", is_flag=True, help="Take the NUM_UTTS shortest (needs utt2dur).")
+@click.option("--speakers", is_flag=True,
+              help="Take random whole speakers until NUM_UTTS utterances are reached.")
+@click.option("--utt-list", type=click.Path(exists=True, dir_okay=False),
+              help="Take the utterances listed in this file (no NUM_UTTS).")
+@click.option("--spk-list", type=click.Path(exists=True, dir_okay=False),
+              help="Take all utterances of the speakers listed in this file (no NUM_UTTS).")
+@click.option("--seed", type=int, default=0, help="Seed of the random choice.")
+@click.argument("arguments", nargs=-1, required=True, metavar="DATA_DIR [NUM_UTTS] OUT_DIR")
+@asrkit_command("subset_data_dir")
+def subset_data_dir_command(first, last, shortest, speakers, utt_list, spk_list, seed, arguments):
+    """Write a subset of DATA_DIR to OUT_DIR (Kaldi's subset_data_dir.sh): NUM_UTTS random
+    utterances (or --first/--last/--shortest/--speakers), or those of --utt-list/--spk-list."""
+    from asrkit.data.split import subset_data_dir
+
+    if len(arguments) == 3:
+        data_dir, num_utts_text, out_dir = arguments
+        try:
+            num_utts = int(num_utts_text)
+        except ValueError:
+            raise click.BadParameter(f"NUM_UTTS must be a number, got {num_utts_text!r}") from None
+    elif len(arguments) == 2 and (utt_list or spk_list):
+        (data_dir, out_dir), num_utts = arguments, None
+    else:
+        raise click.UsageError("expected DATA_DIR NUM_UTTS OUT_DIR, or DATA_DIR OUT_DIR with "
+                               "--utt-list or --spk-list")
+    subset = subset_data_dir(data_dir, out_dir, num_utts=num_utts, utt_list=utt_list,
+                             spk_list=spk_list, first=first, last=last, shortest=shortest,
+                             speakers=speakers, seed=seed)
+    logging.getLogger("subset_data_dir").info(summary_line(
+        "subset_data_dir", "ok", data_dir=data_dir, out_dir=out_dir, utterances=len(subset)))

@@ -1,0 +1,338 @@
+"""Reading the audio of a wav.scp entry or of one utterance, with errors that say what to do.
+
+A wav.scp value is a file path (WAV, FLAC, anything libsndfile reads; raw PCM
+by option or by a .raw/.pcm extension) or a shell command ending in `|` whose
+stdout is the audio (Kaldi's extended filename).  Everything is returned as
+float32 mono at the configured rate; audio that does not fit is resampled only
+when asked, otherwise refused.
+"""
+
+import contextlib
+import io
+import logging
+import math
+import os
+import struct
+import subprocess
+from dataclasses import dataclass
+
+import numpy as np
+import soundfile
+
+from asrkit.errors import AsrkitError, AudioError
+
+logger = logging.getLogger(__name__)
+
+RAW_EXTENSIONS = (".raw", ".pcm")
+DEFAULT_RAW_FORMAT = "PCM_16"
+EIGHT_BIT_SUBTYPES = ("PCM_U8", "PCM_S8")
+RATE_MISMATCH_ACTIONS = ("error", "resample")
+# A writer that cannot seek back (sox or ffmpeg writing to a pipe) puts a
+# placeholder in the data chunk size: 0, 0xFFFFFFFF or sox's 0x7FFFF000-ish
+# value.  Such a size means "until the end of the stream", not truncation.
+STREAMING_SIZE_FLOOR = 0x7FFF0000
+# Segment end times are usually written with 2 decimals, so an end time can lie
+# up to 10 ms past the true end of the recording without anything being wrong.
+SEGMENT_END_TOLERANCE_S = 0.01
+STDERR_TAIL_CHARS = 2000
+
+_logged_resampling = set()
+
+
+@dataclass
+class AudioOptions:
+    """How audio is read.
+
+    sample_rate: the rate every utterance must have (Hz).
+    on_rate_mismatch: 'error' refuses other rates; 'resample' converts them with
+        scipy.signal.resample_poly (polyphase FIR, Kaiser window).
+    channel: -1 expects mono and refuses multi-channel audio (Kaldi's
+        convention); N >= 0 takes channel N of a multi-channel file.
+    allow_8bit: accept 8-bit PCM, which is refused by default (see load_recording).
+    raw_format: read headerless PCM with this soundfile subtype ('PCM_16', 'FLOAT',
+        ...) at `sample_rate`, mono, little-endian.  Files ending in .raw or .pcm
+        are read as raw PCM_16 even when this is None.
+    """
+
+    sample_rate: int = 16000
+    on_rate_mismatch: str = "error"
+    channel: int = -1
+    allow_8bit: bool = False
+    raw_format: str | None = None
+
+    def __post_init__(self):
+        if self.on_rate_mismatch not in RATE_MISMATCH_ACTIONS:
+            raise AsrkitError(f"on_rate_mismatch must be one of {RATE_MISMATCH_ACTIONS}, "
+                              f"got {self.on_rate_mismatch!r}")
+        if self.channel < -1:
+            raise AsrkitError(f"channel must be -1 (mono only) or a channel index >= 0, "
+                              f"got {self.channel}")
+        if self.sample_rate <= 0:
+            raise AsrkitError(f"sample_rate must be positive, got {self.sample_rate}")
+        if self.raw_format is not None and self.raw_format not in soundfile.available_subtypes("RAW"):
+            raise AsrkitError(f"raw_format {self.raw_format!r} is not a raw subtype soundfile knows; "
+                              f"use one of {sorted(soundfile.available_subtypes('RAW'))}")
+
+
+def is_pipe(spec):
+    """True for Kaldi's `command |` wav.scp entries."""
+    return spec.rstrip().endswith("|")
+
+
+def load_recording(spec, options=None, utterance_id=None):
+    """The whole recording named by a wav.scp value, as float32 mono samples at options.sample_rate.
+
+    PCM comes back in [-1, 1); floating-point files are passed through unscaled.
+    Refused with an AudioError that names the utterance and the file: an empty
+    file or no samples, data soundfile cannot read, a WAV whose header promises
+    more data than the file holds (libsndfile would silently return the short
+    data), a sample rate other than options.sample_rate unless resampling is on,
+    multi-channel audio when options.channel is -1, a channel index out of
+    range, and 8-bit PCM unless options.allow_8bit (8 bits leave quantisation
+    noise only ~48 dB below full scale, which is usually a conversion mistake).
+    """
+    options = options or AudioOptions()
+    with _open_audio(spec, options, utterance_id) as (sound_file, source):
+        _check_format(sound_file, options, utterance_id, source)
+        samples = _read_channel(sound_file, sound_file.frames, options, utterance_id, source)
+        rate = sound_file.samplerate
+    return _to_target_rate(samples, rate, options, utterance_id, source)
+
+
+def load_utterance_audio(data_dir, utterance_id, options=None):
+    """The samples of one utterance of a DataDir: its segment of a recording, or the whole recording.
+
+    A segment whose end lies past the end of the recording is an error (beyond
+    SEGMENT_END_TOLERANCE_S, which absorbs end times rounded to 10 ms); a file
+    on disk is read from the segment start only, not from its beginning.
+    """
+    options = options or AudioOptions()
+    if data_dir.wav_scp is None:
+        raise AudioError("the data dir has no wav.scp", utterance_id, data_dir.path)
+    if data_dir.segments is None:
+        if utterance_id not in data_dir.wav_scp:
+            raise AudioError("not in wav.scp", utterance_id, data_dir.table_path("wav.scp"))
+        return load_recording(data_dir.wav_scp[utterance_id], options, utterance_id)
+    segment = data_dir.segments.get(utterance_id)
+    if segment is None:
+        raise AudioError("not in segments", utterance_id, data_dir.table_path("segments"))
+    spec = data_dir.wav_scp.get(segment.recording_id)
+    if spec is None:
+        raise AudioError(f"its recording {segment.recording_id!r} is not in wav.scp "
+                         "(fix: run utils/fix_data_dir on the data dir)",
+                         utterance_id, data_dir.table_path("wav.scp"))
+    with _open_audio(spec, options, utterance_id) as (sound_file, source):
+        _check_format(sound_file, options, utterance_id, source)
+        rate = sound_file.samplerate
+        first, count = _segment_frames(segment, rate, sound_file.frames, utterance_id, source)
+        sound_file.seek(first)
+        samples = _read_channel(sound_file, count, options, utterance_id, source)
+    return _to_target_rate(samples, rate, options, utterance_id, source)
+
+
+def _segment_frames(segment, rate, total_frames, utterance_id, source):
+    """(first frame, frame count) of a segment, checked against the recording's length."""
+    length_s = total_frames / rate
+    start_frame = int(round(segment.start * rate))
+    if segment.end is None:
+        end_frame = total_frames
+    else:
+        if segment.end > length_s + SEGMENT_END_TOLERANCE_S:
+            raise AudioError(
+                f"segment {segment.start:g}-{segment.end:g} s ends past the end of recording "
+                f"{segment.recording_id!r} ({length_s:.3f} s); fix the end time in segments",
+                utterance_id, source)
+        end_frame = min(int(round(segment.end * rate)), total_frames)
+    if start_frame >= end_frame:
+        raise AudioError(
+            f"segment {segment.start:g}-{segment.end if segment.end is not None else -1:g} s "
+            f"is empty within recording {segment.recording_id!r} ({length_s:.3f} s long)",
+            utterance_id, source)
+    return start_frame, end_frame - start_frame
+
+
+@contextlib.contextmanager
+def _open_audio(spec, options, utterance_id):
+    """Yield (soundfile.SoundFile, source name) for a path or a `command |` spec."""
+    spec = spec.strip()
+    if is_pipe(spec):
+        source = spec[:-1].strip()
+        data = _run_pipe(source, utterance_id)
+        sound_file = _open_bytes(data, source, options, utterance_id)
+    else:
+        source = spec
+        sound_file = _open_path(spec, options, utterance_id)
+    with sound_file:
+        yield sound_file, source
+
+
+def _run_pipe(command, utterance_id):
+    """Run a wav.scp command through the shell and return its stdout."""
+    result = subprocess.run(command, shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            check=False)
+    if result.returncode != 0:
+        stderr_tail = result.stderr.decode("utf-8", "replace").strip()[-STDERR_TAIL_CHARS:]
+        raise AudioError(
+            f"command exited with status {result.returncode}; its stderr ends with: "
+            f"{stderr_tail or '(nothing)'}; run the command by hand to see what is wrong",
+            utterance_id, command)
+    if not result.stdout:
+        raise AudioError("command wrote no audio to stdout (0 bytes); "
+                         "check that it writes to `-` (stdout), e.g. `sox in.wav -t wav - |`",
+                         utterance_id, command)
+    return result.stdout
+
+
+def _wants_raw(source, options):
+    return options.raw_format is not None or source.lower().endswith(RAW_EXTENSIONS)
+
+
+def _raw_arguments(source, options, size, utterance_id):
+    subtype = options.raw_format or DEFAULT_RAW_FORMAT
+    if options.raw_format is None:
+        logger.debug("%s: reading as raw %s, %d Hz, mono (from its extension)",
+                     source, subtype, options.sample_rate)
+    bytes_per_sample = {"PCM_S8": 1, "PCM_U8": 1, "PCM_16": 2, "PCM_24": 3, "PCM_32": 4,
+                        "FLOAT": 4, "DOUBLE": 8, "ULAW": 1, "ALAW": 1}.get(subtype)
+    if bytes_per_sample and size % bytes_per_sample:
+        raise AudioError(
+            f"raw {subtype} audio is {size} bytes, not a whole number of {bytes_per_sample}-byte "
+            "samples: the file is truncated or not in this format", utterance_id, source)
+    return {"format": "RAW", "subtype": subtype, "samplerate": options.sample_rate,
+            "channels": 1, "endian": "LITTLE"}
+
+
+def _open_path(path, options, utterance_id):
+    try:
+        size = os.path.getsize(path)
+    except OSError as error:
+        raise AudioError(f"cannot read the file ({error.strerror}); check its wav.scp entry "
+                         "(relative paths are relative to the directory the command runs in)",
+                         utterance_id, path) from None
+    if size == 0:
+        raise AudioError("the file is empty (0 bytes); re-create it or remove the utterance "
+                         "(then run utils/fix_data_dir)", utterance_id, path)
+    if _wants_raw(path, options):
+        return _open_soundfile(path, path, utterance_id, _raw_arguments(path, options, size, utterance_id))
+    with open(path, "rb") as handle:
+        _check_wav_not_truncated(handle, size, path, utterance_id, streaming=False)
+    return _open_soundfile(path, path, utterance_id, {})
+
+
+def _open_bytes(data, command, options, utterance_id):
+    # A pipe has no file name extension to go by; raw output must be declared.
+    if options.raw_format is not None:
+        return _open_soundfile(io.BytesIO(data), command, utterance_id,
+                               _raw_arguments(command, options, len(data), utterance_id))
+    _check_wav_not_truncated(io.BytesIO(data), len(data), command, utterance_id, streaming=True)
+    return _open_soundfile(io.BytesIO(data), command, utterance_id, {})
+
+
+def _open_soundfile(file, source, utterance_id, arguments):
+    try:
+        return soundfile.SoundFile(file, **arguments)
+    except (soundfile.LibsndfileError, RuntimeError, TypeError) as error:
+        raise AudioError(
+            f"not audio that soundfile can read ({error}); check the wav.scp entry points at "
+            "an audio file, or convert it to WAV/FLAC (e.g. with sox or ffmpeg)",
+            utterance_id, source) from None
+
+
+def _check_wav_not_truncated(handle, size, source, utterance_id, streaming):
+    """Compare the RIFF data chunk's declared size with the bytes actually present.
+
+    libsndfile reads a cut-off WAV without complaint and returns fewer samples,
+    which would give an utterance silently shorter than its transcript, so the
+    header is checked here.  Non-WAV data is left to soundfile.
+    """
+    data_chunk = _find_wav_data_chunk(handle)
+    if data_chunk is None:
+        return
+    data_offset, declared_size = data_chunk
+    available = size - data_offset
+    if declared_size <= available:
+        return
+    if streaming and (declared_size == 0 or declared_size >= STREAMING_SIZE_FLOOR):
+        return  # a pipe writer's "unknown length" placeholder; read to end of stream
+    raise AudioError(
+        f"truncated WAV: the header says the data chunk has {declared_size} bytes but only "
+        f"{max(available, 0)} follow it ({size} bytes in all); the file was cut off while being "
+        "written or copied: re-create or re-copy it", utterance_id, source)
+
+
+def _find_wav_data_chunk(handle):
+    """(offset of the sample data, declared data size) of a RIFF/WAVE stream, or None if not one."""
+    riff_header = handle.read(12)
+    if len(riff_header) < 12 or riff_header[:4] != b"RIFF" or riff_header[8:12] != b"WAVE":
+        return None
+    offset = 12
+    while True:
+        handle.seek(offset)
+        chunk_header = handle.read(8)
+        if len(chunk_header) < 8:
+            return None  # no data chunk: soundfile will give the right error
+        chunk_id, chunk_size = chunk_header[:4], struct.unpack("<I", chunk_header[4:])[0]
+        if chunk_id == b"data":
+            return offset + 8, chunk_size
+        # Chunks are padded to an even size (RIFF rule).
+        offset += 8 + chunk_size + (chunk_size & 1)
+
+
+def _check_format(sound_file, options, utterance_id, source):
+    """Refuse audio that does not meet the options, before reading any samples."""
+    if sound_file.frames == 0:
+        raise AudioError("the audio has no samples (a header with zero-length data); "
+                         "re-create it or remove the utterance (then run utils/fix_data_dir)",
+                         utterance_id, source)
+    if sound_file.subtype in EIGHT_BIT_SUBTYPES and not options.allow_8bit:
+        raise AudioError(
+            f"8-bit PCM ({sound_file.subtype}) is refused: at 8 bits the quantisation noise is "
+            "only ~48 dB below full scale and hurts recognition, and 8-bit WAV is usually a "
+            "conversion mistake; re-create it at 16 bits from the original (e.g. "
+            "`sox in.wav -b 16 out.wav`), or accept it with allow_8bit (--allow-8bit)",
+            utterance_id, source)
+    channels = sound_file.channels
+    if options.channel == -1 and channels > 1:
+        raise AudioError(
+            f"the audio has {channels} channels but mono is expected (channel=-1); pick one "
+            "with channel=N (--channel N), or mix down in wav.scp with "
+            "`sox in.wav -t wav - remix 1 |`", utterance_id, source)
+    if options.channel >= channels:
+        raise AudioError(
+            f"channel {options.channel} was asked for but the audio has {channels} channel(s) "
+            f"(indices 0..{channels - 1})", utterance_id, source)
+    if sound_file.samplerate != options.sample_rate and options.on_rate_mismatch == "error":
+        raise AudioError(
+            f"sample rate is {sound_file.samplerate} Hz but {options.sample_rate} Hz is expected; "
+            f"convert it (e.g. `sox in.wav -r {options.sample_rate} out.wav`, or in wav.scp "
+            f"`sox in.wav -t wav -r {options.sample_rate} - |`) or resample on the fly with "
+            "on_rate_mismatch='resample' (--on-rate-mismatch resample)", utterance_id, source)
+
+
+def _read_channel(sound_file, frames, options, utterance_id, source):
+    """`frames` samples of the wanted channel as float32, copying no more than that channel."""
+    if sound_file.channels == 1:
+        samples = sound_file.read(frames, dtype="float32", always_2d=False)
+    else:
+        interleaved = sound_file.read(frames, dtype="float32", always_2d=True)
+        samples = np.ascontiguousarray(interleaved[:, options.channel])
+    if samples.shape[0] == 0:
+        raise AudioError("no samples could be read", utterance_id, source)
+    return samples
+
+
+def _to_target_rate(samples, rate, options, utterance_id, source):
+    """Resample with scipy.signal.resample_poly when the rate differs (already refused unless allowed)."""
+    if rate == options.sample_rate:
+        return samples
+    from scipy.signal import resample_poly
+
+    divisor = math.gcd(rate, options.sample_rate)
+    up, down = options.sample_rate // divisor, rate // divisor
+    if (rate, options.sample_rate) not in _logged_resampling:
+        _logged_resampling.add((rate, options.sample_rate))
+        logger.info("resampling %d Hz audio to %d Hz with scipy.signal.resample_poly "
+                    "(polyphase FIR, up=%d down=%d); first seen in %s",
+                    rate, options.sample_rate, up, down, source)
+    logger.debug("utterance %s: resampling %s from %d Hz", utterance_id, source, rate)
+    return resample_poly(samples, up, down).astype(np.float32, copy=False)

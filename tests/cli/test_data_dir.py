@@ -1,0 +1,152 @@
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from asrkit.cli.data_dir import (
+    fix_data_dir_command,
+    split_data_command,
+    subset_data_dir_command,
+    validate_data_dir_command,
+)
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def write(path, content):
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(content)
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    """Two speakers, four utterances; no audio is read by these commands."""
+    directory = tmp_path / "data"
+    directory.mkdir()
+    utts = ["a-1", "a-2", "b-1", "b-2"]
+    write(directory / "wav.scp", "".join(f"{utt} /audio/{utt}.wav\n" for utt in utts))
+    write(directory / "text", "".join(f"{utt} HELLO\n" for utt in utts))
+    write(directory / "utt2spk", "".join(f"{utt} {utt[0]}\n" for utt in utts))
+    write(directory / "spk2utt", "a a-1 a-2\nb b-1 b-2\n")
+    return os.fspath(directory)
+
+
+def run(command, arguments):
+    return CliRunner().invoke(command, arguments, catch_exceptions=False)
+
+
+def summary(result):
+    lines = [line for line in result.output.splitlines() if " summary: " in line]
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+def test_validate_ok(data_dir):
+    result = run(validate_data_dir_command, [data_dir])
+    assert result.exit_code == 0, result.output
+    assert "command line:" in result.output
+    assert summary(result).endswith(
+        f"validate_data_dir summary: status=ok data_dir={data_dir} problems=0")
+
+
+def test_validate_reports_each_problem_and_exits_1(data_dir):
+    write(os.path.join(data_dir, "text"), "a-1 HELLO\na-2 <eps>\n")
+    result = run(validate_data_dir_command, [data_dir])
+    assert result.exit_code == 1
+    assert "missing from text: b-1, b-2" in result.output
+    assert f"{data_dir}/text:2: transcript of 'a-2'" in result.output
+    assert f"{data_dir}: 2 problem(s) found" in result.output
+    # The failed summary line (if any) is asrkit_command's business, never a status=ok one.
+    assert "status=ok" not in result.output
+
+
+def test_validate_requires_text_unless_no_text(data_dir):
+    os.remove(os.path.join(data_dir, "text"))
+    assert run(validate_data_dir_command, [data_dir]).exit_code == 1
+    assert run(validate_data_dir_command, ["--no-text", data_dir]).exit_code == 0
+
+
+def test_validate_allow_non_prefix_speakers(data_dir):
+    write(os.path.join(data_dir, "utt2spk"), "a-1 x\na-2 x\nb-1 y\nb-2 y\n")
+    write(os.path.join(data_dir, "spk2utt"), "x a-1 a-2\ny b-1 b-2\n")
+    assert run(validate_data_dir_command, [data_dir]).exit_code == 1
+    assert run(validate_data_dir_command, ["--allow-non-prefix-speakers", data_dir]).exit_code == 0
+
+
+def test_fix(data_dir):
+    write(os.path.join(data_dir, "text"), "b-1 HI\na-1 HELLO\n")
+    result = run(fix_data_dir_command, [data_dir])
+    assert result.exit_code == 0, result.output
+    line = summary(result)
+    assert "status=ok" in line and "kept_utterances=2" in line and "removed_utterances=2" in line
+    assert run(validate_data_dir_command, [data_dir]).exit_code == 0
+
+
+def test_fix_failure_is_exit_1_with_message(data_dir):
+    with open(os.path.join(data_dir, "text"), "wb") as handle:
+        handle.write(b"a-1 \xff\n")
+    result = run(fix_data_dir_command, [data_dir])
+    assert result.exit_code == 1
+    assert "text:1: bytes" in result.output and "not valid UTF-8" in result.output
+    assert "status=ok" not in result.output
+
+
+def test_split(data_dir):
+    result = run(split_data_command, [data_dir, "2"])
+    assert result.exit_code == 0, result.output
+    assert summary(result).endswith(f"parts=2 split_dir={data_dir}/split2")
+    with open(os.path.join(data_dir, "split2", "2", "utt2spk")) as handle:
+        assert handle.read() == "b-1 b\nb-2 b\n"
+    result = run(split_data_command, ["--per-utt", data_dir, "4"])
+    assert result.exit_code == 0
+    with open(os.path.join(data_dir, "split4utt", "3", "text")) as handle:
+        assert handle.read() == "b-1 HELLO\n"
+
+
+def test_split_too_many_parts(data_dir):
+    result = run(split_data_command, [data_dir, "3"])
+    assert result.exit_code == 1
+    assert "cannot split 2 speakers into 3 non-empty parts" in result.output
+
+
+def test_subset_kaldi_argument_orders(data_dir, tmp_path):
+    out = os.fspath(tmp_path / "first2")
+    result = run(subset_data_dir_command, ["--first", data_dir, "2", out])
+    assert result.exit_code == 0, result.output
+    assert summary(result).endswith("utterances=2")
+    with open(os.path.join(out, "wav.scp")) as handle:
+        assert [line.split()[0] for line in handle] == ["a-1", "a-2"]
+    spk_list = tmp_path / "speakers"
+    write(spk_list, "b\n")
+    out = os.fspath(tmp_path / "b")
+    result = run(subset_data_dir_command, ["--spk-list", os.fspath(spk_list), data_dir, out])
+    assert result.exit_code == 0, result.output
+    with open(os.path.join(out, "spk2utt")) as handle:
+        assert handle.read() == "b b-1 b-2\n"
+
+
+def test_subset_usage_errors(data_dir, tmp_path):
+    result = run(subset_data_dir_command, [data_dir, os.fspath(tmp_path / "x")])
+    assert result.exit_code == 2 and "--utt-list or --spk-list" in result.output
+    result = run(subset_data_dir_command, [data_dir, "many", os.fspath(tmp_path / "x")])
+    assert result.exit_code == 2 and "NUM_UTTS must be a number" in result.output
+
+
+@pytest.mark.parametrize("script", ["validate_data_dir", "fix_data_dir", "split_data",
+                                    "subset_data_dir"])
+def test_utils_scripts_are_executable_and_run(script):
+    path = os.path.join(REPO_ROOT, "utils", script)
+    assert os.access(path, os.X_OK)
+    result = subprocess.run([sys.executable, path, "--help"], capture_output=True, text=True,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+    assert "Usage:" in result.stdout
+
+
+def test_utils_validate_data_dir_like_kaldi(data_dir):
+    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "utils", "validate_data_dir"),
+                             data_dir], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "validate_data_dir summary: status=ok" in result.stderr

@@ -1,0 +1,287 @@
+import logging
+import os
+import shutil
+
+import numpy as np
+import pytest
+import soundfile
+
+from asrkit.data import audio
+from asrkit.data.audio import AudioOptions, load_recording, load_utterance_audio
+from asrkit.data.data_dir import DataDir
+from asrkit.data.kaldi_files import Segment
+from asrkit.errors import AsrkitError, AudioError
+
+needs_sox = pytest.mark.skipif(shutil.which("sox") is None, reason="sox is not installed")
+
+
+def peak_frequency(samples, sample_rate):
+    spectrum = np.abs(np.fft.rfft(samples * np.hanning(len(samples))))
+    return np.argmax(spectrum) * sample_rate / len(samples)
+
+
+def test_reads_16bit_wav_as_float32_mono(tmp_path, tone, write_wav):
+    samples = tone(440.0, 0.5)
+    path = write_wav(tmp_path / "a.wav", samples)
+    loaded = load_recording(path, AudioOptions())
+    assert loaded.dtype == np.float32 and loaded.ndim == 1 and loaded.shape == (8000,)
+    np.testing.assert_allclose(loaded, samples, atol=1.0 / 32768)
+    assert loaded.min() >= -1.0 and loaded.max() < 1.0
+
+
+def test_reads_flac(tmp_path, tone):
+    path = os.fspath(tmp_path / "a.flac")
+    soundfile.write(path, tone(300.0, 0.25), 16000, subtype="PCM_16")
+    assert load_recording(path).shape == (4000,)
+
+
+def test_truncated_wav_is_refused_with_sizes(tmp_path, tone, write_wav):
+    path = write_wav(tmp_path / "cut.wav", tone(440.0, 1.0))
+    with open(path, "rb") as handle:
+        data = handle.read()
+    with open(path, "wb") as handle:
+        handle.write(data[:20000])  # 44-byte header + 32000 data bytes promised
+    with pytest.raises(AudioError) as caught:
+        load_recording(path, utterance_id="spk-1")
+    message = str(caught.value)
+    assert message.startswith(f"utterance spk-1, file {path}: truncated WAV")
+    assert "32000 bytes" in message and f"only {20000 - 44} follow" in message
+
+
+def test_truncation_found_after_extra_chunks(tmp_path, tone):
+    # A LIST chunk before the data chunk moves the data offset; the parser must follow the chunks.
+    path = os.fspath(tmp_path / "list.wav")
+    with soundfile.SoundFile(path, "w", 16000, 1, "PCM_16") as handle:
+        handle.title = "a title long enough to make a LIST chunk"
+        handle.write(tone(440.0, 0.5))
+    full_size = os.path.getsize(path)
+    assert load_recording(path).shape == (8000,)
+    with open(path, "r+b") as handle:
+        handle.truncate(full_size - 100)
+    with pytest.raises(AudioError, match="truncated WAV"):
+        load_recording(path)
+
+
+def test_empty_file(tmp_path):
+    path = tmp_path / "empty.wav"
+    path.write_bytes(b"")
+    with pytest.raises(AudioError) as caught:
+        load_recording(os.fspath(path), utterance_id="u1")
+    assert "utterance u1" in str(caught.value) and "empty (0 bytes)" in str(caught.value)
+
+
+def test_header_without_samples(tmp_path, write_wav):
+    path = write_wav(tmp_path / "zero.wav", np.zeros(0, dtype=np.float32))
+    with pytest.raises(AudioError, match="no samples"):
+        load_recording(path, utterance_id="u1")
+
+
+def test_not_audio(tmp_path):
+    path = tmp_path / "notes.wav"
+    path.write_text("this is a transcript, not audio\n")
+    with pytest.raises(AudioError) as caught:
+        load_recording(os.fspath(path), utterance_id="u7")
+    message = str(caught.value)
+    assert f"utterance u7, file {path}" in message and "not audio that soundfile can read" in message
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(AudioError, match="cannot read the file .*No such file"):
+        load_recording(os.fspath(tmp_path / "nope.wav"), utterance_id="u1")
+
+
+def test_wrong_rate_is_refused_naming_both_rates(tmp_path, tone, write_wav):
+    path = write_wav(tmp_path / "8k.wav", tone(440.0, 1.0, 8000), 8000)
+    with pytest.raises(AudioError) as caught:
+        load_recording(path, AudioOptions(), utterance_id="u1")
+    message = str(caught.value)
+    assert "sample rate is 8000 Hz but 16000 Hz is expected" in message
+    assert "sox" in message and "resample" in message
+
+
+def test_wrong_rate_is_resampled_keeping_frequency(tmp_path, tone, write_wav, caplog):
+    path = write_wav(tmp_path / "8k.wav", tone(440.0, 1.0, 8000), 8000)
+    audio._logged_resampling.clear()
+    with caplog.at_level(logging.INFO, logger="asrkit.data.audio"):
+        loaded = load_recording(path, AudioOptions(on_rate_mismatch="resample"))
+    assert loaded.dtype == np.float32 and loaded.shape == (16000,)
+    assert peak_frequency(loaded, 16000) == pytest.approx(440.0, abs=2.0)
+    # Amplitude survives too (no gain error from the up/down factors).
+    assert np.abs(loaded[2000:14000]).max() == pytest.approx(0.5, abs=0.02)
+    assert "scipy.signal.resample_poly" in caplog.text
+
+
+def test_downsampling_44100(tmp_path, tone, write_wav):
+    path = write_wav(tmp_path / "44k.wav", tone(1000.0, 0.5, 44100), 44100)
+    loaded = load_recording(path, AudioOptions(on_rate_mismatch="resample"))
+    assert loaded.shape == (8000,)
+    assert peak_frequency(loaded, 16000) == pytest.approx(1000.0, abs=2.0)
+
+
+def stereo_file(tmp_path, tone, write_wav):
+    left, right = tone(300.0, 0.5), tone(1200.0, 0.5)
+    return write_wav(tmp_path / "stereo.wav", np.stack([left, right], axis=1))
+
+
+def test_stereo_is_refused_by_default(tmp_path, tone, write_wav):
+    path = stereo_file(tmp_path, tone, write_wav)
+    with pytest.raises(AudioError) as caught:
+        load_recording(path, utterance_id="u1")
+    message = str(caught.value)
+    assert "utterance u1" in message and "2 channels but mono is expected" in message
+    assert "--channel" in message
+
+
+def test_channel_pick(tmp_path, tone, write_wav):
+    path = stereo_file(tmp_path, tone, write_wav)
+    right = load_recording(path, AudioOptions(channel=1))
+    assert right.ndim == 1 and right.flags["C_CONTIGUOUS"]
+    assert peak_frequency(right, 16000) == pytest.approx(1200.0, abs=4.0)
+    left = load_recording(path, AudioOptions(channel=0))
+    assert peak_frequency(left, 16000) == pytest.approx(300.0, abs=4.0)
+
+
+def test_channel_out_of_range(tmp_path, tone, write_wav):
+    path = stereo_file(tmp_path, tone, write_wav)
+    with pytest.raises(AudioError, match=r"channel 2 was asked for but the audio has 2 channel\(s\)"):
+        load_recording(path, AudioOptions(channel=2), utterance_id="u1")
+
+
+def test_8bit_is_refused_unless_allowed(tmp_path, tone, write_wav):
+    path = write_wav(tmp_path / "8bit.wav", tone(440.0, 0.25), subtype="PCM_U8")
+    with pytest.raises(AudioError) as caught:
+        load_recording(path, utterance_id="u1")
+    message = str(caught.value)
+    assert "8-bit PCM" in message and "quantisation noise" in message
+    assert "sox in.wav -b 16 out.wav" in message
+    loaded = load_recording(path, AudioOptions(allow_8bit=True))
+    assert loaded.shape == (4000,)
+    assert peak_frequency(loaded, 16000) == pytest.approx(440.0, abs=4.0)
+
+
+def test_raw_pcm_by_extension_and_by_option(tmp_path, tone):
+    samples = (tone(500.0, 0.25) * 32767).astype("<i2")
+    raw = tmp_path / "a.raw"
+    raw.write_bytes(samples.tobytes())
+    loaded = load_recording(os.fspath(raw))
+    np.testing.assert_allclose(loaded, samples / 32768.0, atol=1e-6)
+    other_name = tmp_path / "a.bin"
+    other_name.write_bytes(samples.tobytes())
+    with pytest.raises(AudioError):  # no extension hint, no option: not readable audio
+        load_recording(os.fspath(other_name))
+    assert load_recording(os.fspath(other_name), AudioOptions(raw_format="PCM_16")).shape == (4000,)
+
+
+def test_raw_pcm_with_partial_sample(tmp_path):
+    raw = tmp_path / "odd.pcm"
+    raw.write_bytes(b"\x00\x01\x02")
+    with pytest.raises(AudioError, match="3 bytes, not a whole number of 2-byte samples"):
+        load_recording(os.fspath(raw), utterance_id="u1")
+
+
+def test_bad_options():
+    with pytest.raises(AsrkitError, match="on_rate_mismatch"):
+        AudioOptions(on_rate_mismatch="ignore")
+    with pytest.raises(AsrkitError, match="channel"):
+        AudioOptions(channel=-2)
+    with pytest.raises(AsrkitError, match="raw_format"):
+        AudioOptions(raw_format="MP3")
+
+
+# --- `command |` entries ---------------------------------------------------------------------
+
+def test_cat_pipe(tmp_path, tone, write_wav):
+    path = write_wav(tmp_path / "a.wav", tone(440.0, 0.5))
+    loaded = load_recording(f"cat {path} |")
+    np.testing.assert_array_equal(loaded, load_recording(path))
+
+
+@needs_sox
+def test_sox_pipe(tmp_path, tone, write_wav):
+    path = write_wav(tmp_path / "a.wav", tone(440.0, 0.5, 8000), 8000)
+    loaded = load_recording(f"sox {path} -t wav -r 16000 - |")
+    assert loaded.shape == (8000,)
+    assert peak_frequency(loaded, 16000) == pytest.approx(440.0, abs=4.0)
+
+
+@needs_sox
+def test_pipe_with_unknown_length_header_is_not_truncation():
+    # sox cannot seek back on a pipe, so it writes a placeholder data size.
+    loaded = load_recording("sox -n -r 16000 -b 16 -t wav - synth 0.5 sine 440 |")
+    assert loaded.shape == (8000,)
+
+
+def test_truncated_wav_through_pipe(tmp_path, tone, write_wav):
+    path = write_wav(tmp_path / "a.wav", tone(440.0, 1.0))
+    with pytest.raises(AudioError, match="truncated WAV"):
+        load_recording(f"head -c 5000 {path} |", utterance_id="u1")
+
+
+def test_failing_pipe_reports_status_and_stderr(tmp_path):
+    missing = tmp_path / "missing.wav"
+    with pytest.raises(AudioError) as caught:
+        load_recording(f"cat {missing} |", utterance_id="u3")
+    error = caught.value
+    assert error.utterance_id == "u3" and error.source == f"cat {missing}"
+    assert "exited with status 1" in str(error) and "No such file or directory" in str(error)
+
+
+def test_pipe_with_no_output():
+    with pytest.raises(AudioError, match="wrote no audio to stdout"):
+        load_recording("true |", utterance_id="u1")
+
+
+# --- utterances of a data dir ------------------------------------------------------------------
+
+def segmented_data_dir(tmp_path, tone, write_wav, segments):
+    # 2 s recording: 0.5 s of 200 Hz then 1.5 s of 1000 Hz.
+    samples = np.concatenate([tone(200.0, 0.5), tone(1000.0, 1.5)])
+    path = write_wav(tmp_path / "rec.wav", samples)
+    return DataDir(path=os.fspath(tmp_path), wav_scp={"rec": path}, segments=segments), samples
+
+
+def test_segment_is_cut_from_recording(tmp_path, tone, write_wav):
+    data_dir, samples = segmented_data_dir(tmp_path, tone, write_wav, {
+        "u1": Segment("rec", 0.0, 0.5), "u2": Segment("rec", 0.75, 1.25), "u3": Segment("rec", 1.5, None)})
+    first = load_utterance_audio(data_dir, "u1")
+    np.testing.assert_allclose(first, samples[:8000], atol=1.0 / 32768)
+    second = load_utterance_audio(data_dir, "u2")
+    np.testing.assert_allclose(second, samples[12000:20000], atol=1.0 / 32768)
+    assert peak_frequency(second, 16000) == pytest.approx(1000.0, abs=4.0)
+    assert load_utterance_audio(data_dir, "u3").shape == (8000,)  # to the end (-1)
+
+
+def test_segment_past_end_of_recording(tmp_path, tone, write_wav):
+    data_dir, _ = segmented_data_dir(tmp_path, tone, write_wav, {"u1": Segment("rec", 1.5, 2.5)})
+    with pytest.raises(AudioError) as caught:
+        load_utterance_audio(data_dir, "u1")
+    message = str(caught.value)
+    assert message.startswith("utterance u1, file ") and "rec.wav" in message
+    assert "ends past the end of recording 'rec' (2.000 s)" in message
+
+
+def test_segment_end_rounded_up_by_a_few_ms_is_accepted(tmp_path, tone, write_wav):
+    data_dir, _ = segmented_data_dir(tmp_path, tone, write_wav, {"u1": Segment("rec", 1.0, 2.005)})
+    assert load_utterance_audio(data_dir, "u1").shape == (16000,)
+
+
+def test_segment_of_piped_recording(tmp_path, tone, write_wav):
+    data_dir, samples = segmented_data_dir(tmp_path, tone, write_wav, {"u1": Segment("rec", 0.5, 1.0)})
+    data_dir.wav_scp["rec"] = f"cat {data_dir.wav_scp['rec']} |"
+    np.testing.assert_allclose(load_utterance_audio(data_dir, "u1"), samples[8000:16000],
+                               atol=1.0 / 32768)
+
+
+def test_unknown_utterance_and_recording(tmp_path, tone, write_wav):
+    data_dir, _ = segmented_data_dir(tmp_path, tone, write_wav, {"u1": Segment("other", 0.0, 1.0)})
+    with pytest.raises(AudioError, match="not in segments"):
+        load_utterance_audio(data_dir, "u9")
+    with pytest.raises(AudioError, match="recording 'other' is not in wav.scp"):
+        load_utterance_audio(data_dir, "u1")
+
+
+def test_utterance_without_segments(small_data_dir):
+    data_dir = DataDir.load(small_data_dir)
+    assert load_utterance_audio(data_dir, "A-2").shape == (8000,)
+    with pytest.raises(AudioError, match="utterance C-1, file .*wav.scp: not in wav.scp"):
+        load_utterance_audio(data_dir, "C-1")

@@ -1,0 +1,137 @@
+import os
+
+import pytest
+
+from asrkit.data.data_dir import DataDir
+from asrkit.data.split import balanced_boundaries, split_data_dir, subset_data_dir
+from asrkit.data.validate import validate_data_dir
+from asrkit.errors import AsrkitError, DataDirError
+
+
+@pytest.fixture
+def speakers_dir(tmp_path, write_text_file):
+    """Speakers s1..s6 with 1, 5, 2, 2, 3, 3 utterances (16 in all), with text and utt2dur."""
+    directory = tmp_path / "data"
+    directory.mkdir()
+    counts = {"s1": 1, "s2": 5, "s3": 2, "s4": 2, "s5": 3, "s6": 3}
+    utts = [f"{speaker}-{index}" for speaker, count in counts.items() for index in range(count)]
+    write_text_file(directory / "wav.scp", "".join(f"{utt} /audio/{utt}.wav\n" for utt in utts))
+    write_text_file(directory / "text", "".join(f"{utt} WORD\n" for utt in utts))
+    write_text_file(directory / "utt2spk", "".join(f"{utt} {utt.split('-')[0]}\n" for utt in utts))
+    write_text_file(directory / "spk2utt", "".join(
+        f"{speaker} {' '.join(u for u in utts if u.startswith(speaker + '-'))}\n" for speaker in counts))
+    # Durations fall along the file: the last utterances are the shortest.
+    write_text_file(directory / "utt2dur", "".join(
+        f"{utt} {1 + (len(utts) - index) * 0.1:.1f}\n" for index, utt in enumerate(utts)))
+    return os.fspath(directory)
+
+
+def test_balanced_boundaries():
+    assert balanced_boundaries([1, 5, 2, 2, 3, 3], 2) == [0, 3, 6]      # 8 + 8
+    assert balanced_boundaries([1] * 10, 3) == [0, 3, 7, 10]            # 3 + 4 + 3
+    assert balanced_boundaries([100, 1, 1], 3) == [0, 1, 2, 3]          # never an empty part
+
+
+def test_split_by_speaker(speakers_dir):
+    parts = split_data_dir(speakers_dir, 2)
+    assert parts == [os.path.join(speakers_dir, "split2", "1"), os.path.join(speakers_dir, "split2", "2")]
+    loaded = [DataDir.load(part) for part in parts]
+    assert [len(part) for part in loaded] == [8, 8]
+    assert loaded[0].speaker_ids == ["s1", "s2", "s3"]
+    assert loaded[1].spk2utt["s5"] == ["s5-0", "s5-1", "s5-2"]
+    every_utterance = DataDir.load(speakers_dir).utterance_ids
+    assert sorted(loaded[0].utterance_ids + loaded[1].utterance_ids) == every_utterance
+    for part in parts:
+        assert validate_data_dir(part, require_text=True) == []
+
+
+def test_split_per_utterance(speakers_dir):
+    parts = split_data_dir(speakers_dir, 3, by_speaker=False)
+    assert parts[0] == os.path.join(speakers_dir, "split3utt", "1")
+    loaded = [DataDir.load(part) for part in parts]
+    assert [len(part) for part in loaded] == [5, 6, 5]
+    # s2's five utterances are cut across parts 1 and 2; each part gets its own spk2utt for s2.
+    assert loaded[0].spk2utt["s2"] == ["s2-0", "s2-1", "s2-2", "s2-3"]
+    assert loaded[1].spk2utt["s2"] == ["s2-4"]
+    for part in parts:
+        assert validate_data_dir(part, require_text=True) == []
+
+
+def test_split_is_reused_until_the_data_changes(speakers_dir, write_text_file):
+    parts = split_data_dir(speakers_dir, 2)
+    marker_time = os.stat(os.path.join(speakers_dir, "split2", ".done")).st_mtime_ns
+    text_time = os.stat(os.path.join(parts[0], "text")).st_mtime_ns
+    assert split_data_dir(speakers_dir, 2) == parts
+    assert os.stat(os.path.join(parts[0], "text")).st_mtime_ns == text_time  # not rewritten
+    # Change the source text: the split must be rebuilt with the new transcripts.
+    source_text = os.path.join(speakers_dir, "text")
+    content = open(source_text).read().replace("s1-0 WORD", "s1-0 CHANGED")
+    write_text_file(source_text, content)
+    split_data_dir(speakers_dir, 2)
+    assert "s1-0 CHANGED" in open(os.path.join(parts[0], "text")).read()
+    assert os.stat(os.path.join(speakers_dir, "split2", ".done")).st_mtime_ns >= marker_time
+
+
+def test_split_with_segments_shares_recordings(tmp_path, write_text_file):
+    write_text_file(tmp_path / "wav.scp", "r1 r1.wav\n")
+    write_text_file(tmp_path / "segments", "a-1 r1 0 1\nb-1 r1 1 2\n")
+    write_text_file(tmp_path / "utt2spk", "a-1 a\nb-1 b\n")
+    write_text_file(tmp_path / "spk2utt", "a a-1\nb b-1\n")
+    parts = split_data_dir(tmp_path, 2)
+    for part in parts:
+        assert DataDir.load(part).wav_scp == {"r1": "r1.wav"}
+        assert validate_data_dir(part) == []
+
+
+def test_too_many_parts(speakers_dir):
+    with pytest.raises(DataDirError, match="cannot split 6 speakers into 7 non-empty parts") as caught:
+        split_data_dir(speakers_dir, 7)
+    assert "--per-utt" in caught.value.fix
+    assert len(split_data_dir(speakers_dir, 7, by_speaker=False)) == 7
+
+
+def test_subset_random_is_reproducible(speakers_dir, tmp_path):
+    first = subset_data_dir(speakers_dir, tmp_path / "sub1", num_utts=5)
+    again = subset_data_dir(speakers_dir, tmp_path / "sub2", num_utts=5)
+    other_seed = subset_data_dir(speakers_dir, tmp_path / "sub3", num_utts=5, seed=1)
+    assert len(first) == 5 and first.utterance_ids == again.utterance_ids
+    assert first.utterance_ids != other_seed.utterance_ids
+    assert validate_data_dir(tmp_path / "sub1", require_text=True) == []
+
+
+def test_subset_first_last_shortest(speakers_dir, tmp_path):
+    assert subset_data_dir(speakers_dir, tmp_path / "f", num_utts=2, first=True).utterance_ids == [
+        "s1-0", "s2-0"]
+    assert subset_data_dir(speakers_dir, tmp_path / "l", num_utts=2, last=True).utterance_ids == [
+        "s6-1", "s6-2"]
+    # utt2dur gives the last utterances the shortest durations (1.3, 1.2, 1.1 s).
+    shortest = subset_data_dir(speakers_dir, tmp_path / "s", num_utts=3, shortest=True)
+    assert shortest.utterance_ids == ["s6-0", "s6-1", "s6-2"]
+
+
+def test_subset_lists(speakers_dir, tmp_path, write_text_file):
+    utt_list = write_text_file(tmp_path / "utts", "s3-1\ns1-0\nnot-there\n")
+    assert subset_data_dir(speakers_dir, tmp_path / "u", utt_list=utt_list).utterance_ids == [
+        "s1-0", "s3-1"]
+    by_speaker = subset_data_dir(speakers_dir, tmp_path / "k", spk_list=["s4", "s1"])
+    assert by_speaker.utterance_ids == ["s1-0", "s4-0", "s4-1"]
+    assert by_speaker.spk2utt == {"s1": ["s1-0"], "s4": ["s4-0", "s4-1"]}
+
+
+def test_subset_whole_speakers(speakers_dir, tmp_path):
+    subset = subset_data_dir(speakers_dir, tmp_path / "w", num_utts=4, speakers=True)
+    counts = {"s1": 1, "s2": 5, "s3": 2, "s4": 2, "s5": 3, "s6": 3}
+    assert len(subset) >= 4
+    for speaker, utts in subset.spk2utt.items():
+        assert len(utts) == counts[speaker]
+
+
+def test_subset_bad_requests(speakers_dir, tmp_path):
+    with pytest.raises(DataDirError, match="asked for 17 utterances but the data dir has 16"):
+        subset_data_dir(speakers_dir, tmp_path / "x", num_utts=17)
+    with pytest.raises(AsrkitError, match="exactly one"):
+        subset_data_dir(speakers_dir, tmp_path / "x", num_utts=2, utt_list=["s1-0"])
+    with pytest.raises(AsrkitError, match="at most one"):
+        subset_data_dir(speakers_dir, tmp_path / "x", num_utts=2, first=True, last=True)
+    with pytest.raises(AsrkitError, match="is the input dir"):
+        subset_data_dir(speakers_dir, speakers_dir, num_utts=2)

@@ -12,14 +12,9 @@ import dataclasses
 import hashlib
 import json
 import logging
-import multiprocessing
 import os
-import queue
-import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
 
-import numpy as np
 
 from asrkit.data.audio import AudioOptions, load_utterance_audio
 from asrkit.data.data_dir import DataDir
@@ -29,7 +24,7 @@ from asrkit.frontend.cmvn import CmvnStats
 from asrkit.frontend.config import FeatureConfig
 from asrkit.io.atomic import atomic_output
 from asrkit.io.table import ShardWriter, TableReader, read_shard_attrs, shard_path, write_scp
-from asrkit.logs import Progress
+from asrkit.parallel import run_jobs
 
 logger = logging.getLogger("asrkit.featurize")
 
@@ -105,18 +100,6 @@ def split_evenly(items, num_parts):
     return parts
 
 
-def _job_logger(job):
-    job_logger = logging.getLogger(f"asrkit.featurize.job{job.index}")
-    job_logger.propagate = False
-    for handler in list(job_logger.handlers):
-        job_logger.removeHandler(handler)
-    handler = logging.FileHandler(job.log_file, mode="w", encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S"))
-    job_logger.addHandler(handler)
-    job_logger.setLevel(logging.INFO)
-    return job_logger
-
-
 def _finished_shard_result(job):
     """The result of an earlier run of this job if its shard can be reused, else None."""
     if job.options.overwrite or not os.path.exists(job.shard):
@@ -166,17 +149,15 @@ def _batches(job, data_dir, audio_options, failed, job_logger, advance, lookahea
             yield batch
 
 
-def run_job(job, progress_queue=None):
+def run_job(job, context):
     """Featurize one job's utterances into its shard; returns a JobResult."""
     from asrkit.frontend.features import FeatureExtractor
 
-    os.makedirs(os.path.dirname(job.log_file), exist_ok=True)
-    job_logger = _job_logger(job)
+    job_logger = context.logger
     reused = _finished_shard_result(job)
     if reused is not None:
         job_logger.info("shard %s is complete for this config and utterance list; nothing to do", job.shard)
-        if progress_queue is not None:
-            progress_queue.put(len(job.utterance_ids))
+        context.advance(len(job.utterance_ids))
         return reused
 
     config = FeatureConfig.from_dict(job.config)
@@ -189,16 +170,8 @@ def run_job(job, progress_queue=None):
     cmvn = CmvnStats(config.feature_dim)
     num_done = num_frames = 0
     audio_seconds = 0.0
-    # Job logs are files: periodic lines, never a bar (the parent shows the bar).
-    progress = Progress(len(job.utterance_ids), f"featurize job {job.index}", job_logger, stream=_NotATerminal())
-
-    def advance(count):
-        progress.update(count)
-        if progress_queue is not None:
-            progress_queue.put(count)
-
     with ShardWriter(job.shard, config=job.config) as writer:
-        for batch in _batches(job, data_dir, audio_options, failed, job_logger, advance):
+        for batch in _batches(job, data_dir, audio_options, failed, job_logger, context.advance):
             features = extractor.compute_batch([waveform for _, waveform in batch])
             for (utterance_id, waveform), utterance_features in zip(batch, features):
                 if utterance_features.shape[0] == 0:
@@ -215,7 +188,7 @@ def run_job(job, progress_queue=None):
                 num_done += 1
                 num_frames += utterance_features.shape[0]
                 audio_seconds += len(waveform) / config.sample_rate
-            advance(len(batch))
+            context.advance(len(batch))
         writer.set_attr("utterance_hash", job.utterance_hash)
         writer.set_attr("failed", json.dumps(failed, sort_keys=True))
         writer.set_attr("num_frames", num_frames)
@@ -224,89 +197,11 @@ def run_job(job, progress_queue=None):
             writer.set_attr("cmvn_count", cmvn.count)
             writer.set_attr("cmvn_sum", cmvn.sum)
             writer.set_attr("cmvn_sum_squares", cmvn.sum_squares)
-    progress.close()
     job_logger.info(
         "job %d done: %d utterances, %d failed, %d frames, %.1f s of audio", job.index, num_done, len(failed),
         num_frames, audio_seconds,
     )
     return JobResult(job.index, num_done, num_frames, audio_seconds, failed, False, cmvn)
-
-
-class _NotATerminal:
-    def isatty(self):
-        return False
-
-
-def _run_job_logged(job, progress_queue=None):
-    """run_job, with an unexpected error written to the job's log before it propagates."""
-    try:
-        return run_job(job, progress_queue)
-    except Exception:
-        logging.getLogger(f"asrkit.featurize.job{job.index}").exception("job %d failed", job.index)
-        raise
-
-
-def _log_tail(path, num_lines=20):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return "".join(handle.readlines()[-num_lines:])
-    except FileNotFoundError:
-        return "(no log written)"
-
-
-def _run_jobs(jobs, nj, total_utterances):
-    """Run the jobs, nj at a time in spawned processes (in this process when nj is 1)."""
-    progress = Progress(total_utterances, "featurize", logger)
-    results = []
-    try:
-        if nj == 1:
-            for job in jobs:
-                results.append(_run_job_logged(job, _ProgressForwarder(progress)))
-            return results
-        context = multiprocessing.get_context("spawn")
-        with context.Manager() as manager, ProcessPoolExecutor(max_workers=nj, mp_context=context) as pool:
-            progress_queue = manager.Queue()
-            stop = threading.Event()
-
-            def drain():
-                while not stop.is_set():
-                    try:
-                        progress.update(progress_queue.get(timeout=0.2))
-                    except queue.Empty:
-                        continue
-                    except (EOFError, OSError):
-                        return
-
-            drainer = threading.Thread(target=drain, daemon=True)
-            drainer.start()
-            futures = {pool.submit(_run_job_logged, job, progress_queue): job for job in jobs}
-            failures = []
-            for future, job in futures.items():
-                try:
-                    results.append(future.result())
-                except Exception as error:  # the job's own log has the traceback
-                    failures.append((job, error))
-            stop.set()
-            drainer.join()
-            if failures:
-                job, error = failures[0]
-                raise AsrkitError(
-                    f"{len(failures)} of {len(jobs)} featurize jobs failed; job {job.index}: {error}\n"
-                    f"last lines of {job.log_file}:\n{_log_tail(job.log_file)}"
-                )
-            return results
-    finally:
-        progress.close()
-
-
-class _ProgressForwarder:
-    """Quacks like a queue: lets an in-process job drive the parent's progress display."""
-
-    def __init__(self, progress):
-        self.progress = progress
-
-    def put(self, count):
-        self.progress.update(count)
 
 
 def featurize_data_dir(data_dir, feat_dir, config=None, options=None):
@@ -340,7 +235,7 @@ def featurize_data_dir(data_dir, feat_dir, config=None, options=None):
         "featurizing %d utterances of %s in %d jobs (logs: %s/log/featurize.JOB.log)",
         len(utterance_ids), data_dir, len(jobs), feat_dir,
     )
-    results = _run_jobs(jobs, len(jobs), len(utterance_ids))
+    results = run_jobs(run_job, jobs, len(jobs), "featurize", lambda job: len(job.utterance_ids), logger)
 
     failed = {}
     for result in results:

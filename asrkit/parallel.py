@@ -1,0 +1,141 @@
+"""Running a stage's work as `nj` jobs, Kaldi's way: one log file per job, a failing job's log tail shown.
+
+A job is any picklable object with `index` (1-based, Kaldi's JOB) and
+`log_file`; the job function runs it, given a `JobContext` that carries the
+job's own logger (writing to its log file) and a way to report progress.  With
+nj == 1 jobs run in this process (no second TensorFlow start-up); otherwise in
+spawned processes, nj at a time, and the parent shows one progress display
+over all of them.
+"""
+
+import logging
+import multiprocessing
+import os
+import queue
+import threading
+from concurrent.futures import ProcessPoolExecutor
+
+from asrkit.errors import AsrkitError
+from asrkit.logs import DATE_FORMAT, LOG_FORMAT, Progress
+
+
+class JobContext:
+    """What a job function gets besides its job: a logger to its log file and progress reporting."""
+
+    def __init__(self, job, description, total, progress_sink=None):
+        self.job = job
+        self.logger = job_logger(job, description)
+        self._sink = progress_sink
+        # Job logs are files: periodic lines, never a bar (the parent shows the bar).
+        self._progress = Progress(total, f"{description} job {job.index}", self.logger, stream=_NotATerminal())
+
+    def advance(self, count=1):
+        """`count` more items of this job are done (succeeded or failed)."""
+        self._progress.update(count)
+        if self._sink is not None:
+            self._sink.put(count)
+
+    def close(self):
+        self._progress.close()
+
+
+def job_logger(job, description):
+    """A logger that writes to the job's log file only (not to the parent's stderr)."""
+    os.makedirs(os.path.dirname(os.path.abspath(job.log_file)), exist_ok=True)
+    logger = logging.getLogger(f"asrkit.{description}.job{job.index}")
+    logger.propagate = False
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+        handler.close()
+    handler = logging.FileHandler(job.log_file, mode="w", encoding="utf-8")
+    handler.setFormatter(logging.Formatter(LOG_FORMAT, DATE_FORMAT))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    return logger
+
+
+def log_tail(path, num_lines=20):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return "".join(handle.readlines()[-num_lines:])
+    except FileNotFoundError:
+        return "(no log written)\n"
+
+
+def _run_one(function, job, description, total, progress_sink):
+    context = JobContext(job, description, total, progress_sink)
+    try:
+        return function(job, context)
+    except Exception:
+        context.logger.exception("job %d failed", job.index)
+        raise
+    finally:
+        context.close()
+
+
+def run_jobs(function, jobs, nj, description, items_per_job, logger):
+    """Run `function(job, context)` for every job, at most `nj` at once; return the results in job order.
+
+    items_per_job(job) gives the number of items a job will report through
+    context.advance, for the progress display.  When a job raises, the others
+    are finished, then AsrkitError names the failed jobs and shows the log tail
+    of the first.
+    """
+    total = sum(items_per_job(job) for job in jobs)
+    progress = Progress(total, description, logger)
+    try:
+        if nj <= 1 or len(jobs) == 1:
+            sink = _ProgressSink(progress)
+            return [_run_one(function, job, description, items_per_job(job), sink) for job in jobs]
+        context = multiprocessing.get_context("spawn")
+        with context.Manager() as manager, ProcessPoolExecutor(max_workers=nj, mp_context=context) as pool:
+            progress_queue = manager.Queue()
+            stop = threading.Event()
+
+            def drain():
+                while not stop.is_set():
+                    try:
+                        progress.update(progress_queue.get(timeout=0.2))
+                    except queue.Empty:
+                        continue
+                    except (EOFError, OSError):
+                        return
+
+            drainer = threading.Thread(target=drain, daemon=True)
+            drainer.start()
+            futures = [
+                pool.submit(_run_one, function, job, description, items_per_job(job), progress_queue) for job in jobs
+            ]
+            results, failures = [], []
+            for job, future in zip(jobs, futures):
+                try:
+                    results.append(future.result())
+                except Exception as error:  # the job's own log has the traceback
+                    failures.append((job, error))
+            stop.set()
+            drainer.join()
+    finally:
+        progress.close()
+    if failures:
+        job, error = failures[0]
+        failed = ", ".join(str(j.index) for j, _ in failures)
+        raise AsrkitError(
+            f"{len(failures)} of {len(jobs)} {description} jobs failed (job {failed}); job {job.index}: {error}\n"
+            f"last lines of {job.log_file}:\n{log_tail(job.log_file)}"
+        )
+    return results
+
+
+class _ProgressSink:
+    """Takes what a queue would carry, for jobs that run in this process."""
+
+    def __init__(self, progress):
+        self.progress = progress
+
+    def put(self, count):
+        self.progress.update(count)
+
+
+class _NotATerminal:
+    def isatty(self):
+        return False

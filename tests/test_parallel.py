@@ -1,0 +1,41 @@
+import dataclasses
+import logging
+
+import pytest
+
+from asrkit.errors import AsrkitError
+from asrkit.parallel import log_tail, run_jobs
+
+
+@dataclasses.dataclass
+class Job:
+    index: int
+    log_file: str
+    items: list
+
+
+def square_items(job, context):
+    context.logger.info("job %d has %d items", job.index, len(job.items))
+    results = []
+    for item in job.items:
+        if item < 0:
+            raise AsrkitError(f"negative item {item}")
+        results.append(item * item)
+        context.advance()
+    return results
+
+
+def test_jobs_run_in_order_and_log_to_their_files(tmp_path):
+    jobs = [Job(i, str(tmp_path / "log" / f"square.{i}.log"), list(range(i * 3, i * 3 + 3))) for i in (1, 2)]
+    results = run_jobs(square_items, jobs, 1, "square", lambda job: len(job.items), logging.getLogger("t"))
+    assert results == [[9, 16, 25], [36, 49, 64]]
+    assert "job 2 has 3 items" in (tmp_path / "log" / "square.2.log").read_text()
+    assert "square job 2: 3/3" in (tmp_path / "log" / "square.2.log").read_text()
+
+
+def test_failing_job_is_logged(tmp_path):
+    jobs = [Job(1, str(tmp_path / "a.1.log"), [1, -2])]
+    with pytest.raises(AsrkitError, match="negative item -2"):
+        run_jobs(square_items, jobs, 1, "square", lambda job: len(job.items), logging.getLogger("t"))
+    assert "job 1 failed" in log_tail(str(tmp_path / "a.1.log"))
+    assert log_tail(str(tmp_path / "missing.log")).startswith("(no log written)")

@@ -33,15 +33,20 @@ def import_kaldi(rspecifier, out_dir, name, num_shards=1, config=None):
     os.makedirs(out_dir, exist_ok=True)
     paths = [shard_path(out_dir, name, index + 1) for index in range(num_shards)]
     writers = [ShardWriter(path, config=config) for path in paths]
+    last_key = None
     try:
         with _open_reader(rspecifier) as reader:
             for count, (key, value) in enumerate(reader):
                 if isinstance(value, tuple):  # kaldiio returns (rate, samples) for wav entries
                     raise TableError(f"{rspecifier}: entry {key} is audio, not a matrix or vector")
                 writers[count % num_shards].write(key, value)
-    except BaseException:
+                last_key = key
+    except BaseException as error:
         for writer in writers:
             writer.abort()
+        if isinstance(error, (RuntimeError, ValueError, OSError, EOFError)):
+            where = f"after entry {last_key}" if last_key else "at its first entry"
+            raise TableError(f"{rspecifier}: not a readable Kaldi archive {where}: {error}".replace("\n", " ")) from None
         raise
     for writer in writers:
         writer.close()

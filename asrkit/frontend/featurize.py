@@ -242,9 +242,13 @@ def featurize_data_dir(data_dir, feat_dir, config=None, options=None):
         failed.update(result.failed)
     num_done = sum(result.num_done for result in results)
     if failed:
-        listed = "; ".join(f"{reason}" for _, reason in sorted(failed.items())[:10])
-        more = f" (and {len(failed) - 10} more)" if len(failed) > 10 else ""
-        logger.warning("%d of %d utterances failed: %s%s", len(failed), len(utterance_ids), listed, more)
+        shown = sorted(failed.items())[:10]
+        logger.warning(
+            "%d of %d utterances failed%s:", len(failed), len(utterance_ids),
+            f" (the first {len(shown)}; all are in the job logs)" if len(failed) > len(shown) else "",
+        )
+        for _, reason in shown:
+            logger.warning("  %s", reason)
     if len(failed) > options.max_fail_ratio * len(utterance_ids):
         raise AsrkitError(
             f"{len(failed)} of {len(utterance_ids)} utterances failed, more than --max-fail-ratio "

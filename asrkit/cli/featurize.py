@@ -47,6 +47,9 @@ def feature_options(function):
 @click.option("--channel", default=-1, type=int,
               help="Channel of multi-channel audio to use; -1 expects mono and refuses more channels (Kaldi).")
 @click.option("--allow-8bit", is_flag=True, help="Accept 8-bit PCM audio instead of refusing it.")
+@click.option("--raw-format", default=None,
+              help="Read headerless audio as this soundfile subtype (PCM_16, PCM_24, FLOAT, ...), mono, "
+                   "little-endian, at --sample-rate. Files ending in .raw or .pcm are read as PCM_16 without it.")
 @click.option("--batch-seconds", default=60.0, type=click.FloatRange(min=1),
               help="Audio per TensorFlow batch (padded), in seconds.")
 @click.option("--num-threads", default=1, type=click.IntRange(min=1), help="TensorFlow threads per job.")
@@ -54,7 +57,7 @@ def feature_options(function):
 @feature_options
 @asrkit_command("asrkit-featurize")
 def main(data_dir, feat_dir, config_file, print_config, nj, max_fail_ratio, compute_cmvn, on_rate_mismatch,
-         channel, allow_8bit, batch_seconds, num_threads, overwrite, **feature_values):
+         channel, allow_8bit, raw_format, batch_seconds, num_threads, overwrite, **feature_values):
     """Featurize DATA_DIR into a sharded table in FEAT_DIR.
 
     Writes FEAT_DIR/feats.JOB.h5, DATA_DIR/feats.scp, DATA_DIR/utt2num_frames,
@@ -84,7 +87,7 @@ def main(data_dir, feat_dir, config_file, print_config, nj, max_fail_ratio, comp
         nj=nj, max_fail_ratio=max_fail_ratio, compute_cmvn=compute_cmvn, batch_seconds=batch_seconds,
         num_threads=num_threads, overwrite=overwrite,
         audio=AudioOptions(sample_rate=config.sample_rate, on_rate_mismatch=on_rate_mismatch, channel=channel,
-                           allow_8bit=allow_8bit),
+                           allow_8bit=allow_8bit, raw_format=raw_format),
     )
     result = featurize_data_dir(data_dir, feat_dir, config, options)
     real_time = result.audio_seconds / max(result.wall_seconds, 1e-9)

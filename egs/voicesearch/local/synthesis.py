@@ -1,0 +1,329 @@
+"""Synthesis drivers (flite, festival in batch mode, espeak-ng) and the per-job synthesis loop.
+
+Every utterance is synthesised at the engine's own rate into a scratch file,
+resampled to 16 kHz with the speaker's speed factor (scipy's polyphase filter),
+converted to 16-bit PCM and written to a temporary name that is renamed into
+place, so a file at the final path is always whole: a rerun skips it.
+
+Festival runs as one process per job, fed Scheme expressions on stdin (text2wave
+would reload the voice for every utterance, which costs more than synthesis).
+"""
+
+import contextlib
+import os
+import select
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from math import gcd
+
+import numpy as np
+import soundfile
+from scipy.signal import resample_poly
+
+from asrkit.io.atomic import atomic_path
+
+TARGET_RATE = 16000
+# Part of every utterance's fingerprint: raise it when a change here changes the audio, so that
+# a rerun redoes the files an older version made instead of reusing them.
+SYNTHESIS_VERSION = 2
+ESPEAK_DEFAULT_WORDS_PER_MINUTE = 175
+ENGINE_PROGRAMS = {"flite": "flite", "festival": "festival", "espeak-ng": "espeak-ng"}
+AUDIO_FORMATS = {"flac": "FLAC", "wav": "WAV"}
+
+
+class SynthesisError(Exception):
+    """One utterance could not be synthesised; the job logs it, counts it and goes on."""
+
+
+@dataclass(frozen=True)
+class PlannedUtterance:
+    utterance_id: str
+    speaker: object  # speakers.Speaker
+    text: str  # upper case, as in the transcript
+    audio_path: str
+
+
+@dataclass
+class SynthesisJob:
+    """One of the nj jobs (asrkit.parallel): its utterances and where it writes."""
+
+    index: int
+    log_file: str
+    utterances: list
+    scratch_dir: str
+    audio_format: str = "flac"
+    timeout_s: float = 120.0
+
+
+@dataclass
+class JobResult:
+    durations: dict = field(default_factory=dict)  # utterance id -> seconds, for every file present
+    failures: dict = field(default_factory=dict)  # utterance id -> message
+    synthesized: int = 0
+    reused: int = 0
+    engine_audio_s: dict = field(default_factory=dict)
+    engine_wall_s: dict = field(default_factory=dict)
+
+
+def missing_programs(engines):
+    """The synthesiser programs that are not on PATH, for the engines given."""
+    return sorted({ENGINE_PROGRAMS[engine] for engine in engines if shutil.which(ENGINE_PROGRAMS[engine]) is None})
+
+
+def flite_voices():
+    """Voices built into flite (`flite -lv`)."""
+    result = subprocess.run(["flite", "-lv"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+    text = result.stdout.decode("utf-8", "replace")
+    return set(text.split(":", 1)[1].split()) if ":" in text else set()
+
+
+def unknown_voices(speakers):
+    """"engine:voice" of speakers whose voice the engine lacks, where that can be known in advance.
+
+    flite falls back to its default voice without a word when asked for one it
+    lacks, which would silently make two speakers the same voice; festival and
+    espeak-ng fail loudly, per utterance, and are counted as failures then.
+    """
+    flite = {speaker.voice for speaker in speakers if speaker.engine == "flite"}
+    if not flite or shutil.which("flite") is None:
+        return []
+    return sorted(f"flite:{voice}" for voice in flite - flite_voices())
+
+
+def _number(value):
+    """Numbers as the engines' option parsers want them: no exponent, no needless digits."""
+    return f"{value:.4f}".rstrip("0").rstrip(".")
+
+
+def flite_command(speaker, text, wav_path):
+    command = ["flite", "-voice", speaker.voice, "--setf", f"duration_stretch={_number(speaker.stretch)}"]
+    if speaker.pitch is not None:
+        command += ["--setf", f"int_f0_target_mean={_number(speaker.pitch)}"]
+    return command + ["-t", text, "-o", wav_path]
+
+
+def espeak_command(speaker, text, wav_path):
+    words_per_minute = round(ESPEAK_DEFAULT_WORDS_PER_MINUTE / speaker.stretch)
+    command = ["espeak-ng", "-v", speaker.voice, "-s", str(words_per_minute)]
+    if speaker.pitch is not None:
+        command += ["-p", str(round(speaker.pitch))]
+    return command + ["-w", wav_path, text]
+
+
+def run_engine_command(command, timeout_s):
+    try:
+        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise SynthesisError(f"{command[0]} took longer than {timeout_s:.0f} s") from None
+    if result.returncode != 0:
+        output = result.stdout.decode("utf-8", "replace").strip()[-300:]
+        raise SynthesisError(f"{command[0]} exited with status {result.returncode}: {output}")
+
+
+def _scheme_string(text):
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class FestivalSession:
+    """A festival process that synthesises utterance after utterance, switching voices only when needed."""
+
+    def __init__(self, logger, timeout_s):
+        self.logger = logger
+        self.timeout_s = timeout_s
+        self.process = None
+        self.current_speaker = None
+        self.marker_count = 0
+
+    def _start(self):
+        # stderr joins stdout so that one pipe carries everything and none can fill up unread.
+        self.process = subprocess.Popen(["festival", "--pipe"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT)
+        self.current_speaker = None
+        self.logger.info("started festival (pid %d)", self.process.pid)
+
+    def _evaluate(self, expressions):
+        """Send Scheme expressions and return festival's output up to a marker printed after them."""
+        if self.process is None or self.process.poll() is not None:
+            self._start()
+        self.marker_count += 1
+        marker = f"ASRKIT-DONE-{self.marker_count}"
+        # festival buffers stdout on a pipe; (fflush nil) pushes the marker out.
+        script = f'{expressions}\n(format t "\\n{marker}\\n")\n(fflush nil)\n'
+        try:
+            self.process.stdin.write(script.encode("utf-8"))
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            self._kill()
+            raise SynthesisError("festival exited unexpectedly") from None
+        output = b""
+        deadline = time.monotonic() + self.timeout_s
+        descriptor = self.process.stdout.fileno()
+        while (marker.encode() + b"\n") not in output:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._kill()
+                raise SynthesisError(f"festival did not answer within {self.timeout_s:.0f} s")
+            ready, _, _ = select.select([descriptor], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(descriptor, 65536)
+            if not chunk:
+                self._kill()
+                raise SynthesisError(f"festival exited: {output.decode('utf-8', 'replace')[-300:]}")
+            output += chunk
+        return output.decode("utf-8", "replace").split(marker)[0]
+
+    def _select_speaker(self, speaker):
+        if speaker == self.current_speaker:
+            return
+        # Selecting a voice resets its prosody parameters, so ours follow every selection.
+        expressions = [f"(voice_{speaker.voice})", f"(Parameter.set 'Duration_Stretch {_number(speaker.stretch)})"]
+        if speaker.voice.endswith("_hts"):
+            # HTS voices take durations from their own models and ignore Duration_Stretch; the
+            # engine's speech rate option (-r) stretches them instead.
+            expressions.append(f'(set! hts_engine_params (append hts_engine_params (list (list "-r" '
+                               f'{_number(1.0 / speaker.stretch)}))))')
+        if speaker.pitch is not None:
+            expressions.append(
+                f"(set! int_lr_params '((target_f0_mean {_number(speaker.pitch)}) (target_f0_std 14) "
+                "(model_f0_mean 170) (model_f0_std 34)))")
+        output = self._evaluate("\n".join(expressions))
+        if "SIOD ERROR" in output:
+            raise SynthesisError(f"festival cannot select voice {speaker.voice}: {output.strip()[-300:]}")
+        self.current_speaker = speaker
+
+    def synthesize(self, speaker, text, wav_path):
+        self._select_speaker(speaker)
+        output = self._evaluate(
+            f"(unwind-protect (utt.save.wave (utt.synth (Utterance Text {_scheme_string(text)})) "
+            f"{_scheme_string(wav_path)} 'riff) (format t \"ASRKIT-FAILED\\n\"))")
+        if "ASRKIT-FAILED" in output:
+            raise SynthesisError(f"festival failed: {output.strip()[-300:]}")
+
+    def _kill(self):
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+            self.process.wait()
+            self.process = None
+            self.current_speaker = None
+
+    def close(self):
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(BrokenPipeError):
+                self.process.stdin.close()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._kill()
+        self.process = None
+
+
+def to_target_rate(samples, sample_rate, speed):
+    """Resample to 16 kHz and apply the speed factor: speed s plays the speech s times as fast.
+
+    Both steps are polyphase resampling with rational factors, so they are exact
+    and deterministic; the speed is taken as a fraction with a denominator up to 100.
+    """
+    if sample_rate != TARGET_RATE:
+        divisor = gcd(TARGET_RATE, sample_rate)
+        samples = resample_poly(samples, TARGET_RATE // divisor, sample_rate // divisor)
+    factor = Fraction(speed).limit_denominator(100)
+    if factor != 1:
+        samples = resample_poly(samples, factor.denominator, factor.numerator)
+    return samples
+
+
+def to_pcm16(samples):
+    return np.clip(np.round(samples * 32767.0), -32768, 32767).astype(np.int16)
+
+
+def write_audio(path, pcm, audio_format):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with atomic_path(path) as temporary:
+        soundfile.write(temporary, pcm, TARGET_RATE, subtype="PCM_16", format=AUDIO_FORMATS[audio_format])
+
+
+class Synthesizer:
+    """Synthesises one utterance with the right engine; owns the job's festival session."""
+
+    def __init__(self, scratch_dir, logger, timeout_s):
+        self.scratch_dir = scratch_dir
+        self.timeout_s = timeout_s
+        self.festival = FestivalSession(logger, timeout_s)
+
+    def raw_audio(self, utterance):
+        """Synthesise into the scratch dir; return (float samples, sample rate)."""
+        speaker = utterance.speaker
+        # The engines read lower case as words; upper case might be spelt out as letters.
+        text = utterance.text.lower()
+        raw_path = os.path.join(self.scratch_dir, f"{utterance.utterance_id}.wav")
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(raw_path)
+        if speaker.engine == "flite":
+            run_engine_command(flite_command(speaker, text, raw_path), self.timeout_s)
+        elif speaker.engine == "espeak-ng":
+            run_engine_command(espeak_command(speaker, text, raw_path), self.timeout_s)
+        elif speaker.engine == "festival":
+            self.festival.synthesize(speaker, text, raw_path)
+        else:
+            raise SynthesisError(f"unknown engine {speaker.engine}")
+        try:
+            samples, sample_rate = soundfile.read(raw_path, dtype="float64", always_2d=True)
+        except (RuntimeError, soundfile.LibsndfileError) as error:
+            raise SynthesisError(f"{speaker.engine} wrote no readable audio: {error}") from None
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(raw_path)
+        if samples.shape[0] < sample_rate // 10:
+            raise SynthesisError(f"{speaker.engine} wrote {samples.shape[0]} samples, less than 0.1 s")
+        return samples[:, 0], sample_rate
+
+    def close(self):
+        self.festival.close()
+
+
+def synthesize_job(job, context):
+    """The job function for asrkit.parallel.run_jobs: synthesise every utterance of `job` not yet on disk."""
+    logger = context.logger
+    logger.info("job %d: %d utterances, scratch dir %s", job.index, len(job.utterances), job.scratch_dir)
+    os.makedirs(job.scratch_dir, exist_ok=True)
+    result = JobResult()
+    synthesizer = Synthesizer(job.scratch_dir, logger, job.timeout_s)
+    try:
+        # Grouped by speaker, so that festival switches voices once per speaker.
+        for utterance in sorted(job.utterances, key=lambda u: u.utterance_id):
+            if os.path.exists(utterance.audio_path):
+                result.durations[utterance.utterance_id] = soundfile.info(utterance.audio_path).duration
+                result.reused += 1
+                context.advance()
+                continue
+            engine = utterance.speaker.engine
+            start = time.monotonic()
+            try:
+                samples, sample_rate = synthesizer.raw_audio(utterance)
+                pcm = to_pcm16(to_target_rate(samples, sample_rate, utterance.speaker.speed))
+                write_audio(utterance.audio_path, pcm, job.audio_format)
+            except SynthesisError as error:
+                result.failures[utterance.utterance_id] = str(error)
+                logger.warning("utterance %s (%s): %s", utterance.utterance_id, utterance.text, error)
+            else:
+                duration = len(pcm) / TARGET_RATE
+                result.durations[utterance.utterance_id] = duration
+                result.synthesized += 1
+                result.engine_audio_s[engine] = result.engine_audio_s.get(engine, 0.0) + duration
+                result.engine_wall_s[engine] = (result.engine_wall_s.get(engine, 0.0)
+                                                + time.monotonic() - start)
+            context.advance()
+    finally:
+        synthesizer.close()
+        shutil.rmtree(job.scratch_dir, ignore_errors=True)
+    for engine, audio_s in sorted(result.engine_audio_s.items()):
+        logger.info("%s: %.1f s of audio in %.1f s (%.0fx real time, resampling included)", engine, audio_s,
+                    result.engine_wall_s[engine], audio_s / max(result.engine_wall_s[engine], 1e-9))
+    logger.info("job %d done: %d synthesised, %d already there, %d failed", job.index, result.synthesized,
+                result.reused, len(result.failures))
+    return result

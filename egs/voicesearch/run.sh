@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# egs/voicesearch: the default asrkit recipe, on a voice-search corpus synthesised on this machine
+# (flite, festival and espeak-ng voices with fixed perturbations as speakers; see conf/speakers.txt).
+#
+#   egs/voicesearch/run.sh [options]
+#     --stage N --stop-stage M   run stages N..M (default: all)
+#     --size tiny|small|default  ~100 utterances (tests, CI) | ~1 hour | ~10 hours   (default: default)
+#     --hours X                  about X hours of audio (overrides --size)
+#     --nj N                     parallel jobs (default: 2)
+#     --seed N                   same seed, same corpus: ids, texts and audio (default: 1)
+#     --data DIR                 where data dirs and audio go (default: data, in this directory)
+#     --overwrite                rebuild the corpus from scratch instead of resuming
+#
+# Stages: 0 set-up (synthesisers, .venv); 1 corpus synthesis -> data/{train,dev,test};
+#         2 dictionary -> data/local/dict.
+# Every stage can be rerun; stage 1 resumes, skipping utterances whose audio is already there.
+set -euo pipefail
+
+command_line="$0 $*"
+stage=0
+stop_stage=100
+size=default
+hours=
+nj=2
+seed=1
+data=data
+overwrite=false
+
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --stage) stage="$2"; shift 2 ;;
+    --stop-stage) stop_stage="$2"; shift 2 ;;
+    --size) size="$2"; shift 2 ;;
+    --hours) hours="$2"; shift 2 ;;
+    --nj) nj="$2"; shift 2 ;;
+    --seed) seed="$2"; shift 2 ;;
+    --data) data="$2"; shift 2 ;;
+    --overwrite) overwrite=true; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "$0: unknown option '$1' (see $0 --help)" >&2; exit 2 ;;
+  esac
+done
+case "$size" in tiny|small|default) ;; *) echo "$0: --size must be tiny, small or default, not '$size'" >&2; exit 2 ;; esac
+for value in "$stage" "$stop_stage" "$nj" "$seed"; do
+  case "$value" in ''|*[!0-9]*) echo "$0: --stage, --stop-stage, --nj and --seed take whole numbers, not '$value'" >&2; exit 2 ;; esac
+done
+
+here="$(cd "$(dirname "$0")" && pwd)"
+cd "$here"
+echo "$command_line" >&2
+
+if [ "$stage" -le 0 ] && [ "$stop_stage" -ge 0 ]; then
+  echo "== stage 0: set-up: synthesisers and the Python environment ==" >&2
+  # bin/setup-env installs the synthesisers (flite, festival and its voices, espeak-ng) and
+  # WordNet with apt-get when root, or names the missing packages, and the Python packages.
+  ../../bin/setup-env
+  for tool in flite festival espeak-ng; do
+    command -v "$tool" >/dev/null || { echo "$0: $tool is missing: run bin/setup-env as root, or apt-get install it" >&2; exit 1; }
+  done
+fi
+
+. ./path.sh
+
+if [ "$stage" -le 1 ] && [ "$stop_stage" -ge 1 ]; then
+  echo "== stage 1: synthesise the corpus -> $data/{train,dev,test} ==" >&2
+  options=(--config conf/corpus.conf --size "$size" --nj "$nj" --seed "$seed")
+  [ -n "$hours" ] && options+=(--hours "$hours")
+  $overwrite && options+=(--overwrite)
+  python local/prepare_corpus.py "${options[@]}" "$data"
+  for split in train dev test; do validate_data_dir "$data/$split"; done
+fi
+
+if [ "$stage" -le 2 ] && [ "$stop_stage" -ge 2 ]; then
+  echo "== stage 2: pronunciation dictionary -> $data/local/dict ==" >&2
+  python local/prepare_dict.py --word-list "$data/local/corpus/vocabulary.txt" \
+    --text "$data/train/text" --text "$data/dev/text" --text "$data/test/text" --max-missing 0 "$data/local/dict"
+fi

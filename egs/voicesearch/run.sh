@@ -12,7 +12,7 @@
 #     --overwrite                rebuild the corpus from scratch instead of resuming
 #
 # Stages: 0 set-up (synthesisers, .venv); 1 corpus synthesis -> data/{train,dev,test};
-#         2 dictionary -> data/local/dict.
+#         2 dictionary -> data/local/dict; 3 noisy dev/test copies -> data/{dev,test}_noisy.
 # Every stage can be rerun; stage 1 resumes, skipping utterances whose audio is already there.
 set -euo pipefail
 
@@ -75,4 +75,13 @@ if [ "$stage" -le 2 ] && [ "$stop_stage" -ge 2 ]; then
   echo "== stage 2: pronunciation dictionary -> $data/local/dict ==" >&2
   python local/prepare_dict.py --word-list "$data/local/corpus/vocabulary.txt" \
     --text "$data/train/text" --text "$data/dev/text" --text "$data/test/text" --max-missing 0 "$data/local/dict"
+fi
+
+if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
+  echo "== stage 3: fixed noisy copies of the dev and test sets -> $data/{dev,test}_noisy ==" >&2
+  # A fixed seed, so every model is scored on the same noisy audio.
+  for split in dev test; do
+    asrkit-noisify --styles conf/noise_styles_test.json --seed 2024 --nj "$nj" \
+      "$data/$split" "$data/${split}_noisy"
+  done
 fi

@@ -12,7 +12,8 @@
 #     --overwrite                rebuild the corpus from scratch instead of resuming
 #
 # Stages: 0 set-up (synthesisers, .venv); 1 corpus synthesis -> data/{train,dev,test};
-#         2 dictionary -> data/local/dict; 3 noisy dev/test copies -> data/{dev,test}_noisy.
+#         2 dictionary -> data/local/dict; 3 noisy dev/test copies -> data/{dev,test}_noisy;
+#         4 lang dir, bigram (sequence training) and trigram (decoding) LMs -> data/lang{,_bigram,_test}.
 # Every stage can be rerun; stage 1 resumes, skipping utterances whose audio is already there.
 set -euo pipefail
 
@@ -83,5 +84,22 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
   for split in dev test; do
     asrkit-noisify --styles conf/noise_styles_test.json --seed 2024 --nj "$nj" \
       "$data/$split" "$data/${split}_noisy"
+  done
+fi
+
+if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
+  echo "== stage 4: lang dir and language models -> $data/lang, $data/lang_bigram, $data/lang_test ==" >&2
+  prepare_lang "$data/local/dict" "<UNK>" "$data/lang"
+  mkdir -p "$data/local/lm"
+  cut -d' ' -f2- "$data/train/text" > "$data/local/lm/train_text.txt"
+  cut -d' ' -f2- "$data/dev/text" > "$data/local/lm/dev_text.txt"
+  # The bigram over the training transcripts is the sequence-training LM (lattices on the fly);
+  # the trigram is the decoding LM.  Each gets its own copy of the lang dir with its G.fst.
+  for lm in bigram:2 test:3; do
+    name="${lm%%:*}"; order="${lm##*:}"
+    rm -rf "$data/lang_$name"
+    cp -r "$data/lang" "$data/lang_$name"
+    make_lm --order "$order" --method kn --heldout "$data/local/lm/dev_text.txt" --lang-dir "$data/lang_$name" \
+      "$data/local/lm/train_text.txt" "$data/local/lm/${name}.arpa"
   done
 fi

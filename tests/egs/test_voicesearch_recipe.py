@@ -1,4 +1,4 @@
-"""egs/voicesearch/run.sh --size tiny through the stages built so far: corpus, dictionary, noisy test sets."""
+"""egs/voicesearch/run.sh --size tiny through the stages built so far: corpus, dictionary, noisy sets, lang and LMs."""
 
 import os
 import shutil
@@ -26,6 +26,10 @@ def test_tiny_recipe_builds_data_dict_and_noisy_sets(tmp_path):
     assert open(data / "test_noisy" / "text").read() == clean
     styles = [line.split()[1] for line in open(data / "test_noisy" / "utt2style")]
     assert styles and not any("vtlp" in style for style in styles)
+    for lang in ("lang_bigram", "lang_test"):
+        assert (data / lang / "G.fst").stat().st_size > 0
+        assert (data / lang / "L_disambig.fst").exists()
+    assert "\n\\3-grams:" in open(data / "local" / "lm" / "test.arpa").read()
     # Rerunning reuses every finished piece of work.
     rerun = subprocess.run(command + ["--stage", "1"], capture_output=True, text=True, timeout=900)
     assert rerun.returncode == 0, rerun.stderr[-3000:]

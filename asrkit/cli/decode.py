@@ -1,0 +1,77 @@
+"""asrkit-decode: log-likelihoods through an HCLG graph to words, lattices and a word error rate."""
+
+import logging
+
+import click
+
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+
+COMMAND = "asrkit-decode"
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.argument("graph_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("model_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("data_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("decode_dir", type=click.Path(file_okay=False))
+@click.option("--loglikes", "loglikes_scp", type=click.Path(exists=True, dir_okay=False), required=True,
+              help="Table (name.scp) of [frames, num_pdfs] log-likelihoods to decode. (Decoding with the "
+              "acoustic model itself comes with asrkit-train-ce.)")
+@click.option("--acoustic-scale", default=0.1, type=click.FloatRange(min=0, min_open=True),
+              help="Scale of the log-likelihoods against the graph costs.")
+@click.option("--beam", default=13.0, type=click.FloatRange(min=0, min_open=True), help="Decoding beam.")
+@click.option("--max-active", default=7000, type=click.IntRange(min=1), help="Most active states (FasterDecoder).")
+@click.option("--min-active", default=200, type=click.IntRange(min=1), help="Fewest active states (FasterDecoder).")
+@click.option("--lattice-beam", default=6.0, type=click.FloatRange(min=0, min_open=True),
+              help="Lattice pruning beam (LatticeSimpleDecoder).")
+@click.option("--retry-beam", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="Beam of the second try when no path survives.  [default: 4 x --beam]")
+@click.option("--allow-partial", is_flag=True,
+              help="Keep the best partial path when no final state is reached even at the retry beam.")
+@click.option("-j", "--nj", default=1, type=click.IntRange(min=1), help="Number of parallel jobs.")
+@click.option("--write-lattices", is_flag=True, help="Write lattices to DECODE_DIR/lat.JOB.h5 and lat.scp.")
+@click.option("--skip-scoring", is_flag=True, help="Do not score even when DATA_DIR has a text file.")
+@click.option("--lmwt-sweep/--no-lmwt-sweep", default=True,
+              help="Score the lattice best path at every LM weight (needs lattices: LatticeSimpleDecoder); "
+              "without it the FasterDecoder 1-best is scored.")
+@click.option("--min-lmwt", default=7, type=click.IntRange(min=1), help="Smallest LM weight of the sweep.")
+@click.option("--max-lmwt", default=17, type=click.IntRange(min=1), help="Largest LM weight of the sweep.")
+@click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
+              help="Fail when more than this share of utterances is not decoded.")
+@asrkit_command(COMMAND)
+def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, acoustic_scale, beam, max_active, min_active,
+         lattice_beam, retry_beam, allow_partial, nj, write_lattices, skip_scoring, lmwt_sweep, min_lmwt, max_lmwt,
+         max_fail_ratio):
+    """Decode DATA_DIR with the graph GRAPH_DIR (utils/mkgraph) for the model MODEL_DIR into DECODE_DIR.
+
+    Writes hyp.JOB.txt and hyp.txt, costs.JOB.txt and costs.txt, log/decode.JOB.log, lattices with
+    --write-lattices and, when DATA_DIR has a text file, wer_LMWT, best_wer and score/.
+    """
+    from asrkit.decode.decode_dir import DecodeOptions, decode_data_dir
+    from asrkit.decode.decoder import DecoderOptions
+    from asrkit.decode.loglikes import TableLoglikes
+    from asrkit.logs import summary_line
+
+    options = DecodeOptions(
+        decoder=DecoderOptions(acoustic_scale=acoustic_scale, beam=beam, max_active=max_active,
+                               min_active=min_active, lattice_beam=lattice_beam, retry_beam=retry_beam,
+                               allow_partial=allow_partial),
+        nj=nj, write_lattices=write_lattices, scoring=not skip_scoring, lmwt_sweep=lmwt_sweep,
+        min_lmwt=min_lmwt, max_lmwt=max_lmwt, max_fail_ratio=max_fail_ratio,
+    )
+    source = TableLoglikes(loglikes_scp)
+    result = decode_data_dir(graph_dir, model_dir, data_dir, decode_dir, source, options)
+    if result.wer_line:
+        click.echo(result.wer_line)
+    fields = {
+        "utterances": result.utterances, "decoded": result.decoded, "retried": len(result.retried),
+        "failed": len(result.failed), "empty": len(result.empty), "missing": len(result.missing),
+        "frames": result.frames,
+        "frames_per_second": f"{result.frames / result.decode_seconds:.0f}" if result.decode_seconds else "0",
+        "seconds": f"{result.wall_seconds:.1f}",
+    }
+    if result.wer is not None:
+        fields["wer"] = f"{result.wer:.2f}"
+        if result.best_lmwt is not None:
+            fields["lmwt"] = result.best_lmwt
+    logging.getLogger(COMMAND).info(summary_line(COMMAND, "ok", **fields))

@@ -1,0 +1,100 @@
+"""Language-side commands with Kaldi's names and argument orders: prepare_lang, make_lm, mkgraph
+(run as utils/<name>), and make_monophone_model (the model dir mkgraph needs before alignment exists)."""
+
+import logging
+
+import click
+
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.logs import summary_line
+
+DIRECTORY = click.Path(exists=True, file_okay=False)
+
+
+@click.command("prepare_lang", context_settings=CONTEXT_SETTINGS)
+@click.argument("dict_dir", type=DIRECTORY)
+@click.argument("oov_word")
+@click.argument("lang_dir", type=click.Path(file_okay=False))
+@click.option("--sil-prob", default=0.5, type=click.FloatRange(0, 1, max_open=True),
+              help="Probability of the optional silence between words (0: no optional silence).")
+@click.option("--num-sil-states", default=1, type=click.IntRange(min=1), help="Emitting HMM states per silence phone.")
+@click.option("--num-nonsil-states", default=1, type=click.IntRange(min=1),
+              help="Emitting HMM states per nonsilence phone (1 at 30 ms frames).")
+@click.option("--self-loop-prob", default=0.5, type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              help="Self-loop probability of every HMM state in topo.")
+@asrkit_command("prepare_lang")
+def prepare_lang_command(dict_dir, oov_word, lang_dir, sil_prob, num_sil_states, num_nonsil_states, self_loop_prob):
+    """Build LANG_DIR (phones.txt, words.txt, topo, L.fst, L_disambig.fst, phones/, oov.*) from the Kaldi
+    dictionary dir DICT_DIR; OOV_WORD (e.g. '<UNK>') must be in its lexicon."""
+    from asrkit.graph.prepare_lang import LangOptions, prepare_lang
+
+    options = LangOptions(sil_prob=sil_prob, num_sil_states=num_sil_states, num_nonsil_states=num_nonsil_states,
+                          self_loop_prob=self_loop_prob)
+    summary = prepare_lang(dict_dir, oov_word, lang_dir, options)
+    logging.getLogger("prepare_lang").info(summary_line(
+        "prepare_lang", "ok", lang_dir=lang_dir, phones=summary.num_phones, words=summary.num_words,
+        pronunciations=summary.num_pronunciations, disambig_symbols=summary.num_disambig))
+
+
+@click.command("make_lm", context_settings=CONTEXT_SETTINGS)
+@click.argument("text", type=click.Path(exists=True, dir_okay=False))
+@click.argument("arpa", type=click.Path(dir_okay=False))
+@click.option("-o", "--order", default=3, type=click.IntRange(1, 3), help="n-gram order.")
+@click.option("-m", "--method", default="kn", type=click.Choice(["kn", "wb"]),
+              help="Smoothing: interpolated modified Kneser-Ney or Witten-Bell.")
+@click.option("--heldout", type=click.Path(exists=True, dir_okay=False), help="Held-out text for perplexity.")
+@click.option("--kaldi-text", is_flag=True, help="Lines start with an utterance id (a data dir's text file).")
+@click.option("--vocab", "vocabulary", type=click.Path(exists=True, dir_okay=False),
+              help="Word list or words.txt: other words become --oov-word; every listed word gets a probability.")
+@click.option("--oov-word", default="<unk>", help="Word that stands for words outside --vocab.")
+@click.option("--lang-dir", type=DIRECTORY,
+              help="Take the vocabulary and OOV word from this lang dir and write its G.fst from the ARPA.")
+@asrkit_command("make_lm")
+def make_lm_command(text, arpa, order, method, heldout, kaldi_text, vocabulary, oov_word, lang_dir):
+    """Estimate an n-gram LM on TEXT (one sentence a line) and write it to ARPA; report perplexities."""
+    from asrkit.lm.make_lm import make_lm
+
+    if lang_dir and vocabulary:
+        raise click.UsageError("--lang-dir brings its own vocabulary; do not give --vocab too")
+    result = make_lm(text, arpa, order, method, heldout, vocabulary, oov_word, lang_dir, kaldi_text)
+    fields = {"arpa": arpa, "order": order, "method": method, "sentences": result.sentences,
+              "ngrams": ",".join(map(str, result.ngram_counts)), "oov_tokens": result.oov_tokens,
+              "train_ppl": f"{result.train_perplexity:.2f}"}
+    if result.heldout_perplexity is not None:
+        fields["heldout_ppl"] = f"{result.heldout_perplexity:.2f}"
+        fields["heldout_oovs"] = result.heldout_oov_tokens
+    if result.grammar_fst:
+        fields["G"] = result.grammar_fst
+    logging.getLogger("make_lm").info(summary_line("make_lm", "ok", **fields))
+
+
+@click.command("mkgraph", context_settings=CONTEXT_SETTINGS)
+@click.argument("lang_dir", type=DIRECTORY)
+@click.argument("model_dir", type=DIRECTORY)
+@click.argument("graph_dir", type=click.Path(file_okay=False))
+@click.option("--self-loop-scale", default=0.1, type=click.FloatRange(min=0), help="Scale of self-loop log-probs.")
+@click.option("--transition-scale", default=1.0, type=click.FloatRange(min=0),
+              help="Scale of the other transition log-probs.")
+@asrkit_command("mkgraph")
+def mkgraph_command(lang_dir, model_dir, graph_dir, self_loop_scale, transition_scale):
+    """Build GRAPH_DIR/HCLG.fst (inputs pdf+1, outputs words) from LANG_DIR (L_disambig.fst, G.fst)
+    and MODEL_DIR (tree.json; topo and num_pdfs if present)."""
+    from asrkit.graph.hclg import GraphOptions, make_graph
+
+    info = make_graph(lang_dir, model_dir, graph_dir, GraphOptions(self_loop_scale, transition_scale))
+    logging.getLogger("mkgraph").info(summary_line(
+        "mkgraph", "ok", graph_dir=graph_dir, states=info.num_states, arcs=info.num_arcs, pdfs=info.num_pdfs,
+        seconds=f"{info.seconds:.1f}", peak_memory_mib=f"{info.peak_memory_mib:.0f}"))
+
+
+@click.command("make_monophone_model", context_settings=CONTEXT_SETTINGS)
+@click.argument("lang_dir", type=DIRECTORY)
+@click.argument("model_dir", type=click.Path(file_okay=False))
+@asrkit_command("make_monophone_model")
+def make_monophone_model_command(lang_dir, model_dir):
+    """Write MODEL_DIR/tree.json (one pdf per phone and HMM state), topo, phones.txt and num_pdfs from LANG_DIR."""
+    from asrkit.graph.hclg import write_monophone_model_dir
+
+    tree = write_monophone_model_dir(lang_dir, model_dir)
+    logging.getLogger("make_monophone_model").info(summary_line(
+        "make_monophone_model", "ok", model_dir=model_dir, pdfs=tree.num_pdfs))

@@ -1,0 +1,1 @@
+"""Decoding: log-likelihoods through HCLG to words, lattices and scores (asrkit-decode)."""

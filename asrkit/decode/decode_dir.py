@@ -1,0 +1,347 @@
+"""asrkit-decode as a library: a graph dir, a model dir, a data dir and a log-likelihood source in, a decode dir out.
+
+Decode dir layout (Kaldi's names where Kaldi has them):
+  hyp.JOB.txt, hyp.txt      1-best word sequences at --acoustic-scale (Kaldi text format)
+  costs.JOB.txt, costs.txt  utt, status, frames, graph cost, acoustic cost (unscaled),
+                            total cost (graph + acoustic-scale x acoustic), beam used
+  lat.JOB.h5, lat.scp       lattices (asrkit.decode.lattice format), with --write-lattices
+  log/decode.JOB.log        job logs
+  scoring/LMWT.txt          1-best at each LM weight of the sweep
+  wer_LMWT, best_wer        Kaldi's %WER lines per LM weight and the best one
+  score/                    asrkit-score reports (wer, per_utt, ops, per_spk) of the best LM weight
+
+The LM-weight sweep (Kaldi's local/score.sh: best path of the lattice under
+LMWT x graph + acoustic for LMWT = --min-lmwt..--max-lmwt) needs lattices, so
+when the data dir has a text and the sweep is on, decoding uses
+LatticeSimpleDecoder and keeps the lattices in memory (they are written only
+with --write-lattices).  Without the sweep, FasterDecoder gives the 1-best
+and the score of that 1-best is reported.  An LM weight w corresponds to the
+acoustic scale 1/w (Kaldi's convention), e.g. --acoustic-scale 0.1 ~ LMWT 10.
+"""
+
+import dataclasses
+import logging
+import os
+import time
+
+from asrkit.data.kaldi_files import c_sorted
+from asrkit.decode.decoder import EMPTY, FAILED, PARTIAL, RETRIED, DecoderOptions, GraphDecoder
+from asrkit.errors import AsrkitError
+from asrkit.graph.symbols import SymbolTable
+from asrkit.io.atomic import atomic_output
+from asrkit.io.table import ShardWriter, shard_path, write_scp
+from asrkit.parallel import run_jobs
+
+logger = logging.getLogger("asrkit.decode")
+
+MISSING = "missing"
+
+
+@dataclasses.dataclass
+class DecodeOptions:
+    decoder: DecoderOptions = dataclasses.field(default_factory=DecoderOptions)
+    nj: int = 1
+    write_lattices: bool = False
+    scoring: bool = True
+    lmwt_sweep: bool = True
+    min_lmwt: int = 7
+    max_lmwt: int = 17
+    max_fail_ratio: float = 0.05
+
+
+@dataclasses.dataclass
+class DecodeJob:
+    index: int
+    graph_dir: str
+    decode_dir: str
+    utterance_ids: list
+    source: object  # a LoglikeSource
+    options: DecodeOptions
+    make_lattices: bool
+    lm_weights: list
+
+    @property
+    def log_file(self):
+        return os.path.join(self.decode_dir, "log", f"decode.{self.index}.log")
+
+
+@dataclasses.dataclass
+class DecodeJobResult:
+    index: int
+    statuses: dict  # utt -> status
+    frames: int
+    seconds: float
+    sweep: dict  # lm weight -> {utt: [word ids]}
+
+
+@dataclasses.dataclass
+class DecodeResult:
+    utterances: int
+    decoded: int
+    retried: list
+    partial: list
+    failed: list
+    empty: list
+    missing: list
+    frames: int
+    decode_seconds: float
+    wall_seconds: float
+    wer: float | None = None
+    best_lmwt: int | None = None
+    wer_line: str | None = None
+    oov_reference_words: int = 0
+
+
+def read_graph_num_pdfs(graph_dir):
+    path = os.path.join(graph_dir, "num_pdfs")
+    if not os.path.exists(path):
+        raise AsrkitError(f"{path} does not exist; build the graph with utils/mkgraph")
+    with open(path, encoding="utf-8") as handle:
+        return int(handle.read().split()[0])
+
+
+def check_pdf_counts(graph_dir, model_dir, source):
+    """Refuse, before any decoding, a graph, model and log-likelihoods that disagree on the number of pdfs."""
+    from asrkit.graph.hclg import read_num_pdfs
+
+    graph_pdfs = read_graph_num_pdfs(graph_dir)
+    model_pdfs = read_num_pdfs(model_dir)
+    if model_pdfs != graph_pdfs:
+        raise AsrkitError(
+            f"the model in {model_dir} has {model_pdfs} pdfs but the graph in {graph_dir} was built for "
+            f"{graph_pdfs} (fix: rebuild the graph with utils/mkgraph for this model)"
+        )
+    source_pdfs = source.num_pdfs()
+    if source_pdfs != graph_pdfs:
+        raise AsrkitError(
+            f"the log-likelihoods ({source.describe()}) have {source_pdfs} columns but the graph in {graph_dir} "
+            f"has {graph_pdfs} pdfs; they do not come from this model"
+        )
+    return graph_pdfs
+
+
+def _words(word_ids, words):
+    return " ".join(words.symbol_of[word] for word in word_ids)
+
+
+def run_decode_job(job, context):
+    log = context.logger
+    words = SymbolTable.read(os.path.join(job.graph_dir, "words.txt"))
+    decoder = GraphDecoder.from_file(os.path.join(job.graph_dir, "HCLG.fst"), job.options.decoder,
+                                     lattices=job.make_lattices)
+    log.info("job %d: %d utterances, %s decoder, options %s", job.index, len(job.utterance_ids),
+             "LatticeSimpleDecoder" if job.make_lattices else "FasterDecoder", job.options.decoder)
+    available = set(job.source.utterance_ids())
+    statuses, frames, busy = {}, 0, 0.0
+    sweep = {weight: {} for weight in job.lm_weights}
+    hyp_lines, cost_lines = [], []
+    lattice_writer = None
+    if job.options.write_lattices:
+        lattice_writer = ShardWriter(shard_path(job.decode_dir, "lat", job.index),
+                                     config={"acoustic_scale": job.options.decoder.acoustic_scale})
+    try:
+        for utterance_id in job.utterance_ids:
+            context.advance(1)
+            if utterance_id not in available:
+                statuses[utterance_id] = MISSING
+                log.warning("%s: no log-likelihoods in %s", utterance_id, job.source.describe())
+                continue
+            loglikes = job.source.loglikes(utterance_id)
+            start = time.monotonic()
+            result = decoder.decode(loglikes)
+            busy += time.monotonic() - start
+            statuses[utterance_id] = result.status
+            frames += result.num_frames
+            if result.status == EMPTY:
+                log.warning("%s: no frames; not decoded", utterance_id)
+                continue
+            if result.status == FAILED:
+                log.warning("%s: no path reached a final state at beam %g nor at retry beam %g", utterance_id,
+                            job.options.decoder.beam, job.options.decoder.effective_retry_beam)
+                continue
+            if result.status == RETRIED:
+                log.warning("%s: decoded only at the retry beam %g", utterance_id, result.beam)
+            if result.status == PARTIAL:
+                log.warning("%s: no final state reached; keeping the best partial path", utterance_id)
+            text = _words(result.words, words)
+            hyp_lines.append(f"{utterance_id} {text}".rstrip())
+            cost_lines.append(
+                f"{utterance_id} {result.status} {result.num_frames} {result.graph_cost:.4f} "
+                f"{result.acoustic_cost:.4f} {result.total_cost:.4f} {result.beam:g}"
+            )
+            log.info("%s %s (frames %d, cost per frame %.3f)", utterance_id, text, result.num_frames,
+                     result.total_cost / result.num_frames)
+            if result.lattice is not None:
+                from asrkit.decode.lattice import best_path_words, lattice_to_array
+
+                for weight in job.lm_weights:
+                    best = best_path_words(result.lattice, weight)
+                    sweep[weight][utterance_id] = best if best is not None else []
+                if lattice_writer is not None:
+                    lattice_writer.write(utterance_id, lattice_to_array(result.lattice),
+                                         attrs={"start": int(result.lattice.start)})
+    except BaseException:
+        if lattice_writer is not None:
+            lattice_writer.abort()
+        raise
+    if lattice_writer is not None:
+        lattice_writer.close()
+    with atomic_output(os.path.join(job.decode_dir, f"hyp.{job.index}.txt")) as out:
+        out.writelines(line + "\n" for line in hyp_lines)
+    with atomic_output(os.path.join(job.decode_dir, f"costs.{job.index}.txt")) as out:
+        out.writelines(line + "\n" for line in cost_lines)
+    log.info("job %d done: %d frames decoded in %.2f s (%.0f frames/s)", job.index, frames, busy,
+             frames / busy if busy > 0 else 0.0)
+    sweep = {weight: {utt: _words(ids, words).split() for utt, ids in hyps.items()}
+             for weight, hyps in sweep.items()}
+    return DecodeJobResult(job.index, statuses, frames, busy, sweep)
+
+
+def _merge_text_files(paths, output):
+    lines = []
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            lines.extend(line for line in handle if line.strip())
+    lines.sort(key=lambda line: line.split(maxsplit=1)[0].encode("utf-8"))
+    with atomic_output(output) as out:
+        out.writelines(lines)
+
+
+def _split(items, parts):
+    parts = max(1, min(parts, len(items)))
+    base, extra = divmod(len(items), parts)
+    out, start = [], 0
+    for index in range(parts):
+        size = base + (index < extra)
+        out.append(items[start:start + size])
+        start += size
+    return out
+
+
+def _score(data_dir, graph_dir, decode_dir, options, results, result):
+    from asrkit.scoring import read_kaldi_text, score_texts, wer_lines, write_score_dir
+    from asrkit.scoring.report import format_wer_line
+
+    refs = read_kaldi_text(os.path.join(data_dir, "text"))
+    words = SymbolTable.read(os.path.join(graph_dir, "words.txt"))
+    oov = [word for ref_words in refs.values() for word in ref_words if word not in words]
+    result.oov_reference_words = len(oov)
+    if oov:
+        logger.warning("%d reference words (%d distinct) are not in %s/words.txt and cannot be recognised, e.g. %s",
+                       len(oov), len(set(oov)), graph_dir, " ".join(sorted(set(oov))[:10]))
+    utt2spk_path = os.path.join(data_dir, "utt2spk")
+    utt2spk = None
+    if os.path.exists(utt2spk_path):
+        from asrkit.scoring import read_utt2spk
+
+        utt2spk = read_utt2spk(utt2spk_path)
+    candidates = {}
+    sweep = {}
+    for job_result in results:
+        for weight, hyps in job_result.sweep.items():
+            sweep.setdefault(weight, {}).update(hyps)
+    if sweep:
+        os.makedirs(os.path.join(decode_dir, "scoring"), exist_ok=True)
+        for weight in sorted(sweep):
+            hyps = {utt: sweep[weight][utt] for utt in c_sorted(sweep[weight])}
+            with atomic_output(os.path.join(decode_dir, "scoring", f"{weight}.txt")) as out:
+                out.writelines(f"{utt} {' '.join(words_)}".rstrip() + "\n" for utt, words_ in hyps.items())
+            scored = score_texts(refs, hyps)
+            with atomic_output(os.path.join(decode_dir, f"wer_{weight}")) as out:
+                out.write("\n".join(wer_lines(scored)) + "\n")
+            candidates[weight] = scored
+            logger.info("LMWT %d: %s", weight, format_wer_line(scored.counts, scored.partial))
+    else:
+        hyps = read_kaldi_text(os.path.join(decode_dir, "hyp.txt"))
+        candidates[None] = score_texts(refs, hyps)
+    best_weight = min(candidates, key=lambda weight: (candidates[weight].counts.errors,
+                                                       0 if weight is None else abs(weight - 10)))
+    best = candidates[best_weight]
+    write_score_dir(os.path.join(decode_dir, "score"), best, utt2spk=utt2spk, utt2spk_path=utt2spk_path)
+    line = format_wer_line(best.counts, best.partial)
+    where = f"wer_{best_weight}" if best_weight is not None else "score/wer"
+    with atomic_output(os.path.join(decode_dir, "best_wer")) as out:
+        out.write(f"{line} {os.path.join(decode_dir, where)}\n")
+    result.wer, result.best_lmwt, result.wer_line = best.wer, best_weight, line
+    logger.info("best: %s%s", line, f" at LMWT {best_weight}" if best_weight is not None else "")
+
+
+def decode_data_dir(graph_dir, model_dir, data_dir, decode_dir, source, options=None):
+    """Decode every utterance of data_dir with log-likelihoods from `source`; returns DecodeResult."""
+    from asrkit.data.data_dir import DataDir
+
+    options = options or DecodeOptions()
+    start = time.monotonic()
+    graph_dir, model_dir, data_dir = map(os.fspath, (graph_dir, model_dir, data_dir))
+    decode_dir = os.path.abspath(decode_dir)
+    for name in ("HCLG.fst", "words.txt"):
+        if not os.path.exists(os.path.join(graph_dir, name)):
+            raise AsrkitError(f"{graph_dir}/{name} does not exist; build the graph with utils/mkgraph")
+    num_pdfs = check_pdf_counts(graph_dir, model_dir, source)
+    data = DataDir.load(data_dir)
+    utterance_ids = list(data.utterance_ids)
+    if not utterance_ids:
+        raise AsrkitError(f"data directory {data_dir} has no utterances")
+    has_text = os.path.exists(os.path.join(data_dir, "text"))
+    scoring = options.scoring and has_text
+    lm_weights = list(range(options.min_lmwt, options.max_lmwt + 1)) if scoring and options.lmwt_sweep else []
+    if scoring and options.lmwt_sweep and not lm_weights:
+        raise AsrkitError(f"--min-lmwt {options.min_lmwt} is above --max-lmwt {options.max_lmwt}")
+    make_lattices = options.write_lattices or bool(lm_weights)
+    os.makedirs(os.path.join(decode_dir, "log"), exist_ok=True)
+    jobs = [
+        DecodeJob(index, graph_dir, decode_dir, part, source, options, make_lattices, lm_weights)
+        for index, part in enumerate(_split(utterance_ids, options.nj), 1)
+    ]
+    for stale in range(len(jobs) + 1, 10_000):
+        # Outputs of an earlier run with more jobs would be merged otherwise.
+        found = False
+        for name in (f"hyp.{stale}.txt", f"costs.{stale}.txt", f"lat.{stale}.h5"):
+            path = os.path.join(decode_dir, name)
+            if os.path.exists(path):
+                os.remove(path)
+                found = True
+        if not found:
+            break
+    logger.info("decoding %d utterances of %s with %s (%d pdfs, %s) in %d jobs (logs: %s/log/decode.JOB.log)",
+                len(utterance_ids), data_dir, graph_dir, num_pdfs, source.describe(), len(jobs), decode_dir)
+    results = run_jobs(run_decode_job, jobs, options.nj, "decode", lambda job: len(job.utterance_ids), logger)
+
+    _merge_text_files([os.path.join(decode_dir, f"hyp.{job.index}.txt") for job in jobs],
+                      os.path.join(decode_dir, "hyp.txt"))
+    _merge_text_files([os.path.join(decode_dir, f"costs.{job.index}.txt") for job in jobs],
+                      os.path.join(decode_dir, "costs.txt"))
+    if options.write_lattices:
+        write_scp(os.path.join(decode_dir, "lat.scp"),
+                  [shard_path(decode_dir, "lat", job.index) for job in jobs])
+    statuses = {}
+    for job_result in results:
+        statuses.update(job_result.statuses)
+
+    def having(status):
+        return [utt for utt in utterance_ids if statuses.get(utt) == status]
+
+    result = DecodeResult(
+        utterances=len(utterance_ids),
+        decoded=sum(1 for status in statuses.values() if status not in (FAILED, EMPTY, MISSING)),
+        retried=having(RETRIED), partial=having(PARTIAL), failed=having(FAILED), empty=having(EMPTY),
+        missing=having(MISSING), frames=sum(r.frames for r in results),
+        decode_seconds=sum(r.seconds for r in results), wall_seconds=0.0,
+    )
+    for what, ids in (("retried at the larger beam", result.retried), ("failed", result.failed),
+                      ("empty", result.empty), ("without log-likelihoods", result.missing),
+                      ("partial", result.partial)):
+        if ids:
+            logger.warning("%d utterances %s: %s%s", len(ids), what, " ".join(ids[:10]),
+                           " ..." if len(ids) > 10 else "")
+    if scoring:
+        _score(data_dir, graph_dir, decode_dir, options, results, result)
+    result.wall_seconds = time.monotonic() - start
+    not_decoded = len(result.failed) + len(result.empty) + len(result.missing)
+    if not_decoded > options.max_fail_ratio * len(utterance_ids):
+        raise AsrkitError(
+            f"{not_decoded} of {len(utterance_ids)} utterances were not decoded ({len(result.failed)} failed, "
+            f"{len(result.empty)} empty, {len(result.missing)} without log-likelihoods), more than "
+            f"--max-fail-ratio {options.max_fail_ratio:g}; see {decode_dir}/log/decode.*.log"
+        )
+    return result

@@ -1,0 +1,128 @@
+"""One utterance through HCLG with kaldi-decoder: best path (FasterDecoder) or lattice (LatticeSimpleDecoder).
+
+HCLG's input labels are pdf + 1 and kaldi-decoder's DecodableCtc reads column
+label - 1 of the matrix it is given, so the log-likelihoods are scaled by the
+acoustic scale once, as a matrix, and handed over (Kaldi's
+DecodableMatrixScaled does the same scaling per lookup).  When no path
+reaches a final state at --beam, the utterance is decoded again at
+--retry-beam; if that fails too it is reported as failed (or, with
+allow_partial, the best partial path is kept, as Kaldi's --allow-partial).
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+
+OK, RETRIED, PARTIAL, FAILED, EMPTY = "ok", "retried", "partial", "failed", "empty"
+
+
+@dataclasses.dataclass
+class DecoderOptions:
+    acoustic_scale: float = 0.1
+    beam: float = 13.0
+    max_active: int = 7000
+    min_active: int = 200
+    lattice_beam: float = 6.0
+    retry_beam: float | None = None  # None: 4 x beam
+    allow_partial: bool = False
+
+    @property
+    def effective_retry_beam(self):
+        return self.retry_beam if self.retry_beam is not None else 4.0 * self.beam
+
+
+@dataclasses.dataclass
+class UtteranceResult:
+    status: str
+    words: list  # word ids
+    num_frames: int
+    graph_cost: float = math.nan
+    acoustic_cost: float = math.nan  # unscaled: -sum of log-likelihoods along the path
+    beam: float = math.nan
+    total_cost: float = math.nan  # graph cost + acoustic scale * acoustic cost: what the decoder minimised
+    lattice: object = None  # kaldifst.Lattice with unscaled acoustic costs, when lattices are made
+
+
+def _path_costs(lattice):
+    import kaldifst
+
+    succeeded, _, words, weight = kaldifst.get_linear_symbol_sequence(lattice)
+    if not succeeded:
+        return None
+    return list(words), float(weight.value1), float(weight.value2)
+
+
+class GraphDecoder:
+    """Decodes utterances with one HCLG (loaded once); `lattices` selects LatticeSimpleDecoder."""
+
+    def __init__(self, hclg, options, lattices=False):
+        self.hclg = hclg
+        self.options = options
+        self.lattices = lattices
+
+    @classmethod
+    def from_file(cls, hclg_path, options, lattices=False):
+        import kaldifst
+
+        return cls(kaldifst.StdVectorFst.read(str(hclg_path)), options, lattices)
+
+    def _decode_best_path(self, decodable, beam):
+        import kaldi_decoder
+
+        options = kaldi_decoder.FasterDecoderOptions(
+            beam=beam, max_active=self.options.max_active, min_active=self.options.min_active,
+        )
+        decoder = kaldi_decoder.FasterDecoder(self.hclg, options)
+        decoder.decode(decodable)
+        reached = decoder.reached_final()
+        if not reached and not self.options.allow_partial:
+            return False, None, None
+        succeeded, best = decoder.get_best_path(use_final_probs=reached)
+        return reached and succeeded, (best if succeeded else None), None
+
+    def _decode_lattice(self, decodable, beam):
+        import kaldi_decoder
+
+        config = kaldi_decoder.LatticeSimpleDecoderConfig(beam=beam, lattice_beam=self.options.lattice_beam)
+        decoder = kaldi_decoder.LatticeSimpleDecoder(self.hclg, config)
+        decoder.decode(decodable)
+        reached = math.isfinite(decoder.final_relative_cost())
+        if not reached and not self.options.allow_partial:
+            return False, None, None
+        # After decode() (which finalizes) only use_final_probs=True is allowed; when no token is final,
+        # Kaldi then treats every surviving token as final, which is the partial path.
+        succeeded, best = decoder.get_best_path(use_final_probs=True)
+        if not succeeded:
+            return False, None, None
+        _, lattice = decoder.get_raw_lattice(use_final_probs=True)
+        return reached, best, lattice
+
+    def decode(self, loglikes):
+        """Decode one [frames, num_pdfs] matrix of unscaled log-likelihoods; returns UtteranceResult."""
+        import kaldi_decoder
+
+        from asrkit.decode.lattice import scale_acoustics
+
+        num_frames = int(loglikes.shape[0])
+        if num_frames == 0:
+            return UtteranceResult(EMPTY, [], 0)
+        scale = self.options.acoustic_scale
+        scaled = np.ascontiguousarray(loglikes * scale, dtype=np.float32)
+        run = self._decode_lattice if self.lattices else self._decode_best_path
+        status = OK
+        for beam in (self.options.beam, self.options.effective_retry_beam):
+            decodable = kaldi_decoder.DecodableCtc(scaled)
+            reached, best, lattice = run(decodable, beam)
+            if reached:
+                break
+            status = RETRIED
+        if not reached:
+            if best is None:
+                return UtteranceResult(FAILED, [], num_frames, beam=beam)
+            status = PARTIAL
+        words, graph_cost, scaled_acoustic = _path_costs(best)
+        if lattice is not None:
+            scale_acoustics(lattice, 1.0 / scale)
+        return UtteranceResult(status, words, num_frames, graph_cost, scaled_acoustic / scale, beam,
+                               graph_cost + scaled_acoustic, lattice)

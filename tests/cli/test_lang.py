@@ -1,0 +1,79 @@
+"""utils/prepare_lang, utils/make_lm, utils/mkgraph and make_monophone_model through click's CliRunner."""
+
+import os
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from asrkit.cli.lang import make_lm_command, make_monophone_model_command, mkgraph_command, prepare_lang_command
+from asrkit.decode.synthetic import TOY_LEXICON, TOY_SENTENCES, write_dict_dir
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run(command, *args):
+    return CliRunner().invoke(command, [str(arg) for arg in args])
+
+
+def last_line(result):
+    return result.stderr.strip().splitlines()[-1]
+
+
+def test_lang_to_graph(tmp_path):
+    dict_dir = write_dict_dir(str(tmp_path / "dict"), TOY_LEXICON)
+    lang = tmp_path / "lang"
+    result = run(prepare_lang_command, "--sil-prob", "0.3", dict_dir, "<UNK>", lang)
+    assert result.exit_code == 0, result.output
+    assert "command line:" in result.stderr
+    assert "prepare_lang summary: status=ok" in last_line(result) and "words=7" in last_line(result)
+
+    text = tmp_path / "text"
+    text.write_text("".join(f"utt{i} {s}\n" for i, s in enumerate(TOY_SENTENCES)))
+    heldout = tmp_path / "heldout"
+    heldout.write_text("utt1 ALPHA GOLF ZULU\n")
+    result = run(make_lm_command, "--order", "2", "--kaldi-text", "--heldout", heldout, "--lang-dir", lang, text,
+                 tmp_path / "lm.arpa")
+    assert result.exit_code == 0, result.output
+    line = last_line(result)
+    assert "make_lm summary: status=ok" in line and "heldout_oovs=1" in line and "G=" in line
+    assert (lang / "G.fst").exists()
+
+    result = run(make_monophone_model_command, lang, tmp_path / "model")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "model" / "tree.json").exists()
+    result = run(mkgraph_command, "--self-loop-scale", "0.1", lang, tmp_path / "model", tmp_path / "graph")
+    assert result.exit_code == 0, result.output
+    assert "mkgraph summary: status=ok" in last_line(result)
+    for name in ("HCLG.fst", "words.txt", "phones.txt", "num_pdfs", "graph_info.json", "phones/disambig.int"):
+        assert (tmp_path / "graph" / name).exists(), name
+
+
+def test_make_lm_maps_oovs_and_reports(tmp_path):
+    text = tmp_path / "text"
+    text.write_text("a b c\na b\nb c d\n")
+    vocab = tmp_path / "vocab"
+    vocab.write_text("a\nb\nc\n")
+    result = run(make_lm_command, "-o", "3", "-m", "wb", "--vocab", vocab, "--oov-word", "<unk>", text,
+                 tmp_path / "lm.arpa")
+    assert result.exit_code == 0, result.output
+    assert "1 words (1 distinct)" in result.stderr and "oov_tokens=1" in last_line(result)
+    assert "\t<unk>" in (tmp_path / "lm.arpa").read_text()
+
+
+def test_failures_exit_non_zero_with_a_message(tmp_path):
+    dict_dir = write_dict_dir(str(tmp_path / "dict"), TOY_LEXICON)
+    result = run(prepare_lang_command, dict_dir, "<NOISE>", tmp_path / "lang")
+    assert result.exit_code == 1
+    assert "'<NOISE>' is not in the lexicon" in result.stderr and "status=failed" in last_line(result)
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    result = run(make_lm_command, empty, tmp_path / "lm.arpa")
+    assert result.exit_code == 1 and "has no words" in result.stderr
+
+
+def test_utils_scripts_show_help():
+    for name in ("prepare_lang", "make_lm", "mkgraph"):
+        completed = subprocess.run([sys.executable, os.path.join(ROOT, "utils", name), "--help"],
+                                   capture_output=True, text=True, check=True)
+        assert "Usage:" in completed.stdout

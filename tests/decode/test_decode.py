@@ -1,0 +1,160 @@
+"""Decoding oracle log-likelihoods through the toy HCLG: the reference comes back; bad input is handled."""
+
+import os
+
+import numpy as np
+import pytest
+
+from asrkit.decode.decode_dir import DecodeOptions, decode_data_dir
+from asrkit.decode.decoder import DecoderOptions, GraphDecoder
+from asrkit.decode.lattice import array_to_lattice, best_path_words
+from asrkit.decode.loglikes import TableLoglikes
+from asrkit.decode.synthetic import (
+    TOY_LEXICON, build_toy_task, monophone_pdf_of_phone, oracle_alignment, oracle_loglikes,
+)
+from asrkit.errors import AsrkitError
+from asrkit.graph.symbols import SymbolTable
+from asrkit.hmm.tree import ContextDependency
+from asrkit.io.table import ShardWriter, TableReader, write_scp
+
+REFERENCES = {
+    "spk1-u1": "ALPHA BRAVO CHARLIE", "spk1-u2": "DELTA ECHO GOLF ALPHA", "spk1-u3": "ECHO",
+    "spk2-u1": "GOLF GOLF BRAVO DELTA", "spk2-u2": "CHARLIE ALPHA ECHO BRAVO",
+}
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory):
+    return build_toy_task(str(tmp_path_factory.mktemp("decode")))
+
+
+def write_data_dir(path, references):
+    os.makedirs(path, exist_ok=True)
+    utts = sorted(references)
+    with open(os.path.join(path, "wav.scp"), "w") as out:
+        out.writelines(f"{u} /nonexistent/{u}.wav\n" for u in utts)
+    with open(os.path.join(path, "text"), "w") as out:
+        out.writelines(f"{u} {references[u]}\n" for u in utts)
+    with open(os.path.join(path, "utt2spk"), "w") as out:
+        out.writelines(f"{u} {u.split('-')[0]}\n" for u in utts)
+    speakers = sorted({u.split("-")[0] for u in utts})
+    with open(os.path.join(path, "spk2utt"), "w") as out:
+        out.writelines(f"{s} {' '.join(u for u in utts if u.startswith(s + '-'))}\n" for s in speakers)
+    return path
+
+
+def write_loglikes(path, matrices):
+    shard = os.path.join(path, "loglikes.1.h5")
+    with ShardWriter(shard) as writer:
+        for utt, matrix in matrices.items():
+            writer.write(utt, matrix)
+    write_scp(os.path.join(path, "loglikes.scp"), [shard])
+    return os.path.join(path, "loglikes.scp")
+
+
+def oracle_matrices(task, references, seed=0, noise=1.0, wrong=-50.0):
+    tree = ContextDependency.read(os.path.join(task["model"], "tree.json"))
+    pdf_of_phone = monophone_pdf_of_phone(tree)
+    rng = np.random.default_rng(seed)
+    return {
+        utt: oracle_loglikes(oracle_alignment(text.split(), TOY_LEXICON, pdf_of_phone, rng), tree.num_pdfs, rng,
+                             wrong=wrong, noise=noise)
+        for utt, text in references.items()
+    }
+
+
+def read_text(path):
+    with open(path) as handle:
+        return {line.split()[0]: " ".join(line.split()[1:]) for line in handle}
+
+
+@pytest.mark.parametrize("lattices", [False, True])
+def test_oracle_loglikes_give_the_reference(task, lattices):
+    decoder = GraphDecoder.from_file(os.path.join(task["graph"], "HCLG.fst"), DecoderOptions(), lattices=lattices)
+    words = SymbolTable.read(os.path.join(task["graph"], "words.txt"))
+    for seed in range(3):
+        for utt, matrix in oracle_matrices(task, REFERENCES, seed=seed).items():
+            result = decoder.decode(matrix)
+            assert result.status == "ok"
+            assert " ".join(words.symbol_of[w] for w in result.words) == REFERENCES[utt]
+            assert result.acoustic_cost == pytest.approx(0.0, abs=1e-3)  # the oracle path scores 0 per frame
+            assert (result.lattice is not None) == lattices
+
+
+def test_decode_dir_with_lm_weight_sweep_and_lattices(task, tmp_path):
+    data = write_data_dir(str(tmp_path / "data"), REFERENCES)
+    scp = write_loglikes(str(tmp_path), oracle_matrices(task, REFERENCES))
+    out = str(tmp_path / "decode")
+    options = DecodeOptions(write_lattices=True, min_lmwt=8, max_lmwt=12)
+    result = decode_data_dir(task["graph"], task["model"], data, out, TableLoglikes(scp), options)
+    assert result.wer == 0.0 and result.decoded == len(REFERENCES) and result.best_lmwt in range(8, 13)
+    assert read_text(os.path.join(out, "hyp.txt")) == REFERENCES
+    assert read_text(os.path.join(out, "hyp.1.txt")) == REFERENCES
+    for weight in range(8, 13):
+        assert open(os.path.join(out, f"wer_{weight}")).readline().startswith("%WER 0.00 [ 0 / 16")
+    assert open(os.path.join(out, "best_wer")).read().startswith("%WER 0.00")
+    assert os.path.exists(os.path.join(out, "score", "per_utt"))
+    assert os.path.exists(os.path.join(out, "score", "per_spk"))
+    costs = [line.split() for line in open(os.path.join(out, "costs.txt"))]
+    assert [c[0] for c in costs] == sorted(REFERENCES) and all(c[1] == "ok" for c in costs)
+    words = SymbolTable.read(os.path.join(task["graph"], "words.txt"))
+    with TableReader(os.path.join(out, "lat.scp")) as lattices:
+        assert sorted(lattices.keys()) == sorted(REFERENCES)
+        lattice = array_to_lattice(lattices["spk1-u2"], lattices.attrs("spk1-u2")["start"])
+        assert " ".join(words.symbol_of[w] for w in best_path_words(lattice, 10)) == REFERENCES["spk1-u2"]
+
+
+def test_parallel_jobs_with_faster_decoder(task, tmp_path):
+    data = write_data_dir(str(tmp_path / "data"), REFERENCES)
+    scp = write_loglikes(str(tmp_path), oracle_matrices(task, REFERENCES, seed=5))
+    out = str(tmp_path / "decode")
+    options = DecodeOptions(nj=2, lmwt_sweep=False)
+    result = decode_data_dir(task["graph"], task["model"], data, out, TableLoglikes(scp), options)
+    assert result.wer == 0.0 and result.best_lmwt is None
+    assert os.path.exists(os.path.join(out, "hyp.2.txt")) and os.path.exists(os.path.join(out, "log", "decode.2.log"))
+    assert read_text(os.path.join(out, "hyp.txt")) == REFERENCES
+
+
+def test_pdf_count_mismatch_is_refused_before_decoding(task, tmp_path):
+    data = write_data_dir(str(tmp_path / "data"), REFERENCES)
+    matrices = {utt: m[:, :-1] for utt, m in oracle_matrices(task, REFERENCES).items()}
+    scp = write_loglikes(str(tmp_path), matrices)
+    num_pdfs = next(iter(matrices.values())).shape[1] + 1
+    with pytest.raises(AsrkitError, match=f"have {num_pdfs - 1} columns but the graph .* has {num_pdfs} pdfs"):
+        decode_data_dir(task["graph"], task["model"], data, str(tmp_path / "decode"), TableLoglikes(scp))
+    assert not os.path.exists(tmp_path / "decode" / "hyp.txt")
+
+
+def test_empty_missing_and_oov_utterances_are_counted(task, tmp_path):
+    references = dict(REFERENCES, **{"spk3-u1": "ALPHA ZULU", "spk3-u2": "", "spk3-u3": "BRAVO"})
+    data = write_data_dir(str(tmp_path / "data"), references)
+    matrices = oracle_matrices(task, REFERENCES)
+    matrices["spk3-u1"] = oracle_matrices(task, {"x": "ALPHA"})["x"]
+    matrices["spk3-u2"] = np.zeros((0, matrices["spk1-u1"].shape[1]), dtype=np.float32)
+    scp = write_loglikes(str(tmp_path), matrices)  # spk3-u3 has none
+    out = str(tmp_path / "decode")
+    with pytest.raises(AsrkitError, match="2 of 8 utterances were not decoded .*1 empty, 1 without"):
+        decode_data_dir(task["graph"], task["model"], data, out, TableLoglikes(scp), DecodeOptions(lmwt_sweep=False))
+    result = decode_data_dir(task["graph"], task["model"], data, out, TableLoglikes(scp),
+                             DecodeOptions(lmwt_sweep=False, max_fail_ratio=0.5))
+    assert result.empty == ["spk3-u2"] and result.missing == ["spk3-u3"] and result.oov_reference_words == 1
+    assert read_text(os.path.join(out, "hyp.txt"))["spk3-u1"] == "ALPHA"
+
+
+def test_no_surviving_path_is_retried_then_reported(task, tmp_path):
+    tree = ContextDependency.read(os.path.join(task["model"], "tree.json"))
+    pdf = monophone_pdf_of_phone(tree)
+    # "P AA" is ALPHA without its final L: only a path that pays for one wrong frame reaches a final state.
+    alignment = np.array([pdf["P"], pdf["P"], pdf["AA"], pdf["AA"]])
+    matrix = oracle_loglikes(alignment, tree.num_pdfs, np.random.default_rng(0), wrong=-30.0, noise=0.0)
+    graph = os.path.join(task["graph"], "HCLG.fst")
+    # LatticeSimpleDecoder prunes the last frame strictly at the beam (FasterDecoder keeps more tokens there).
+    tight = DecoderOptions(acoustic_scale=1.0, beam=1.0, retry_beam=2.0)
+    assert GraphDecoder.from_file(graph, tight, lattices=True).decode(matrix).status == "failed"
+    partial = GraphDecoder.from_file(graph, DecoderOptions(acoustic_scale=1.0, beam=1.0, retry_beam=2.0,
+                                                           allow_partial=True), lattices=True).decode(matrix)
+    assert partial.status == "partial"
+    retried = GraphDecoder.from_file(graph, DecoderOptions(acoustic_scale=1.0, beam=1.0, retry_beam=100.0),
+                                     lattices=True)
+    result = retried.decode(matrix)
+    assert result.status == "retried" and result.beam == 100.0

@@ -39,6 +39,18 @@ class JobContext:
         self._progress.close()
 
 
+def split_evenly(items, num_parts):
+    """Contiguous, near-equal parts (Kaldi's split_scp.pl without speaker constraints); never an empty part."""
+    num_parts = max(1, min(num_parts, len(items)))
+    base, extra = divmod(len(items), num_parts)
+    parts, start = [], 0
+    for part in range(num_parts):
+        size = base + (1 if part < extra else 0)
+        parts.append(items[start : start + size])
+        start += size
+    return parts
+
+
 def job_logger(job, description):
     """A logger that writes to the job's log file only (not to the parent's stderr)."""
     os.makedirs(os.path.dirname(os.path.abspath(job.log_file)), exist_ok=True)

@@ -41,7 +41,7 @@ from asrkit.data.kaldi_files import c_sorted, spk2utt_from_utt2spk, write_kaldi_
 from asrkit.data.validate import validate_data_dir
 from asrkit.errors import AsrkitError, AudioError
 from asrkit.io.atomic import atomic_output, atomic_path
-from asrkit.parallel import run_jobs
+from asrkit.parallel import run_jobs, split_evenly
 
 logger = logging.getLogger("asrkit.noisify")
 
@@ -114,17 +114,6 @@ def output_utterance_id(utterance_id, options):
 
 def output_speaker_id(speaker_id, options):
     return f"{options.id_prefix}{speaker_id}"
-
-
-def split_evenly(items, num_parts):
-    num_parts = max(1, min(num_parts, len(items)))
-    base, extra = divmod(len(items), num_parts)
-    parts, start = [], 0
-    for part in range(num_parts):
-        size = base + (1 if part < extra else 0)
-        parts.append(items[start : start + size])
-        start += size
-    return parts
 
 
 def _read_records(path):

@@ -24,7 +24,7 @@ from asrkit.frontend.cmvn import CmvnStats
 from asrkit.frontend.config import FeatureConfig
 from asrkit.io.atomic import atomic_output
 from asrkit.io.table import ShardWriter, TableReader, read_shard_attrs, shard_path, write_scp
-from asrkit.parallel import run_jobs
+from asrkit.parallel import run_jobs, split_evenly
 
 logger = logging.getLogger("asrkit.featurize")
 
@@ -86,18 +86,6 @@ class FeaturizeResult:
     failed: dict
     skipped_jobs: int
     wall_seconds: float
-
-
-def split_evenly(items, num_parts):
-    """Contiguous, near-equal parts (Kaldi's split_scp.pl without speaker constraints)."""
-    num_parts = max(1, min(num_parts, len(items)))
-    base, extra = divmod(len(items), num_parts)
-    parts, start = [], 0
-    for part in range(num_parts):
-        size = base + (1 if part < extra else 0)
-        parts.append(items[start : start + size])
-        start += size
-    return parts
 
 
 def _finished_shard_result(job):

@@ -14,9 +14,9 @@ COMMAND = "asrkit-decode"
 @click.argument("model_dir", type=click.Path(exists=True, file_okay=False))
 @click.argument("data_dir", type=click.Path(exists=True, file_okay=False))
 @click.argument("decode_dir", type=click.Path(file_okay=False))
-@click.option("--loglikes", "loglikes_scp", type=click.Path(exists=True, dir_okay=False), required=True,
-              help="Table (name.scp) of [frames, num_pdfs] log-likelihoods to decode. (Decoding with the "
-              "acoustic model itself comes with asrkit-train-ce.)")
+@click.option("--loglikes", "loglikes_scp", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Decode this table (name.scp) of [frames, num_pdfs] log-likelihoods instead of running the "
+              "acoustic model in MODEL_DIR over DATA_DIR's features.")
 @click.option("--acoustic-scale", default=0.1, type=click.FloatRange(min=0, min_open=True),
               help="Scale of the log-likelihoods against the graph costs.")
 @click.option("--beam", default=13.0, type=click.FloatRange(min=0, min_open=True), help="Decoding beam.")
@@ -44,12 +44,17 @@ def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, acoustic_scal
          max_fail_ratio):
     """Decode DATA_DIR with the graph GRAPH_DIR (utils/mkgraph) for the model MODEL_DIR into DECODE_DIR.
 
+    MODEL_DIR is an exported acoustic model (asrkit-train-ce's final/, with the tree.json the
+    graph was built from): its log posteriors minus log priors are decoded, over DATA_DIR's
+    feats.scp or features computed from the audio.  With --loglikes, a table is decoded instead
+    and MODEL_DIR needs only tree.json.
+
     Writes hyp.JOB.txt and hyp.txt, costs.JOB.txt and costs.txt, log/decode.JOB.log, lattices with
     --write-lattices and, when DATA_DIR has a text file, wer_LMWT, best_wer and score/.
     """
     from asrkit.decode.decode_dir import DecodeOptions, decode_data_dir
     from asrkit.decode.decoder import DecoderOptions
-    from asrkit.decode.loglikes import TableLoglikes
+    from asrkit.decode.loglikes import ModelLoglikes, TableLoglikes
     from asrkit.logs import summary_line
 
     options = DecodeOptions(
@@ -59,7 +64,11 @@ def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, acoustic_scal
         nj=nj, write_lattices=write_lattices, scoring=not skip_scoring, lmwt_sweep=lmwt_sweep,
         min_lmwt=min_lmwt, max_lmwt=max_lmwt, max_fail_ratio=max_fail_ratio,
     )
-    source = TableLoglikes(loglikes_scp)
+    if loglikes_scp:
+        source = TableLoglikes(loglikes_scp)
+    else:
+        source = ModelLoglikes(model_dir, data_dir)
+        source.check_front_end()
     result = decode_data_dir(graph_dir, model_dir, data_dir, decode_dir, source, options)
     if result.wer_line:
         click.echo(result.wer_line)

@@ -2,11 +2,10 @@
 
 A LoglikeSource gives, per utterance, a float32 matrix [frames, num_pdfs] of
 log-likelihoods log p(x|pdf) up to a constant per frame (for a hybrid model:
-log posterior - log prior), not yet scaled by the acoustic scale.  For now the
-only source is a table (asrkit-decode --loglikes); the acoustic model's source
-(features through the TensorFlow model, minus log priors from the model dir)
-plugs in here when asrkit-train-ce exists.  Sources are pickled into the
-decoding jobs, so they hold paths and open files lazily.
+log posterior - log prior), not yet scaled by the acoustic scale.  Two sources:
+a table (asrkit-decode --loglikes) and an exported acoustic model run over a
+data dir's features (ModelLoglikes).  Sources are pickled into the decoding
+jobs, so they hold paths and open files and models lazily.
 """
 
 import typing
@@ -73,3 +72,118 @@ class TableLoglikes:
         if self._table is not None:
             self._table.close()
             self._table = None
+
+
+class ModelLoglikes:
+    """Log-likelihoods from an exported acoustic model (asrkit-train-ce's `final/`) over a data dir.
+
+    Features come from the data dir's feats.scp when it has one, checked to be
+    made with the model's front end; otherwise they are computed on the fly
+    from the audio with the model's own feature config (featurize.json in the
+    model dir), as the example servers do.  The model and the tables are
+    opened lazily, in the decoding job that uses them.
+    """
+
+    def __init__(self, model_dir, data_dir, num_threads=1):
+        self.model_dir = str(model_dir)
+        self.data_dir = str(data_dir)
+        self.num_threads = num_threads
+        self._model = None
+        self._features = None
+        self._extractor = None
+        self._data = None
+
+    def __getstate__(self):
+        return {"model_dir": self.model_dir, "data_dir": self.data_dir, "num_threads": self.num_threads,
+                "_model": None, "_features": None, "_extractor": None, "_data": None}
+
+    def _read_json(self, path):
+        import json
+
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return json.load(handle)
+        except FileNotFoundError:
+            raise AsrkitError(f"{path} does not exist") from None
+
+    @property
+    def model(self):
+        if self._model is None:
+            from asrkit.nn.model_dir import load_acoustic_model
+            from asrkit.tf_runtime import import_tensorflow
+
+            import_tensorflow(self.num_threads)
+            self._model = load_acoustic_model(self.model_dir)
+        return self._model
+
+    def _feats_scp(self):
+        import os
+
+        path = os.path.join(self.data_dir, "feats.scp")
+        return path if os.path.exists(path) else None
+
+    def check_front_end(self):
+        """Refuse a feats.scp made with another front end than the model's, naming the options that differ."""
+        import os
+
+        if self._feats_scp() is None:
+            return
+        model_config = self._read_json(os.path.join(self.model_dir, "featurize.json"))
+        data_config = self._read_json(os.path.join(self.data_dir, "conf", "featurize.json"))
+        differing = sorted(key for key in set(model_config) | set(data_config)
+                           if model_config.get(key) != data_config.get(key))
+        if differing:
+            details = ", ".join(f"{key}: model {model_config.get(key)!r}, data {data_config.get(key)!r}"
+                                for key in differing)
+            raise AsrkitError(
+                f"{self.data_dir}/feats.scp was made with another front end than the model in {self.model_dir} "
+                f"({details}); featurize the data with the model's featurize.json (asrkit-featurize --config), "
+                "or remove feats.scp to featurize on the fly"
+            )
+
+    def num_pdfs(self):
+        import os
+
+        return int(self._read_json(os.path.join(self.model_dir, "model.json"))["num_pdfs"])
+
+    def utterance_ids(self):
+        if self._feats_scp() is not None:
+            from asrkit.io.table import TableReader
+
+            with TableReader(self._feats_scp()) as table:
+                return table.keys()
+        from asrkit.data.data_dir import DataDir
+
+        return list(DataDir.load(self.data_dir).utterance_ids)
+
+    def _utterance_features(self, utterance_id):
+        if self._feats_scp() is not None:
+            if self._features is None:
+                from asrkit.io.table import TableReader
+
+                self._features = TableReader(self._feats_scp())
+            return self._features[utterance_id]
+        if self._extractor is None:
+            from asrkit.data.data_dir import DataDir
+            from asrkit.frontend.config import FeatureConfig
+            from asrkit.frontend.features import FeatureExtractor
+
+            self._extractor = FeatureExtractor(FeatureConfig.from_dict(self.model.feature_config),
+                                               num_threads=self.num_threads)
+            self._data = DataDir.load(self.data_dir)
+        from asrkit.data.audio import AudioOptions, load_utterance_audio
+
+        options = AudioOptions(sample_rate=self._extractor.config.sample_rate)
+        return self._extractor(load_utterance_audio(self._data, utterance_id, options))
+
+    def loglikes(self, utterance_id):
+        return self.model.log_likelihoods(self._utterance_features(utterance_id))
+
+    def describe(self):
+        source = "feats.scp" if self._feats_scp() is not None else "features computed from the audio"
+        return f"model {self.model_dir} on {self.data_dir} ({source})"
+
+    def close(self):
+        if self._features is not None:
+            self._features.close()
+            self._features = None

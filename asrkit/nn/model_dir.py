@@ -1,0 +1,200 @@
+"""The exported acoustic model directory: the contract with asrkit-decode and the example servers.
+
+`asrkit-train-ce` writes `<exp-dir>/final/`, atomically (built in a sibling temporary directory
+and renamed into place), holding:
+
+| file                      | contents                                                                  |
+|---------------------------|---------------------------------------------------------------------------|
+| `model.json`              | format name and version, the network (`{"name", "config", "params"}` from   |
+|                           | asrkit.nn.registry), `feature_dim`, `num_pdfs`, `label_delay`, provenance   |
+| `weights/model.index`,    | a tf.train.Checkpoint of the network alone (object path `net/...`), no    |
+| `weights/model.data-*`    | optimizer slots                                                           |
+| `priors`                  | one line per pdf: the linear class prior, max(count / total, floor)       |
+| `pdf_counts`              | one line per pdf: frames aligned to it in the training alignments         |
+| `num_pdfs`                | one integer                                                               |
+| `featurize.json`          | copy of the data dir's conf/featurize.json (the front end to use)          |
+| `cmvn.h5`                 | copy of the CMVN statistics the network was trained with                  |
+| `tree.json`, `phones.txt` | copies from the alignment dir when it has them: the pdfs' phonetic meaning |
+|                           | (utils/mkgraph builds the decoding graph for the model from them)          |
+
+Why a checkpoint plus a JSON config rather than a SavedModel: it is written in
+milliseconds with no tracing (sequence training will publish snapshots every
+few hundred steps in this same layout), it holds plain named arrays that
+`tf.train.load_checkpoint` reads without any asrkit code, and the loader here
+rebuilds the network from the registry (asrkit.nn, not the training code) so
+that the inference path is the same Python as the training path.
+
+`load_acoustic_model(model_dir)` returns an `AcousticModel` with
+
+- `log_posteriors(features)`: features [T, D] as stored in feats.scp (CMVN is applied
+  here with the model's own copy) -> float32 [T, num_pdfs] log softmax, one dynamic
+  unroll over the whole utterance from a zero state, label delay undone (row t is frame t);
+- `log_posteriors_normalized(features)`: the same for features already normalised
+  (what the example servers stream);
+- `log_likelihoods(features)` = log_posteriors - log priors (the decoder's input, before
+  the acoustic scale); a pdf with no aligned training frame gets a log-likelihood of about
+  -1e10, so that it is never decoded (Kaldi's nnet1 treats such pdfs the same way);
+- attributes `num_pdfs`, `feature_dim`, `label_delay`, `log_priors`, `feature_config`
+  (dict), `cmvn` (CmvnStats), `config` (model.json as a dict).
+"""
+
+import json
+import os
+import shutil
+
+import numpy as np
+
+from asrkit.errors import AsrkitError
+from asrkit.frontend.cmvn import CmvnStats
+from asrkit.nn.label_delay import delay_features, undelay_outputs
+
+FORMAT_NAME = "asrkit-acoustic-model"
+FORMAT_VERSION = 1
+WEIGHTS_PREFIX = os.path.join("weights", "model")
+# Log prior given to pdfs without training frames: large enough to exclude them from any path,
+# small enough that beam arithmetic on the resulting costs stays finite in float32.
+UNSEEN_PDF_LOG_PRIOR = 1e10
+
+
+def priors_from_counts(counts, floor=1e-8):
+    """Linear priors from alignment counts, floored so that an unseen pdf has a finite log prior."""
+    counts = np.asarray(counts, dtype=np.float64)
+    total = counts.sum()
+    if total <= 0:
+        raise AsrkitError("cannot compute class priors: the alignments have no frames")
+    return np.maximum(counts / total, floor)
+
+
+def _write_lines(path, values, fmt):
+    with open(path, "w", encoding="utf-8") as out:
+        for value in values:
+            out.write(fmt % value + "\n")
+
+
+def write_model_dir(model_dir, net, model_config, pdf_counts, feature_config_path, cmvn_path, prior_floor=1e-8,
+                    provenance=None, context_files=()):
+    """Export `net` with its config, priors, pdf count, feature config and CMVN copy into `model_dir`.
+
+    context_files: paths copied in as they are, e.g. the alignment's tree.json and phones.txt,
+    which utils/mkgraph and asrkit-decode read from the model dir.
+    """
+    from asrkit.tf_runtime import import_tensorflow
+
+    tf = import_tensorflow()
+    model_dir = os.path.abspath(os.fspath(model_dir))
+    parent, base = os.path.split(model_dir)
+    os.makedirs(parent, exist_ok=True)
+    building = os.path.join(parent, f".{base}.tmp.{os.getpid()}")
+    shutil.rmtree(building, ignore_errors=True)
+    os.makedirs(os.path.join(building, "weights"))
+    try:
+        tf.train.Checkpoint(net=net).write(os.path.join(building, WEIGHTS_PREFIX))
+        counts = np.asarray(pdf_counts, dtype=np.int64)
+        if len(counts) != net.num_pdfs:
+            raise ValueError(f"{len(counts)} pdf counts for a network with {net.num_pdfs} outputs")
+        _write_lines(os.path.join(building, "priors"), priors_from_counts(counts, prior_floor), "%.9e")
+        _write_lines(os.path.join(building, "pdf_counts"), counts, "%d")
+        _write_lines(os.path.join(building, "num_pdfs"), [net.num_pdfs], "%d")
+        shutil.copyfile(feature_config_path, os.path.join(building, "featurize.json"))
+        shutil.copyfile(cmvn_path, os.path.join(building, "cmvn.h5"))
+        for path in context_files:
+            shutil.copyfile(path, os.path.join(building, os.path.basename(path)))
+        info = {
+            "format": FORMAT_NAME,
+            "version": FORMAT_VERSION,
+            "model": model_config,
+            "feature_dim": net.input_dim,
+            "num_pdfs": net.num_pdfs,
+            "label_delay": net.label_delay,
+            "prior_floor": prior_floor,
+            "provenance": provenance or {},
+        }
+        with open(os.path.join(building, "model.json"), "w", encoding="utf-8") as out:
+            json.dump(info, out, indent=2, sort_keys=True)
+            out.write("\n")
+        # A directory cannot be renamed over a non-empty one: move the old one aside first.
+        retired = None
+        if os.path.exists(model_dir):
+            retired = os.path.join(parent, f".{base}.old.{os.getpid()}")
+            shutil.rmtree(retired, ignore_errors=True)
+            os.rename(model_dir, retired)
+        os.rename(building, model_dir)
+        if retired:
+            shutil.rmtree(retired, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    return model_dir
+
+
+class AcousticModel:
+    """A trained network with its priors, CMVN and feature config; see the module docstring."""
+
+    def __init__(self, model_dir):
+        from asrkit.nn.registry import build_from_config
+        from asrkit.tf_runtime import import_tensorflow
+
+        tf = import_tensorflow()
+        self.model_dir = os.fspath(model_dir)
+        try:
+            with open(os.path.join(self.model_dir, "model.json"), encoding="utf-8") as handle:
+                self.config = json.load(handle)
+        except FileNotFoundError:
+            raise AsrkitError(f"{self.model_dir} is not an exported acoustic model: it has no model.json") from None
+        if self.config.get("format") != FORMAT_NAME or self.config.get("version") != FORMAT_VERSION:
+            raise AsrkitError(
+                f"{self.model_dir}/model.json: format {self.config.get('format')!r} version "
+                f"{self.config.get('version')!r}, expected {FORMAT_NAME!r} version {FORMAT_VERSION}"
+            )
+        self.num_pdfs = int(self.config["num_pdfs"])
+        self.feature_dim = int(self.config["feature_dim"])
+        self.label_delay = int(self.config["label_delay"])
+        self.priors = np.loadtxt(os.path.join(self.model_dir, "priors"), dtype=np.float64, ndmin=1)
+        if len(self.priors) != self.num_pdfs:
+            raise AsrkitError(f"{self.model_dir}/priors has {len(self.priors)} lines for {self.num_pdfs} pdfs")
+        self.log_priors = np.log(self.priors).astype(np.float32)
+        # A pdf no training frame was aligned to has a floored prior; dividing its (untrained,
+        # tiny) posterior by that prior would make it the most likely pdf everywhere.  As Kaldi's
+        # nnet1 does, such pdfs get a huge log prior, so their log-likelihood is never competitive.
+        counts_path = os.path.join(self.model_dir, "pdf_counts")
+        if os.path.exists(counts_path):
+            counts = np.loadtxt(counts_path, dtype=np.int64, ndmin=1)
+            self.log_priors[counts == 0] = UNSEEN_PDF_LOG_PRIOR
+        with open(os.path.join(self.model_dir, "featurize.json"), encoding="utf-8") as handle:
+            self.feature_config = json.load(handle)
+        self.cmvn = CmvnStats.read(os.path.join(self.model_dir, "cmvn.h5"))
+        self.net = build_from_config(self.config["model"], self.feature_dim, self.num_pdfs)
+        status = tf.train.Checkpoint(net=self.net).read(os.path.join(self.model_dir, WEIGHTS_PREFIX))
+        status.assert_existing_objects_matched().expect_partial()
+        net = self.net
+
+        @tf.function(input_signature=[tf.TensorSpec([None, self.feature_dim], tf.float32)])
+        def utterance_log_posteriors(features):
+            logits = net.sequence_time_major(features[:, None, :])[:, 0, :]
+            return tf.nn.log_softmax(logits)
+
+        self._log_posteriors = utterance_log_posteriors
+
+    def _check(self, features):
+        features = np.asarray(features, dtype=np.float32)
+        if features.ndim != 2 or features.shape[1] != self.feature_dim:
+            raise AsrkitError(f"expected features [frames, {self.feature_dim}], got shape {features.shape}")
+        return features
+
+    def log_posteriors_normalized(self, features):
+        features = self._check(features)
+        if len(features) == 0:
+            return np.zeros((0, self.num_pdfs), np.float32)
+        extended = delay_features(features, self.label_delay)
+        return undelay_outputs(self._log_posteriors(extended).numpy(), self.label_delay)
+
+    def log_posteriors(self, features):
+        return self.log_posteriors_normalized(self.cmvn.normalize(self._check(features)))
+
+    def log_likelihoods(self, features):
+        return self.log_posteriors(features) - self.log_priors
+
+
+def load_acoustic_model(model_dir):
+    """Load an exported model directory (see the module docstring for the layout and API)."""
+    return AcousticModel(model_dir)

@@ -1,0 +1,155 @@
+"""Acoustic networks: features in, logits over pdfs out, with explicit state for streaming.
+
+Every network offers the same three calls:
+
+- `zero_state(b)`: a tuple of float32 tensors, the state of b streams before any frame;
+- `window(features [b, u, D], state, reset [b, u])` -> (logits [b, u, num_pdfs], state):
+  the training path, u fixed per trace (static unrolling); reset[i, t] = 1 where an
+  utterance starts in stream i, which zeroes that stream's state before frame t;
+- `sequence(features [b, T, D])` -> logits [b, T, num_pdfs]: the inference path from a
+  zero state, any T (dynamic unrolling).
+
+`window_time_major` is `window` on [u, b, ...] tensors, which the trainer uses to avoid
+transposing the logits.  Hyperparameters are declared in each class's `params()`.
+"""
+
+import numpy as np
+
+from asrkit.nn.dnn import ContextWindow, DenseLayer, parse_dnn_spec
+from asrkit.nn.lstm import LstmLayer
+from asrkit.nn.params import Params
+from asrkit.tf_runtime import import_tensorflow
+
+tf = import_tensorflow()
+
+
+def _common_params(params):
+    params.define("label_delay", 5, "Frames by which the target labels are delayed, so the network sees that "
+                  "much future context (seed 000: 5).  Never crosses an utterance boundary; see "
+                  "asrkit.nn.label_delay.")
+    params.define("seed", 1, "Seed of the weight initialisation.")
+    return params
+
+
+class AcousticNet(tf.Module):
+    """Base class: a stack of time-major layers followed by a softmax layer (logits)."""
+
+    def __init__(self, params, input_dim, num_pdfs, name=None):
+        super().__init__(name=name)
+        self.params = params
+        self.input_dim = input_dim
+        self.num_pdfs = num_pdfs
+
+    @property
+    def label_delay(self):
+        return self.params.label_delay
+
+    def window(self, features, state, reset):
+        keep = 1.0 - tf.transpose(tf.cast(reset, tf.float32))
+        logits, state = self.window_time_major(tf.transpose(features, [1, 0, 2]), state, keep)
+        return tf.transpose(logits, [1, 0, 2]), state
+
+    def sequence(self, features):
+        logits = self.sequence_time_major(tf.transpose(features, [1, 0, 2]))
+        return tf.transpose(logits, [1, 0, 2])
+
+
+class StackedLstm(AcousticNet):
+    """num_layers LSTM(P) layers, then a softmax over pdfs (seed 000: 5xLSTM(768), 8192 pdfs)."""
+
+    registry_name = "lstm"
+
+    @classmethod
+    def params(cls):
+        params = Params()
+        params.define("num_layers", 2, "Number of stacked LSTM layers.")
+        params.define("num_cells", 256, "Cells per LSTM layer.")
+        params.define("projection_dim", 0, "Size of the recurrent projection of each layer (LSTMP); 0: none.")
+        params.define("cell_clip", 0.0, "Clip cell values to [-cell_clip, cell_clip]; 0: no clipping.")
+        params.define("forget_bias", 1.0, "Initial bias of the forget gates.")
+        return _common_params(params)
+
+    def __init__(self, params, input_dim, num_pdfs, name="stacked_lstm"):
+        super().__init__(params, input_dim, num_pdfs, name=name)
+        rng = np.random.default_rng(params.seed)
+        self.layers = []
+        layer_input = input_dim
+        for index in range(params.num_layers):
+            layer = LstmLayer(layer_input, params.num_cells, params.projection_dim, params.cell_clip,
+                              params.forget_bias, rng=rng, name=f"lstm{index + 1}")
+            self.layers.append(layer)
+            layer_input = layer.output_dim
+        self.softmax = DenseLayer(layer_input, num_pdfs, rng=rng, name="softmax")
+
+    def zero_state(self, batch_size):
+        return tuple(tensor for layer in self.layers for tensor in layer.zero_state(batch_size))
+
+    def _layer_states(self, state):
+        return [(state[2 * index], state[2 * index + 1]) for index in range(len(self.layers))]
+
+    def window_time_major(self, features, state, keep):
+        outputs, new_state = features, []
+        for layer, layer_state in zip(self.layers, self._layer_states(state)):
+            outputs, layer_state = layer.window(outputs, layer_state, keep)
+            new_state.extend(layer_state)
+        return self.softmax(outputs), tuple(new_state)
+
+    def sequence_time_major(self, features):
+        outputs = features
+        batch_size = tf.shape(features)[1]
+        for layer in self.layers:
+            outputs, _ = layer.sequence(outputs, layer.zero_state(batch_size))
+        return self.softmax(outputs)
+
+
+class ContextDnn(AcousticNet):
+    """Feed-forward ReLU DNN over a window of past frames (seed 002's CxF:LxN:O), streaming state."""
+
+    registry_name = "dnn"
+
+    @classmethod
+    def params(cls):
+        params = Params()
+        params.define("spec", "", "Seed 002's 'CxF:LxN:O' string (F and O may be * for the data's); when set it "
+                      "overrides context_frames, num_layers and num_units, and F and O are checked.")
+        params.define("context_frames", 11, "Frames in the input window: the current one and the ones before it "
+                      "(with label_delay d the network also sees d frames after the labelled one).")
+        params.define("num_layers", 4, "Hidden ReLU layers.")
+        params.define("num_units", 1024, "Units per hidden layer.")
+        return _common_params(params)
+
+    def __init__(self, params, input_dim, num_pdfs, name="context_dnn"):
+        super().__init__(params, input_dim, num_pdfs, name=name)
+        context_frames, num_layers, num_units = params.context_frames, params.num_layers, params.num_units
+        if params.spec:
+            spec = parse_dnn_spec(params.spec)
+            for what, expected, actual in (("F (features)", spec["feature_dim"], input_dim),
+                                           ("O (outputs)", spec["num_outputs"], num_pdfs)):
+                if expected is not None and expected != actual:
+                    raise ValueError(f"DNN spec {params.spec!r}: {what} is {expected} but the data has {actual}")
+            context_frames, num_layers, num_units = spec["context_frames"], spec["num_layers"], spec["num_units"]
+        rng = np.random.default_rng(params.seed)
+        self.context = ContextWindow(input_dim, context_frames, name="context")
+        self.hidden = []
+        layer_input = self.context.output_dim
+        for index in range(num_layers):
+            self.hidden.append(DenseLayer(layer_input, num_units, tf.nn.relu, rng=rng, name=f"hidden{index + 1}"))
+            layer_input = num_units
+        self.softmax = DenseLayer(layer_input, num_pdfs, rng=rng, name="softmax")
+
+    def zero_state(self, batch_size):
+        return self.context.zero_state(batch_size)
+
+    def _feed_forward(self, stacked):
+        outputs = stacked
+        for layer in self.hidden:
+            outputs = layer(outputs)
+        return self.softmax(outputs)
+
+    def window_time_major(self, features, state, keep):
+        stacked, state = self.context(features, state, keep)
+        return self._feed_forward(stacked), state
+
+    def sequence_time_major(self, features):
+        stacked, _ = self.context(features, self.context.zero_state(tf.shape(features)[1]))
+        return self._feed_forward(stacked)

@@ -1,0 +1,1 @@
+"""Cross-entropy training: examples, truncated and bucketed batchers, optimisers, the training loop."""

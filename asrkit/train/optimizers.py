@@ -1,0 +1,137 @@
+"""Optimisers and learning-rate schedules as plain tf.Modules.
+
+Written here rather than taken from Keras so that the slots live in the same
+tf.train.Checkpoint as the network (a resumed run continues with the same
+accumulators), nothing depends on Keras 3's variable wrappers, and the update
+is a few fused TF ops inside the training step's tf.function.
+
+- Adagrad (seeds 002/003, the default): acc += g^2; w -= lr * g / (sqrt(acc) + eps)
+- Adam (seed 004): bias-corrected first and second moments
+- SGD: with optional (heavy-ball) momentum
+"""
+
+import math
+
+from asrkit.tf_runtime import import_tensorflow
+
+tf = import_tensorflow()
+
+OPTIMIZERS = ("adagrad", "adam", "sgd")
+SCHEDULES = ("constant", "exponential")
+
+
+class LearningRate:
+    """lr(step): constant, or lr * decay_rate ** (step / decay_steps) (continuous exponential decay),
+    after an optional linear warm-up over warmup_steps."""
+
+    def __init__(self, learning_rate, schedule="constant", decay_rate=0.5, decay_steps=10000, warmup_steps=0):
+        if schedule not in SCHEDULES:
+            raise ValueError(f"learning-rate schedule must be one of {', '.join(SCHEDULES)}, not {schedule!r}")
+        self.learning_rate = learning_rate
+        self.schedule = schedule
+        self.decay_rate = decay_rate
+        self.decay_steps = max(1, decay_steps)
+        self.warmup_steps = warmup_steps
+
+    def __call__(self, step):
+        step = tf.cast(step, tf.float32)
+        rate = tf.constant(self.learning_rate, tf.float32)
+        if self.schedule == "exponential":
+            rate = rate * tf.pow(tf.constant(self.decay_rate, tf.float32), step / self.decay_steps)
+        if self.warmup_steps > 0:
+            rate = rate * tf.minimum(1.0, (step + 1.0) / self.warmup_steps)
+        return rate
+
+    def value(self, step):
+        """The rate at `step` as a Python float (for logs)."""
+        rate = self.learning_rate
+        if self.schedule == "exponential":
+            rate *= math.pow(self.decay_rate, step / self.decay_steps)
+        if self.warmup_steps > 0:
+            rate *= min(1.0, (step + 1.0) / self.warmup_steps)
+        return rate
+
+
+class Optimizer(tf.Module):
+    """Base: `build(variables)` once, eagerly (slots are variables), then `apply(gradients, variables, lr)`."""
+
+    def __init__(self, name=None):
+        super().__init__(name=name)
+        self.slots = []
+        self.iterations = tf.Variable(0, dtype=tf.int64, trainable=False, name="iterations")
+
+    def _slot(self, variable, initial_value, name):
+        return tf.Variable(tf.fill(variable.shape, tf.constant(initial_value, variable.dtype)), trainable=False,
+                           name=name)
+
+    def build(self, variables):
+        raise NotImplementedError
+
+    def apply(self, gradients, variables, learning_rate):
+        raise NotImplementedError
+
+
+class Adagrad(Optimizer):
+    def __init__(self, initial_accumulator=0.1, epsilon=1e-7, name="adagrad"):
+        super().__init__(name=name)
+        self.initial_accumulator = initial_accumulator
+        self.epsilon = epsilon
+
+    def build(self, variables):
+        self.slots = [self._slot(v, self.initial_accumulator, "accumulator") for v in variables]
+
+    def apply(self, gradients, variables, learning_rate):
+        for gradient, variable, accumulator in zip(gradients, variables, self.slots):
+            accumulator.assign_add(gradient * gradient)
+            variable.assign_sub(learning_rate * gradient / (tf.sqrt(accumulator) + self.epsilon))
+        self.iterations.assign_add(1)
+
+
+class Adam(Optimizer):
+    def __init__(self, beta1=0.9, beta2=0.999, epsilon=1e-8, name="adam"):
+        super().__init__(name=name)
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+
+    def build(self, variables):
+        self.slots = [(self._slot(v, 0.0, "m"), self._slot(v, 0.0, "v")) for v in variables]
+
+    def apply(self, gradients, variables, learning_rate):
+        count = tf.cast(self.iterations + 1, tf.float32)
+        corrected = learning_rate * tf.sqrt(1.0 - tf.pow(self.beta2, count)) / (1.0 - tf.pow(self.beta1, count))
+        for gradient, variable, (first, second) in zip(gradients, variables, self.slots):
+            first.assign(self.beta1 * first + (1.0 - self.beta1) * gradient)
+            second.assign(self.beta2 * second + (1.0 - self.beta2) * gradient * gradient)
+            variable.assign_sub(corrected * first / (tf.sqrt(second) + self.epsilon))
+        self.iterations.assign_add(1)
+
+
+class Sgd(Optimizer):
+    def __init__(self, momentum=0.0, name="sgd"):
+        super().__init__(name=name)
+        self.momentum = momentum
+
+    def build(self, variables):
+        self.slots = [self._slot(v, 0.0, "velocity") for v in variables] if self.momentum else []
+
+    def apply(self, gradients, variables, learning_rate):
+        if self.momentum:
+            for gradient, variable, velocity in zip(gradients, variables, self.slots):
+                velocity.assign(self.momentum * velocity + gradient)
+                variable.assign_sub(learning_rate * velocity)
+        else:
+            for gradient, variable in zip(gradients, variables):
+                variable.assign_sub(learning_rate * gradient)
+        self.iterations.assign_add(1)
+
+
+def make_optimizer(name, adagrad_initial_accumulator=0.1, adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8,
+                   sgd_momentum=0.0):
+    if name == "adagrad":
+        return Adagrad(adagrad_initial_accumulator)
+    if name == "adam":
+        return Adam(adam_beta1, adam_beta2, adam_epsilon)
+    if name == "sgd":
+        return Sgd(sgd_momentum)
+    raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {name!r}")

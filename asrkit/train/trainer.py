@@ -1,0 +1,422 @@
+"""asrkit-train-ce as a library: cross-entropy training of an acoustic network, in-process.
+
+    train_ce(data_dir, ali_dir, exp_dir, TrainOptions(...)) -> TrainResult
+
+Reads the feature and alignment tables directly (asrkit.train.examples), batches
+them with truncated unrolling and state saving (default) or full unrolling with
+length buckets, and trains with a custom loop (tf.function steps, no Keras fit).
+The experiment directory gets:
+
+- `config.json`: the effective model and training hyperparameters (every one, defaults
+  included), the data, the environment and the command line;
+- `checkpoints/`: tf.train.CheckpointManager checkpoints (network, optimizer slots, step,
+  saved stream state, input position) every `checkpoint_every` steps and at the end.  TF
+  writes the checkpoint files first and the `checkpoint` index atomically last, so a
+  kill during a save leaves the previous checkpoint as the latest;
+- `tensorboard/`: the metrics as TensorBoard scalars;
+- `final/`: the exported model (asrkit.nn.model_dir).
+
+With `resume` (the default) a run continues from the latest checkpoint: same
+weights, optimizer accumulators, step, and input stream position, so a killed
+run and an uninterrupted one see the same batches in the same order.
+"""
+
+import dataclasses
+import json
+import logging
+import os
+import platform
+import signal
+import threading
+import time
+
+import numpy as np
+
+from asrkit.errors import AsrkitError
+from asrkit.frontend.cmvn import CmvnStats
+from asrkit.io.atomic import atomic_output
+from asrkit.nn.params import Params
+
+logger = logging.getLogger("asrkit.train")
+
+MODES = ("truncated", "full")
+
+# Hyperparameters that a resumed run must share with the checkpoint it resumes from.
+FIXED_ON_RESUME = ("mode", "num_streams", "unroll", "optimizer", "seed")
+
+
+def train_params():
+    """Every training hyperparameter with its default and meaning (written to config.json)."""
+    p = Params()
+    p.define("mode", "truncated", "Batching: 'truncated' (b streams of back-to-back utterances, u frames a step, "
+             "state saved across steps) or 'full' (whole utterances, length buckets).")
+    p.define("num_streams", 64, "b: parallel streams (truncated mode); seed 000 used 256.")
+    p.define("unroll", 20, "u: frames per stream and step (truncated mode); seed 000 used 20.")
+    p.define("bucket_bounds", "50,100,150,200,300,400,600,800", "Full mode: upper bounds of the length buckets, in "
+             "frames (after label delay); longer utterances are skipped and counted.")
+    p.define("frames_per_batch", 5120, "Full mode: frames per batch (batch size = this // bucket bound); also the "
+             "validation batch size.")
+    p.define("optimizer", "adagrad", "adagrad (seeds 002/003), adam (seed 004) or sgd.")
+    p.define("learning_rate", 0.05, "Initial learning rate (0.05 suits Adagrad; Adam wants about 1e-3).")
+    p.define("lr_schedule", "constant", "constant, or exponential: lr * lr_decay_rate ** (step / lr_decay_steps).")
+    p.define("lr_decay_rate", 0.5, "Exponential schedule: factor per lr_decay_steps.")
+    p.define("lr_decay_steps", 10000, "Exponential schedule: steps per lr_decay_rate factor.")
+    p.define("warmup_steps", 0, "Linear learning-rate warm-up over this many steps (0: none).")
+    p.define("clip_norm", 5.0, "Clip the gradients to this global norm (0: no clipping).")
+    p.define("adagrad_initial_accumulator", 0.1, "Adagrad: initial value of the squared-gradient sums.")
+    p.define("adam_beta1", 0.9, "Adam: decay of the first moment.")
+    p.define("adam_beta2", 0.999, "Adam: decay of the second moment.")
+    p.define("adam_epsilon", 1e-8, "Adam: epsilon.")
+    p.define("sgd_momentum", 0.0, "SGD: momentum (0: plain SGD).")
+    p.define("num_epochs", 10, "Passes over the training set (0: no limit; then max_steps must be set).")
+    p.define("max_steps", 0, "Stop after this many steps (0: no limit).")
+    p.define("seed", 1, "Seed of the data order and of the held-out selection.")
+    p.define("valid_utts", 50, "Utterances held out for frame accuracy (at most a tenth of the set; 0: none). "
+             "Ignored with a separate held-out data dir.")
+    p.define("valid_every", 500, "Held-out frame accuracy every this many steps (and at the end).")
+    p.define("log_every", 50, "Metrics to the log and TensorBoard every this many steps.")
+    p.define("checkpoint_every", 500, "Checkpoint every this many steps (and at the end).")
+    p.define("keep_checkpoints", 3, "Checkpoints kept by the CheckpointManager.")
+    p.define("prior_floor", 1e-8, "Floor of the linear class priors written with the model.")
+    p.define("max_length_mismatch", 1, "Frames an alignment may differ from its features (trimmed or padded by "
+             "repeating the last label); more and the utterance is skipped.")
+    p.define("max_skip_ratio", 0.05, "Fail when more than this share of utterances is skipped.")
+    p.define("prefetch", 4, "Capacity of the input queue (batches prepared ahead in a background thread).")
+    return p
+
+
+@dataclasses.dataclass
+class TrainOptions:
+    model: str = "recipe"
+    model_overrides: dict = dataclasses.field(default_factory=dict)
+    params: dict = dataclasses.field(default_factory=dict)  # overrides of train_params()
+    cmvn: str = None
+    valid_data_dir: str = None
+    valid_ali_dir: str = None
+    resume: bool = True
+    command_line: str = ""
+
+
+@dataclasses.dataclass
+class TrainResult:
+    steps: int
+    epochs: int
+    frames: int
+    loss: float
+    frame_accuracy: float
+    valid_accuracy: float  # None without a held-out set
+    apr: float
+    apr_stddev: float
+    frames_per_second: float
+    t_session: float
+    skipped: int
+    resumed_from: int  # step of the checkpoint resumed from, 0 for a fresh start
+    model_dir: str
+    seconds: float
+
+
+def _environment():
+    import asrkit
+    from asrkit.tf_runtime import import_tensorflow
+
+    return {"asrkit": asrkit.__version__, "tensorflow": import_tensorflow().__version__,
+            "python": platform.python_version(), "host": platform.node()}
+
+
+def _write_json(path, value):
+    with atomic_output(path) as out:
+        json.dump(value, out, indent=2, sort_keys=True)
+        out.write("\n")
+
+
+def _check_resumable(exp_dir, config):
+    """A resumed run must build the same network and batch the same way as the checkpoint's run."""
+    path = os.path.join(exp_dir, "config.json")
+    if not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8") as handle:
+        previous = json.load(handle)
+    problems = []
+    if previous.get("model") != config["model"]:
+        problems.append(f"model {previous.get('model')} vs now {config['model']}")
+    for key in FIXED_ON_RESUME:
+        before, now = previous.get("train", {}).get(key), config["train"][key]
+        if before != now:
+            problems.append(f"{key} {before!r} vs now {now!r}")
+    for key in ("feature_dim", "num_pdfs"):
+        before, now = previous.get("data", {}).get(key), config["data"][key]
+        if before != now:
+            problems.append(f"{key} {before} vs now {now}")
+    if problems:
+        raise AsrkitError(
+            f"cannot resume from {exp_dir}/checkpoints: the checkpoint was made with "
+            + "; ".join(problems) + " (fix: use the same options, or --no-resume to start again)"
+        )
+
+
+def _set_aside(path):
+    """Move an existing directory to path.old-N rather than deleting a user's checkpoints."""
+    index = 1
+    while os.path.exists(f"{path}.old-{index}"):
+        index += 1
+    os.rename(path, f"{path}.old-{index}")
+    return f"{path}.old-{index}"
+
+
+class _StopRequest:
+    """SIGTERM/SIGINT finish the step in hand, write a checkpoint and stop (installed in the main thread only)."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        self.requested = True
+        logger.warning("signal %d: stopping after this step and writing a checkpoint", signum)
+
+    def __exit__(self, *exc):
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        return False
+
+
+def _validation_batches(data, cmvn, params, label_delay, feature_dim):
+    """The held-out set as padded whole-utterance batches, made once."""
+    from asrkit.train.bucket_batcher import BucketBatcher
+    from asrkit.train.examples import ListExamples, TableExamples
+
+    if data.valid is None:
+        return []
+    source = TableExamples(data.valid.feats_scp, data.valid.ali_scp, data.valid.utterance_ids, cmvn,
+                           num_epochs=1, tolerance=params.max_length_mismatch, shuffle=False)
+    examples = list(source)
+    source.close()
+    longest = max(example.num_frames for example in examples) + label_delay
+    bounds = [int(b) for b in str(params.bucket_bounds).split(",") if int(b) < longest] + [longest]
+    batcher = BucketBatcher(ListExamples(examples), bounds, params.frames_per_batch, feature_dim, label_delay)
+    return list(batcher)
+
+
+def _evaluate(steps, batches):
+    loss_sum = correct = count = 0.0
+    for batch in batches:
+        batch_loss, batch_correct, batch_count = steps.evaluate(batch.features, batch.targets, batch.mask)
+        loss_sum += float(batch_loss)
+        correct += float(batch_correct)
+        count += float(batch_count)
+    return loss_sum / max(count, 1.0), correct / max(count, 1.0)
+
+
+def train_ce(data_dir, ali_dir, exp_dir, options=None):
+    """Train with cross-entropy; see the module docstring.  Returns a TrainResult."""
+    from asrkit.nn.model_dir import write_model_dir
+    from asrkit.nn.registry import build_from_config, model_config
+    from asrkit.tf_runtime import import_tensorflow
+    from asrkit.train.bucket_batcher import BucketBatcher
+    from asrkit.train.examples import TableExamples
+    from asrkit.train.metrics import IntervalMetrics, ScalarWriter, finite, format_metrics
+    from asrkit.train.optimizers import LearningRate, make_optimizer
+    from asrkit.train.prefetch import Prefetcher
+    from asrkit.train.steps import Steps, TrainingState
+    from asrkit.train.training_set import load_training_data
+    from asrkit.train.truncated_batcher import TruncatedBatcher
+    from asrkit.train.batch import PaddingStats
+
+    tf = import_tensorflow()
+    options = options or TrainOptions()
+    started = time.monotonic()
+    params = train_params()
+    try:
+        params.set(**options.params)
+        net_config = model_config(options.model, options.model_overrides)
+    except KeyError as error:
+        raise AsrkitError(str(error.args[0])) from None
+    if params.mode not in MODES:
+        raise AsrkitError(f"mode must be one of {', '.join(MODES)}, not {params.mode!r}")
+    if not params.num_epochs and not params.max_steps:
+        raise AsrkitError("with num_epochs 0 (no limit) set max_steps, or training never ends")
+
+    data = load_training_data(
+        data_dir, ali_dir, options.cmvn, params.valid_utts, options.valid_data_dir, options.valid_ali_dir,
+        params.max_length_mismatch, params.max_skip_ratio, params.seed,
+    )
+    logger.info(
+        "training set: %d utterances, %d frames, %d-dim features, %d pdfs; held-out: %s; skipped: %d",
+        len(data.train.utterance_ids), data.train.num_frames, data.feature_dim, data.num_pdfs,
+        f"{len(data.valid.utterance_ids)} utterances" if data.valid else "none", len(data.skipped),
+    )
+    os.makedirs(exp_dir, exist_ok=True)
+    config = {
+        "model": net_config,
+        "train": params.to_dict(),
+        "data": {
+            "data_dir": os.path.abspath(data_dir), "ali_dir": os.path.abspath(ali_dir),
+            "cmvn": os.path.abspath(data.cmvn_path),
+            "valid_data_dir": os.path.abspath(options.valid_data_dir) if options.valid_data_dir else None,
+            "feature_dim": data.feature_dim, "num_pdfs": data.num_pdfs,
+            "train_utterances": len(data.train.utterance_ids), "train_frames": data.train.num_frames,
+            "valid_utterances": len(data.valid.utterance_ids) if data.valid else 0, "skipped": len(data.skipped),
+        },
+        "environment": _environment(),
+        "command_line": options.command_line,
+    }
+    checkpoint_dir = os.path.join(exp_dir, "checkpoints")
+    latest = tf.train.latest_checkpoint(checkpoint_dir) if os.path.isdir(checkpoint_dir) else None
+    if latest and options.resume:
+        _check_resumable(exp_dir, config)
+    elif latest:
+        logger.info("--no-resume: moved the old checkpoints to %s", _set_aside(checkpoint_dir))
+        latest = None
+    _write_json(os.path.join(exp_dir, "config.json"), config)
+
+    try:
+        net = build_from_config(net_config, data.feature_dim, data.num_pdfs)
+    except ValueError as error:
+        raise AsrkitError(f"bad model config: {error}") from None
+    label_delay = net.label_delay
+    num_parameters = sum(int(np.prod(v.shape)) for v in net.trainable_variables)
+    logger.info("model %s (%s): %s, %d parameters", net_config["config"], net_config["name"],
+                json.dumps(net_config["params"], sort_keys=True), num_parameters)
+    try:
+        learning_rate = LearningRate(params.learning_rate, params.lr_schedule, params.lr_decay_rate,
+                                     params.lr_decay_steps, params.warmup_steps)
+        optimizer = make_optimizer(params.optimizer, params.adagrad_initial_accumulator, params.adam_beta1,
+                                   params.adam_beta2, params.adam_epsilon, params.sgd_momentum)
+    except ValueError as error:
+        raise AsrkitError(str(error)) from None
+    training_state = TrainingState(net.zero_state(params.num_streams if params.mode == "truncated" else 1))
+    steps = Steps(net, optimizer, learning_rate, params.clip_norm, training_state)
+    checkpoint = tf.train.Checkpoint(net=net, optimizer=optimizer, training=training_state)
+    manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=params.keep_checkpoints,
+                                         checkpoint_name="ckpt")
+
+    cmvn = CmvnStats.read(data.cmvn_path)
+    source = TableExamples(data.train.feats_scp, data.train.ali_scp, data.train.utterance_ids, cmvn,
+                           seed=params.seed, num_epochs=params.num_epochs or None,
+                           tolerance=params.max_length_mismatch)
+    if params.mode == "truncated":
+        batcher = TruncatedBatcher(source, params.num_streams, params.unroll, data.feature_dim, label_delay)
+    else:
+        bounds = [int(bound) for bound in str(params.bucket_bounds).split(",")]
+        batcher = BucketBatcher(source, bounds, params.frames_per_batch, data.feature_dim, label_delay)
+
+    resumed_from = 0
+    if latest:
+        checkpoint.restore(latest).assert_consumed()
+        resumed_from = int(training_state.step.numpy())
+        position = training_state.get_input_position()
+        if position is not None:
+            batcher.restore(position)
+        logger.info("resuming from %s: step %d, input position %s", latest, resumed_from,
+                    json.dumps(position["source"]) if position else "start")
+    valid_batches = _validation_batches(data, cmvn, params, label_delay, data.feature_dim)
+
+    step = resumed_from
+    last_saved = resumed_from if latest else -1
+    total_frames = 0
+    step_seconds_total = wait_seconds_total = 0.0
+    padding = PaddingStats()
+    interval = IntervalMetrics()
+    last_values = {"loss": float("nan"), "frame_accuracy": float("nan")}
+    valid_accuracy = None
+    epoch = source.epoch
+    writer = ScalarWriter(os.path.join(exp_dir, "tensorboard"))
+    prefetcher = Prefetcher(batcher, params.prefetch)
+    loop_started = time.monotonic()
+
+    def save(position):
+        nonlocal last_saved
+        if position is not None:
+            training_state.set_input_position(position)
+        path = manager.save(checkpoint_number=step)
+        last_saved = step
+        logger.info("checkpoint %s", path)
+
+    last_validated = -1
+
+    def validate():
+        nonlocal valid_accuracy, last_validated
+        if not valid_batches or last_validated == step:
+            return
+        last_validated = step
+        valid_loss, valid_accuracy = _evaluate(steps, valid_batches)
+        logger.info("step %d: held-out loss %.4f frame_acc %.4f", step, valid_loss, valid_accuracy)
+        writer.scalars(step, {"loss": valid_loss, "frame_accuracy": valid_accuracy}, prefix="valid/")
+
+    position = training_state.get_input_position()
+    try:
+        with _StopRequest() as stop:
+            batches = iter(prefetcher)
+            while not params.max_steps or step < params.max_steps:
+                if stop.requested:
+                    break
+                waited = time.monotonic()
+                batch = next(batches, None)
+                stepped = time.monotonic()
+                if batch is None:
+                    break
+                if params.mode == "truncated":
+                    outputs = steps.truncated(batch.features, batch.targets, batch.mask, batch.reset)
+                else:
+                    outputs = steps.full(batch.features, batch.targets, batch.mask)
+                loss_sum, correct, labelled, norm = (float(value) for value in outputs)
+                done = time.monotonic()
+                step += 1
+                if not finite(loss_sum):
+                    raise AsrkitError(f"the loss is {loss_sum} at step {step}: lower --learning-rate or set "
+                                      f"--clip-norm (the last good checkpoint is in {checkpoint_dir})")
+                position, epoch = batch.state, batch.epoch
+                frames = batch.num_frames
+                total_frames += frames
+                step_seconds_total += done - stepped
+                wait_seconds_total += stepped - waited
+                padding.add(batch.padding_ratio)
+                interval.add(loss_sum, correct, labelled, frames, batch.padding_ratio, done - stepped,
+                             stepped - waited, norm)
+                if step % params.log_every == 0:
+                    last_values = interval.values(learning_rate.value(step), prefetcher.depth())
+                    logger.info("step %d epoch %d: %s", step, epoch + 1, format_metrics(last_values))
+                    writer.scalars(step, last_values, prefix="train/")
+                    interval.reset()
+                aside = time.monotonic()
+                if params.valid_every and step % params.valid_every == 0:
+                    validate()
+                if params.checkpoint_every and step % params.checkpoint_every == 0:
+                    save(position)
+                interval.exclude(time.monotonic() - aside)
+            if interval.steps:
+                last_values = interval.values(learning_rate.value(step), prefetcher.depth())
+                logger.info("step %d epoch %d: %s", step, epoch + 1, format_metrics(last_values))
+            if step != last_saved:
+                save(position)
+            if stop.requested:
+                raise AsrkitError(f"stopped by a signal at step {step}; rerun the same command to resume")
+    finally:
+        prefetcher.close()
+        source.close()
+        writer.flush()
+    validate()
+
+    model_dir = write_model_dir(
+        os.path.join(exp_dir, "final"), net, net_config, data.pdf_counts, data.feature_config_path, data.cmvn_path,
+        params.prior_floor,
+        provenance={"steps": step, "epochs": epoch, "exp_dir": os.path.abspath(exp_dir),
+                    "train_frames": data.train.num_frames, "created": time.strftime("%Y-%m-%d %H:%M:%S")},
+        context_files=[path for path in (os.path.join(ali_dir, "tree.json"), os.path.join(ali_dir, "phones.txt"))
+                       if os.path.exists(path)],
+    )
+    logger.info("exported the model to %s", model_dir)
+    loop_seconds = max(time.monotonic() - loop_started, 1e-9)
+    return TrainResult(
+        steps=step, epochs=epoch + 1 if step else 0, frames=total_frames, loss=last_values["loss"],
+        frame_accuracy=last_values["frame_accuracy"], valid_accuracy=valid_accuracy, apr=padding.mean,
+        apr_stddev=padding.stddev, frames_per_second=total_frames / loop_seconds,
+        t_session=step_seconds_total / loop_seconds, skipped=len(data.skipped), resumed_from=resumed_from,
+        model_dir=model_dir, seconds=time.monotonic() - started,
+    )

@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Frames/s of asrkit's CE training step, next to Keras 3's LSTM and the machine's GEMM peak, in one run.
+
+What is timed is one training step (forward, backward, clipping, Adagrad update)
+on batches already in memory: the input pipeline is not part of it (the
+trainer logs t_session for that).  asrkit's step is the one asrkit-train-ce
+runs (asrkit.train.steps.Steps.truncated: state saving and per-step resets).
+The Keras step is keras.layers.LSTM layers (return_sequences, initial and
+final states passed, so it also saves state) and a Dense softmax, trained in
+the same kind of tf.function with the same loss and the same Adagrad on the
+same data; Keras has no per-step reset, so it skips that multiply.
+
+GEMM peak: tf.matmul at the sizes the large model's step uses (the input
+projection of a whole window, the per-step recurrent product, the softmax),
+best of several runs.  A model's share of the peak is its GEMM FLOPs per step
+(3x the forward GEMMs: forward, and two backward products) over its step time,
+against the rate of a tf.matmul of its input-projection size timed in
+alternation with its steps: the speed of this shared 2-core machine drifts by
+up to 2x within minutes, so every number compared is taken in the same rounds
+(medians of --steps rounds).
+
+Sections (all in one run, each can be left out):
+
+1. the large config: 5xLSTM(768) with 8192 outputs at b=--big-streams (256), u=20;
+2. the recipe model (2xLSTM(256), --recipe-pdfs outputs) at b=256, u=20;
+3. the frames/s table of the recipe model for b in 64..512 x u in 10, 20, 40 (seed 001 Figure 3).
+
+Usage:
+
+    .venv/bin/python bench/train.py [--steps 4] [--big-streams 256] [--no-keras] [--no-table] [--no-big]
+"""
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import numpy as np  # noqa: E402
+
+from asrkit.tf_runtime import import_tensorflow  # noqa: E402
+
+tf = import_tensorflow()
+
+from asrkit.nn.registry import build_model  # noqa: E402
+from asrkit.train.optimizers import Adagrad, LearningRate  # noqa: E402
+from asrkit.train.steps import Steps, TrainingState, cross_entropy_sums  # noqa: E402
+
+
+def gemm_gflops(m, k, n, repeats=5):
+    a = tf.random.normal([m, k])
+    b = tf.random.normal([k, n])
+    matmul = tf.function(lambda x, y: tf.reduce_sum(tf.matmul(x, y)))
+    matmul(a, b).numpy()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        matmul(a, b).numpy()
+        best = min(best, time.perf_counter() - start)
+    return 2.0 * m * k * n / best / 1e9
+
+
+def lstm_gemm_flops(frames, input_dim, cells, layers, pdfs):
+    """GEMM FLOPs of one training step (3x forward: forward, input gradient, weight gradient)."""
+    forward = 0
+    layer_input = input_dim
+    for _ in range(layers):
+        forward += 2 * frames * (layer_input + cells) * 4 * cells
+        layer_input = cells
+    forward += 2 * frames * cells * pdfs
+    return 3 * forward
+
+
+def batch(streams, unroll, dim, pdfs, seed=0):
+    rng = np.random.default_rng(seed)
+    features = rng.standard_normal((streams, unroll, dim)).astype(np.float32)
+    targets = rng.integers(0, pdfs, (streams, unroll)).astype(np.int32)
+    mask = np.ones((streams, unroll), np.float32)
+    reset = (rng.random((streams, unroll)) < 0.01).astype(np.float32)  # utterance starts, ~3 s apart
+    return [tf.constant(x) for x in (features, targets, mask, reset)]
+
+
+def warm(step, inputs):
+    for _ in range(2):  # trace, then let oneDNN create its primitives for every op of the graph
+        step(*inputs)[0].numpy()
+    return step, inputs
+
+
+def timed_step(step, inputs):
+    start = time.perf_counter()
+    step(*inputs)[0].numpy()
+    return time.perf_counter() - start
+
+
+def step_seconds(candidates, steps):
+    """Per-step seconds of each (step, inputs), timed in alternation so that load from other processes on
+    the machine hits all of them alike; the median of each one's steps."""
+    times = [[] for _ in candidates]
+    for _ in range(steps):
+        for index, (step, inputs) in enumerate(candidates):
+            times[index].append(timed_step(step, inputs))
+    return [float(np.median(values)) for values in times]
+
+
+def gemm_step(m, k, n):
+    """A tf.matmul of the model's input-projection size, timed like a step (same call overhead)."""
+    matmul = tf.function(lambda x, y: (tf.reduce_sum(tf.matmul(x, y)),))
+    return warm(matmul, [tf.random.normal([m, k]), tf.random.normal([k, n])])
+
+
+def asrkit_step(streams, unroll, dim, cells, layers, pdfs):
+    net = build_model("lstm", dim, pdfs, {"num_layers": layers, "num_cells": cells})
+    state = TrainingState(net.zero_state(streams))
+    runner = Steps(net, Adagrad(), LearningRate(0.01), 5.0, state)
+    return warm(runner.truncated, batch(streams, unroll, dim, pdfs))
+
+
+def keras_step(streams, unroll, dim, cells, layers, pdfs):
+    import keras
+
+    lstms = [keras.layers.LSTM(cells, return_sequences=True, return_state=True) for _ in range(layers)]
+    softmax = keras.layers.Dense(pdfs)
+    inputs = batch(streams, unroll, dim, pdfs)
+    # Build the layers, then train their underlying tf.Variables with the same optimizer as asrkit.
+    outputs = inputs[0]
+    for lstm in lstms:
+        outputs = lstm(outputs)[0]
+    softmax(outputs)
+    keras_variables = [v for layer in lstms + [softmax] for v in layer.trainable_variables]
+    variables = [getattr(v, "value", v) for v in keras_variables]
+    optimizer = Adagrad()
+    optimizer.build(variables)
+    states = [tf.Variable(tf.zeros([streams, cells]), trainable=False) for _ in range(2 * layers)]
+    step_counter = tf.Variable(0, dtype=tf.int64)
+    rate = LearningRate(0.01)
+
+    @tf.function(jit_compile=False)
+    def step(features, targets, mask, reset):
+        with tf.GradientTape() as tape:
+            outputs = features
+            new_states = []
+            for index, lstm in enumerate(lstms):
+                outputs, h, c = lstm(outputs, initial_state=[states[2 * index], states[2 * index + 1]])
+                new_states += [h, c]
+            logits = softmax(outputs)
+            loss_sum, correct, count = cross_entropy_sums(logits, targets, mask)
+            loss = loss_sum / count
+        gradients = tape.gradient(loss, variables)
+        gradients, norm = tf.clip_by_global_norm(gradients, 5.0)
+        optimizer.apply(gradients, variables, rate(step_counter))
+        step_counter.assign_add(1)
+        for variable, value in zip(states, new_states):
+            variable.assign(value)
+        return loss_sum, correct
+
+    return warm(step, inputs)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=4, help="timed steps per configuration (after two warm-up steps); medians are reported")
+    parser.add_argument("--feature-dim", type=int, default=512, help="input dimension (asrkit's 4 x 128 frames)")
+    parser.add_argument("--big-streams", type=int, default=256, help="b for the 5xLSTM(768)/8192 configuration")
+    parser.add_argument("--unroll", type=int, default=20, help="u for the large and the recipe configurations")
+    parser.add_argument("--recipe-pdfs", type=int, default=2000, help="outputs of the recipe model")
+    parser.add_argument("--no-big", action="store_true", help="skip the 5xLSTM(768)/8192 configuration")
+    parser.add_argument("--no-keras", action="store_true", help="skip the Keras 3 comparison")
+    parser.add_argument("--no-table", action="store_true", help="skip the b x u table")
+    parser.add_argument("--table-steps", type=int, default=2, help="timed steps per cell of the table")
+    args = parser.parse_args()
+    dim, unroll = args.feature_dim, args.unroll
+    started = time.perf_counter()
+    print(f"TensorFlow {tf.__version__}, {os.cpu_count()} cores, intra-op threads "
+          f"{tf.config.threading.get_intra_op_parallelism_threads() or 'default'}")
+
+    sizes = {
+        "input projection [b*u, 768] x [768, 3072]": (args.big_streams * unroll, 768, 3072),
+        "recurrent step [b, 768] x [768, 3072]": (args.big_streams, 768, 3072),
+        "softmax [b*u, 768] x [768, 8192]": (args.big_streams * unroll, 768, 8192),
+    }
+    peaks = {name: gemm_gflops(*size) for name, size in sizes.items()}
+    peak = max(peaks.values())
+    print("\nGEMM (tf.matmul, best of 5):")
+    for name, value in peaks.items():
+        print(f"  {name:45s} {value:7.1f} GFLOP/s")
+    print(f"  best: {peak:.1f} GFLOP/s.  The share below is against a GEMM of the model's input-projection size "
+          "timed in alternation with its steps, because the speed of this shared machine drifts")
+
+    configs = []
+    if not args.no_big:
+        configs.append(("5xLSTM(768), 8192 pdfs", args.big_streams, 768, 5, 8192))
+    configs.append(("recipe 2xLSTM(256), %d pdfs" % args.recipe_pdfs, 256, 256, 2, args.recipe_pdfs))
+    print(f"\nTraining step (u={unroll}, {dim}-dim input, Adagrad, clipping), frames/s:")
+    print(f"  {'model':32s} {'b':>4s} {'asrkit':>9s} {'keras3':>9s} {'ratio':>6s} {'asrkit GEMM share':>18s}")
+    for name, streams, cells, layers, pdfs in configs:
+        frames = streams * unroll
+        candidates = [asrkit_step(streams, unroll, dim, cells, layers, pdfs), gemm_step(frames, cells, 4 * cells)]
+        if not args.no_keras:
+            candidates.append(keras_step(streams, unroll, dim, cells, layers, pdfs))
+        seconds = step_seconds(candidates, args.steps)
+        ours = seconds[0]
+        gemm_rate = 2.0 * frames * cells * 4 * cells / seconds[1] / 1e9
+        flops = lstm_gemm_flops(frames, dim, cells, layers, pdfs)
+        share = flops / ours / 1e9 / gemm_rate
+        keras_text, ratio_text = "-", "-"
+        if not args.no_keras:
+            theirs = seconds[2]
+            keras_text, ratio_text = f"{frames / theirs:9.0f}", f"{theirs / ours:6.2f}"
+        print(f"  {name:32s} {streams:4d} {frames / ours:9.0f} {keras_text:>9s} {ratio_text:>6s} "
+              f"{share:17.0%} ({flops / ours / 1e9:.0f} of {gemm_rate:.0f} GFLOP/s)", flush=True)
+
+    if not args.no_table:
+        print(f"\nRecipe model frames/s by batch b (rows) and unrolling u (columns), {args.recipe_pdfs} pdfs:")
+        unrolls = (10, 20, 40)
+        print("  " + f"{'b':>5s}" + "".join(f"{'u=' + str(u):>9s}" for u in unrolls))
+        for streams in (64, 128, 256, 512):
+            row = []
+            for steps_unroll in unrolls:
+                candidate = asrkit_step(streams, steps_unroll, dim, 256, 2, args.recipe_pdfs)
+                row.append(streams * steps_unroll / step_seconds([candidate], args.table_steps)[0])
+            print("  " + f"{streams:5d}" + "".join(f"{value:9.0f}" for value in row), flush=True)
+    print(f"\nbench/train.py took {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""asrkit-train-ce through click on a tiny featurized data dir with a synthetic alignment table."""
+
+import json
+import os
+
+import numpy as np
+from click.testing import CliRunner
+
+from asrkit.cli.train_ce import main
+from asrkit.frontend.featurize import FeaturizeOptions, featurize_data_dir
+from asrkit.io.table import ShardWriter, TableReader, write_scp
+
+
+def featurized_with_alignments(make_data_dir, tmp_path, num_pdfs=6):
+    data_dir = make_data_dir({f"spk{s}-{u}": 0.6 + 0.15 * u for s in range(2) for u in range(4)})
+    featurize_data_dir(data_dir, str(tmp_path / "feats"), options=FeaturizeOptions(compute_cmvn=True))
+    ali_dir = tmp_path / "ali"
+    shard = str(ali_dir / "ali.1.h5")
+    with TableReader(os.path.join(data_dir, "feats.scp")) as feats, ShardWriter(shard) as ali:
+        for utt, features in feats.items():
+            # Labels that the features carry: the loudness of the frame, in num_pdfs levels.
+            energy = features.mean(axis=1)
+            edges = np.quantile(energy, np.linspace(0, 1, num_pdfs + 1)[1:-1])
+            ali.write(utt, np.searchsorted(edges, energy).astype(np.int32))
+    write_scp(str(ali_dir / "ali.scp"), [shard])
+    (ali_dir / "num_pdfs").write_text(f"{num_pdfs}\n")
+    return data_dir, str(ali_dir)
+
+
+def test_train_ce_cli_trains_checkpoints_exports_and_resumes(make_data_dir, tmp_path):
+    data_dir, ali_dir = featurized_with_alignments(make_data_dir, tmp_path)
+    exp_dir = tmp_path / "exp"
+    args = [data_dir, ali_dir, str(exp_dir), "--model-param", "num_cells=8", "--model-param", "num_layers=1",
+            "--num-streams", "2", "--unroll", "5", "--max-steps", "6", "--num-epochs", "0", "--log-every", "2",
+            "--checkpoint-every", "3", "--valid-utts", "0", "--num-threads", "1"]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "command line:" in result.output
+    assert "asrkit-train-ce summary: status=ok steps=6" in result.output
+    assert "resumed_from=0" in result.output
+    for name in ("model.json", "priors", "num_pdfs", "featurize.json", "cmvn.h5", "weights"):
+        assert os.path.exists(exp_dir / "final" / name), name
+    assert json.load(open(exp_dir / "config.json"))["model"]["params"]["num_cells"] == 8
+
+    again = CliRunner().invoke(main, args[:-10] + ["--max-steps", "8"] + args[-8:], catch_exceptions=False)
+    assert again.exit_code == 0, again.output
+    assert "resumed_from=6" in again.output and "steps=8" in again.output
+
+
+def test_print_config_and_bad_model_param(tmp_path):
+    data_dir, ali_dir = tmp_path / "d", tmp_path / "a"
+    data_dir.mkdir()
+    ali_dir.mkdir()
+    result = CliRunner().invoke(main, [str(data_dir), str(ali_dir), str(tmp_path / "e"), "--model", "lstm5x768",
+                                       "--optimizer", "adam", "--print-config"])
+    assert result.exit_code == 0, result.output
+    config = json.loads(result.output[result.output.index("{"):])
+    assert config["model"]["params"]["num_cells"] == 768 and config["train"]["optimizer"] == "adam"
+    bad = CliRunner().invoke(main, [str(data_dir), str(ali_dir), str(tmp_path / "e"), "--model-param", "cels=3"])
+    assert bad.exit_code == 1 and "bad model parameter" in bad.output
+    missing = CliRunner().invoke(main, [str(data_dir), str(ali_dir), str(tmp_path / "e")])
+    assert missing.exit_code == 1 and "feats.scp does not exist" in missing.output

@@ -1,0 +1,97 @@
+"""Networks: hyperparameter registry, DNN spec, and truncated unrolling with state saving versus full unrolling."""
+
+import numpy as np
+import pytest
+
+from asrkit.nn.dnn import parse_dnn_spec
+from asrkit.nn.label_delay import delay_features
+from asrkit.nn.params import Params
+from asrkit.nn.registry import build_model, config_names, model_config, parse_overrides
+from asrkit.train.examples import Example, ListExamples
+from asrkit.train.truncated_batcher import TruncatedBatcher
+
+
+def test_params_are_declared_once_with_a_description_and_unknown_names_are_refused():
+    params = Params().define("num_cells", 256, "Cells per layer.")
+    with pytest.raises(ValueError, match="defined twice"):
+        params.define("num_cells", 1, "again")
+    with pytest.raises(KeyError, match="known: num_cells"):
+        params.set(num_cels=3)
+    assert params.set(num_cells=3).num_cells == 3
+    assert params.describe() == [("num_cells", 3, "Cells per layer.")]
+
+
+def test_registry_configs_and_paper_model_size():
+    assert {"recipe", "lstm5x600", "lstm5x768", "lstm5x1024", "dnn", "lstm"} <= set(config_names())
+    config = model_config("lstm5x768")
+    assert config["name"] == "lstm" and config["params"]["num_layers"] == 5 and config["params"]["label_delay"] == 5
+    # Seed 000 Table 3 gives 28 M parameters for 5xLSTM(768) with 8192 outputs (480-dim input).
+    cells, inputs, outputs = 768, 480, 8192
+    count = (inputs + cells) * 4 * cells + 4 * (2 * cells * 4 * cells) + 5 * 4 * cells + cells * outputs + outputs
+    assert 28e6 < count < 30e6
+    assert parse_overrides(["num_cells=512", "projection_dim=128", "cell_clip=3"], "recipe") == {
+        "num_cells": 512, "projection_dim": 128, "cell_clip": 3.0}
+    with pytest.raises(KeyError, match="bad model parameter"):
+        parse_overrides(["cells=3"], "recipe")
+
+
+def test_dnn_spec_string():
+    assert parse_dnn_spec("26x40:4x1024:2500") == {
+        "context_frames": 26, "feature_dim": 40, "num_layers": 4, "num_units": 1024, "num_outputs": 2500}
+    assert parse_dnn_spec("11x*:2x64:*")["feature_dim"] is None
+    with pytest.raises(ValueError, match="CxF:LxN:O"):
+        parse_dnn_spec("26x40-4x1024")
+    net = build_model("dnn", 8, 5, {"spec": "3x8:2x16:5"})
+    assert len(net.hidden) == 2 and net.context.context_frames == 3
+    with pytest.raises(ValueError, match="O \\(outputs\\) is 7"):
+        build_model("dnn", 8, 5, {"spec": "3x8:2x16:7"})
+
+
+def test_projection_layer_shapes():
+    net = build_model("lstm", 6, 4, {"num_layers": 2, "num_cells": 12, "projection_dim": 5})
+    assert net.layers[1].kernel.shape == (5, 48) and net.layers[0].recurrent_kernel.shape == (5, 48)
+    assert net.softmax.kernel.shape == (5, 4)
+
+
+def _examples(count, dim, seed=0):
+    rng = np.random.default_rng(seed)
+    return [Example(f"u{index}", rng.standard_normal((int(rng.integers(3, 19)), dim)).astype(np.float32),
+                    np.zeros(1, np.int32)) for index in range(count)]
+
+
+@pytest.mark.parametrize("config,overrides", [
+    ("lstm", {"num_layers": 2, "num_cells": 10, "projection_dim": 6, "label_delay": 3}),
+    ("dnn", {"context_frames": 4, "num_layers": 2, "num_units": 12, "label_delay": 2}),
+])
+def test_truncated_unrolling_with_state_saving_equals_full_unrolling(config, overrides):
+    dim = 5
+    examples = _examples(9, dim)
+    for example in examples:
+        example.targets = np.zeros(len(example.features), np.int32)
+    net = build_model(config, dim, 7, overrides)
+    delay = net.label_delay
+    batcher = TruncatedBatcher(ListExamples(examples), num_streams=3, unroll=4, feature_dim=dim, label_delay=delay)
+
+    # Run the windows, carrying the state; give every output frame back to its utterance: utterances
+    # start (reset = 1) in the batcher's pull order when read batch by batch, row by row, frame by frame.
+    state = net.zero_state(3)
+    pulled = iter(examples)
+    current = [None] * 3
+    outputs = {example.utterance_id: [] for example in examples}
+    for batch in batcher:
+        logits, state = net.window(batch.features, state, batch.reset)
+        logits = logits.numpy()
+        for row in range(3):
+            for t in range(4):
+                if batch.reset[row, t]:
+                    current[row] = next(pulled).utterance_id
+                if batch.mask[row, t]:
+                    outputs[current[row]].append(logits[row, t])
+    assert next(pulled, None) is None
+
+    for example in examples:
+        extended = delay_features(example.features, delay)
+        full = net.sequence(extended[None])[0].numpy()
+        truncated = np.stack(outputs[example.utterance_id])
+        assert truncated.shape == full.shape
+        np.testing.assert_allclose(truncated, full, rtol=1e-5, atol=1e-5)

@@ -1,0 +1,65 @@
+"""A synthetic corpus whose features predict their frame labels, as feature and alignment tables."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from asrkit.frontend.cmvn import CmvnStats
+from asrkit.io.table import ShardWriter, write_scp
+
+
+def synthetic_utterances(num_utts, dim, num_pdfs, seed=0, min_frames=15, max_frames=60, noise=0.3):
+    """{utt: (features [T, dim], labels [T])}: labels in runs of 2-6 frames, features = class centre + noise."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((num_pdfs, dim)) * 2.0
+    utterances = {}
+    for index in range(num_utts):
+        length = int(rng.integers(min_frames, max_frames + 1))
+        labels = []
+        while len(labels) < length:
+            labels.extend([int(rng.integers(num_pdfs))] * int(rng.integers(2, 7)))
+        labels = np.array(labels[:length], np.int32)
+        features = (centres[labels] + noise * rng.standard_normal((length, dim)) + 3.0).astype(np.float32)
+        utterances[f"spk{index % 3}-{index:03d}"] = (features, labels)
+    return utterances
+
+
+def write_corpus(root, utterances, num_pdfs, ali_lengths=None, name="data"):
+    """A featurized data dir (feats.scp, cmvn.h5, conf/featurize.json) and an ali dir under `root`."""
+    data_dir = os.path.join(root, name)
+    ali_dir = os.path.join(root, f"ali_{name}")
+    os.makedirs(os.path.join(data_dir, "conf"))
+    os.makedirs(ali_dir)
+    feats_shard = os.path.join(root, f"feats_{name}", "feats.1.h5")
+    ali_shard = os.path.join(ali_dir, "ali.1.h5")
+    dim = next(iter(utterances.values()))[0].shape[1]
+    cmvn = CmvnStats(dim)
+    with ShardWriter(feats_shard) as feats, ShardWriter(ali_shard) as ali:
+        for utt, (features, labels) in sorted(utterances.items()):
+            feats.write(utt, features)
+            cmvn.accumulate(features)
+            length = (ali_lengths or {}).get(utt, len(labels))
+            padded = np.concatenate([labels, np.repeat(labels[-1:], max(0, length - len(labels)))])[:length]
+            ali.write(utt, padded.astype(np.int32))
+    write_scp(os.path.join(data_dir, "feats.scp"), [feats_shard])
+    write_scp(os.path.join(ali_dir, "ali.scp"), [ali_shard])
+    cmvn.write(os.path.join(data_dir, "cmvn.h5"))
+    with open(os.path.join(data_dir, "conf", "featurize.json"), "w") as out:
+        json.dump({"num_mel_bins": dim, "stack_frames": 1}, out)
+    with open(os.path.join(ali_dir, "num_pdfs"), "w") as out:
+        out.write(f"{num_pdfs}\n")
+    return data_dir, ali_dir
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    """corpus(num_utts=12, dim=8, num_pdfs=5, seed=0, ali_lengths=None) -> (data_dir, ali_dir, utterances)."""
+
+    def make(num_utts=12, dim=8, num_pdfs=5, seed=0, ali_lengths=None, name="data", **kwargs):
+        utterances = synthetic_utterances(num_utts, dim, num_pdfs, seed, **kwargs)
+        data_dir, ali_dir = write_corpus(str(tmp_path), utterances, num_pdfs, ali_lengths, name)
+        return data_dir, ali_dir, utterances
+
+    return make

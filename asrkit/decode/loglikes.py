@@ -123,9 +123,15 @@ class ModelLoglikes:
         return path if os.path.exists(path) else None
 
     def check_front_end(self):
-        """Refuse a feats.scp made with another front end than the model's, naming the options that differ."""
+        """Refuse a model dir without a model, or a feats.scp made with another front end than the
+        model's (naming the options that differ), before any job starts."""
         import os
 
+        if not os.path.exists(os.path.join(self.model_dir, "model.json")):
+            raise AsrkitError(
+                f"{self.model_dir} holds no trained acoustic model (no model.json); give the log-likelihoods "
+                "as a table with --loglikes, or a model dir written by asrkit-train-ce"
+            )
         if self._feats_scp() is None:
             return
         model_config = self._read_json(os.path.join(self.model_dir, "featurize.json"))

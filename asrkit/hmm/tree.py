@@ -62,6 +62,11 @@ class ContextDependency:
         # Leaves indexed by the center phone they name; wildcard-center leaves checked after them.
         self._by_center = {}
         self._any_center = []
+        # Phone sets as frozensets: a decision tree's leaves list dozens of phones per side, and H for a
+        # large graph asks for tens of thousands of windows.
+        self._matchers = [[entry if isinstance(entry, str) else frozenset(entry) for entry in leaf["context"]]
+                          for leaf in self.leaves]
+        self._pdf_cache = {}
         for order, leaf in enumerate(self.leaves):
             center = leaf["context"][central_position]
             if center == WILDCARD:
@@ -99,12 +104,16 @@ class ContextDependency:
         names = [self._phone_names.get(phone) for phone in window]
         if None in names:
             raise TreeError(f"phone window {window} has phones the tree does not know")
+        key = (tuple(names), pdf_class)
+        if key in self._pdf_cache:
+            return self._pdf_cache[key]
         center = names[self.central_position]
         candidates = sorted(self._by_center.get(center, []) + self._any_center, key=lambda item: item[0])
-        for _, leaf in candidates:
+        for order, leaf in candidates:
             if leaf["pdf_class"] == pdf_class and all(
-                self._matches(entry, name) for entry, name in zip(leaf["context"], names)
+                self._matches(entry, name) for entry, name in zip(self._matchers[order], names)
             ):
+                self._pdf_cache[key] = leaf["pdf"]
                 return leaf["pdf"]
         raise TreeError(f"no leaf of the tree covers phone window {names} pdf class {pdf_class}")
 

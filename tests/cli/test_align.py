@@ -1,0 +1,95 @@
+"""asrkit-align, utils/build_tree and utils/convert_ali through click's CliRunner."""
+
+import os
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from asrkit.align.lang import read_align_lang
+from asrkit.align.synthetic import (
+    context_features, make_lang_dir, oracle_loglikes, planted_pdfs, planted_phones, write_data_dir, write_table,
+)
+from asrkit.cli.align import main
+from asrkit.cli.tree import build_tree_command, convert_ali_command
+from asrkit.frontend.cmvn import CmvnStats
+from asrkit.graph.hclg import write_monophone_model_dir
+from asrkit.hmm.tree import monophone_tree
+from asrkit.io.table import TableReader
+
+WORDS = ["NAP", "MAP", "TAP", "HOT", "SOUP", "GO", "NO", "MAMA", "TOMATO", "SAUCE"]
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("cli_align"))
+    lang_dir = make_lang_dir(root)
+    lang = read_align_lang(lang_dir)
+    tree = monophone_tree(lang.phones, lang.topology)
+    model_dir = os.path.join(root, "model")
+    write_monophone_model_dir(lang_dir, model_dir)
+    rng = np.random.default_rng(5)
+    texts, frames, loglikes, features, planted = {}, {}, {}, {}, {}
+    for number in range(12):
+        utt = f"s{number % 3}-{number:02d}"
+        words = list(rng.choice(WORDS, size=3))
+        phones = planted_phones(words, lang, rng)
+        durations = rng.integers(2, 7, size=len(phones))
+        pdfs, starts = planted_pdfs(phones, durations, tree)
+        texts[utt], frames[utt], planted[utt] = " ".join(words), len(pdfs), pdfs
+        loglikes[utt] = oracle_loglikes(pdfs, tree.num_pdfs, rng)
+        features[utt] = context_features(np.repeat(phones, durations), starts, tree.phones, rng)
+    data_dir = write_data_dir(os.path.join(root, "data"), texts, frames)
+    os.replace(write_table(root, "feats", features), os.path.join(data_dir, "feats.scp"))
+    cmvn = CmvnStats(8)
+    for matrix in features.values():
+        cmvn.accumulate(matrix)
+    cmvn.write(os.path.join(data_dir, "cmvn.h5"))
+    return {"root": root, "lang": lang_dir, "model": model_dir, "data": data_dir, "planted": planted,
+            "loglikes": write_table(root, "loglikes", loglikes)}
+
+
+def run(command, *args):
+    return CliRunner().invoke(command, [str(arg) for arg in args])
+
+
+def test_flat_start(task, tmp_path):
+    result = run(main, "--flat-start", "--nj", "2", task["data"], task["lang"], tmp_path / "ali")
+    assert result.exit_code == 0, result.output
+    assert "asrkit-align summary: status=ok method=equal utterances=12 aligned=12 retried=0 failed=0" in result.output
+    num_phones = len(read_align_lang(task["lang"]).topology.phones)
+    assert (tmp_path / "ali" / "num_pdfs").read_text().strip() == str(num_phones)
+
+
+def test_forced_alignment_with_loglikes(task, tmp_path):
+    result = run(main, "--loglikes", task["loglikes"], "--beam", "8", "--retry-beam", "30",
+                 task["data"], task["lang"], task["model"], tmp_path / "ali")
+    assert result.exit_code == 0, result.output
+    assert "method=viterbi utterances=12 aligned=12" in result.output
+    with TableReader(tmp_path / "ali" / "ali.scp") as ali:
+        for utt, pdfs in task["planted"].items():
+            np.testing.assert_array_equal(ali[utt], pdfs)
+
+
+def test_usage_and_failures(task, tmp_path):
+    result = run(main, task["data"], task["lang"], tmp_path / "ali")
+    assert result.exit_code == 2 and "expected 4 directories, got 3" in result.output
+    result = run(main, "--flat-start", "--loglikes", task["loglikes"], task["data"], task["lang"], tmp_path / "ali")
+    assert result.exit_code == 2
+    # A model dir without a trained model and no --loglikes: said plainly, exit 1.
+    result = run(main, task["data"], task["lang"], task["model"], tmp_path / "ali")
+    assert result.exit_code == 1 and "holds no trained acoustic model" in result.output
+    assert "asrkit-align summary: status=failed" in result.output
+
+
+def test_build_tree_and_convert_ali(task, tmp_path):
+    assert run(main, "--flat-start", task["data"], task["lang"], tmp_path / "ali").exit_code == 0
+    result = run(build_tree_command, "--num-leaves", "30", "--min-leaf-count", "5", task["data"], task["lang"],
+                 tmp_path / "ali", tmp_path / "tree")
+    assert result.exit_code == 0, result.output
+    assert "build_tree summary: status=ok" in result.output and "leaves=30" in result.output
+    result = run(convert_ali_command, tmp_path / "tree", tmp_path / "ali", tmp_path / "ali_cd")
+    assert result.exit_code == 0, result.output
+    assert "convert_ali summary: status=ok" in result.output and "pdfs=30" in result.output
+    # The converted alignment is a model dir's alignment: forced alignment with the tree accepts it.
+    assert (tmp_path / "ali_cd" / "num_pdfs").read_text().strip() == "30"

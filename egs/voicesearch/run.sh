@@ -9,11 +9,15 @@
 #     --nj N                     parallel jobs (default: 2)
 #     --seed N                   same seed, same corpus: ids, texts and audio (default: 1)
 #     --data DIR                 where data dirs and audio go (default: data, in this directory)
+#     --exp DIR                  where features, alignments and models go (default: exp, in this directory)
 #     --overwrite                rebuild the corpus from scratch instead of resuming
 #
 # Stages: 0 set-up (synthesisers, .venv); 1 corpus synthesis -> data/{train,dev,test};
 #         2 dictionary -> data/local/dict; 3 noisy dev/test copies -> data/{dev,test}_noisy;
-#         4 lang dir, bigram (sequence training) and trigram (decoding) LMs -> data/lang{,_bigram,_test}.
+#         4 lang dir, bigram (sequence training) and trigram (decoding) LMs -> data/lang{,_bigram,_test};
+#         5 features (+ CMVN of train) -> exp/feats; 6 flat start, monophone CE training, realignment
+#         -> exp/mono*; 7 decision tree, tree alignments, CE training of the LSTM -> exp/tree, exp/lstm_ce;
+#         8 graph, decoding and scoring of test and test_noisy -> exp/lstm_ce/decode_*.
 # Every stage can be rerun; stage 1 resumes, skipping utterances whose audio is already there.
 set -euo pipefail
 
@@ -25,9 +29,10 @@ hours=
 nj=2
 seed=1
 data=data
+exp=exp
 overwrite=false
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --stage) stage="$2"; shift 2 ;;
@@ -37,6 +42,7 @@ while [ $# -gt 0 ]; do
     --nj) nj="$2"; shift 2 ;;
     --seed) seed="$2"; shift 2 ;;
     --data) data="$2"; shift 2 ;;
+    --exp) exp="$2"; shift 2 ;;
     --overwrite) overwrite=true; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "$0: unknown option '$1' (see $0 --help)" >&2; exit 2 ;;
@@ -102,4 +108,51 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
     make_lm --order "$order" --method kn --heldout "$data/local/lm/dev_text.txt" --lang-dir "$data/lang_$name" \
       "$data/local/lm/train_text.txt" "$data/local/lm/${name}.arpa"
   done
+fi
+
+# Model sizes and training lengths per corpus size: the tiny corpus (100 utterances) only has
+# to run the chain end to end; small and default are meant to learn.
+case "$size" in
+  tiny)    mono_cells=64;  ce_cells=128; mono_epochs=10; ce_epochs=15; num_leaves=60;   streams=16 ;;
+  small)   mono_cells=128; ce_cells=256; mono_epochs=6;  ce_epochs=10; num_leaves=400;  streams=32 ;;
+  default) mono_cells=128; ce_cells=256; mono_epochs=4;  ce_epochs=8;  num_leaves=1500; streams=64 ;;
+esac
+train_options=(--optimizer adam --learning-rate 0.002 --num-streams "$streams" --unroll 20 --valid-utts 5
+               --log-every 50 --num-threads 2 --model-param num_layers=2)
+
+if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
+  echo "== stage 5: features -> $exp/feats (CMVN from train) ==" >&2
+  asrkit-featurize --nj "$nj" --compute-cmvn "$data/train" "$exp/feats/train"
+  for split in dev test dev_noisy test_noisy; do
+    asrkit-featurize --nj "$nj" "$data/$split" "$exp/feats/$split"
+  done
+fi
+
+if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
+  echo "== stage 6: flat start, monophone CE training and realignment -> $exp/mono* ==" >&2
+  # GMM-free flat start: equal alignment, train, realign with the model, train again, realign.
+  asrkit-align --nj "$nj" --flat-start "$data/train" "$data/lang" "$exp/mono_ali0"
+  for pass in 1 2; do
+    asrkit-train-ce "${train_options[@]}" --model-param num_cells="$mono_cells" --num-epochs "$mono_epochs" \
+      --no-resume "$data/train" "$exp/mono_ali$((pass - 1))" "$exp/mono$pass"
+    asrkit-align --nj "$nj" --retry-beam 100 "$data/train" "$data/lang" "$exp/mono$pass/final" "$exp/mono_ali$pass"
+  done
+fi
+
+if [ "$stage" -le 7 ] && [ "$stop_stage" -ge 7 ]; then
+  echo "== stage 7: decision tree, tree alignments, CE training of the LSTM -> $exp/lstm_ce ==" >&2
+  build_tree --num-leaves "$num_leaves" "$data/train" "$data/lang" "$exp/mono_ali2" "$exp/tree"
+  convert_ali "$exp/tree" "$exp/mono_ali2" "$exp/tree_ali"
+  asrkit-train-ce "${train_options[@]}" --model-param num_cells="$ce_cells" --num-epochs "$ce_epochs" \
+    "$data/train" "$exp/tree_ali" "$exp/lstm_ce"
+fi
+
+if [ "$stage" -le 8 ] && [ "$stop_stage" -ge 8 ]; then
+  echo "== stage 8: graph, decoding and scoring -> $exp/lstm_ce/decode_* ==" >&2
+  mkgraph "$data/lang_test" "$exp/lstm_ce/final" "$exp/lstm_ce/graph"
+  for split in test test_noisy; do
+    asrkit-decode --nj "$nj" --no-lmwt-sweep "$exp/lstm_ce/graph" "$exp/lstm_ce/final" "$data/$split" \
+      "$exp/lstm_ce/decode_$split"
+  done
+  for split in test test_noisy; do echo "$split: $(cat "$exp/lstm_ce/decode_$split/best_wer")" >&2; done
 fi

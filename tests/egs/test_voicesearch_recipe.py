@@ -1,4 +1,5 @@
-"""egs/voicesearch/run.sh --size tiny through the stages built so far: corpus, dictionary, noisy sets, lang and LMs."""
+"""egs/voicesearch/run.sh --size tiny, end to end through the stages built so far: corpus, dictionary, noisy
+sets, lang and LMs, features, flat start and monophone training, tree, CE training of the LSTM, decoding, scoring."""
 
 import os
 import shutil
@@ -14,9 +15,10 @@ SYNTHESISERS = ("flite", "festival", "espeak-ng")
 
 @pytest.mark.skipif(any(shutil.which(tool) is None for tool in SYNTHESISERS),
                     reason="flite, festival and espeak-ng are needed (bin/setup-env installs them as root)")
-def test_tiny_recipe_builds_data_dict_and_noisy_sets(tmp_path):
-    data = tmp_path / "data"
-    command = [os.path.join(ROOT, "egs", "voicesearch", "run.sh"), "--size", "tiny", "--data", str(data)]
+def test_tiny_recipe_runs_end_to_end(tmp_path):
+    data, exp = tmp_path / "data", tmp_path / "exp"
+    command = [os.path.join(ROOT, "egs", "voicesearch", "run.sh"), "--size", "tiny", "--data", str(data),
+               "--exp", str(exp)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     for split in ("train", "dev", "test", "dev_noisy", "test_noisy"):
@@ -30,8 +32,16 @@ def test_tiny_recipe_builds_data_dict_and_noisy_sets(tmp_path):
         assert (data / lang / "G.fst").stat().st_size > 0
         assert (data / lang / "L_disambig.fst").exists()
     assert "\n\\3-grams:" in open(data / "local" / "lm" / "test.arpa").read()
-    # Rerunning reuses every finished piece of work.
-    rerun = subprocess.run(command + ["--stage", "1"], capture_output=True, text=True, timeout=900)
+    for name in ("mono_ali0", "mono_ali2", "tree_ali"):
+        assert (exp / name / "ali.scp").exists() and (exp / name / "num_pdfs").exists(), name
+    assert "aligned=80 retried=0 failed=0" in result.stderr  # realignment with the monophone model
+    for split in ("test", "test_noisy"):
+        decode_dir = exp / "lstm_ce" / f"decode_{split}"
+        assert len(open(decode_dir / "hyp.txt").read().splitlines()) == 10
+        assert "%WER" in result.stdout
+    # Rerunning the data stages reuses every finished piece of work.
+    rerun = subprocess.run(command + ["--stage", "1", "--stop-stage", "3"], capture_output=True, text=True,
+                           timeout=900)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "reused 100 from an earlier run" in rerun.stderr
     assert "reused=10" in rerun.stderr

@@ -10,7 +10,7 @@
 #     --seed N                   same seed, same corpus: ids, texts and audio (default: 1)
 #     --data DIR                 where data dirs and audio go (default: data, in this directory)
 #     --exp DIR                  where features, alignments and models go (default: exp, in this directory)
-#     --overwrite                rebuild the corpus from scratch instead of resuming
+#     --overwrite                rebuild the corpus and retrain the models from scratch instead of resuming
 #
 # Stages: 0 set-up (synthesisers, .venv); 1 corpus synthesis -> data/{train,dev,test};
 #         2 dictionary -> data/local/dict; 3 noisy dev/test copies -> data/{dev,test}_noisy;
@@ -119,6 +119,8 @@ case "$size" in
 esac
 train_options=(--optimizer adam --learning-rate 0.002 --num-streams "$streams" --unroll 20 --valid-utts 5
                --log-every 50 --num-threads 2 --model-param num_layers=2)
+# A killed training run resumes from its last checkpoint; --overwrite starts training afresh.
+$overwrite && train_options+=(--no-resume)
 
 if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
   echo "== stage 5: features -> $exp/feats (CMVN from train) ==" >&2
@@ -134,7 +136,7 @@ if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
   asrkit-align --nj "$nj" --flat-start "$data/train" "$data/lang" "$exp/mono_ali0"
   for pass in 1 2; do
     asrkit-train-ce "${train_options[@]}" --model-param num_cells="$mono_cells" --num-epochs "$mono_epochs" \
-      --no-resume "$data/train" "$exp/mono_ali$((pass - 1))" "$exp/mono$pass"
+      "$data/train" "$exp/mono_ali$((pass - 1))" "$exp/mono$pass"
     asrkit-align --nj "$nj" --retry-beam 100 "$data/train" "$data/lang" "$exp/mono$pass/final" "$exp/mono_ali$pass"
   done
 fi

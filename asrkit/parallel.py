@@ -37,6 +37,10 @@ class JobContext:
 
     def close(self):
         self._progress.close()
+        # In-process jobs would otherwise keep their log files open until the process ends.
+        for handler in list(self.logger.handlers):
+            self.logger.removeHandler(handler)
+            handler.close()
 
 
 def split_evenly(items, num_parts):
@@ -100,30 +104,42 @@ def run_jobs(function, jobs, nj, description, items_per_job, logger):
             sink = _ProgressSink(progress)
             return [_run_one(function, job, description, items_per_job(job), sink) for job in jobs]
         context = multiprocessing.get_context("spawn")
-        with context.Manager() as manager, ProcessPoolExecutor(max_workers=nj, mp_context=context) as pool:
+        with context.Manager() as manager:
             progress_queue = manager.Queue()
             stop = threading.Event()
 
             def drain():
-                while not stop.is_set():
+                # After the jobs end, what is still queued is counted before the thread stops.
+                while True:
                     try:
                         progress.update(progress_queue.get(timeout=0.2))
                     except queue.Empty:
-                        continue
+                        if stop.is_set():
+                            return
                     except (EOFError, OSError):
                         return
 
             drainer = threading.Thread(target=drain, daemon=True)
             drainer.start()
-            futures = [
-                pool.submit(_run_one, function, job, description, items_per_job(job), progress_queue) for job in jobs
-            ]
-            results, failures = [], []
-            for job, future in zip(jobs, futures):
-                try:
-                    results.append(future.result())
-                except Exception as error:  # the job's own log has the traceback
-                    failures.append((job, error))
+            pool = ProcessPoolExecutor(max_workers=nj, mp_context=context)
+            try:
+                futures = [
+                    pool.submit(_run_one, function, job, description, items_per_job(job), progress_queue)
+                    for job in jobs
+                ]
+                results, failures = [], []
+                for job, future in zip(jobs, futures):
+                    try:
+                        results.append(future.result())
+                    except Exception as error:  # the job's own log has the traceback
+                        failures.append((job, error))
+            except BaseException:
+                # Ctrl-C or SIGTERM: do not wait for the running jobs to finish their work.
+                for process in list(getattr(pool, "_processes", {}).values()):
+                    process.terminate()
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown(wait=True)
             stop.set()
             drainer.join()
     finally:

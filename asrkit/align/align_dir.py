@@ -28,7 +28,7 @@ from asrkit.align.viterbi import FAILED, RETRIED, ViterbiOptions, align
 from asrkit.errors import AsrkitError
 from asrkit.hmm.topology import Topology
 from asrkit.hmm.tree import ContextDependency, monophone_tree
-from asrkit.parallel import run_jobs
+from asrkit.parallel import run_jobs, split_evenly
 
 logger = logging.getLogger("asrkit.align")
 
@@ -142,17 +142,6 @@ def run_align_job(job, context):
     writer.close()
     log.info("job %d done: %d frames aligned in %.2f s", job.index, frames, busy)
     return statuses, frames, busy
-
-
-def split_evenly(items, num_parts):
-    num_parts = max(1, min(num_parts, len(items)))
-    base, extra = divmod(len(items), num_parts)
-    parts, start = [], 0
-    for part in range(num_parts):
-        size = base + (part < extra)
-        parts.append(items[start:start + size])
-        start += size
-    return parts
 
 
 def _utterances(data_dir):

@@ -35,6 +35,11 @@ def asrkit_command(name):
                 logger.error("%s", error)
                 logger.error(summary_line(name, "failed", error=type(error).__name__))
                 sys.exit(1)
+            except OSError as error:
+                # Disk full, permissions, a vanished file: the user's to fix, not a bug to trace.
+                logger.error("%s", error)
+                logger.error(summary_line(name, "failed", error=type(error).__name__))
+                sys.exit(1)
 
         return verbose_option(wrapper)
 

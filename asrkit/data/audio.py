@@ -35,6 +35,9 @@ STREAMING_SIZE_FLOOR = 0x7FFF0000
 # up to 10 ms past the true end of the recording without anything being wrong.
 SEGMENT_END_TOLERANCE_S = 0.01
 STDERR_TAIL_CHARS = 2000
+# A wav.scp command that never ends would hang its job silently; no real conversion of one
+# utterance takes this long.
+PIPE_TIMEOUT_S = 300.0
 
 _logged_resampling = set()
 
@@ -168,8 +171,12 @@ def _open_audio(spec, options, utterance_id):
 
 def _run_pipe(command, utterance_id):
     """Run a wav.scp command through the shell and return its stdout."""
-    result = subprocess.run(command, shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            check=False)
+    try:
+        result = subprocess.run(command, shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                check=False, timeout=PIPE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise AudioError(f"command did not finish within {PIPE_TIMEOUT_S:g} s; run it by hand to see why "
+                         "it hangs (e.g. it waits for input)", utterance_id, command) from None
     if result.returncode != 0:
         stderr_tail = result.stderr.decode("utf-8", "replace").strip()[-STDERR_TAIL_CHARS:]
         raise AudioError(

@@ -26,11 +26,11 @@ import time
 
 from asrkit.data.kaldi_files import c_sorted
 from asrkit.decode.decoder import EMPTY, FAILED, PARTIAL, RETRIED, DecoderOptions, GraphDecoder
-from asrkit.errors import AsrkitError
+from asrkit.errors import AsrkitError, AudioError
 from asrkit.graph.symbols import SymbolTable
 from asrkit.io.atomic import atomic_output
 from asrkit.io.table import ShardWriter, shard_path, write_scp
-from asrkit.parallel import run_jobs
+from asrkit.parallel import run_jobs, split_evenly
 
 logger = logging.getLogger("asrkit.decode")
 
@@ -146,7 +146,13 @@ def run_decode_job(job, context):
                 statuses[utterance_id] = MISSING
                 log.warning("%s: no log-likelihoods in %s", utterance_id, job.source.describe())
                 continue
-            loglikes = job.source.loglikes(utterance_id)
+            try:
+                loglikes = job.source.loglikes(utterance_id)
+            except AudioError as error:
+                # Features computed on the fly: one unreadable recording costs its utterance only.
+                statuses[utterance_id] = MISSING
+                log.warning("%s: no log-likelihoods: %s", utterance_id, error)
+                continue
             start = time.monotonic()
             result = decoder.decode(loglikes)
             busy += time.monotonic() - start
@@ -205,17 +211,6 @@ def _merge_text_files(paths, output):
     lines.sort(key=lambda line: line.split(maxsplit=1)[0].encode("utf-8"))
     with atomic_output(output) as out:
         out.writelines(lines)
-
-
-def _split(items, parts):
-    parts = max(1, min(parts, len(items)))
-    base, extra = divmod(len(items), parts)
-    out, start = [], 0
-    for index in range(parts):
-        size = base + (index < extra)
-        out.append(items[start:start + size])
-        start += size
-    return out
 
 
 def _score(data_dir, graph_dir, decode_dir, options, results, result):
@@ -291,7 +286,7 @@ def decode_data_dir(graph_dir, model_dir, data_dir, decode_dir, source, options=
     os.makedirs(os.path.join(decode_dir, "log"), exist_ok=True)
     jobs = [
         DecodeJob(index, graph_dir, decode_dir, part, source, options, make_lattices, lm_weights)
-        for index, part in enumerate(_split(utterance_ids, options.nj), 1)
+        for index, part in enumerate(split_evenly(utterance_ids, options.nj), 1)
     ]
     for stale in range(len(jobs) + 1, 10_000):
         # Outputs of an earlier run with more jobs would be merged otherwise.

@@ -52,6 +52,7 @@ class FeaturizeJob:
     utterance_ids: list
     config: dict
     options: FeaturizeOptions
+    input_fingerprint: str = ""
 
     @property
     def shard(self):
@@ -61,9 +62,31 @@ class FeaturizeJob:
     def log_file(self):
         return os.path.join(self.feat_dir, "log", f"featurize.{self.index}.log")
 
-    @property
-    def utterance_hash(self):
-        return hashlib.sha1("\n".join(self.utterance_ids).encode("utf-8")).hexdigest()
+
+
+def input_fingerprint(data, utterance_ids, audio_options):
+    """A hash of everything a job's features depend on besides the feature config.
+
+    The utterance ids, each one's wav.scp entry and segment, the size and
+    modification time of each audio file (a pipe's command line stands for
+    itself), and the audio options: a shard from an earlier run is reused only
+    when none of these changed, so regenerated audio under the same ids is
+    featurized again.
+    """
+    digest = hashlib.sha1(json.dumps(dataclasses.asdict(audio_options), sort_keys=True).encode("utf-8"))
+    for utterance_id in utterance_ids:
+        segment = data.segments.get(utterance_id) if data.segments is not None else None
+        recording = segment.recording_id if segment is not None else utterance_id
+        spec = (data.wav_scp or {}).get(recording, "")
+        digest.update(f"{utterance_id}\t{spec}\t{segment}\t".encode("utf-8"))
+        if spec and not spec.rstrip().endswith("|"):
+            try:
+                status = os.stat(spec)
+                digest.update(f"{status.st_size}:{status.st_mtime_ns}".encode("ascii"))
+            except OSError:
+                digest.update(b"missing")
+        digest.update(b"\n")
+    return digest.hexdigest()
 
 
 @dataclasses.dataclass
@@ -86,6 +109,7 @@ class FeaturizeResult:
     failed: dict
     skipped_jobs: int
     wall_seconds: float
+    computed_audio_seconds: float  # audio of the jobs that ran (not reused), for the speed figure
 
 
 def _finished_shard_result(job):
@@ -95,7 +119,7 @@ def _finished_shard_result(job):
     attrs = read_shard_attrs(job.shard)
     if attrs.get("config") != json.dumps(job.config, sort_keys=True):
         return None
-    if attrs.get("utterance_hash") != job.utterance_hash or json.loads(attrs.get("failed", "{}")):
+    if attrs.get("input_fingerprint") != job.input_fingerprint or json.loads(attrs.get("failed", "{}")):
         return None
     if job.options.compute_cmvn and "cmvn_count" not in attrs:
         return None
@@ -177,7 +201,7 @@ def run_job(job, context):
                 num_frames += utterance_features.shape[0]
                 audio_seconds += len(waveform) / config.sample_rate
             context.advance(len(batch))
-        writer.set_attr("utterance_hash", job.utterance_hash)
+        writer.set_attr("input_fingerprint", job.input_fingerprint)
         writer.set_attr("failed", json.dumps(failed, sort_keys=True))
         writer.set_attr("num_frames", num_frames)
         writer.set_attr("audio_seconds", audio_seconds)
@@ -209,10 +233,17 @@ def featurize_data_dir(data_dir, feat_dir, config=None, options=None):
     feat_dir = os.path.abspath(feat_dir)
     os.makedirs(os.path.join(feat_dir, "log"), exist_ok=True)
     parts = split_evenly(utterance_ids, options.nj)
+    audio_options = dataclasses.replace(options.audio, sample_rate=config.sample_rate)
     jobs = [
-        FeaturizeJob(index, os.fspath(data_dir), feat_dir, part, config.to_dict(), options)
+        FeaturizeJob(index, os.fspath(data_dir), feat_dir, part, config.to_dict(), options,
+                     input_fingerprint(data, part, audio_options))
         for index, part in enumerate(parts, 1)
     ]
+    # The index and config of an earlier run go first, so that a run killed half-way never
+    # leaves a feats.scp pointing at a mix of old and new shards.
+    for stale_output in (os.path.join(data_dir, "feats.scp"), os.path.join(data_dir, "conf", "featurize.json")):
+        if os.path.exists(stale_output):
+            os.remove(stale_output)
     # Shards of an earlier run with more jobs would otherwise linger and be indexed.
     for stale in range(len(jobs) + 1, 10_000):
         path = shard_path(feat_dir, TABLE_NAME, stale)
@@ -267,4 +298,5 @@ def featurize_data_dir(data_dir, feat_dir, config=None, options=None):
         failed=failed,
         skipped_jobs=sum(result.skipped for result in results),
         wall_seconds=time.monotonic() - start,
+        computed_audio_seconds=sum(result.audio_seconds for result in results if not result.skipped),
     )

@@ -55,6 +55,20 @@ def test_parallel_jobs_match_one_job_and_rerun_reuses_shards(make_data_dir, tmp_
     assert "reused_jobs=0" in changed.output
 
 
+def test_regenerated_audio_or_other_audio_options_are_featurized_again(make_data_dir, tmp_path, speech_like):
+    import soundfile
+
+    data = make_data_dir({"spkA-1": 1.0, "spkB-1": 1.0})
+    assert run([data, tmp_path / "f", "--nj", 2]).exit_code == 0
+    assert "reused_jobs=2" in run([data, tmp_path / "f", "--nj", 2]).output
+    # Audio regenerated under the same id (twice as long): its job is redone, the other reused.
+    soundfile.write(tmp_path / "data_wav" / "spkA-1.wav", speech_like(2.0, seed=9), 16000, subtype="PCM_16")
+    rerun = run([data, tmp_path / "f", "--nj", 2])
+    assert "reused_jobs=1" in rerun.output
+    assert TableReader(os.path.join(data, "feats.scp")).shape("spkA-1") == (66, 512)
+    assert "reused_jobs=0" in run([data, tmp_path / "f", "--nj", 2, "--on-rate-mismatch", "resample"]).output
+
+
 def test_bad_utterances_are_skipped_counted_and_named(make_data_dir, tmp_path):
     durations = {f"spk1-{u:02d}": 0.5 for u in range(20)}
     data = make_data_dir(durations)

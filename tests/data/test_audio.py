@@ -285,3 +285,12 @@ def test_utterance_without_segments(small_data_dir):
     assert load_utterance_audio(data_dir, "A-2").shape == (8000,)
     with pytest.raises(AudioError, match="utterance C-1, file .*wav.scp: not in wav.scp"):
         load_utterance_audio(data_dir, "C-1")
+
+
+def test_hanging_pipe_is_stopped(monkeypatch):
+    from asrkit.data import audio
+
+    monkeypatch.setattr(audio, "PIPE_TIMEOUT_S", 0.5)
+    with pytest.raises(AudioError, match="did not finish within 0.5 s") as caught:
+        audio.load_recording("sleep 5 |", utterance_id="u1")
+    assert "u1" in str(caught.value)

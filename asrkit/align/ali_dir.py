@@ -24,6 +24,7 @@ import shutil
 import numpy as np
 
 from asrkit.errors import AsrkitError
+from asrkit.hmm.num_pdfs import read_num_pdfs_file
 from asrkit.hmm.tree import ContextDependency
 from asrkit.io.atomic import atomic_output
 from asrkit.io.table import ShardWriter, TableReader, shard_path, write_scp
@@ -72,7 +73,14 @@ class AliJobWriter:
 
 
 def remove_stale_job_outputs(ali_dir, num_jobs):
-    """Outputs of an earlier run with more jobs would be merged into this one's otherwise."""
+    """Outputs of an earlier run with more jobs would be merged into this one's otherwise.
+
+    The indexes and num_pdfs of an earlier run go too, before any job writes a shard, so that
+    a run killed half-way never leaves an ali.scp over a mix of old and new shards.
+    """
+    for name in (f"{PDF_TABLE}.scp", f"{PHONE_TABLE}.scp", "num_pdfs"):
+        if os.path.exists(os.path.join(ali_dir, name)):
+            os.remove(os.path.join(ali_dir, name))
     for stale in range(num_jobs + 1, 100_000):
         names = [f"{PDF_TABLE}.{stale}.h5", f"{PHONE_TABLE}.{stale}.h5"] + [f"{n}.{stale}.txt" for n in TEXT_OUTPUTS]
         paths = [os.path.join(ali_dir, name) for name in names if os.path.exists(os.path.join(ali_dir, name))]
@@ -131,8 +139,7 @@ class AliDir:
             if not os.path.exists(os.path.join(self.path, name)):
                 raise AsrkitError(f"{self.path} is not an ali dir: it has no {name} (make one with asrkit-align)")
         self.tree = ContextDependency.read(os.path.join(self.path, "tree.json"))
-        with open(os.path.join(self.path, "num_pdfs"), encoding="utf-8") as handle:
-            self.num_pdfs = int(handle.read().split()[0])
+        self.num_pdfs = read_num_pdfs_file(os.path.join(self.path, "num_pdfs"))
         if self.num_pdfs != self.tree.num_pdfs:
             raise AsrkitError(f"{self.path}/num_pdfs says {self.num_pdfs} but its tree.json has {self.tree.num_pdfs}")
         self.pdfs = TableReader(os.path.join(self.path, "ali.scp"))

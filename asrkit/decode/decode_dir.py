@@ -28,6 +28,7 @@ from asrkit.data.kaldi_files import c_sorted
 from asrkit.decode.decoder import EMPTY, FAILED, PARTIAL, RETRIED, DecoderOptions, GraphDecoder
 from asrkit.errors import AsrkitError, AudioError
 from asrkit.graph.symbols import SymbolTable
+from asrkit.hmm.num_pdfs import read_num_pdfs_file
 from asrkit.io.atomic import atomic_output
 from asrkit.io.table import ShardWriter, shard_path, write_scp
 from asrkit.parallel import run_jobs, split_evenly
@@ -96,8 +97,7 @@ def read_graph_num_pdfs(graph_dir):
     path = os.path.join(graph_dir, "num_pdfs")
     if not os.path.exists(path):
         raise AsrkitError(f"{path} does not exist; build the graph with utils/mkgraph")
-    with open(path, encoding="utf-8") as handle:
-        return int(handle.read().split()[0])
+    return read_num_pdfs_file(path)
 
 
 def check_pdf_counts(graph_dir, model_dir, source):

@@ -39,3 +39,17 @@ def test_failing_job_is_logged(tmp_path):
         run_jobs(square_items, jobs, 1, "square", lambda job: len(job.items), logging.getLogger("t"))
     assert "job 1 failed" in log_tail(str(tmp_path / "a.1.log"))
     assert log_tail(str(tmp_path / "missing.log")).startswith("(no log written)")
+
+
+def test_failing_jobs_in_worker_processes_are_named_with_their_log_tail(tmp_path):
+    import operator
+    import types
+
+    # Jobs and the job function must be importable in a spawned process: a builtin that
+    # raises TypeError on (job, context) stands for a job that crashes.
+    jobs = [types.SimpleNamespace(index=i, log_file=str(tmp_path / f"divide.{i}.log")) for i in (1, 2)]
+    with pytest.raises(AsrkitError) as caught:
+        run_jobs(operator.truediv, jobs, 2, "divide", lambda job: 1, logging.getLogger("t"))
+    message = str(caught.value)
+    assert "2 of 2 divide jobs failed (job 1, 2)" in message
+    assert "divide.1.log" in message and "TypeError" in message

@@ -48,13 +48,24 @@ def _model_choices():
 @click.option("--resume/--no-resume", default=True,
               help="Continue from the latest checkpoint in EXP_DIR/checkpoints (weights, optimizer, step, input "
                    "position); --no-resume starts again and moves old checkpoints aside.")
+@click.option("--example-servers", metavar="local:N|ADDRESS,...",
+              help="Pull examples from example servers instead of reading the tables in-process: local:N starts N "
+                   "asrkit-serve-examples processes over shards of the training set (logs in EXP_DIR/log/serve.N.log; "
+                   "one that dies is restarted), or give the tcp:// addresses of servers started elsewhere.")
+@click.option("--server-public-key", type=click.Path(exists=True, dir_okay=False),
+              help="CURVE public key file (.key) of the example servers (those started with --curve-secret-key).")
+@click.option("--server-styles", type=click.Path(exists=True, dir_okay=False),
+              help="local:N servers noisify on the fly with this style config (asrkit-noisify's --styles format).")
+@click.option("--server-from-feats", is_flag=True,
+              help="local:N servers read DATA_DIR/feats.scp instead of featurizing the audio.")
 @click.option("--num-threads", default=0, type=click.IntRange(min=0),
               help="TensorFlow intra- and inter-op threads (0: TensorFlow's choice, all cores).")
 @click.option("--print-config", is_flag=True, help="Print the effective model and training config as JSON and exit.")
 @training_options
 @asrkit_command("asrkit-train-ce")
-def main(data_dir, ali_dir, exp_dir, model, model_params, cmvn, valid_data_dir, valid_ali_dir, resume, num_threads,
-         print_config, **train_values):
+def main(data_dir, ali_dir, exp_dir, model, model_params, cmvn, valid_data_dir, valid_ali_dir, resume,
+         example_servers, server_public_key, server_styles, server_from_feats, num_threads, print_config,
+         **train_values):
     """Train an acoustic network with cross-entropy on DATA_DIR's features and ALI_DIR's alignments.
 
     DATA_DIR is featurized (feats.scp, conf/featurize.json, cmvn.h5); ALI_DIR holds ali.scp and
@@ -79,7 +90,9 @@ def main(data_dir, ali_dir, exp_dir, model, model_params, cmvn, valid_data_dir, 
         raise AsrkitError(str(error.args[0]) if error.args else str(error)) from None
     options = TrainOptions(model=model, model_overrides=overrides, params=train_overrides, cmvn=cmvn,
                            valid_data_dir=valid_data_dir, valid_ali_dir=valid_ali_dir, resume=resume,
-                           command_line=command_line())
+                           command_line=command_line(), example_servers=example_servers,
+                           server_public_key=server_public_key, server_styles=server_styles,
+                           server_from_feats=server_from_feats)
     result = train_ce(data_dir, ali_dir, exp_dir, options)
     logger.info(summary_line(
         "asrkit-train-ce", "ok", steps=result.steps, epochs=result.epochs, frames=result.frames,
@@ -88,4 +101,5 @@ def main(data_dir, ali_dir, exp_dir, model, model_params, cmvn, valid_data_dir, 
         apr=f"{result.apr:.3f}", frames_per_second=f"{result.frames_per_second:.0f}",
         t_session=f"{result.t_session:.3f}", skipped=result.skipped, resumed_from=result.resumed_from,
         seconds=f"{result.seconds:.1f}", model=result.model_dir,
+        **({"server_restarts": result.example_servers["restarts"]} if result.example_servers else {}),
     ))

@@ -2,7 +2,10 @@
 
     train_ce(data_dir, ali_dir, exp_dir, TrainOptions(...)) -> TrainResult
 
-Reads the feature and alignment tables directly (asrkit.train.examples), batches
+Reads the feature and alignment tables directly (asrkit.train.examples), or, with
+`example_servers`, pulls examples from example servers (asrkit.serving: `local:N`
+starts N servers over shards of the training set, restarts one that dies and
+stops them at the end; otherwise a comma-separated list of addresses), batches
 them with truncated unrolling and state saving (default) or full unrolling with
 length buckets, and trains with a custom loop (tf.function steps, no Keras fit).
 The experiment directory gets:
@@ -18,7 +21,10 @@ The experiment directory gets:
 
 With `resume` (the default) a run continues from the latest checkpoint: same
 weights, optimizer accumulators, step, and input stream position, so a killed
-run and an uninterrupted one see the same batches in the same order.
+run and an uninterrupted one see the same batches in the same order.  With example
+servers the weights, optimizer and step resume the same way, but the example stream
+starts afresh (a socket has no position to return to).  The pdf count and the class
+priors come from the alignment dir in both cases.
 """
 
 import dataclasses
@@ -95,6 +101,11 @@ class TrainOptions:
     valid_ali_dir: str = None
     resume: bool = True
     command_line: str = ""
+    example_servers: str = None  # None: read the tables in-process; "local:N" or "tcp://host:port,..."
+    server_public_key: str = None  # CURVE public key file of remote servers
+    server_styles: str = None  # local servers: noise style config for on-the-fly noisification
+    server_from_feats: bool = False  # local servers read feats.scp instead of featurizing audio
+    server_receive_timeout: float = 300.0  # fail when no example arrives for this long
 
 
 @dataclasses.dataclass
@@ -113,6 +124,7 @@ class TrainResult:
     resumed_from: int  # step of the checkpoint resumed from, 0 for a fresh start
     model_dir: str
     seconds: float
+    example_servers: dict = None  # received per server, restarts, ... (None in-process)
 
 
 def _environment():
@@ -201,6 +213,34 @@ def _validation_batches(data, cmvn, params, label_delay, feature_dim):
     bounds = [int(b) for b in str(params.bucket_bounds).split(",") if int(b) < longest] + [longest]
     batcher = BucketBatcher(ListExamples(examples), bounds, params.frames_per_batch, feature_dim, label_delay)
     return list(batcher)
+
+
+def _server_source(options, params, data, data_dir, ali_dir, exp_dir):
+    """The example-server source (asrkit.serving) for --example-servers."""
+    from asrkit.serving.connect import open_example_servers
+    from asrkit.serving.producer import read_feature_config
+    from asrkit.serving.wire import Handshake
+
+    expected = Handshake(data.feature_dim, data.num_pdfs, read_feature_config(data_dir).output_frame_shift_ms)
+    server_options = ["--max-length-mismatch", str(params.max_length_mismatch)]
+    if options.server_from_feats:
+        server_options.append("--from-feats")
+    if options.server_styles:
+        server_options += ["--styles", os.path.abspath(options.server_styles)]
+    if options.cmvn:
+        server_options += ["--cmvn", os.path.abspath(options.cmvn)]
+    return open_example_servers(
+        options.example_servers, expected, exp_dir, data_dir, ali_dir, data.train.utterance_ids,
+        num_epochs=params.num_epochs, seed=params.seed, server_public_key=options.server_public_key,
+        server_options=server_options, receive_timeout=options.server_receive_timeout,
+    )
+
+
+def _log_servers(source):
+    stats = source.stats()
+    logger.info("example servers: queue %d/%d examples, received %s, restarts %d", stats["queue_depth"],
+                source.capacity, " ".join(f"{server}={count}" for server, count in sorted(stats["received"].items())),
+                stats["restarts"])
 
 
 def _evaluate(steps, batches):
@@ -297,9 +337,13 @@ def train_ce(data_dir, ali_dir, exp_dir, options=None):
                                          checkpoint_name="ckpt")
 
     cmvn = CmvnStats.read(data.cmvn_path)
-    source = TableExamples(data.train.feats_scp, data.train.ali_scp, data.train.utterance_ids, cmvn,
-                           seed=params.seed, num_epochs=params.num_epochs or None,
-                           tolerance=params.max_length_mismatch)
+    if options.example_servers:
+        source = _server_source(options, params, data, data_dir, ali_dir, exp_dir)
+    else:
+        source = TableExamples(data.train.feats_scp, data.train.ali_scp, data.train.utterance_ids, cmvn,
+                               seed=params.seed, num_epochs=params.num_epochs or None,
+                               tolerance=params.max_length_mismatch)
+    from_servers = bool(options.example_servers)
     if params.mode == "truncated":
         batcher = TruncatedBatcher(source, params.num_streams, params.unroll, data.feature_dim, label_delay)
     else:
@@ -314,7 +358,8 @@ def train_ce(data_dir, ali_dir, exp_dir, options=None):
         if position is not None:
             batcher.restore(position)
         logger.info("resuming from %s: step %d, input position %s", latest, resumed_from,
-                    json.dumps(position["source"]) if position else "start")
+                    "the example-server stream starts afresh" if from_servers
+                    else json.dumps(position["source"]) if position else "start")
     valid_batches = _validation_batches(data, cmvn, params, label_delay, data.feature_dim)
 
     step = resumed_from
@@ -384,6 +429,8 @@ def train_ce(data_dir, ali_dir, exp_dir, options=None):
                     logger.info("step %d epoch %d: %s", step, epoch + 1, format_metrics(last_values))
                     writer.scalars(step, last_values, prefix="train/")
                     interval.reset()
+                    if from_servers:
+                        _log_servers(source)
                 aside = time.monotonic()
                 if params.valid_every and step % params.valid_every == 0:
                     validate()
@@ -419,4 +466,5 @@ def train_ce(data_dir, ali_dir, exp_dir, options=None):
         apr_stddev=padding.stddev, frames_per_second=total_frames / loop_seconds,
         t_session=step_seconds_total / loop_seconds, skipped=len(data.skipped), resumed_from=resumed_from,
         model_dir=model_dir, seconds=time.monotonic() - started,
+        example_servers=source.stats() if from_servers else None,
     )

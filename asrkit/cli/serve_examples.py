@@ -1,0 +1,131 @@
+"""asrkit-serve-examples: stream one shard of a data dir as training examples on a ZeroMQ socket."""
+
+import logging
+import signal
+
+import click
+
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+
+
+def _parse_shard(ctx, param, value):
+    try:
+        index, count = (int(part) for part in value.split("/"))
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected r/R, e.g. 1/4") from None
+    if not 1 <= index <= count:
+        raise click.BadParameter(f"{value!r}: expected 1 <= r <= R")
+    return index, count
+
+
+def _write_key_pair(ctx, param, value):
+    if not value or ctx.resilient_parsing:
+        return
+    from asrkit.serving.security import write_key_pair
+
+    public, secret = write_key_pair(value)
+    click.echo(f"wrote {public} (give it to trainers: --server-public-key) and {secret} (keep it: "
+               "--curve-secret-key)")
+    ctx.exit(0)
+
+
+def _watch_parent(server, logger):
+    import os
+    import threading
+
+    parent = os.getppid()
+
+    def watch():
+        while not server.stop_requested.wait(1.0):
+            if os.getppid() != parent:  # re-parented: whoever started us is gone
+                logger.warning("the parent process %d exited; stopping", parent)
+                server.request_stop()
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.argument("data_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("ali_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--bind", required=True, metavar="ENDPOINT",
+              help="Address of the PUSH socket, e.g. tcp://127.0.0.1:5570 (tcp://127.0.0.1:* picks a free port; "
+                   "see --endpoint-file). Anything but loopback needs --allow-remote and --curve-secret-key.")
+@click.option("--shard", default="1/1", callback=_parse_shard, metavar="r/R",
+              help="Serve utterances r, r+R, r+2R, ... (1-based) of the sorted utterance list.")
+@click.option("--seed", default=1, type=int, help="Seed of the epoch orders and of the noisification.")
+@click.option("--styles", type=click.Path(exists=True, dir_okay=False),
+              help="Noise style config (JSON, as asrkit-noisify's --styles): noisify every utterance on the fly.")
+@click.option("--from-feats", is_flag=True, help="Read DATA_DIR/feats.scp instead of featurizing the audio.")
+@click.option("--cmvn", type=click.Path(exists=True, dir_okay=False),
+              help="CMVN statistics [default: DATA_DIR/cmvn.h5].")
+@click.option("--utt-list", type=click.Path(exists=True, dir_okay=False),
+              help="Serve only these utterances (first field of each line), e.g. the trainer's training set.")
+@click.option("--queue-capacity", default=32, type=click.IntRange(min=1),
+              help="Messages queued for the trainer before sends block (the socket's high-water mark).")
+@click.option("--num-epochs", default=0, type=click.IntRange(min=0),
+              help="Passes over the shard, then an end message and exit (0: until stopped).")
+@click.option("--start-epoch", default=0, type=click.IntRange(min=0),
+              help="Epoch to start at (a restarted server continues where its predecessor was).")
+@click.option("--max-utterances", default=0, type=click.IntRange(min=0),
+              help="Stop after serving this many utterances (0: no limit); for tests and benchmarks.")
+@click.option("--max-length-mismatch", default=1, type=click.IntRange(min=0),
+              help="Frames an alignment may differ from the features; more and the utterance is skipped.")
+@click.option("--allow-remote", is_flag=True,
+              help="Allow binding a non-loopback address (requires --curve-secret-key).")
+@click.option("--curve-secret-key", type=click.Path(exists=True, dir_okay=False),
+              help="ZeroMQ CURVE secret key file (.key_secret): encrypt and authenticate the stream.")
+@click.option("--write-key-pair", type=click.Path(file_okay=False), callback=_write_key_pair, is_eager=True,
+              expose_value=False, metavar="DIR",
+              help="Write a CURVE key pair DIR/server.key (public) and DIR/server.key_secret, and exit.")
+@click.option("--endpoint-file", type=click.Path(dir_okay=False),
+              help="Write the bound address and the pid here (JSON) once listening; removed on exit.")
+@click.option("--exit-with-parent", is_flag=True,
+              help="Stop when the process that started this one exits (set by a trainer's local:N servers, so a "
+                   "killed trainer leaves no servers behind).")
+@click.option("--num-threads", default=1, type=click.IntRange(min=1), help="TensorFlow threads of the front end.")
+@click.option("--log-interval", default=30.0, type=click.FloatRange(min=0.1), help="Seconds between progress lines.")
+@asrkit_command("asrkit-serve-examples")
+def main(data_dir, ali_dir, bind, shard, seed, styles, from_feats, cmvn, utt_list, queue_capacity, num_epochs,
+         start_epoch, max_utterances, max_length_mismatch, allow_remote, curve_secret_key, endpoint_file,
+         exit_with_parent, num_threads, log_interval):
+    """Serve training examples of DATA_DIR with the targets in ALI_DIR (ali.scp, num_pdfs).
+
+    Audio is read, noisified (--styles), featurized with DATA_DIR/conf/featurize.json and normalised
+    with the CMVN statistics; one tf.train.SequenceExample per utterance goes out on a ZeroMQ PUSH
+    socket.  SIGTERM finishes the message in hand and exits cleanly.
+    """
+    from asrkit.logs import summary_line
+    from asrkit.serving.security import check_bind_allowed
+    from asrkit.serving.server import ExampleServer, ServerOptions
+    from asrkit.tf_runtime import import_tensorflow
+
+    logger = logging.getLogger("asrkit-serve-examples")
+    check_bind_allowed(bind, allow_remote, curve_secret_key)  # before the slow start-up
+    import_tensorflow(num_threads)
+    options = ServerOptions(
+        bind=bind, shard=shard, seed=seed, styles=styles, from_feats=from_feats, cmvn=cmvn, utt_list=utt_list,
+        queue_capacity=queue_capacity, num_epochs=num_epochs, start_epoch=start_epoch, max_utterances=max_utterances,
+        allow_remote=allow_remote, curve_secret_key=curve_secret_key, endpoint_file=endpoint_file,
+        max_length_mismatch=max_length_mismatch, num_threads=num_threads, log_interval=log_interval,
+    )
+    server = ExampleServer(data_dir, ali_dir, options)
+
+    def on_signal(signum, frame):
+        logger.info("signal %d: finishing the message in hand, then exiting", signum)
+        server.request_stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    if exit_with_parent:
+        _watch_parent(server, logger)
+    result = server.run()
+    logger.info(summary_line(
+        "asrkit-serve-examples", "ok", endpoint=result.endpoint, served=result.served, frames=result.frames,
+        skipped=len(result.skipped), epochs=result.epochs_done, blocked_seconds=f"{result.blocked_seconds:.1f}",
+        waiting_seconds=f"{result.waiting_seconds:.1f}", seconds=f"{result.seconds:.1f}",
+        stopped="signal" if result.stopped else "done",
+    ))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,184 @@
+"""Example servers started by the trainer on this machine (`--example-servers local:N`).
+
+Each server is a subprocess running the asrkit-serve-examples entry point on
+shard i of N, bound to a free loopback port it picks itself (tcp://127.0.0.1:*)
+and announced in `<exp-dir>/servers/serve.i.endpoint`; its log goes to
+`<exp-dir>/log/serve.i.log` (appended across restarts).  A supervisor thread
+connects the trainer to each announced endpoint, restarts a server that dies
+(exit status other than 0: a crash, a kill, an error), counting and logging
+every restart with the tail of its log, and gives up after `max_restarts`
+restarts of one server.  A restarted server resumes at the last epoch the
+trainer saw from its shard.  `stop()` sends SIGTERM to all and kills what is
+still alive after a grace period.
+"""
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from asrkit.errors import AsrkitError
+from asrkit.parallel import log_tail
+
+logger = logging.getLogger("asrkit.serving")
+
+
+def parse_server_spec(spec):
+    """'local:N' -> ('local', N); 'tcp://a:1,tcp://b:2' -> ('remote', [addresses])."""
+    spec = spec.strip()
+    if spec.startswith("local:"):
+        try:
+            count = int(spec[len("local:"):])
+        except ValueError:
+            count = 0
+        if count < 1:
+            raise AsrkitError(f"--example-servers {spec!r}: expected local:N with N >= 1")
+        return "local", count
+    addresses = [address.strip() for address in spec.split(",") if address.strip()]
+    for address in addresses:
+        if not address.startswith(("tcp://", "ipc://")):
+            raise AsrkitError(f"--example-servers: {address!r} is neither local:N nor a tcp:// or ipc:// address")
+    if not addresses:
+        raise AsrkitError("--example-servers is empty")
+    return "remote", addresses
+
+
+class _Server:
+    def __init__(self, index):
+        self.index = index
+        self.process = None
+        self.endpoint = None
+        self.previous_endpoint = None  # of the process before a restart, disconnected when the new one is up
+        self.restarts = 0
+        self.finished = False
+        self.log_handle = None
+
+
+class LocalServers:
+    """N local example-server processes feeding `client` (a ServerExamples); see the module docstring.
+
+    server_args: options passed to every server (after the data and ali dirs).
+    """
+
+    def __init__(self, client, num_servers, data_dir, ali_dir, exp_dir, server_args=(), max_restarts=5,
+                 grace_seconds=10.0):
+        self.client = client
+        self.data_dir = os.path.abspath(data_dir)
+        self.ali_dir = os.path.abspath(ali_dir)
+        self.server_dir = os.path.join(exp_dir, "servers")
+        self.log_dir = os.path.join(exp_dir, "log")
+        self.server_args = list(server_args)
+        self.max_restarts = max_restarts
+        self.grace_seconds = grace_seconds
+        self.servers = [_Server(index) for index in range(1, num_servers + 1)]
+        self.restarts = 0
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = None
+        os.makedirs(self.server_dir, exist_ok=True)
+        os.makedirs(self.log_dir, exist_ok=True)
+
+    def endpoint_file(self, server):
+        return os.path.join(self.server_dir, f"serve.{server.index}.endpoint")
+
+    def log_file(self, server):
+        return os.path.join(self.log_dir, f"serve.{server.index}.log")
+
+    def _command(self, server):
+        count = len(self.servers)
+        start_epoch = self.client.last_epoch_of_shard.get((server.index, count), 0)
+        return [sys.executable, "-m", "asrkit.cli.serve_examples", self.data_dir, self.ali_dir,
+                "--bind", "tcp://127.0.0.1:*", "--endpoint-file", self.endpoint_file(server),
+                "--shard", f"{server.index}/{count}", "--start-epoch", str(start_epoch), "--exit-with-parent"] + self.server_args
+
+    def _spawn(self, server):
+        path = self.endpoint_file(server)
+        if os.path.exists(path):
+            os.remove(path)
+        if server.log_handle is not None:
+            server.log_handle.close()
+        server.log_handle = open(self.log_file(server), "a", encoding="utf-8")
+        environment = dict(os.environ, PYTHONUNBUFFERED="1")
+        server.process = subprocess.Popen(self._command(server), stdin=subprocess.DEVNULL, stdout=server.log_handle,
+                                          stderr=subprocess.STDOUT, env=environment)
+
+    def start(self):
+        for server in self.servers:
+            self._spawn(server)
+        logger.info("started %d local example servers (logs: %s/serve.N.log)", len(self.servers), self.log_dir)
+        self._thread = threading.Thread(target=self._supervise, name="asrkit-server-supervisor", daemon=True)
+        self._thread.start()
+        return self
+
+    def _read_endpoint(self, server):
+        try:
+            with open(self.endpoint_file(server), encoding="utf-8") as handle:
+                return json.load(handle)["endpoint"]
+        except (FileNotFoundError, ValueError, KeyError):
+            return None
+
+    def _supervise(self):
+        try:
+            while not self._stopping.wait(0.2):
+                for server in self.servers:
+                    self._check(server)
+        except AsrkitError as error:
+            self.client.fail(error)
+
+    def _check(self, server):
+        with self._lock:
+            if server.finished or self._stopping.is_set():
+                return
+            code = server.process.poll()
+            if code is None:
+                if server.endpoint is None:
+                    endpoint = self._read_endpoint(server)
+                    if endpoint is not None:
+                        self.client.connect(endpoint, replaces=server.previous_endpoint)
+                        server.endpoint = endpoint
+                return
+            if code == 0:
+                server.finished = True
+                logger.info("example server %d finished (exit status 0)", server.index)
+                return
+            tail = log_tail(self.log_file(server), 8)
+            if server.restarts >= self.max_restarts:
+                raise AsrkitError(f"example server {server.index} died {server.restarts + 1} times (last exit "
+                                  f"status {code}); giving up. Tail of {self.log_file(server)}:\n{tail}")
+            server.restarts += 1
+            self.restarts += 1
+            self.client.restarts = self.restarts
+            logger.warning("example server %d exited with status %d; restarting it (restart %d of this server, "
+                           "%d in all). Tail of %s:\n%s", server.index, code, server.restarts, self.restarts,
+                           self.log_file(server), tail.rstrip())
+            server.previous_endpoint = server.endpoint
+            server.endpoint = None
+            self._spawn(server)
+
+    def pids(self):
+        return {server.index: server.process.pid for server in self.servers if server.process is not None}
+
+    def stop(self):
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        with self._lock:
+            running = [s for s in self.servers if s.process is not None and s.process.poll() is None]
+            for server in running:
+                server.process.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + self.grace_seconds
+            for server in running:
+                try:
+                    server.process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+                except subprocess.TimeoutExpired:
+                    logger.warning("example server %d did not stop on SIGTERM; killing it", server.index)
+                    server.process.kill()
+                    server.process.wait()
+            for server in self.servers:
+                if server.log_handle is not None:
+                    server.log_handle.close()
+                    server.log_handle = None

@@ -1,0 +1,180 @@
+"""Making one training example: audio -> noisified -> features -> normalised, paired with its targets.
+
+An ExampleProducer owns everything an example server reads: the data dir, the
+feature config (the data dir's conf/featurize.json, so features match the ones
+the model was set up for), the CMVN statistics, the alignment table and,
+optionally, a style config for on-the-fly noisification.  With `from_feats` it
+reads the features table instead of audio (no noisification then).
+
+`produce(utterance_id, epoch)` returns (features, targets) or raises
+SkipUtterance with the reason; the server counts and logs skips.
+"""
+
+import json
+import logging
+import os
+
+import numpy as np
+
+from asrkit.errors import AsrkitError, AudioError
+
+logger = logging.getLogger("asrkit.serving")
+
+
+class SkipUtterance(Exception):
+    """This utterance gives no example (unreadable audio, alignment off, ...); `permanent` ones are not retried."""
+
+    def __init__(self, reason, permanent=True):
+        super().__init__(reason)
+        self.permanent = permanent
+
+
+def epoch_seed(seed, epoch):
+    """The noisifier's seed in an epoch: each pass gets other styles and noise for the same utterance."""
+    return int(seed) * 1_000_003 + int(epoch)
+
+
+def read_feature_config(data_dir):
+    from asrkit.frontend.config import FeatureConfig
+
+    path = os.path.join(data_dir, "conf", "featurize.json")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return FeatureConfig.from_dict(json.load(handle))
+    except FileNotFoundError:
+        raise AsrkitError(f"{path} does not exist (fix: featurize {data_dir} with asrkit-featurize "
+                          "--compute-cmvn; the servers use its feature config and CMVN)") from None
+    except ValueError as error:
+        raise AsrkitError(f"{path}: {error}") from None
+
+
+class ExampleProducer:
+    def __init__(self, data_dir, ali_dir, utterance_ids=None, cmvn_path=None, from_feats=False, styles_path=None,
+                 seed=1, tolerance=1, num_threads=1, babble_pool_size=50):
+        from asrkit.data.data_dir import DataDir
+        from asrkit.frontend.cmvn import CmvnStats
+        from asrkit.io.table import TableReader
+        from asrkit.train.training_set import read_num_pdfs
+
+        if from_feats and styles_path:
+            raise AsrkitError("--styles noisifies audio; it cannot be combined with --from-feats")
+        self.data_dir = data_dir
+        self.from_feats = from_feats
+        self.seed = seed
+        self.tolerance = tolerance
+        self.feature_config = read_feature_config(data_dir)
+        self.num_pdfs = read_num_pdfs(ali_dir)
+        cmvn_path = cmvn_path or os.path.join(data_dir, "cmvn.h5")
+        if not os.path.exists(cmvn_path):
+            raise AsrkitError(f"{cmvn_path} does not exist (fix: featurize {data_dir} with --compute-cmvn or pass "
+                              "--cmvn)")
+        self.cmvn = CmvnStats.read(cmvn_path)
+        ali_scp = os.path.join(ali_dir, "ali.scp")
+        if not os.path.exists(ali_scp):
+            raise AsrkitError(f"{ali_scp} does not exist (the alignment dir must hold ali.scp and num_pdfs)")
+        self._alignments = TableReader(ali_scp)
+        self._feats = self._data = self._extractor = self.noisifier = None
+        if from_feats:
+            feats_scp = os.path.join(data_dir, "feats.scp")
+            if not os.path.exists(feats_scp):
+                raise AsrkitError(f"{feats_scp} does not exist (--from-feats reads the features table)")
+            self._feats = TableReader(feats_scp)
+            available = self._feats.keys()
+        else:
+            self._data = DataDir.load(data_dir)
+            available = list(self._data.utterance_ids)
+        self.feature_dim = (self._feats.shape(available[0])[1] if from_feats and available
+                            else self.feature_config.feature_dim)
+        if self.cmvn.dim != self.feature_dim:
+            raise AsrkitError(f"CMVN statistics {cmvn_path} are {self.cmvn.dim}-dim, the features {self.feature_dim}")
+        known = set(available)
+        wanted = available if utterance_ids is None else [u for u in utterance_ids if u in known]
+        self.missing_alignment = [u for u in wanted if u not in self._alignments]
+        self.utterance_ids = sorted((u for u in wanted if u in self._alignments), key=lambda u: u.encode())
+        if not from_feats:
+            from asrkit.frontend.features import FeatureExtractor
+
+            self._extractor = FeatureExtractor(self.feature_config, num_threads=num_threads)
+        self._styles_path = styles_path
+        self._babble_pool_size = babble_pool_size
+
+    @property
+    def frame_shift_ms(self):
+        return self.feature_config.output_frame_shift_ms
+
+    def audio_options(self):
+        from asrkit.data.audio import AudioOptions
+
+        return AudioOptions(sample_rate=self.feature_config.sample_rate)
+
+    def prepare_noisifier(self, shard_utterance_ids):
+        """Load the style config and, when a style makes babble, a pool of this shard's utterances."""
+        if not self._styles_path:
+            return
+        from asrkit.augment.noise import BabblePool
+        from asrkit.augment.noisifier import Noisifier
+        from asrkit.augment.styles import load_style_config
+        from asrkit.data.audio import load_utterance_audio
+
+        config = load_style_config(self._styles_path)
+        babble = None
+        if config.uses_babble():
+            rng = np.random.default_rng([self.seed, 104729])
+            count = min(self._babble_pool_size, len(shard_utterance_ids))
+            chosen = [shard_utterance_ids[i] for i in sorted(rng.choice(len(shard_utterance_ids), count, False))]
+            loaded = []
+            for utterance_id in chosen:
+                try:
+                    loaded.append((utterance_id, load_utterance_audio(self._data, utterance_id, self.audio_options())))
+                except AudioError as error:
+                    logger.warning("babble pool: skipping %s", error)
+            babble = BabblePool(loaded, self.feature_config.sample_rate)
+            logger.info("babble pool: %d utterances of this shard", len(babble))
+        self.noisifier = Noisifier(config, self.seed, babble_source=babble)
+        logger.info("noisifying on the fly with %d styles from %s", len(config.styles), self._styles_path)
+
+    def _features(self, utterance_id, epoch):
+        if self.from_feats:
+            try:
+                return np.asarray(self._feats[utterance_id], dtype=np.float32), None
+            except Exception as error:  # h5py raises several kinds for a damaged shard
+                raise SkipUtterance(f"cannot read its features: {error}") from None
+        from asrkit.data.audio import load_utterance_audio
+
+        try:
+            samples = load_utterance_audio(self._data, utterance_id, self.audio_options())
+        except AudioError as error:
+            raise SkipUtterance(str(error)) from None
+        style = None
+        if self.noisifier is not None:
+            self.noisifier.seed = epoch_seed(self.seed, epoch)
+            try:
+                samples, params = self.noisifier.apply(samples, utterance_id, self.feature_config.sample_rate)
+                style = params.get("style")
+            except AudioError as error:
+                # A silent utterance has no SNR to aim at: train on it clean rather than not at all.
+                logger.debug("noisify %s: %s; serving it clean", utterance_id, error)
+                style = "clean (noisify failed)"
+        features = self._extractor(samples)
+        if len(features) == 0:
+            raise SkipUtterance(f"{len(samples)} samples is shorter than one analysis window")
+        return features, style
+
+    def produce(self, utterance_id, epoch):
+        """(normalised features [T, D] float32, targets [T] int32, style or None)."""
+        from asrkit.train.examples import fit_alignment
+
+        features, style = self._features(utterance_id, epoch)
+        raw_targets = np.asarray(self._alignments[utterance_id], dtype=np.int32)
+        targets = fit_alignment(raw_targets, len(features), self.tolerance)
+        if targets is None:
+            raise SkipUtterance(f"alignment has {len(raw_targets)} frames, features {len(features)} "
+                                f"(more than {self.tolerance} apart)")
+        if targets.min() < 0 or targets.max() >= self.num_pdfs:
+            raise SkipUtterance(f"pdf id outside [0, {self.num_pdfs})")
+        return self.cmvn.normalize(features), targets, style
+
+    def close(self):
+        self._alignments.close()
+        if self._feats is not None:
+            self._feats.close()

@@ -1,0 +1,261 @@
+"""asrkit-serve-examples as a library: one shard of a data dir, epoch after epoch, onto a ZeroMQ PUSH socket.
+
+Shard r of R (1-based, like Kaldi's JOB) is every R-th utterance of the
+C-sorted list starting at the r-th: strided rather than contiguous, so every
+shard holds utterances of every speaker.  Epoch e serves the shard in the
+order of a permutation drawn from (seed, r, e); the noisifier's seed changes
+with the epoch too, so an utterance gets a new style each pass.
+
+The PUSH socket's send high-water mark is the queue capacity: when the
+trainer does not keep up, the queue fills and sends block; the time spent
+blocked is the back-pressure the log reports (time before the first trainer
+connects is counted apart).  An utterance that cannot be read, featurized or
+paired with its alignment is skipped, counted and named once; it is not
+retried in later epochs.  A stop request (SIGTERM in the command) finishes the
+message in hand (it waits up to drain_seconds to queue it and as long again
+for the trainer to take what is queued: a trainer that is gone cannot) and
+returns.
+"""
+
+import dataclasses
+import json
+import logging
+import os
+import socket as socket_module
+import threading
+import time
+
+import numpy as np
+
+from asrkit.errors import AsrkitError
+from asrkit.serving.producer import ExampleProducer, SkipUtterance
+from asrkit.serving.security import check_bind_allowed, make_curve_server
+from asrkit.serving.wire import Handshake, encode_end, encode_example
+
+logger = logging.getLogger("asrkit.serving")
+
+MAX_NAMED = 20  # skipped utterances named in the log; later ones are only counted
+
+
+@dataclasses.dataclass
+class ServerOptions:
+    bind: str = "tcp://127.0.0.1:5570"
+    shard: tuple = (1, 1)  # (r, R), 1-based r
+    seed: int = 1
+    styles: str = None  # noise style config (asrkit.augment); None serves clean audio
+    from_feats: bool = False  # read feats.scp instead of featurizing audio
+    cmvn: str = None  # default <data-dir>/cmvn.h5
+    utt_list: str = None  # serve only these utterances (one id per line, first field)
+    queue_capacity: int = 32  # SNDHWM, in messages (utterances)
+    num_epochs: int = 0  # 0: until stopped
+    start_epoch: int = 0
+    max_utterances: int = 0  # 0: no limit (tests and benchmarks stop early with it)
+    allow_remote: bool = False
+    curve_secret_key: str = None
+    endpoint_file: str = None  # the bound address (and pid) written here, for whoever started us
+    max_length_mismatch: int = 1
+    num_threads: int = 1
+    babble_pool_size: int = 50
+    log_interval: float = 30.0
+    drain_seconds: float = 2.0  # after a stop request: how long the message in hand may wait for the trainer
+    end_linger_seconds: float = 10.0  # after the last epoch: how long queued messages may wait to be taken
+
+
+@dataclasses.dataclass
+class ServeResult:
+    endpoint: str
+    served: int
+    frames: int
+    skipped: dict  # utterance id -> reason (each counted once)
+    skip_events: int
+    epochs_done: int
+    blocked_seconds: float  # back-pressure: sends blocked on a full queue
+    waiting_seconds: float  # before the first message left (no trainer yet)
+    seconds: float
+    stopped: bool  # by a stop request, not by finishing
+
+
+def shard_utterances(utterance_ids, shard):
+    index, count = shard
+    if not 1 <= index <= count:
+        raise AsrkitError(f"shard {index}/{count}: expected 1 <= r <= R")
+    return list(utterance_ids)[index - 1 :: count]
+
+
+def epoch_order(utterance_ids, seed, shard, epoch):
+    permutation = np.random.default_rng([int(seed), int(shard[0]), int(epoch)]).permutation(len(utterance_ids))
+    return [utterance_ids[i] for i in permutation]
+
+
+def read_utt_list(path):
+    with open(path, encoding="utf-8") as handle:
+        return [line.split()[0] for line in handle if line.strip()]
+
+
+class ExampleServer:
+    def __init__(self, data_dir, ali_dir, options=None):
+        self.options = options or ServerOptions()
+        o = self.options
+        check_bind_allowed(o.bind, o.allow_remote, o.curve_secret_key)
+        if o.queue_capacity < 1:
+            raise AsrkitError("--queue-capacity must be at least 1")
+        self.stop_requested = threading.Event()
+        wanted = read_utt_list(o.utt_list) if o.utt_list else None
+        self.producer = ExampleProducer(data_dir, ali_dir, wanted, o.cmvn, o.from_feats, o.styles, o.seed,
+                                        o.max_length_mismatch, o.num_threads, o.babble_pool_size)
+        self.utterance_ids = shard_utterances(self.producer.utterance_ids, o.shard)
+        if self.producer.missing_alignment:
+            logger.warning("%d utterances have no alignment and are not served (first: %s)",
+                           len(self.producer.missing_alignment), ", ".join(self.producer.missing_alignment[:5]))
+        if not self.utterance_ids:
+            raise AsrkitError(f"shard {o.shard[0]}/{o.shard[1]} of {data_dir} has no utterance with an alignment")
+        self.handshake = Handshake(self.producer.feature_dim, self.producer.num_pdfs, self.producer.frame_shift_ms)
+        self.server_id = f"{socket_module.gethostname()}:{os.getpid()}:{o.shard[0]}/{o.shard[1]}"
+        self.producer.prepare_noisifier(self.utterance_ids)
+        self.endpoint = None
+        self._socket = None
+        self._reset_counts()
+
+    def _reset_counts(self):
+        self.served = self.frames = self.skip_events = 0
+        self.skipped = {}
+        self.blocked_seconds = self.waiting_seconds = 0.0
+
+    def request_stop(self):
+        """Thread- and signal-safe: finish the message in hand, then return from run()."""
+        self.stop_requested.set()
+
+    def _open_socket(self):
+        import zmq
+
+        context = zmq.Context.instance()
+        sock = context.socket(zmq.PUSH)
+        sock.setsockopt(zmq.SNDHWM, self.options.queue_capacity)
+        if self.options.curve_secret_key:
+            make_curve_server(sock, self.options.curve_secret_key)
+        try:
+            sock.bind(self.options.bind)
+        except zmq.ZMQError as error:
+            sock.close(0)
+            raise AsrkitError(f"cannot bind {self.options.bind}: {error}") from None
+        self.endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        self._socket = sock
+        if self.options.endpoint_file:
+            from asrkit.io.atomic import atomic_output
+
+            with atomic_output(self.options.endpoint_file) as out:
+                json.dump({"endpoint": self.endpoint, "pid": os.getpid(), "server_id": self.server_id}, out)
+                out.write("\n")
+
+    def _send(self, parts):
+        """Queue one message; False only when a stop request came and the queue stayed full for drain_seconds."""
+        import zmq
+
+        try:
+            self._socket.send_multipart(parts, zmq.NOBLOCK, copy=False)
+            return True
+        except zmq.Again:
+            pass
+        started = time.monotonic()
+        deadline = None
+        sent = False
+        while not sent:
+            if deadline is None and self.stop_requested.is_set():
+                deadline = time.monotonic() + self.options.drain_seconds
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            if self._socket.poll(100, zmq.POLLOUT):
+                try:
+                    self._socket.send_multipart(parts, zmq.NOBLOCK, copy=False)
+                    sent = True
+                except zmq.Again:
+                    continue
+        blocked = time.monotonic() - started
+        if self.served == 0:
+            self.waiting_seconds += blocked
+        else:
+            self.blocked_seconds += blocked
+        return sent
+
+    def _skip(self, utterance_id, reason):
+        self.skip_events += 1
+        if utterance_id not in self.skipped:
+            self.skipped[utterance_id] = reason
+            if len(self.skipped) <= MAX_NAMED:
+                logger.warning("skipping utterance %s: %s", utterance_id, reason)
+            elif len(self.skipped) == MAX_NAMED + 1:
+                logger.warning("more utterances skipped; only counted from now on")
+
+    def _log_progress(self, epoch, started):
+        wall = max(time.monotonic() - started, 1e-9)
+        logger.info("epoch %d: served %d utterances (%d frames, %.0f frames/s), skipped %d; blocked %.1f s "
+                    "(%.0f%% of the time after the first send)", epoch + 1, self.served, self.frames,
+                    self.frames / wall, len(self.skipped), self.blocked_seconds,
+                    100.0 * self.blocked_seconds / max(wall - self.waiting_seconds, 1e-9))
+
+    def run(self):
+        """Serve until the epochs or max_utterances are done, or a stop request; returns a ServeResult."""
+        o = self.options
+        started = time.monotonic()
+        self._open_socket()
+        logger.info("serving shard %d/%d (%d utterances) of %s on %s (%s); %d-dim features, %d pdfs, %g ms "
+                    "frames; queue capacity %d", o.shard[0], o.shard[1], len(self.utterance_ids),
+                    self.producer.data_dir, self.endpoint, "CURVE" if o.curve_secret_key else "plain",
+                    self.handshake.feature_dim, self.handshake.num_pdfs, self.handshake.frame_shift_ms,
+                    o.queue_capacity)
+        epoch = o.start_epoch
+        finished = False
+        last_log = started
+        try:
+            while not self.stop_requested.is_set() and not finished:
+                if o.num_epochs and epoch >= o.num_epochs:
+                    finished = True
+                    break
+                for utterance_id in epoch_order(self.utterance_ids, o.seed, o.shard, epoch):
+                    if self.stop_requested.is_set():
+                        break
+                    if utterance_id in self.skipped:
+                        continue
+                    try:
+                        features, targets, _ = self.producer.produce(utterance_id, epoch)
+                    except SkipUtterance as skip:
+                        self._skip(utterance_id, str(skip))
+                        continue
+                    message = encode_example(utterance_id, features, targets, epoch, self.server_id, o.shard,
+                                             self.handshake)
+                    if not self._send(message):
+                        logger.warning("stop requested and the trainer took nothing for %.0f s: dropped %s",
+                                       o.drain_seconds, utterance_id)
+                        break
+                    self.served += 1
+                    self.frames += len(features)
+                    if time.monotonic() - last_log >= o.log_interval:
+                        last_log = time.monotonic()
+                        self._log_progress(epoch, started)
+                    if o.max_utterances and self.served >= o.max_utterances:
+                        finished = True
+                        break
+                else:
+                    if len(self.skipped) == len(self.utterance_ids):
+                        raise AsrkitError(f"every one of the {len(self.utterance_ids)} utterances of shard "
+                                          f"{o.shard[0]}/{o.shard[1]} was skipped (see the warnings above)")
+                    epoch += 1
+            if finished:
+                self._send(encode_end(self.server_id, o.shard, served=self.served, skipped=len(self.skipped),
+                                      epochs=epoch - o.start_epoch))
+            self._log_progress(min(epoch, max(o.num_epochs - 1, o.start_epoch)) if o.num_epochs else epoch, started)
+        finally:
+            self.close()
+        return ServeResult(self.endpoint, self.served, self.frames, dict(self.skipped), self.skip_events,
+                           epoch - o.start_epoch, self.blocked_seconds, self.waiting_seconds,
+                           time.monotonic() - started, self.stop_requested.is_set() and not finished)
+
+    def close(self):
+        if self._socket is not None:
+            # A finished server lets the trainer take what is still queued; a stopped one does not wait long.
+            seconds = self.options.drain_seconds if self.stop_requested.is_set() else self.options.end_linger_seconds
+            self._socket.close(linger=int(seconds * 1000))
+            self._socket = None
+        if self.options.endpoint_file and os.path.exists(self.options.endpoint_file):
+            os.remove(self.options.endpoint_file)
+        self.producer.close()

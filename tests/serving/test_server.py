@@ -1,0 +1,104 @@
+"""ExampleServer and ServerExamples over loopback: shard order, epochs, skips, handshake, CURVE."""
+
+import os
+
+import numpy as np
+import pytest
+
+from asrkit.errors import AsrkitError
+from asrkit.frontend.cmvn import CmvnStats
+from asrkit.io.table import TableReader
+from asrkit.serving.client import ServerExamples
+from asrkit.serving.server import ExampleServer, ServerOptions, epoch_order, shard_utterances
+from asrkit.serving.wire import Handshake
+
+NUM_PDFS = 6  # the audio_corpus fixture's
+HANDSHAKE = Handshake(512, NUM_PDFS, 30.0)
+
+
+def take(source, count):
+    examples = []
+    for example in source:
+        examples.append(example)
+        if len(examples) == count:
+            break
+    return examples
+
+
+def test_a_server_serves_its_shard_in_seeded_epochs_and_skips_an_unreadable_utterance(audio_corpus, run_server, free_endpoint):
+    data_dir, ali_dir = audio_corpus
+    with TableReader(os.path.join(data_dir, "feats.scp")) as feats:
+        all_ids = feats.keys()
+        reference = {utt: feats[utt] for utt in all_ids}
+    mine = shard_utterances(all_ids, (2, 2))
+    assert mine == all_ids[1::2] and len(mine) == 4
+    with open(os.path.join(data_dir, "wav.scp")) as handle:
+        broken = dict(line.split() for line in handle)[mine[0]]
+    with open(broken, "wb") as handle:
+        handle.write(b"RIFF\x00\x00")  # truncated after featurizing: unreadable now
+    endpoint = free_endpoint()
+    server = ExampleServer(data_dir, ali_dir, ServerOptions(bind=endpoint, shard=(2, 2), seed=5, num_epochs=2))
+    threaded = run_server(server)
+    source = ServerExamples(HANDSHAKE, [endpoint], expected_servers=1, receive_timeout=30)
+    try:
+        examples = list(source)
+    finally:
+        source.close()
+    threaded.thread.join(10)
+    assert threaded.error is None and threaded.result is not None
+    served = [example.utterance_id for example in examples]
+    readable = [u for u in mine if u != mine[0]]
+    expected = [u for e in range(2) for u in epoch_order(mine, 5, (2, 2), e) if u != mine[0]]
+    assert served == expected and sorted(served[:3]) == sorted(readable)
+    assert threaded.result.served == 6 and list(threaded.result.skipped) == [mine[0]]
+    assert threaded.result.skip_events == 1  # not retried in the second epoch
+    cmvn = CmvnStats.read(os.path.join(data_dir, "cmvn.h5"))
+    for example in examples[:3]:
+        # Featurized on the fly with the data dir's config, normalised with its CMVN: as the table.
+        np.testing.assert_allclose(example.features, cmvn.normalize(reference[example.utterance_id]), atol=2e-3)
+        assert example.targets.max() < NUM_PDFS
+    assert source.received == {server.server_id: 6} and source.epoch == 1
+
+
+def test_a_mismatching_server_is_refused_with_both_values(audio_corpus, run_server, free_endpoint):
+    data_dir, ali_dir = audio_corpus
+    endpoint = free_endpoint()
+    run_server(ExampleServer(data_dir, ali_dir, ServerOptions(bind=endpoint, max_utterances=3, from_feats=True)))
+    source = ServerExamples(Handshake(512, NUM_PDFS + 4, 30.0), [endpoint], receive_timeout=30)
+    try:
+        with pytest.raises(AsrkitError, match=f"num_pdfs {NUM_PDFS} \\(server\\) vs {NUM_PDFS + 4} \\(trainer\\)"):
+            take(source, 1)
+    finally:
+        source.close()
+
+
+def test_curve_needs_the_server_public_key(audio_corpus, run_server, free_endpoint, tmp_path):
+    from asrkit.serving.security import write_key_pair
+
+    data_dir, ali_dir = audio_corpus
+    public, secret = write_key_pair(str(tmp_path / "keys"))
+    other_public, _ = write_key_pair(str(tmp_path / "other"))
+    endpoint = free_endpoint()
+    run_server(ExampleServer(data_dir, ali_dir, ServerOptions(bind=endpoint, curve_secret_key=secret,
+                                                              from_feats=True)))
+    for key, message in ((None, "requires CURVE encryption"), (other_public, "not the one of the server")):
+        source = ServerExamples(HANDSHAKE, [endpoint], server_public_key=key, receive_timeout=15)
+        try:
+            with pytest.raises(AsrkitError, match=message):
+                take(source, 1)
+        finally:
+            source.close()
+    source = ServerExamples(HANDSHAKE, [endpoint], server_public_key=public, receive_timeout=15)
+    try:
+        examples = take(source, 3)
+    finally:
+        source.close()
+    assert len(examples) == 3 and examples[0].features.shape[1] == 512
+
+
+def test_binding_beyond_loopback_needs_the_flag_and_a_key(audio_corpus):
+    data_dir, ali_dir = audio_corpus
+    with pytest.raises(AsrkitError, match="not a loopback address"):
+        ExampleServer(data_dir, ali_dir, ServerOptions(bind="tcp://0.0.0.0:5999"))
+    with pytest.raises(AsrkitError, match="needs --curve-secret-key"):
+        ExampleServer(data_dir, ali_dir, ServerOptions(bind="tcp://*:5999", allow_remote=True))

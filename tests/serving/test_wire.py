@@ -1,0 +1,56 @@
+"""The wire format: a SequenceExample per utterance round-trips exactly; malformed input is refused."""
+
+import json
+
+import numpy as np
+import pytest
+
+from asrkit.serving.wire import (END_KIND, EXAMPLE_KIND, Handshake, WireError, check_kind, decode_end,
+                                 decode_example, encode_end, encode_example)
+
+HANDSHAKE = Handshake(feature_dim=7, num_pdfs=11, frame_shift_ms=30.0)
+
+
+def test_example_round_trip():
+    rng = np.random.default_rng(0)
+    features = rng.standard_normal((23, 7)).astype(np.float32)
+    targets = rng.integers(0, 11, 23).astype(np.int32)
+    kind, payload = encode_example("spk1-utt ü", features, targets, 3, "host:12:2/4", (2, 4), HANDSHAKE)
+    assert kind == EXAMPLE_KIND
+    served = decode_example(payload)
+    assert served.utterance_id == "spk1-utt ü" and served.epoch == 3 and served.shard == (2, 4)
+    assert served.server_id == "host:12:2/4" and served.handshake == HANDSHAKE
+    np.testing.assert_array_equal(served.features, features)
+    np.testing.assert_array_equal(served.targets, targets)
+    assert served.features.dtype == np.float32 and served.targets.dtype == np.int32
+
+
+def test_tensorflow_parses_the_same_message():
+    import tensorflow as tf
+
+    features = np.arange(12, dtype=np.float32).reshape(4, 3)
+    _, payload = encode_example("u", features, [0, 1, 2, 1], 0, "s", (1, 1), Handshake(3, 5, 30.0))
+    context, lists = tf.io.parse_single_sequence_example(
+        payload, context_features={"num_frames": tf.io.FixedLenFeature([], tf.int64)},
+        sequence_features={"features": tf.io.FixedLenSequenceFeature([], tf.string),
+                           "targets": tf.io.FixedLenSequenceFeature([], tf.int64)})
+    assert int(context["num_frames"]) == 4
+    np.testing.assert_array_equal(tf.io.decode_raw(lists["features"], tf.float32).numpy(), features)
+    np.testing.assert_array_equal(lists["targets"].numpy(), [0, 1, 2, 1])
+
+
+def test_end_message_is_json_and_malformed_messages_are_refused():
+    kind, payload = encode_end("s", (1, 2), served=5)
+    assert kind == END_KIND and decode_end(payload) == {"server_id": "s", "shard": [1, 2], "served": 5}
+    with pytest.raises(WireError, match="unknown message kind"):
+        check_kind([b"pickle", b"\x80\x04"])
+    with pytest.raises(WireError, match="2"):
+        check_kind([EXAMPLE_KIND])
+    with pytest.raises(WireError):
+        decode_example(b"\xff\xff not a protobuf")
+    with pytest.raises(WireError, match="malformed end"):
+        decode_end(b"\x80\x04pickle")
+    _, payload = encode_example("u", np.zeros((2, 3), np.float32), [0, 0], 0, "s", (1, 1), Handshake(4, 5, 30.0))
+    with pytest.raises(WireError, match="feature bytes"):
+        decode_example(payload)  # the frames hold 3 floats, the handshake claims 4
+    assert json.loads(encode_end("s", (1, 1))[1])["shard"] == [1, 1]

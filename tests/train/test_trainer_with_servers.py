@@ -1,0 +1,68 @@
+"""train_ce with --example-servers local:N: same learning as in-process, a killed server is restarted."""
+
+import json
+import os
+import signal
+import threading
+import time
+
+from asrkit.train.trainer import TrainOptions, train_ce
+
+TINY = {"num_layers": 1, "num_cells": 16, "label_delay": 2}
+
+
+def options(**params):
+    servers = params.pop("example_servers", None)
+    base = {"num_streams": 4, "unroll": 8, "num_epochs": 0, "max_steps": 20, "log_every": 20, "valid_every": 0,
+            "checkpoint_every": 0, "learning_rate": 0.1, "valid_utts": 2}
+    base.update(params)
+    return TrainOptions(model="lstm", model_overrides=dict(TINY), params=base, example_servers=servers,
+                        server_from_feats=True, server_receive_timeout=60)
+
+
+def test_local_servers_train_like_the_in_process_path(corpus, tmp_path):
+    data_dir, ali_dir, _ = corpus(num_utts=20)
+    in_process = train_ce(data_dir, ali_dir, str(tmp_path / "tables"), options(max_steps=100))
+    served = train_ce(data_dir, ali_dir, str(tmp_path / "served"), options(max_steps=100, example_servers="local:2"))
+    assert served.steps == 100 and served.apr == 0.0
+    assert served.loss < 0.6 and abs(served.loss - in_process.loss) < 0.25 * in_process.loss + 0.05
+    assert served.frame_accuracy > 0.7 and 0 < served.t_session <= 1
+    assert len(served.example_servers["received"]) == 2 and served.example_servers["restarts"] == 0
+    train_utts = open(tmp_path / "served" / "servers" / "train_utts").read().split()
+    assert len(train_utts) == 18  # the two held-out utterances are not served
+    for index in (1, 2):
+        log = open(tmp_path / "served" / "log" / f"serve.{index}.log").read()
+        assert "command line:" in log and f"--shard {index}/2" in log
+        assert "asrkit-serve-examples summary: status=ok" in log and "stopped=signal" in log
+    assert os.listdir(tmp_path / "served" / "servers") == ["train_utts"]  # endpoint files removed on exit
+
+
+def test_a_killed_server_is_restarted_and_training_goes_on(corpus, tmp_path):
+    data_dir, ali_dir, _ = corpus(num_utts=20)
+    exp_dir = tmp_path / "exp"
+    endpoint_file = exp_dir / "servers" / "serve.1.endpoint"
+    killed = []
+
+    def kill_server_1():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not endpoint_file.exists():
+            time.sleep(0.05)
+        time.sleep(0.5)  # let it serve a little
+        pid = json.loads(endpoint_file.read_text())["pid"]
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+
+    killer = threading.Thread(target=kill_server_1, daemon=True)
+    killer.start()
+    # Enough steps to outlast the restart (a new process imports TensorFlow: a few seconds).
+    result = train_ce(data_dir, ali_dir, str(exp_dir), options(max_steps=4000, example_servers="local:2",
+                                                               log_every=500))
+    killer.join(5)
+    assert killed and result.steps == 4000
+    assert result.example_servers["restarts"] == 1
+    log = open(exp_dir / "log" / "serve.1.log").read()
+    assert log.count("command line:") == 2  # the first process and its replacement, appended
+    # The replacement (another pid, same shard) delivered examples before training ended.
+    replacements = [server for server in result.example_servers["received"]
+                    if server.endswith(":1/2") and f":{killed[0]}:" not in server]
+    assert replacements, result.example_servers

@@ -449,6 +449,11 @@ def train_ce(data_dir, ali_dir, exp_dir, options=None):
         source.close()
         writer.flush()
     validate()
+    if latest and step == resumed_from:
+        logger.info("training had already finished at step %d (its checkpoint is the last); exporting it again "
+                    "(--no-resume trains afresh)", step)
+    # A run resumed at the very end restores the input position past the last epoch.
+    epochs_done = min(epoch + 1, params.num_epochs) if params.num_epochs else epoch + 1
 
     model_dir = write_model_dir(
         os.path.join(exp_dir, "final"), net, net_config, data.pdf_counts, data.feature_config_path, data.cmvn_path,
@@ -461,7 +466,7 @@ def train_ce(data_dir, ali_dir, exp_dir, options=None):
     logger.info("exported the model to %s", model_dir)
     loop_seconds = max(time.monotonic() - loop_started, 1e-9)
     return TrainResult(
-        steps=step, epochs=epoch + 1 if step else 0, frames=total_frames, loss=last_values["loss"],
+        steps=step, epochs=epochs_done if step else 0, frames=total_frames, loss=last_values["loss"],
         frame_accuracy=last_values["frame_accuracy"], valid_accuracy=valid_accuracy, apr=padding.mean,
         apr_stddev=padding.stddev, frames_per_second=total_frames / loop_seconds,
         t_session=step_seconds_total / loop_seconds, skipped=len(data.skipped), resumed_from=resumed_from,

@@ -16,7 +16,8 @@
 #         2 dictionary -> data/local/dict; 3 noisy dev/test copies -> data/{dev,test}_noisy;
 #         4 lang dir, bigram (sequence training) and trigram (decoding) LMs -> data/lang{,_bigram,_test};
 #         5 features (+ CMVN of train) -> exp/feats; 6 flat start, monophone CE training, realignment
-#         -> exp/mono*; 7 decision tree, tree alignments, CE training of the LSTM -> exp/tree, exp/lstm_ce;
+#         -> exp/mono*; 7 decision tree, tree alignments, multi-style CE training of the LSTM with an
+#         example server noisifying on the fly -> exp/tree, exp/lstm_ce;
 #         8 graph, decoding and scoring of test and test_noisy -> exp/lstm_ce/decode_*.
 # Every stage can be rerun; stage 1 resumes, skipping utterances whose audio is already there.
 set -euo pipefail
@@ -145,7 +146,10 @@ if [ "$stage" -le 7 ] && [ "$stop_stage" -ge 7 ]; then
   echo "== stage 7: decision tree, tree alignments, CE training of the LSTM -> $exp/lstm_ce ==" >&2
   build_tree --num-leaves "$num_leaves" "$data/train" "$data/lang" "$exp/mono_ali2" "$exp/tree"
   convert_ali "$exp/tree" "$exp/mono_ali2" "$exp/tree_ali"
+  # Multi-style training (seed 000): an example server noisifies and featurizes every utterance
+  # on the fly, with a new style each epoch, and streams it to the trainer.
   asrkit-train-ce "${train_options[@]}" --model-param num_cells="$ce_cells" --num-epochs "$ce_epochs" \
+    --example-servers local:1 --server-styles conf/noise_styles.json \
     "$data/train" "$exp/tree_ali" "$exp/lstm_ce"
 fi
 

@@ -83,3 +83,28 @@ def espeak_wav(tmp_path_factory):
 
         samples = resample_poly(samples, 16000, rate).astype(np.float32)
     return samples
+
+
+@pytest.fixture
+def featurized_corpus(make_data_dir, tmp_path):
+    """featurized_corpus(durations, num_pdfs) -> (data_dir, ali_dir): a featurized data dir with CMVN and
+    an ali dir whose labels the features carry (each frame's loudness, in num_pdfs levels)."""
+
+    def make(durations, num_pdfs=6):
+        from asrkit.frontend.featurize import FeaturizeOptions, featurize_data_dir
+        from asrkit.io.table import ShardWriter, TableReader, write_scp
+
+        data_dir = make_data_dir(durations)
+        featurize_data_dir(data_dir, str(tmp_path / "feats"), options=FeaturizeOptions(compute_cmvn=True))
+        ali_dir = tmp_path / "ali"
+        shard = str(ali_dir / "ali.1.h5")
+        with TableReader(os.path.join(data_dir, "feats.scp")) as feats, ShardWriter(shard) as ali:
+            for utt, features in feats.items():
+                energy = features.mean(axis=1)
+                edges = np.quantile(energy, np.linspace(0, 1, num_pdfs + 1)[1:-1])
+                ali.write(utt, np.searchsorted(edges, energy).astype(np.int32))
+        write_scp(str(ali_dir / "ali.scp"), [shard])
+        (ali_dir / "num_pdfs").write_text(f"{num_pdfs}\n")
+        return data_dir, str(ali_dir)
+
+    return make

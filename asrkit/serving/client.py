@@ -23,6 +23,7 @@ import time
 from asrkit.errors import AsrkitError
 from asrkit.serving.wire import END_KIND, WireError, check_kind, decode_end, decode_example
 from asrkit.train.examples import Example
+from asrkit.train.prefetch import put_unless_stopped
 
 logger = logging.getLogger("asrkit.serving")
 
@@ -194,13 +195,7 @@ class ServerExamples:
         return Example(served.utterance_id, served.features, served.targets)
 
     def _put(self, item):
-        while not self._stop.is_set():
-            try:
-                self._queue.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
+        return put_unless_stopped(self._queue, item, self._stop)
 
     def _receive(self):
         import zmq

@@ -17,6 +17,21 @@ class _Failure:
         self.error = error
 
 
+def put_unless_stopped(target_queue, item, stop):
+    """Put `item` on a bounded queue, waiting while it is full, unless `stop` (an Event) is set first.
+
+    Returns whether the item went in.  A plain blocking put would keep a producer thread alive
+    forever once its consumer has stopped reading.
+    """
+    while not stop.is_set():
+        try:
+            target_queue.put(item, timeout=0.1)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
 class Prefetcher:
     def __init__(self, batches, capacity=4):
         self.capacity = capacity
@@ -26,13 +41,7 @@ class Prefetcher:
         self._thread.start()
 
     def _put(self, item):
-        while not self._stop.is_set():
-            try:
-                self._queue.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
+        return put_unless_stopped(self._queue, item, self._stop)
 
     def _fill(self, batches):
         try:

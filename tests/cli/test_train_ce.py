@@ -3,32 +3,13 @@
 import json
 import os
 
-import numpy as np
 from click.testing import CliRunner
 
 from asrkit.cli.train_ce import main
-from asrkit.frontend.featurize import FeaturizeOptions, featurize_data_dir
-from asrkit.io.table import ShardWriter, TableReader, write_scp
 
 
-def featurized_with_alignments(make_data_dir, tmp_path, num_pdfs=6):
-    data_dir = make_data_dir({f"spk{s}-{u}": 0.6 + 0.15 * u for s in range(2) for u in range(4)})
-    featurize_data_dir(data_dir, str(tmp_path / "feats"), options=FeaturizeOptions(compute_cmvn=True))
-    ali_dir = tmp_path / "ali"
-    shard = str(ali_dir / "ali.1.h5")
-    with TableReader(os.path.join(data_dir, "feats.scp")) as feats, ShardWriter(shard) as ali:
-        for utt, features in feats.items():
-            # Labels that the features carry: the loudness of the frame, in num_pdfs levels.
-            energy = features.mean(axis=1)
-            edges = np.quantile(energy, np.linspace(0, 1, num_pdfs + 1)[1:-1])
-            ali.write(utt, np.searchsorted(edges, energy).astype(np.int32))
-    write_scp(str(ali_dir / "ali.scp"), [shard])
-    (ali_dir / "num_pdfs").write_text(f"{num_pdfs}\n")
-    return data_dir, str(ali_dir)
-
-
-def test_train_ce_cli_trains_checkpoints_exports_and_resumes(make_data_dir, tmp_path):
-    data_dir, ali_dir = featurized_with_alignments(make_data_dir, tmp_path)
+def test_train_ce_cli_trains_checkpoints_exports_and_resumes(featurized_corpus, tmp_path):
+    data_dir, ali_dir = featurized_corpus({f"spk{s}-{u}": 0.6 + 0.15 * u for s in range(2) for u in range(4)})
     exp_dir = tmp_path / "exp"
     args = [data_dir, ali_dir, str(exp_dir), "--model-param", "num_cells=8", "--model-param", "num_layers=1",
             "--num-streams", "2", "--unroll", "5", "--max-steps", "6", "--num-epochs", "0", "--log-every", "2",

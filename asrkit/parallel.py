@@ -12,10 +12,12 @@ import logging
 import multiprocessing
 import os
 import queue
+import shutil
 import threading
 from concurrent.futures import ProcessPoolExecutor
 
 from asrkit.errors import AsrkitError
+from asrkit.io.atomic import atomic_output
 from asrkit.logs import DATE_FORMAT, LOG_FORMAT, Progress
 
 
@@ -53,6 +55,36 @@ def split_evenly(items, num_parts):
         parts.append(items[start : start + size])
         start += size
     return parts
+
+
+def remove_outputs_of_extra_jobs(directory, num_jobs, patterns):
+    """Delete what jobs num_jobs+1, num_jobs+2, ... of an earlier run with more jobs left in `directory`.
+
+    `patterns` name a job's outputs with `{}` for its number ("feats.{}.h5", "shard.{}"; a
+    directory goes whole).  Without this, a rerun with fewer jobs would index or merge them.
+    Stops at the first job number with no output.
+    """
+    for job in range(num_jobs + 1, 1_000_000):
+        paths = [os.path.join(directory, pattern.format(job)) for pattern in patterns]
+        paths = [path for path in paths if os.path.lexists(path)]
+        if not paths:
+            return
+        for path in paths:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.remove(path)
+
+
+def merge_job_text_files(paths, output):
+    """Concatenate per-job `key ...` text files into `output`, sorted by key in C order, atomically."""
+    lines = []
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            lines.extend(line for line in handle if line.strip())
+    lines.sort(key=lambda line: line.split(maxsplit=1)[0].encode("utf-8"))
+    with atomic_output(output) as out:
+        out.writelines(lines)
 
 
 def job_logger(job, description):

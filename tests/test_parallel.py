@@ -53,3 +53,17 @@ def test_failing_jobs_in_worker_processes_are_named_with_their_log_tail(tmp_path
     message = str(caught.value)
     assert "2 of 2 divide jobs failed (job 1, 2)" in message
     assert "divide.1.log" in message and "TypeError" in message
+
+
+def test_outputs_of_extra_jobs_are_removed_and_job_texts_merged(tmp_path):
+    from asrkit.parallel import merge_job_text_files, remove_outputs_of_extra_jobs
+
+    for job in (1, 2, 3):
+        (tmp_path / f"hyp.{job}.txt").write_text(f"utt{4 - job} words of job {job}\n\n")
+    (tmp_path / "shard.3").mkdir()
+    (tmp_path / "shard.3" / "a.wav").write_bytes(b"")
+    (tmp_path / "hyp.5.txt").write_text("past a gap: the scan stops at job 4, which left nothing\n")
+    remove_outputs_of_extra_jobs(str(tmp_path), 2, ["hyp.{}.txt", "shard.{}"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hyp.1.txt", "hyp.2.txt", "hyp.5.txt"]
+    merge_job_text_files([str(tmp_path / "hyp.1.txt"), str(tmp_path / "hyp.2.txt")], str(tmp_path / "hyp.txt"))
+    assert (tmp_path / "hyp.txt").read_text() == "utt2 words of job 2\nutt3 words of job 1\n"

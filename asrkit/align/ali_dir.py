@@ -28,6 +28,7 @@ from asrkit.hmm.num_pdfs import read_num_pdfs_file
 from asrkit.hmm.tree import ContextDependency
 from asrkit.io.atomic import atomic_output
 from asrkit.io.table import ShardWriter, TableReader, shard_path, write_scp
+from asrkit.parallel import merge_job_text_files, remove_outputs_of_extra_jobs
 
 PDF_TABLE, PHONE_TABLE = "ali", "phone_ali"
 PHONE_STARTS = "phone_starts"
@@ -81,23 +82,8 @@ def remove_stale_job_outputs(ali_dir, num_jobs):
     for name in (f"{PDF_TABLE}.scp", f"{PHONE_TABLE}.scp", "num_pdfs"):
         if os.path.exists(os.path.join(ali_dir, name)):
             os.remove(os.path.join(ali_dir, name))
-    for stale in range(num_jobs + 1, 100_000):
-        names = [f"{PDF_TABLE}.{stale}.h5", f"{PHONE_TABLE}.{stale}.h5"] + [f"{n}.{stale}.txt" for n in TEXT_OUTPUTS]
-        paths = [os.path.join(ali_dir, name) for name in names if os.path.exists(os.path.join(ali_dir, name))]
-        if not paths:
-            break
-        for path in paths:
-            os.remove(path)
-
-
-def _merge_text(ali_dir, name, num_jobs):
-    lines = []
-    for index in range(1, num_jobs + 1):
-        with open(os.path.join(ali_dir, f"{name}.{index}.txt"), encoding="utf-8") as handle:
-            lines += [line for line in handle if line.strip()]
-    lines.sort(key=lambda line: line.split(maxsplit=1)[0].encode("utf-8"))
-    with atomic_output(os.path.join(ali_dir, f"{name}.txt")) as out:
-        out.writelines(lines)
+    remove_outputs_of_extra_jobs(ali_dir, num_jobs, [f"{PDF_TABLE}.{{}}.h5", f"{PHONE_TABLE}.{{}}.h5"]
+                                 + [f"{name}.{{}}.txt" for name in TEXT_OUTPUTS])
 
 
 def finish_ali_dir(ali_dir, num_jobs, tree, phones_path, topo_path, info):
@@ -106,7 +92,8 @@ def finish_ali_dir(ali_dir, num_jobs, tree, phones_path, topo_path, info):
         write_scp(os.path.join(ali_dir, f"{table}.scp"),
                   [shard_path(ali_dir, table, index) for index in range(1, num_jobs + 1)])
     for name in TEXT_OUTPUTS:
-        _merge_text(ali_dir, name, num_jobs)
+        merge_job_text_files([os.path.join(ali_dir, f"{name}.{index}.txt") for index in range(1, num_jobs + 1)],
+                             os.path.join(ali_dir, f"{name}.txt"))
     tree.write(os.path.join(ali_dir, "tree.json"))
     shutil.copyfile(phones_path, os.path.join(ali_dir, "phones.txt"))
     shutil.copyfile(topo_path, os.path.join(ali_dir, "topo"))

@@ -27,7 +27,6 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 import time
 
 import soundfile
@@ -41,7 +40,7 @@ from asrkit.data.kaldi_files import c_sorted, spk2utt_from_utt2spk, write_kaldi_
 from asrkit.data.validate import validate_data_dir
 from asrkit.errors import AsrkitError, AudioError
 from asrkit.io.atomic import atomic_output, atomic_path
-from asrkit.parallel import run_jobs, split_evenly
+from asrkit.parallel import remove_outputs_of_extra_jobs, run_jobs, split_evenly
 
 logger = logging.getLogger("asrkit.noisify")
 
@@ -267,11 +266,7 @@ def noisify_data_dir(data_dir, out_dir, config, options=None):
     parts = split_evenly(utterance_ids, options.nj)
     jobs = [NoisifyJob(index, os.fspath(data_dir), out_dir, audio_dir, part, babble_ids, config_data, config.source,
                        fingerprint, options) for index, part in enumerate(parts, 1)]
-    for stale in range(len(jobs) + 1, 10_000):
-        stale_dir = os.path.join(audio_dir, f"shard.{stale}")
-        if not os.path.isdir(stale_dir):
-            break
-        shutil.rmtree(stale_dir)
+    remove_outputs_of_extra_jobs(audio_dir, len(jobs), ["shard.{}"])
     logger.info("noisifying %d utterances of %s in %d jobs with seed %d (logs: %s/log/noisify.JOB.log)",
                 len(utterance_ids), data_dir, len(jobs), options.seed, out_dir)
     results = run_jobs(run_job, jobs, len(jobs), "noisify", lambda job: len(job.utterance_ids), logger)

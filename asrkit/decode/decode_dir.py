@@ -31,7 +31,7 @@ from asrkit.graph.symbols import SymbolTable
 from asrkit.hmm.num_pdfs import read_num_pdfs_file
 from asrkit.io.atomic import atomic_output
 from asrkit.io.table import ShardWriter, shard_path, write_scp
-from asrkit.parallel import run_jobs, split_evenly
+from asrkit.parallel import merge_job_text_files, remove_outputs_of_extra_jobs, run_jobs, split_evenly
 
 logger = logging.getLogger("asrkit.decode")
 
@@ -203,16 +203,6 @@ def run_decode_job(job, context):
     return DecodeJobResult(job.index, statuses, frames, busy, sweep)
 
 
-def _merge_text_files(paths, output):
-    lines = []
-    for path in paths:
-        with open(path, encoding="utf-8") as handle:
-            lines.extend(line for line in handle if line.strip())
-    lines.sort(key=lambda line: line.split(maxsplit=1)[0].encode("utf-8"))
-    with atomic_output(output) as out:
-        out.writelines(lines)
-
-
 def _score(data_dir, graph_dir, decode_dir, options, results, result):
     from asrkit.scoring import read_kaldi_text, score_texts, wer_lines, write_score_dir
     from asrkit.scoring.report import format_wer_line
@@ -288,23 +278,14 @@ def decode_data_dir(graph_dir, model_dir, data_dir, decode_dir, source, options=
         DecodeJob(index, graph_dir, decode_dir, part, source, options, make_lattices, lm_weights)
         for index, part in enumerate(split_evenly(utterance_ids, options.nj), 1)
     ]
-    for stale in range(len(jobs) + 1, 10_000):
-        # Outputs of an earlier run with more jobs would be merged otherwise.
-        found = False
-        for name in (f"hyp.{stale}.txt", f"costs.{stale}.txt", f"lat.{stale}.h5"):
-            path = os.path.join(decode_dir, name)
-            if os.path.exists(path):
-                os.remove(path)
-                found = True
-        if not found:
-            break
+    remove_outputs_of_extra_jobs(decode_dir, len(jobs), ["hyp.{}.txt", "costs.{}.txt", "lat.{}.h5"])
     logger.info("decoding %d utterances of %s with %s (%d pdfs, %s) in %d jobs (logs: %s/log/decode.JOB.log)",
                 len(utterance_ids), data_dir, graph_dir, num_pdfs, source.describe(), len(jobs), decode_dir)
     results = run_jobs(run_decode_job, jobs, options.nj, "decode", lambda job: len(job.utterance_ids), logger)
 
-    _merge_text_files([os.path.join(decode_dir, f"hyp.{job.index}.txt") for job in jobs],
+    merge_job_text_files([os.path.join(decode_dir, f"hyp.{job.index}.txt") for job in jobs],
                       os.path.join(decode_dir, "hyp.txt"))
-    _merge_text_files([os.path.join(decode_dir, f"costs.{job.index}.txt") for job in jobs],
+    merge_job_text_files([os.path.join(decode_dir, f"costs.{job.index}.txt") for job in jobs],
                       os.path.join(decode_dir, "costs.txt"))
     if options.write_lattices:
         write_scp(os.path.join(decode_dir, "lat.scp"),

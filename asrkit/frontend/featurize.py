@@ -24,7 +24,7 @@ from asrkit.frontend.cmvn import CmvnStats
 from asrkit.frontend.config import FeatureConfig
 from asrkit.io.atomic import atomic_output
 from asrkit.io.table import ShardWriter, TableReader, read_shard_attrs, shard_path, write_scp
-from asrkit.parallel import run_jobs, split_evenly
+from asrkit.parallel import remove_outputs_of_extra_jobs, run_jobs, split_evenly
 
 logger = logging.getLogger("asrkit.featurize")
 
@@ -245,11 +245,7 @@ def featurize_data_dir(data_dir, feat_dir, config=None, options=None):
         if os.path.exists(stale_output):
             os.remove(stale_output)
     # Shards of an earlier run with more jobs would otherwise linger and be indexed.
-    for stale in range(len(jobs) + 1, 10_000):
-        path = shard_path(feat_dir, TABLE_NAME, stale)
-        if not os.path.exists(path):
-            break
-        os.remove(path)
+    remove_outputs_of_extra_jobs(feat_dir, len(jobs), [f"{TABLE_NAME}.{{}}.h5"])
     logger.info(
         "featurizing %d utterances of %s in %d jobs (logs: %s/log/featurize.JOB.log)",
         len(utterance_ids), data_dir, len(jobs), feat_dir,

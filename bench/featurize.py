@@ -72,7 +72,7 @@ def best_time(function, repeats):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=600.0, help="total audio, in utterances of 2-12 s")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=7, help="interleaved timing rounds")
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
@@ -102,19 +102,26 @@ def main():
     kaldi = kaldi_fbank_factory(plain)
     utterances64 = [u.astype(np.float64) for u in utterances]
 
-    timings = {
-        "asrkit (TensorFlow, batched, stacked)": best_time(
-            lambda: [extractor.compute_batch(b) for b in batches], args.repeats),
-        "asrkit (TensorFlow, one utterance at a time)": best_time(
-            lambda: [extractor(u) for u in utterances], args.repeats),
-        "kaldi-native-fbank": best_time(lambda: [kaldi(u) for u in utterances], args.repeats),
-        "plain NumPy": best_time(lambda: [numpy_fbank(u, plain, window, mel) for u in utterances64], args.repeats),
+    candidates = {
+        "asrkit (TensorFlow, batched, stacked)": lambda: [extractor.compute_batch(b) for b in batches],
+        "asrkit (TensorFlow, one utterance at a time)": lambda: [extractor(u) for u in utterances],
+        "kaldi-native-fbank": lambda: [kaldi(u) for u in utterances],
+        "plain NumPy": lambda: [numpy_fbank(u, plain, window, mel) for u in utterances64],
     }
-    print(f"audio: {total:.0f} s in {len(utterances)} utterances; one thread each; best of {args.repeats}")
-    reference = timings["kaldi-native-fbank"]
-    for name, seconds in timings.items():
-        print(f"{name:46s} {seconds:7.3f} s  {total / seconds:8.0f}x real time  "
-              f"{reference / seconds:5.2f}x kaldi-native-fbank's speed")
+    # This machine's speed drifts by up to 2x within minutes, so the candidates are timed in
+    # interleaved rounds and each is compared with kaldi-native-fbank within the same round.
+    rounds = {name: [] for name in candidates}
+    for _ in range(args.repeats):
+        for name, function in candidates.items():
+            rounds[name].append(best_time(function, 1))
+    reference = rounds["kaldi-native-fbank"]
+    print(f"audio: {total:.0f} s in {len(utterances)} utterances; one thread each; {args.repeats} interleaved rounds")
+    print(f"{'':46s} {'median s':>9s}  {'x real time':>11s}  {'speed vs kaldi-native-fbank (median, min-max)':s}")
+    for name, seconds in rounds.items():
+        ratios = sorted(r / s for r, s in zip(reference, seconds))
+        median = float(np.median(seconds))
+        print(f"{name:46s} {median:9.3f}  {total / median:11.0f}  "
+              f"{float(np.median(ratios)):5.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})")
 
 
 if __name__ == "__main__":

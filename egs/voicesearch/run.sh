@@ -16,7 +16,8 @@
 #         2 dictionary -> data/local/dict; 3 noisy dev/test copies -> data/{dev,test}_noisy;
 #         4 lang dir, bigram (sequence training) and trigram (decoding) LMs -> data/lang{,_bigram,_test};
 #         5 features (+ CMVN of train) -> exp/feats; 6 flat start, monophone CE training, realignment
-#         -> exp/mono*; 7 decision tree, tree alignments, multi-style CE training of the LSTM with an
+#         -> exp/mono*; 7 decision tree, tree alignments (and their accuracy against the synthesisers'
+#         timings), multi-style CE training of the LSTM with an
 #         example server noisifying on the fly -> exp/tree, exp/lstm_ce;
 #         8 graph, decoding and scoring of test and test_noisy -> exp/lstm_ce/decode_*.
 # Every stage can be rerun; stage 1 resumes, skipping utterances whose audio is already there.
@@ -146,6 +147,16 @@ if [ "$stage" -le 7 ] && [ "$stop_stage" -ge 7 ]; then
   echo "== stage 7: decision tree, tree alignments, CE training of the LSTM -> $exp/lstm_ce ==" >&2
   build_tree --num-leaves "$num_leaves" "$data/train" "$data/lang" "$exp/mono_ali2" "$exp/tree"
   convert_ali "$exp/tree" "$exp/mono_ali2" "$exp/tree_ali"
+  # Report only: how close each alignment pass is to the flite and festival timings (the truth).
+  # Without truth (an espeak-only speaker list) or on any error it prints a note and goes on.
+  truth="$data/local/corpus/timings/train.jsonl"
+  if [ -s "$truth" ]; then
+    python local/alignment_accuracy.py "$data/train" "$truth" \
+      "$exp/mono_ali0" "$exp/mono_ali1" "$exp/mono_ali2" "$exp/tree_ali" >&2 \
+      || echo "note: alignment accuracy could not be measured (see the error above); going on" >&2
+  else
+    echo "note: no synthesiser timings in $truth (no flite or festival speakers in train?): alignment accuracy not measured" >&2
+  fi
   # Multi-style training (seed 000): an example server noisifies and featurizes every utterance
   # on the fly, with a new style each epoch, and streams it to the trainer.
   asrkit-train-ce "${train_options[@]}" --model-param num_cells="$ce_cells" --num-epochs "$ce_epochs" \

@@ -10,7 +10,10 @@ word that has no pronunciation (counted); synthesise in --nj jobs (logs in
 <data>/local/corpus/log/synthesize.JOB.log), skipping audio already on disk;
 write and validate the data dirs; print a summary per split.
 
-Files: <data>/local/corpus/{vocabulary.txt, plan.txt, config.json, audio/<speaker>/<utt>.flac}.
+Files: <data>/local/corpus/{vocabulary.txt, plan.txt, config.json, audio/<speaker>/<utt>.flac}, and
+<data>/local/corpus/timings/<split>.jsonl: the phone and word end times flite and festival report
+for their utterances (the truth for local/alignment_accuracy.py; format in local/timings.py),
+gathered from the sidecars audio/<speaker>/<utt>.timing.json.
 """
 
 import argparse
@@ -39,6 +42,7 @@ from asrkit.parallel import run_jobs  # noqa: E402
 import speakers as speaker_list  # noqa: E402
 import synthesis  # noqa: E402
 import text_generation  # noqa: E402
+import timings  # noqa: E402
 import vocabulary as vocabulary_selection  # noqa: E402
 
 logger = logging.getLogger("prepare_corpus")
@@ -180,6 +184,25 @@ def write_data_dir(path, utterances, durations):
         raise AsrkitError(f"{path} does not validate:\n" + "\n".join(str(p) for p in problems))
 
 
+def write_timings(path, utterances, truths, pronunciations, timing_failures):
+    """timings/<split>.jsonl for the utterances that have truth; returns how many were written."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    written = 0
+    with atomic_output(path) as handle:
+        for u in utterances:
+            if u.utterance_id not in truths:
+                continue
+            try:
+                record = timings.truth_record(u.utterance_id, u.speaker.voice, u.text, truths[u.utterance_id],
+                                              pronunciations)
+            except (timings.TimingError, KeyError, TypeError, ValueError) as error:
+                timing_failures[u.utterance_id] = f"timings not usable: {error}"
+                continue
+            handle.write(json.dumps(record) + "\n")
+            written += 1
+    return written
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     setup_logging(args.verbose)
@@ -255,9 +278,12 @@ def run(args):
     new_fingerprints = {u.utterance_id: fingerprint(u.speaker, u.text, args.audio_format) for u in everything}
     stale = 0
     for utt, (old_fingerprint, old_path) in old_plan.items():
-        if new_fingerprints.get(utt) != old_fingerprint and os.path.exists(old_path):
-            os.remove(old_path)
-            stale += 1
+        if new_fingerprints.get(utt) != old_fingerprint:
+            if os.path.exists(timings.sidecar_path(old_path)):
+                os.remove(timings.sidecar_path(old_path))
+            if os.path.exists(old_path):
+                os.remove(old_path)
+                stale += 1
     if stale:
         logger.info("removed %d audio files of an earlier run made from other text, speaker settings "
                     "or synthesis code", stale)
@@ -286,11 +312,13 @@ def run(args):
     results = run_jobs(synthesis.synthesize_job, jobs, num_jobs, "synthesize", lambda job: len(job.utterances), logger)
     synthesis_wall = time.monotonic() - synthesis_started
 
-    durations, failures = {}, {}
+    durations, failures, truths, timing_failures = {}, {}, {}, {}
     engine_audio, engine_wall = {}, {}
     for result in results:
         durations.update(result.durations)
         failures.update(result.failures)
+        truths.update(result.truths)
+        timing_failures.update(result.timing_failures)
         for engine, seconds in result.engine_audio_s.items():
             engine_audio[engine] = engine_audio.get(engine, 0.0) + seconds
             engine_wall[engine] = engine_wall.get(engine, 0.0) + result.engine_wall_s[engine]
@@ -309,14 +337,23 @@ def run(args):
                               f"{args.max_fail_ratio}; see {log_dir}/synthesize.*.log (a rerun retries them)")
 
     rows = []
+    timing_records = 0
     for split in speaker_list.SPLITS:
         kept = [u for u in planned[split] if u.utterance_id in durations]
         write_data_dir(os.path.join(data_dir, split), kept, durations)
+        timing_records += write_timings(os.path.join(corpus_dir, "timings", f"{split}.jsonl"), kept, truths,
+                                        pronunciations, timing_failures)
         seconds = sum(durations[u.utterance_id] for u in kept)
         words = {word for u in kept for word in u.text.split()}
         espeak = sum(durations[u.utterance_id] for u in kept if u.speaker.engine == "espeak-ng")
         rows.append((split, seconds / 3600, len(kept), len({u.speaker.speaker_id for u in kept}), len(words),
                      100 * espeak / max(seconds, 1e-9)))
+    with_truth_possible = sum(1 for split in speaker_list.SPLITS for u in planned[split]
+                              if u.utterance_id in durations and u.speaker.engine in ("flite", "festival"))
+    logger.info("truth timings for %d of %d flite and festival utterances (%d timing failures) -> %s/timings/",
+                timing_records, with_truth_possible, len(timing_failures), corpus_dir)
+    for utt, message in sorted(timing_failures.items())[:5]:
+        logger.warning("no timings: %s: %s", utt, message)
     logger.info("%-6s %8s %11s %9s %11s %8s", "split", "hours", "utterances", "speakers", "vocabulary", "espeak%")
     for split, hours, utterances, num_speakers, words, espeak_share in rows:
         logger.info("%-6s %8.3f %11d %9d %11d %7.1f%%", split, hours, utterances, num_speakers, words, espeak_share)
@@ -326,6 +363,7 @@ def run(args):
                        f"{split}_speakers": num_speakers, f"{split}_vocabulary": words})
     logger.info(summary_line("prepare_corpus", "ok", data_dir=data_dir, **fields, vocabulary=len(vocabulary),
                              dropped_no_pronunciation=len(dropped), failed=len(failures),
+                             with_timings=timing_records, timing_failures=len(timing_failures),
                              synthesized=synthesized, reused=reused, seconds=f"{time.monotonic() - started:.1f}"))
 
 

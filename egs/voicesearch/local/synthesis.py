@@ -7,6 +7,10 @@ place, so a file at the final path is always whole: a rerun skips it.
 
 Festival runs as one process per job, fed Scheme expressions on stdin (text2wave
 would reload the voice for every utterance, which costs more than synthesis).
+
+flite and festival also report their phone (and festival its word) end times: the truth the
+alignments are measured against (timings.py).  It is written to a sidecar before the audio;
+an utterance whose timings cannot be read is still synthesised, and counted.
 """
 
 import contextlib
@@ -24,6 +28,8 @@ import soundfile
 from scipy.signal import resample_poly
 
 from asrkit.io.atomic import atomic_path
+
+import timings
 
 TARGET_RATE = 16000
 # Part of every utterance's fingerprint: raise it when a change here changes the audio, so that
@@ -66,6 +72,8 @@ class JobResult:
     reused: int = 0
     engine_audio_s: dict = field(default_factory=dict)
     engine_wall_s: dict = field(default_factory=dict)
+    truths: dict = field(default_factory=dict)  # utterance id -> timings sidecar content
+    timing_failures: dict = field(default_factory=dict)  # utterance id -> message
 
 
 def missing_programs(engines):
@@ -102,7 +110,8 @@ def flite_command(speaker, text, wav_path):
     command = ["flite", "-voice", speaker.voice, "--setf", f"duration_stretch={_number(speaker.stretch)}"]
     if speaker.pitch is not None:
         command += ["--setf", f"int_f0_target_mean={_number(speaker.pitch)}"]
-    return command + ["-t", text, "-o", wav_path]
+    # -psdur prints the segments with their end times; it does not change the audio.
+    return command + ["-psdur", "-t", text, "-o", wav_path]
 
 
 def espeak_command(speaker, text, wav_path):
@@ -121,6 +130,7 @@ def run_engine_command(command, timeout_s):
     if result.returncode != 0:
         output = result.stdout.decode("utf-8", "replace").strip()[-300:]
         raise SynthesisError(f"{command[0]} exited with status {result.returncode}: {output}")
+    return result.stdout.decode("utf-8", "replace")
 
 
 def _scheme_string(text):
@@ -196,12 +206,16 @@ class FestivalSession:
         self.current_speaker = speaker
 
     def synthesize(self, speaker, text, wav_path):
+        """Synthesise into wav_path; return festival's output, which holds the timings."""
         self._select_speaker(speaker)
+        # The timings are printed under a second unwind-protect: an error there loses only them.
         output = self._evaluate(
-            f"(unwind-protect (utt.save.wave (utt.synth (Utterance Text {_scheme_string(text)})) "
-            f"{_scheme_string(wav_path)} 'riff) (format t \"ASRKIT-FAILED\\n\"))")
+            f"(unwind-protect (begin (set! asrkit_utt (utt.synth (Utterance Text {_scheme_string(text)}))) "
+            f"(utt.save.wave asrkit_utt {_scheme_string(wav_path)} 'riff)) (format t \"ASRKIT-FAILED\\n\"))\n"
+            f"(unwind-protect (begin {timings.festival_timing_expression('asrkit_utt')}) (format t \"\\n\"))")
         if "ASRKIT-FAILED" in output:
             raise SynthesisError(f"festival failed: {output.strip()[-300:]}")
+        return output
 
     def _kill(self):
         if self.process is not None:
@@ -256,7 +270,7 @@ class Synthesizer:
         self.festival = FestivalSession(logger, timeout_s)
 
     def raw_audio(self, utterance):
-        """Synthesise into the scratch dir; return (float samples, sample rate)."""
+        """Synthesise into the scratch dir; return (float samples, sample rate, engine output)."""
         speaker = utterance.speaker
         # The engines read lower case as words; upper case might be spelt out as letters.
         text = utterance.text.lower()
@@ -264,11 +278,11 @@ class Synthesizer:
         with contextlib.suppress(FileNotFoundError):
             os.remove(raw_path)
         if speaker.engine == "flite":
-            run_engine_command(flite_command(speaker, text, raw_path), self.timeout_s)
+            output = run_engine_command(flite_command(speaker, text, raw_path), self.timeout_s)
         elif speaker.engine == "espeak-ng":
-            run_engine_command(espeak_command(speaker, text, raw_path), self.timeout_s)
+            output = run_engine_command(espeak_command(speaker, text, raw_path), self.timeout_s)
         elif speaker.engine == "festival":
-            self.festival.synthesize(speaker, text, raw_path)
+            output = self.festival.synthesize(speaker, text, raw_path)
         else:
             raise SynthesisError(f"unknown engine {speaker.engine}")
         try:
@@ -280,10 +294,23 @@ class Synthesizer:
                 os.remove(raw_path)
         if samples.shape[0] < sample_rate // 10:
             raise SynthesisError(f"{speaker.engine} wrote {samples.shape[0]} samples, less than 0.1 s")
-        return samples[:, 0], sample_rate
+        return samples[:, 0], sample_rate, output
 
     def close(self):
         self.festival.close()
+
+
+def record_truth(utterance, output, sidecar, result, logger):
+    """Write the utterance's timings sidecar (before its audio, so reused audio has its truth)."""
+    try:
+        truth = timings.utterance_truth(utterance.speaker.engine, output, utterance.speaker.speed)
+    except timings.TimingError as error:
+        result.timing_failures[utterance.utterance_id] = str(error)
+        logger.warning("utterance %s: no timings: %s", utterance.utterance_id, error)
+        return
+    os.makedirs(os.path.dirname(sidecar), exist_ok=True)
+    timings.write_sidecar(sidecar, truth)
+    result.truths[utterance.utterance_id] = truth
 
 
 def synthesize_job(job, context):
@@ -296,16 +323,24 @@ def synthesize_job(job, context):
     try:
         # Grouped by speaker, so that festival switches voices once per speaker.
         for utterance in sorted(job.utterances, key=lambda u: u.utterance_id):
+            sidecar = timings.sidecar_path(utterance.audio_path)
             if os.path.exists(utterance.audio_path):
                 result.durations[utterance.utterance_id] = soundfile.info(utterance.audio_path).duration
                 result.reused += 1
+                if os.path.exists(sidecar):
+                    try:
+                        result.truths[utterance.utterance_id] = timings.read_sidecar(sidecar)
+                    except (OSError, ValueError) as error:
+                        result.timing_failures[utterance.utterance_id] = f"unreadable {sidecar}: {error}"
                 context.advance()
                 continue
             engine = utterance.speaker.engine
             start = time.monotonic()
             try:
-                samples, sample_rate = synthesizer.raw_audio(utterance)
+                samples, sample_rate, output = synthesizer.raw_audio(utterance)
                 pcm = to_pcm16(to_target_rate(samples, sample_rate, utterance.speaker.speed))
+                if engine in ("flite", "festival"):
+                    record_truth(utterance, output, sidecar, result, logger)
                 write_audio(utterance.audio_path, pcm, job.audio_format)
             except SynthesisError as error:
                 result.failures[utterance.utterance_id] = str(error)
@@ -324,6 +359,7 @@ def synthesize_job(job, context):
     for engine, audio_s in sorted(result.engine_audio_s.items()):
         logger.info("%s: %.1f s of audio in %.1f s (%.0fx real time, resampling included)", engine, audio_s,
                     result.engine_wall_s[engine], audio_s / max(result.engine_wall_s[engine], 1e-9))
-    logger.info("job %d done: %d synthesised, %d already there, %d failed", job.index, result.synthesized,
-                result.reused, len(result.failures))
+    logger.info("job %d done: %d synthesised, %d already there, %d failed, %d with truth timings, "
+                "%d timing failures", job.index, result.synthesized, result.reused, len(result.failures),
+                len(result.truths), len(result.timing_failures))
     return result

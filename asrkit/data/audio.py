@@ -28,7 +28,7 @@ DEFAULT_RAW_FORMAT = "PCM_16"
 EIGHT_BIT_SUBTYPES = ("PCM_U8", "PCM_S8")
 RATE_MISMATCH_ACTIONS = ("error", "resample")
 # A writer that cannot seek back (sox or ffmpeg writing to a pipe) puts a
-# placeholder in the data chunk size: 0, 0xFFFFFFFF or sox's 0x7FFFF000-ish
+# sentinel in the data chunk size: 0, 0xFFFFFFFF or sox's 0x7FFFF000-ish
 # value.  Such a size means "until the end of the stream", not truncation.
 STREAMING_SIZE_FLOOR = 0x7FFF0000
 # Segment end times are usually written with 2 decimals, so an end time can lie
@@ -260,7 +260,7 @@ def _check_wav_not_truncated(handle, size, source, utterance_id, streaming):
     if declared_size <= available:
         return
     if streaming and (declared_size == 0 or declared_size >= STREAMING_SIZE_FLOOR):
-        return  # a pipe writer's "unknown length" placeholder; read to end of stream
+        return  # a pipe writer's "unknown length" sentinel; read to end of stream
     raise AudioError(
         f"truncated WAV: the header says the data chunk has {declared_size} bytes but only "
         f"{max(available, 0)} follow it ({size} bytes in all); the file was cut off while being "

@@ -53,7 +53,11 @@ class LearningRate:
 
 
 class Optimizer(tf.Module):
-    """Base: `build(variables)` once, eagerly (slots are variables), then `apply(gradients, variables, lr)`."""
+    """What the optimizers share: an iteration counter and slot variables.
+
+    Each optimizer defines `build(variables)`, called once eagerly (slots are variables), and
+    `apply(gradients, variables, learning_rate)`, called inside the compiled training step.
+    """
 
     def __init__(self, name=None):
         super().__init__(name=name)
@@ -63,12 +67,6 @@ class Optimizer(tf.Module):
     def _slot(self, variable, initial_value, name):
         return tf.Variable(tf.fill(variable.shape, tf.constant(initial_value, variable.dtype)), trainable=False,
                            name=name)
-
-    def build(self, variables):
-        raise NotImplementedError
-
-    def apply(self, gradients, variables, learning_rate):
-        raise NotImplementedError
 
 
 class Adagrad(Optimizer):

@@ -206,7 +206,7 @@ def test_sox_pipe(tmp_path, tone, write_wav):
 
 @needs_sox
 def test_pipe_with_unknown_length_header_is_not_truncation():
-    # sox cannot seek back on a pipe, so it writes a placeholder data size.
+    # sox cannot seek back on a pipe, so it writes a sentinel data size.
     loaded = load_recording("sox -n -r 16000 -b 16 -t wav - synth 0.5 sine 440 |")
     assert loaded.shape == (8000,)
 

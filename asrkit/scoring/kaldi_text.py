@@ -34,13 +34,27 @@ def numbered_lines(path):
         yield line_number, line.rstrip("\r")
 
 
+class _UniqueKeys:
+    """Remembers where each key was first seen, to name both lines of a duplicate."""
+
+    def __init__(self, path, message, fix):
+        self.path, self.message, self.fix = os.fspath(path), message, fix
+        self.first_seen = {}
+
+    def add(self, key, line_number):
+        if key in self.first_seen:
+            raise DataDirError(f"{self.message.format(key=key)} (first on line {self.first_seen[key]})",
+                               self.path, line_number, fix=self.fix)
+        self.first_seen[key] = line_number
+
+
 def read_kaldi_text(path):
     """Read a Kaldi `text` file into {utterance_id: [word, ...]} (insertion order kept).
 
     A line with only an utterance id is an empty transcript, which is allowed.
     """
     transcripts = {}
-    first_seen = {}
+    keys = _UniqueKeys(path, "duplicate utterance id {key!r}", "keep one line per utterance")
     for line_number, line in numbered_lines(path):
         if not line.strip():
             raise DataDirError(
@@ -54,20 +68,15 @@ def read_kaldi_text(path):
                 fix="start each line with the utterance id",
             )
         utterance_id, *words = line.split()
-        if utterance_id in transcripts:
-            raise DataDirError(
-                f"duplicate utterance id {utterance_id!r} (first on line {first_seen[utterance_id]})",
-                os.fspath(path), line_number,
-                fix="keep one line per utterance",
-            )
+        keys.add(utterance_id, line_number)
         transcripts[utterance_id] = words
-        first_seen[utterance_id] = line_number
     return transcripts
 
 
 def read_utt2spk(path):
     """Read a Kaldi `utt2spk` file into {utterance_id: speaker_id}."""
     speakers = {}
+    keys = _UniqueKeys(path, "duplicate utterance id {key!r}", "keep one line per utterance")
     for line_number, line in numbered_lines(path):
         fields = line.split()
         if len(fields) != 2:
@@ -77,11 +86,7 @@ def read_utt2spk(path):
                 fix="write exactly two fields per line",
             )
         utterance_id, speaker_id = fields
-        if utterance_id in speakers:
-            raise DataDirError(
-                f"duplicate utterance id {utterance_id!r}", os.fspath(path), line_number,
-                fix="keep one line per utterance",
-            )
+        keys.add(utterance_id, line_number)
         speakers[utterance_id] = speaker_id
     return speakers
 
@@ -103,18 +108,12 @@ def read_word_mapping(path):
     starting with `#` or `;;` (the GLM comment) are skipped.
     """
     mapping = {}
-    first_seen = {}
+    keys = _UniqueKeys(path, "word {key!r} is mapped twice", "keep one mapping per word")
     for line_number, line in numbered_lines(path):
         stripped = line.strip()
         if not stripped or stripped.startswith(("#", ";;")):
             continue
         word, *replacement = stripped.split()
-        if word in mapping:
-            raise DataDirError(
-                f"word {word!r} is mapped twice (first on line {first_seen[word]})",
-                os.fspath(path), line_number,
-                fix="keep one mapping per word",
-            )
+        keys.add(word, line_number)
         mapping[word] = replacement
-        first_seen[word] = line_number
     return mapping

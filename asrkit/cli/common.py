@@ -44,3 +44,36 @@ def asrkit_command(name):
         return verbose_option(wrapper)
 
     return decorate
+
+
+def audio_options(function):
+    """The options that say how audio is read (asrkit.data.audio.AudioOptions), shared by every
+    command that reads wav.scp: --on-rate-mismatch, --channel, --allow-8bit, --raw-format.
+
+    The callback receives them as one `audio` argument: a function of the sample rate that
+    returns the AudioOptions (the rate comes from each command's own config).
+    """
+
+    @functools.wraps(function)
+    def wrapper(*args, on_rate_mismatch, channel, allow_8bit, raw_format, **kwargs):
+        def make(sample_rate=16000):
+            from asrkit.data.audio import AudioOptions
+
+            return AudioOptions(sample_rate=sample_rate, on_rate_mismatch=on_rate_mismatch, channel=channel,
+                                allow_8bit=allow_8bit, raw_format=raw_format)
+
+        return function(*args, audio=make, **kwargs)
+
+    for option in reversed([
+        click.option("--on-rate-mismatch", type=click.Choice(["error", "resample"]), default="error",
+                     help="Audio at another sampling rate: refuse it, or resample it (scipy polyphase filter)."),
+        click.option("--channel", default=-1, type=int,
+                     help="Channel of multi-channel audio to use; -1 expects mono and refuses more channels (Kaldi)."),
+        click.option("--allow-8bit", is_flag=True, help="Accept 8-bit PCM audio instead of refusing it."),
+        click.option("--raw-format", default=None,
+                     help="Read headerless audio as this soundfile subtype (PCM_16, PCM_24, FLOAT, ...), mono, "
+                          "little-endian, at the expected rate. Files ending in .raw or .pcm are read as PCM_16 "
+                          "without it."),
+    ]):
+        wrapper = option(wrapper)
+    return wrapper

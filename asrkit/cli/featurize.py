@@ -6,7 +6,7 @@ import logging
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, audio_options
 from asrkit.frontend.config import COMPRESSIONS, FeatureConfig
 
 CHOICES = {"compression": COMPRESSIONS, "window_type": ("povey", "hanning", "hamming")}
@@ -42,29 +42,21 @@ def feature_options(function):
               help="Fail when more than this share of utterances cannot be featurized.")
 @click.option("--compute-cmvn/--no-compute-cmvn", default=False,
               help="Also write global mean/variance statistics to <data-dir>/cmvn.h5.")
-@click.option("--on-rate-mismatch", type=click.Choice(["error", "resample"]), default="error",
-              help="Audio at another sampling rate: refuse it, or resample it (scipy polyphase filter).")
-@click.option("--channel", default=-1, type=int,
-              help="Channel of multi-channel audio to use; -1 expects mono and refuses more channels (Kaldi).")
-@click.option("--allow-8bit", is_flag=True, help="Accept 8-bit PCM audio instead of refusing it.")
-@click.option("--raw-format", default=None,
-              help="Read headerless audio as this soundfile subtype (PCM_16, PCM_24, FLOAT, ...), mono, "
-                   "little-endian, at --sample-rate. Files ending in .raw or .pcm are read as PCM_16 without it.")
+@audio_options
 @click.option("--batch-seconds", default=60.0, type=click.FloatRange(min=1),
               help="Audio per TensorFlow batch (padded), in seconds.")
 @click.option("--num-threads", default=1, type=click.IntRange(min=1), help="TensorFlow threads per job.")
 @click.option("--overwrite", is_flag=True, help="Recompute shards that an earlier run finished.")
 @feature_options
 @asrkit_command("asrkit-featurize")
-def main(data_dir, feat_dir, config_file, print_config, nj, max_fail_ratio, compute_cmvn, on_rate_mismatch,
-         channel, allow_8bit, raw_format, batch_seconds, num_threads, overwrite, **feature_values):
+def main(data_dir, feat_dir, config_file, print_config, nj, max_fail_ratio, compute_cmvn, audio, batch_seconds,
+         num_threads, overwrite, **feature_values):
     """Featurize DATA_DIR into a sharded table in FEAT_DIR.
 
     Writes FEAT_DIR/feats.JOB.h5, DATA_DIR/feats.scp, DATA_DIR/utt2num_frames,
     DATA_DIR/conf/featurize.json and, with --compute-cmvn, DATA_DIR/cmvn.h5.
     Job logs go to FEAT_DIR/log/featurize.JOB.log.
     """
-    from asrkit.data.audio import AudioOptions
     from asrkit.errors import AsrkitError
     from asrkit.frontend.featurize import FeaturizeOptions, featurize_data_dir
     from asrkit.logs import summary_line
@@ -86,8 +78,7 @@ def main(data_dir, feat_dir, config_file, print_config, nj, max_fail_ratio, comp
     options = FeaturizeOptions(
         nj=nj, max_fail_ratio=max_fail_ratio, compute_cmvn=compute_cmvn, batch_seconds=batch_seconds,
         num_threads=num_threads, overwrite=overwrite,
-        audio=AudioOptions(sample_rate=config.sample_rate, on_rate_mismatch=on_rate_mismatch, channel=channel,
-                           allow_8bit=allow_8bit, raw_format=raw_format),
+        audio=audio(config.sample_rate),
     )
     result = featurize_data_dir(data_dir, feat_dir, config, options)
     # Audio seconds featurized per wall-clock second, counting only the jobs that ran.

@@ -4,7 +4,7 @@ import logging
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, audio_options
 
 
 def _named_paths(values, option):
@@ -39,14 +39,11 @@ def _named_paths(values, option):
               help="Fail when more than this share of utterances is missing from the output (failed or silent).")
 @click.option("--babble-pool-size", default=100, type=click.IntRange(min=1),
               help="Utterances of the data dir held in memory to make babble from.")
-@click.option("--on-rate-mismatch", type=click.Choice(["error", "resample"]), default="error",
-              help="Audio at another sampling rate: refuse it, or resample it (scipy polyphase filter).")
-@click.option("--channel", default=-1, type=int,
-              help="Channel of multi-channel audio to use; -1 expects mono and refuses more channels (Kaldi).")
+@audio_options
 @click.option("--overwrite", is_flag=True, help="Redo utterances that an earlier run finished.")
 @asrkit_command("asrkit-noisify")
 def main(data_dir, out_data_dir, styles_file, print_styles, seed, noise_lists, rir_lists, utt_suffix, id_prefix,
-         audio_dir, audio_format, nj, max_fail_ratio, babble_pool_size, on_rate_mismatch, channel, overwrite):
+         audio_dir, audio_format, nj, max_fail_ratio, babble_pool_size, audio, overwrite):
     """Noisify DATA_DIR into OUT_DATA_DIR: VTLP, simulated rooms and noise, one style per utterance.
 
     Writes audio shards (AUDIO_DIR/shard.JOB/<utt>.wav), a data dir with wav.scp, text, utt2spk, spk2utt,
@@ -55,7 +52,6 @@ def main(data_dir, out_data_dir, styles_file, print_styles, seed, noise_lists, r
     """
     from asrkit.augment.noisify import NoisifyOptions, noisify_data_dir
     from asrkit.augment.styles import default_style_config, load_style_config
-    from asrkit.data.audio import AudioOptions
     from asrkit.logs import summary_line
 
     extra_noise = _named_paths(noise_lists, "--noise-list")
@@ -71,7 +67,7 @@ def main(data_dir, out_data_dir, styles_file, print_styles, seed, noise_lists, r
     options = NoisifyOptions(
         seed=seed, nj=nj, max_fail_ratio=max_fail_ratio, utt_suffix=utt_suffix, id_prefix=id_prefix,
         audio_dir=audio_dir, audio_format=audio_format, babble_pool_size=babble_pool_size, overwrite=overwrite,
-        audio=AudioOptions(on_rate_mismatch=on_rate_mismatch, channel=channel),
+        audio=audio(),
     )
     result = noisify_data_dir(data_dir, out_data_dir, config, options)
     real_time = result.audio_seconds / max(result.wall_seconds, 1e-9)

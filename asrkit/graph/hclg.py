@@ -26,6 +26,7 @@ import shutil
 import time
 
 from asrkit.errors import AsrkitError
+from asrkit.hmm.num_pdfs import read_num_pdfs_file
 from asrkit.graph.fst_arrays import arrays_to_fst, fst_to_arrays
 from asrkit.graph.self_loops import add_self_loops, remove_input_symbols
 from asrkit.graph.symbols import SymbolTable, read_int_list
@@ -60,8 +61,7 @@ def read_num_pdfs(model_dir):
     tree = ContextDependency.read(os.path.join(model_dir, TREE_FILE))
     path = os.path.join(model_dir, "num_pdfs")
     if os.path.exists(path):
-        with open(path, encoding="utf-8") as handle:
-            stated = int(handle.read().split()[0])
+        stated = read_num_pdfs_file(path)
         if stated != tree.num_pdfs:
             raise AsrkitError(f"{path} says {stated} pdfs but {model_dir}/{TREE_FILE} has {tree.num_pdfs}")
     return tree.num_pdfs

@@ -74,6 +74,8 @@ class LocalServers:
         self.server_args = list(server_args)
         self.max_restarts = max_restarts
         self.grace_seconds = grace_seconds
+        # Generous: each server starts TensorFlow, and on a loaded machine that takes a while.
+        self.startup_timeout_s = 300.0
         self.servers = [_Server(index) for index in range(1, num_servers + 1)]
         self.restarts = 0
         self._stopping = threading.Event()
@@ -110,6 +112,18 @@ class LocalServers:
         for server in self.servers:
             self._spawn(server)
         logger.info("started %d local example servers (logs: %s/serve.N.log)", len(self.servers), self.log_dir)
+        # Training starts once every server is up: a server announces its endpoint only when its
+        # front end is loaded, and the first one up would otherwise feed the first steps alone.
+        deadline = time.monotonic() + self.startup_timeout_s
+        while any(server.endpoint is None and not server.finished for server in self.servers):
+            if time.monotonic() > deadline:
+                late = [str(server.index) for server in self.servers if server.endpoint is None]
+                raise AsrkitError(f"example servers {', '.join(late)} did not start within "
+                                  f"{self.startup_timeout_s:.0f} s; see {self.log_dir}/serve.N.log")
+            for server in self.servers:
+                self._check(server)
+            time.sleep(0.05)
+        logger.info("all %d local example servers are up", len(self.servers))
         self._thread = threading.Thread(target=self._supervise, name="asrkit-server-supervisor", daemon=True)
         self._thread.start()
         return self

@@ -17,6 +17,7 @@ import os
 import numpy as np
 
 from asrkit.errors import AsrkitError
+from asrkit.hmm.num_pdfs import read_num_pdfs_file
 from asrkit.io.table import TableReader
 from asrkit.train.examples import fit_alignment
 
@@ -47,17 +48,9 @@ class TrainingData:
 
 def read_num_pdfs(ali_dir):
     path = os.path.join(ali_dir, "num_pdfs")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read().split()
-        value = int(text[0]) if len(text) == 1 else -1
-    except FileNotFoundError:
-        raise AsrkitError(f"{path} does not exist (the alignment dir must hold ali.scp and num_pdfs)") from None
-    except ValueError:
-        value = -1
-    if value <= 0:
-        raise AsrkitError(f"{path}: expected one positive integer (the number of pdfs)")
-    return value
+    if not os.path.exists(path):
+        raise AsrkitError(f"{path} does not exist (the alignment dir must hold ali.scp and num_pdfs)")
+    return read_num_pdfs_file(path)
 
 
 def _require(path, what, fix):

@@ -82,19 +82,60 @@ def _watch_parent(server, logger):
 @click.option("--exit-with-parent", is_flag=True,
               help="Stop when the process that started this one exits (set by a trainer's local:N servers, so a "
                    "killed trainer leaves no servers behind).")
+@click.option("--mode", type=click.Choice(["ce", "seq"]), default="ce", show_default=True,
+              help="ce: features and alignment targets; seq: also sMBR/MMI outer derivatives from lattices made "
+                   "with the newest model snapshot (needs --model-dir and --graph).")
+@click.option("--model-dir", type=click.Path(exists=True, file_okay=False),
+              help="Seq: the model to start from (asrkit-train-ce's final/).")
+@click.option("--snapshot-dir", type=click.Path(file_okay=False),
+              help="Seq: where the trainer publishes snapshots (its <exp-dir>/snapshots); the newest is loaded.")
+@click.option("--snapshot-check-seconds", default=5.0, type=click.FloatRange(min=0.0), show_default=True,
+              help="Seq: how often to look for a newer snapshot.")
+@click.option("--graph", "graph_dir", type=click.Path(exists=True, file_okay=False),
+              help="Seq: graph dir with the lattice-generation HCLG (utils/mkgraph on the bigram lang dir).")
+@click.option("--criterion", type=click.Choice(["smbr", "mmi", "mmi-fr", "bmmi"]), default="smbr", show_default=True,
+              help="Seq: sequence criterion whose outer derivatives are served.")
+@click.option("--acoustic-scale", default=0.1, type=click.FloatRange(min=0.0, min_open=True), show_default=True,
+              help="Seq: kappa, of the lattice search and of the derivatives.")
+@click.option("--beam", default=13.0, type=click.FloatRange(min=0.0, min_open=True), show_default=True,
+              help="Seq: decoding beam of the lattice generation.")
+@click.option("--lattice-beam", default=6.0, type=click.FloatRange(min=0.0, min_open=True), show_default=True,
+              help="Seq: lattice beam.")
+@click.option("--max-active", default=7000, type=click.IntRange(min=1), show_default=True,
+              help="Seq: most active states per frame.")
+@click.option("--boost", default=0.1, type=click.FloatRange(min=0.0), show_default=True,
+              help="Seq, bmmi: boosting factor b.")
+@click.option("--frame-rejection", default=1e-3, type=click.FloatRange(min=0.0), show_default=True,
+              help="Seq, mmi-fr: drop frames whose reference pdf has less denominator occupancy than this.")
+@click.option("--min-posterior", default=1e-3, type=click.FloatRange(min=0.0), show_default=True,
+              help="Seq: minimum posterior filtering: drop frames where every |numerator - denominator| "
+                   "occupancy difference is below this (0: keep every frame).")
+@click.option("--one-silence-class/--no-one-silence-class", default=True, show_default=True,
+              help="Seq, sMBR: any silence pdf counts as correct on a silence frame (otherwise silence frames "
+                   "do not count).")
 @click.option("--num-threads", default=1, type=click.IntRange(min=1), help="TensorFlow threads of the front end.")
 @click.option("--log-interval", default=30.0, type=click.FloatRange(min=0.1), help="Seconds between progress lines.")
 @asrkit_command("asrkit-serve-examples")
 def main(data_dir, ali_dir, bind, shard, seed, styles, from_feats, cmvn, utt_list, queue_capacity, num_epochs,
          start_epoch, max_utterances, max_length_mismatch, allow_remote, curve_secret_key, endpoint_file,
-         exit_with_parent, num_threads, log_interval):
+         exit_with_parent, mode, model_dir, snapshot_dir, snapshot_check_seconds, graph_dir, criterion, acoustic_scale,
+         beam, lattice_beam, max_active, boost, frame_rejection, min_posterior, one_silence_class, num_threads,
+         log_interval):
     """Serve training examples of DATA_DIR with the targets in ALI_DIR (ali.scp, num_pdfs).
 
     Audio is read, noisified (--styles), featurized with DATA_DIR/conf/featurize.json and normalised
     with the CMVN statistics; one tf.train.SequenceExample per utterance goes out on a ZeroMQ PUSH
     socket.  SIGTERM finishes the message in hand and exits cleanly.
+
+    With --mode seq each utterance also carries the outer derivatives of a sequence criterion:
+    the newest snapshot of --snapshot-dir (or --model-dir before any) runs over the utterance,
+    the --graph HCLG gives a lattice, and forward-backward against the alignment in ALI_DIR gives
+    w(t, k) for the trainer's auxiliary loss (asrkit-train-seq starts such servers itself with
+    --example-servers local:N).
     """
+    from asrkit.decode.decoder import DecoderOptions
     from asrkit.logs import summary_line
+    from asrkit.sequence.outer import CriterionOptions
     from asrkit.serving.security import check_bind_allowed
     from asrkit.serving.server import ExampleServer, ServerOptions
     from asrkit.tf_runtime import import_tensorflow
@@ -107,6 +148,11 @@ def main(data_dir, ali_dir, bind, shard, seed, styles, from_feats, cmvn, utt_lis
         queue_capacity=queue_capacity, num_epochs=num_epochs, start_epoch=start_epoch, max_utterances=max_utterances,
         allow_remote=allow_remote, curve_secret_key=curve_secret_key, endpoint_file=endpoint_file,
         max_length_mismatch=max_length_mismatch, num_threads=num_threads, log_interval=log_interval,
+        mode=mode, model_dir=model_dir, snapshot_dir=snapshot_dir, graph_dir=graph_dir,
+        snapshot_check_seconds=snapshot_check_seconds,
+        criterion=CriterionOptions(criterion, acoustic_scale, boost, frame_rejection, min_posterior, one_silence_class),
+        decoder=DecoderOptions(acoustic_scale=acoustic_scale, beam=beam, lattice_beam=lattice_beam,
+                               max_active=max_active),
     )
     server = ExampleServer(data_dir, ali_dir, options)
 

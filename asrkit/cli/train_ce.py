@@ -8,25 +8,72 @@ import click
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
 
 CHOICES = {"mode": ("truncated", "full"), "optimizer": ("adagrad", "adam", "sgd"),
-           "lr_schedule": ("constant", "exponential")}
+           "lr_schedule": ("constant", "exponential"), "criterion": ("smbr", "mmi", "mmi-fr", "bmmi")}
 
 
-def training_options(function):
-    """One --option per training hyperparameter, with the help text and default declared in train_params()."""
+def training_options(params_function):
+    """A decorator adding one --option per hyperparameter of params_function(), with its help text and default."""
+
+    def decorate(function):
+        for name, default, description in reversed(params_function().describe()):
+            flag = "--" + name.replace("_", "-")
+            if isinstance(default, bool):
+                off = "--no-" + name.replace("_", "-")
+                function = click.option(f"{flag}/{off}", name, default=None,
+                                        help=f"{description} [default: {flag if default else off}]")(function)
+                continue
+            kind = click.Choice(CHOICES[name]) if name in CHOICES else type(default)
+            function = click.option(flag, name, type=kind, default=None, show_default=False,
+                                    help=f"{description} [default: {default}]")(function)
+        return function
+
+    return decorate
+
+
+def _train_params():
     from asrkit.train.trainer import train_params
 
-    for name, default, description in reversed(train_params().describe()):
-        flag = "--" + name.replace("_", "-")
-        kind = click.Choice(CHOICES[name]) if name in CHOICES else type(default)
-        function = click.option(flag, name, type=kind, default=None, show_default=False,
-                                help=f"{description} [default: {default}]")(function)
-    return function
+    return train_params()
 
 
 def _model_choices():
     from asrkit.nn.registry import config_names
 
     return config_names()
+
+
+def input_options(function):
+    """The options asrkit-train-ce and asrkit-train-seq share: CMVN, held-out data, resume, example servers,
+    threads."""
+    options = [
+        click.option("--cmvn", type=click.Path(exists=True, dir_okay=False),
+                     help="CMVN statistics to normalise with [default: <data-dir>/cmvn.h5]."),
+        click.option("--valid-data-dir", type=click.Path(exists=True, file_okay=False),
+                     help="A featurized held-out data dir (instead of holding out --valid-utts of the training set)."),
+        click.option("--valid-ali-dir", type=click.Path(exists=True, file_okay=False),
+                     help="Alignments of --valid-data-dir [default: ALI_DIR]."),
+        click.option("--resume/--no-resume", default=True,
+                     help="Continue from the latest checkpoint in EXP_DIR/checkpoints (weights, optimizer, step, "
+                          "input position); --no-resume starts again and moves old checkpoints aside."),
+        click.option("--example-servers", metavar="local:N|ADDRESS,...",
+                     help="Pull examples from example servers instead of reading the tables in-process: local:N "
+                          "starts N asrkit-serve-examples processes (in the trainer's mode: seq for asrkit-train-seq) "
+                          "over shards of the training set (logs in EXP_DIR/log/serve.N.log; one that dies is "
+                          "restarted), or give the tcp:// addresses of servers started elsewhere."),
+        click.option("--server-public-key", type=click.Path(exists=True, dir_okay=False),
+                     help="CURVE public key file (.key) of the example servers (those started with "
+                          "--curve-secret-key)."),
+        click.option("--server-styles", type=click.Path(exists=True, dir_okay=False),
+                     help="local:N servers noisify on the fly with this style config (asrkit-noisify's --styles "
+                          "format)."),
+        click.option("--server-from-feats", is_flag=True,
+                     help="local:N servers read DATA_DIR/feats.scp instead of featurizing the audio."),
+        click.option("--num-threads", default=0, type=click.IntRange(min=0),
+                     help="TensorFlow intra- and inter-op threads (0: TensorFlow's choice, all cores)."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -39,33 +86,23 @@ def _model_choices():
 @click.option("--model-param", "model_params", multiple=True, metavar="NAME=VALUE",
               help="Change a model hyperparameter, e.g. --model-param num_cells=512 --model-param projection_dim=256 "
                    "--model-param label_delay=5 (--print-config lists them).")
-@click.option("--cmvn", type=click.Path(exists=True, dir_okay=False),
-              help="CMVN statistics to normalise with [default: <data-dir>/cmvn.h5].")
-@click.option("--valid-data-dir", type=click.Path(exists=True, file_okay=False),
-              help="A featurized held-out data dir (instead of holding out --valid-utts of the training set).")
-@click.option("--valid-ali-dir", type=click.Path(exists=True, file_okay=False),
-              help="Alignments of --valid-data-dir [default: ALI_DIR].")
-@click.option("--resume/--no-resume", default=True,
-              help="Continue from the latest checkpoint in EXP_DIR/checkpoints (weights, optimizer, step, input "
-                   "position); --no-resume starts again and moves old checkpoints aside.")
-@click.option("--example-servers", metavar="local:N|ADDRESS,...",
-              help="Pull examples from example servers instead of reading the tables in-process: local:N starts N "
-                   "asrkit-serve-examples processes over shards of the training set (logs in EXP_DIR/log/serve.N.log; "
-                   "one that dies is restarted), or give the tcp:// addresses of servers started elsewhere.")
-@click.option("--server-public-key", type=click.Path(exists=True, dir_okay=False),
-              help="CURVE public key file (.key) of the example servers (those started with --curve-secret-key).")
-@click.option("--server-styles", type=click.Path(exists=True, dir_okay=False),
-              help="local:N servers noisify on the fly with this style config (asrkit-noisify's --styles format).")
-@click.option("--server-from-feats", is_flag=True,
-              help="local:N servers read DATA_DIR/feats.scp instead of featurizing the audio.")
-@click.option("--num-threads", default=0, type=click.IntRange(min=0),
-              help="TensorFlow intra- and inter-op threads (0: TensorFlow's choice, all cores).")
+@input_options
+@click.option("--strategy", default="local", type=click.Choice(("local", "multiworker", "ps")),
+              help="local: one process. multiworker: synchronous data parallelism over the workers of the cluster "
+                   "(MultiWorkerMirroredStrategy; worker i of N reads every N-th utterance, or its own "
+                   "--example-servers; worker 0 writes EXP_DIR). ps: asynchronous SGD with parameter servers "
+                   "(ParameterServerStrategy; the chief task trains, worker and ps tasks only serve; needs "
+                   "--mode full).")
+@click.option("--cluster", "cluster_file", type=click.Path(exists=True, dir_okay=False),
+              help="JSON cluster file in TF_CONFIG's format: {\"cluster\": {\"chief\": [...], \"worker\": "
+                   "[\"host:port\", ...], \"ps\": [...]}, \"task\": {\"type\": \"worker\", \"index\": 0}} "
+                   "[default: the TF_CONFIG environment variable].")
 @click.option("--print-config", is_flag=True, help="Print the effective model and training config as JSON and exit.")
-@training_options
+@training_options(_train_params)
 @asrkit_command("asrkit-train-ce")
 def main(data_dir, ali_dir, exp_dir, model, model_params, cmvn, valid_data_dir, valid_ali_dir, resume,
-         example_servers, server_public_key, server_styles, server_from_feats, num_threads, print_config,
-         **train_values):
+         example_servers, server_public_key, server_styles, server_from_feats, num_threads, strategy, cluster_file,
+         print_config, **train_values):
     """Train an acoustic network with cross-entropy on DATA_DIR's features and ALI_DIR's alignments.
 
     DATA_DIR is featurized (feats.scp, conf/featurize.json, cmvn.h5); ALI_DIR holds ali.scp and
@@ -77,8 +114,14 @@ def main(data_dir, ali_dir, exp_dir, model, model_params, cmvn, valid_data_dir, 
     from asrkit.tf_runtime import import_tensorflow
     from asrkit.train.trainer import TrainOptions, train_ce, train_params
 
+    from asrkit.train.distribute import serve_forever, serves_only
+
     import_tensorflow(num_threads or None)
     logger = logging.getLogger("asrkit-train-ce")
+    serving = None if print_config else serves_only(strategy, cluster_file)
+    if serving is not None:
+        serve_forever(serving)  # a worker or ps task of --strategy ps: the chief sends it the steps
+        return
     try:
         overrides = parse_overrides(model_params, model)
         train_overrides = {name: value for name, value in train_values.items() if value is not None}
@@ -92,7 +135,7 @@ def main(data_dir, ali_dir, exp_dir, model, model_params, cmvn, valid_data_dir, 
                            valid_data_dir=valid_data_dir, valid_ali_dir=valid_ali_dir, resume=resume,
                            command_line=command_line(), example_servers=example_servers,
                            server_public_key=server_public_key, server_styles=server_styles,
-                           server_from_feats=server_from_feats)
+                           server_from_feats=server_from_feats, strategy=strategy, cluster=cluster_file)
     result = train_ce(data_dir, ali_dir, exp_dir, options)
     logger.info(summary_line(
         "asrkit-train-ce", "ok", steps=result.steps, epochs=result.epochs, frames=result.frames,
@@ -100,6 +143,11 @@ def main(data_dir, ali_dir, exp_dir, model, model_params, cmvn, valid_data_dir, 
         valid_accuracy="none" if result.valid_accuracy is None else f"{result.valid_accuracy:.4f}",
         apr=f"{result.apr:.3f}", frames_per_second=f"{result.frames_per_second:.0f}",
         t_session=f"{result.t_session:.3f}", skipped=result.skipped, resumed_from=result.resumed_from,
-        seconds=f"{result.seconds:.1f}", model=result.model_dir,
+        seconds=f"{result.seconds:.1f}", model=result.model_dir or "none",
         **({"server_restarts": result.example_servers["restarts"]} if result.example_servers else {}),
+        **({"strategy": strategy} if strategy != "local" else {}),
     ))
+
+
+if __name__ == "__main__":
+    main()

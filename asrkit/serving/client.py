@@ -181,7 +181,7 @@ class ServerExamples:
             if problems:
                 raise AsrkitError(f"example server {served.server_id} (shard {served.shard[0]}/{served.shard[1]}) "
                                   f"does not fit this trainer: {'; '.join(problems)} (fix: serve the data dir and "
-                                  "alignments the trainer uses)")
+                                  "alignments the trainer uses, in its mode: --mode seq for asrkit-train-seq)")
             logger.info("example server %s (shard %d/%d): %d-dim features, %d pdfs, %g ms frames",
                         served.server_id, served.shard[0], served.shard[1], served.handshake.feature_dim,
                         served.handshake.num_pdfs, served.handshake.frame_shift_ms)
@@ -192,7 +192,7 @@ class ServerExamples:
         self.frames += len(served.features)
         self.epoch = max(self.epoch, served.epoch)
         self.last_epoch_of_shard[served.shard] = served.epoch
-        return Example(served.utterance_id, served.features, served.targets)
+        return Example(served.utterance_id, served.features, served.targets, served.outer)
 
     def _put(self, item):
         return put_unless_stopped(self._queue, item, self._stop)

@@ -59,6 +59,14 @@ class ServerOptions:
     log_interval: float = 30.0
     drain_seconds: float = 2.0  # after a stop request: how long the message in hand may wait for the trainer
     end_linger_seconds: float = 10.0  # after the last epoch: how long queued messages may wait to be taken
+    # Sequence training (mode "seq"): outer derivatives from lattices made with a model snapshot.
+    mode: str = "ce"
+    model_dir: str = None  # the model the derivatives start from (the CE model), until a snapshot is published
+    snapshot_dir: str = None  # where the trainer publishes snapshots (asrkit.sequence.snapshots)
+    graph_dir: str = None  # the sequence-training graph (bigram HCLG)
+    criterion: object = None  # asrkit.sequence.outer.CriterionOptions
+    decoder: object = None  # asrkit.decode.decoder.DecoderOptions (beam, lattice beam, ...)
+    snapshot_check_seconds: float = 5.0
 
 
 @dataclasses.dataclass
@@ -109,15 +117,57 @@ class ExampleServer:
                            len(self.producer.missing_alignment), ", ".join(self.producer.missing_alignment[:5]))
         if not self.utterance_ids:
             raise AsrkitError(f"shard {o.shard[0]}/{o.shard[1]} of {data_dir} has no utterance with an alignment")
-        self.handshake = Handshake(self.producer.feature_dim, self.producer.num_pdfs, self.producer.frame_shift_ms)
+        self.handshake = Handshake(self.producer.feature_dim, self.producer.num_pdfs, self.producer.frame_shift_ms,
+                                   o.mode)
+        self.outer = self.follower = None
+        if o.mode == "seq":
+            self._prepare_sequence_training()
+        elif o.mode != "ce":
+            raise AsrkitError(f"--mode must be ce or seq, not {o.mode!r}")
         self.server_id = f"{socket_module.gethostname()}:{os.getpid()}:{o.shard[0]}/{o.shard[1]}"
         self.producer.prepare_noisifier(self.utterance_ids)
         self.endpoint = None
         self._socket = None
         self._reset_counts()
 
+    def _prepare_sequence_training(self):
+        from asrkit.decode.decoder import DecoderOptions
+        from asrkit.sequence.outer import CriterionOptions, load_outer_computer
+        from asrkit.sequence.snapshots import SnapshotFollower
+
+        o = self.options
+        if not o.model_dir or not o.graph_dir:
+            raise AsrkitError("--mode seq needs --model-dir (the CE model) and --graph (the bigram graph dir)")
+        self.outer = load_outer_computer(o.model_dir, o.graph_dir, o.criterion or CriterionOptions(),
+                                         o.decoder or DecoderOptions())
+        if self.outer.model.num_pdfs != self.producer.num_pdfs:
+            raise AsrkitError(f"the model {o.model_dir} has {self.outer.model.num_pdfs} pdfs, the alignments "
+                              f"{self.producer.num_pdfs}")
+        self.follower = SnapshotFollower(self.outer.model, o.snapshot_dir, o.snapshot_check_seconds) \
+            if o.snapshot_dir else None
+        if self.follower is not None:
+            self.follower.refresh(force=True)
+        self.loss_totals = {}
+        logger.info("sequence training: criterion %s, acoustic scale %g, graph %s, %d silence pdfs; snapshots "
+                    "from %s", self.outer.options.criterion, self.outer.options.acoustic_scale, o.graph_dir,
+                    len(self.outer.silence), o.snapshot_dir or "nowhere (the model stays fixed)")
+
+    def _outer_derivatives(self, features, targets):
+        """Seq mode: the OuterDerivatives of one utterance with the newest snapshot (SkipUtterance without a lattice)."""
+        from asrkit.sequence.outer import NoLattice
+
+        version = self.follower.refresh() if self.follower is not None else 0
+        try:
+            outer = self.outer.compute(features, targets, version)
+        except NoLattice as error:
+            # The next snapshot may decode it: skipped this time, tried again next epoch.
+            raise SkipUtterance(str(error), permanent=False) from None
+        for name, value in outer.stats.items():
+            self.loss_totals[name] = self.loss_totals.get(name, 0.0) + value
+        return outer
+
     def _reset_counts(self):
-        self.served = self.frames = self.skip_events = 0
+        self.served = self.frames = self.skip_events = self.passed_over = 0
         self.skipped = {}
         self.blocked_seconds = self.waiting_seconds = 0.0
 
@@ -177,8 +227,13 @@ class ExampleServer:
             self.blocked_seconds += blocked
         return sent
 
-    def _skip(self, utterance_id, reason):
+    def _skip(self, utterance_id, reason, permanent=True):
         self.skip_events += 1
+        if not permanent:
+            self.passed_over += 1
+            if self.passed_over <= MAX_NAMED:
+                logger.warning("passing over utterance %s this time: %s", utterance_id, reason)
+            return
         if utterance_id not in self.skipped:
             self.skipped[utterance_id] = reason
             if len(self.skipped) <= MAX_NAMED:
@@ -192,6 +247,16 @@ class ExampleServer:
                     "(%.0f%% of the time after the first send)", epoch + 1, self.served, self.frames,
                     self.frames / wall, len(self.skipped), self.blocked_seconds,
                     100.0 * self.blocked_seconds / max(wall - self.waiting_seconds, 1e-9))
+        if self.outer is not None and self.served:
+            totals = self.loss_totals
+            frames = max(totals.get("frames", 0.0), 1.0)
+            logger.info("seq: snapshot %d; objective %.4f per frame, frames kept %.1f%%, lattice %.0f arcs per "
+                        "utterance, no lattice for %d; seconds per second of audio: model %.3f, lattice %.3f, "
+                        "forward-backward %.3f", self.follower.version if self.follower else 0,
+                        totals.get("objective", 0.0) / frames, 100.0 * totals.get("kept_frames", 0.0) / frames,
+                        totals.get("lattice_arcs", 0.0) / self.served, self.passed_over,
+                        *(totals.get(f"{part}_seconds", 0.0) / (frames * self.handshake.frame_shift_ms / 1000.0)
+                          for part in ("model", "lattice", "forward_backward")))
 
     def run(self):
         """Serve until the epochs or max_utterances are done, or a stop request; returns a ServeResult."""
@@ -211,6 +276,7 @@ class ExampleServer:
                 if o.num_epochs and epoch >= o.num_epochs:
                     finished = True
                     break
+                served_before = self.served
                 for utterance_id in epoch_order(self.utterance_ids, o.seed, o.shard, epoch):
                     if self.stop_requested.is_set():
                         break
@@ -218,11 +284,12 @@ class ExampleServer:
                         continue
                     try:
                         features, targets, _ = self.producer.produce(utterance_id, epoch)
+                        outer = self._outer_derivatives(features, targets) if self.outer is not None else None
                     except SkipUtterance as skip:
-                        self._skip(utterance_id, str(skip))
+                        self._skip(utterance_id, str(skip), skip.permanent)
                         continue
                     message = encode_example(utterance_id, features, targets, epoch, self.server_id, o.shard,
-                                             self.handshake)
+                                             self.handshake, outer)
                     if not self._send(message):
                         logger.warning("stop requested and the trainer took nothing for %.0f s: dropped %s",
                                        o.drain_seconds, utterance_id)
@@ -239,6 +306,9 @@ class ExampleServer:
                     if len(self.skipped) == len(self.utterance_ids):
                         raise AsrkitError(f"every one of the {len(self.utterance_ids)} utterances of shard "
                                           f"{o.shard[0]}/{o.shard[1]} was skipped (see the warnings above)")
+                    if self.served == served_before:
+                        raise AsrkitError(f"no utterance of shard {o.shard[0]}/{o.shard[1]} gave an example in "
+                                          f"epoch {epoch + 1} (no lattices: widen --beam, see the warnings above)")
                     epoch += 1
             if finished:
                 self._send(encode_end(self.server_id, o.shard, served=self.served, skipped=len(self.skipped),

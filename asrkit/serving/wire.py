@@ -9,21 +9,27 @@ Every message is [kind, payload]:
     epoch           int64  0-based epoch of the server's pass over its shard
     server_id       bytes  "<host>:<pid>:<r>/<R>", unique per server process
     shard           int64 [r, R] (1-based r)
-    mode            bytes  "ce" (built) or "seq" (reserved)
-    feature_dim     int64  \
-    num_pdfs        int64   > the handshake, in every message (see below)
-    frame_shift_ms  float  /
+    mode            bytes  "ce" or "seq"      | the handshake, in every
+    feature_dim     int64                     | message (see below)
+    num_pdfs        int64                     |
+    frame_shift_ms  float                     |
   Feature lists (T entries each):
     features        bytes_list of one value per frame: D float32, little-endian
                     (`row.tobytes()`); tf.io.parse_sequence_example reads it as
                     tf.string and tf.io.decode_raw turns it into [T, D]
-    targets         int64_list of one value per frame: the pdf id (CE mode)
-  Reserved for sequence training (documented, not produced yet):
-    context model_version int64 (the snapshot's step), loss_stats float_list;
-    feature lists outer_derivative_pdfs (int64_list per frame: the pdfs kept
-    after filtering), outer_derivative_values (float_list per frame, same
-    length), frame_mask (float_list of one value per frame: 0 for rejected
-    frames).
+    targets         int64_list of one value per frame: the pdf id (CE: the
+                    training target; seq: the numerator alignment, which the
+                    trainer uses for frame accuracy)
+  Sequence training (mode "seq") adds:
+    context model_version   int64: training step of the snapshot that computed
+                            the derivatives (staleness = trainer step - this)
+    context loss_stat_names bytes_list, loss_stats float_list: the utterance's
+                            criterion statistics (objective, frames, kept
+                            frames, lattice arcs, ...), name by name
+    outer_derivative_pdfs   int64_list per frame: the pdfs kept after filtering
+    outer_derivative_values float_list per frame, same length: w(t, k)
+    frame_mask              float_list of one value per frame: 0 for frames
+                            the filters dropped
 - kind `asrkit.end.v1`: payload is JSON (server_id, shard, served, skipped,
   epochs): the server has finished its epochs and sends nothing more.
 
@@ -49,6 +55,7 @@ from asrkit.errors import AsrkitError
 EXAMPLE_KIND = b"asrkit.example.v1"
 END_KIND = b"asrkit.end.v1"
 KINDS = (EXAMPLE_KIND, END_KIND)
+MODES = ("ce", "seq")
 
 
 class WireError(AsrkitError):
@@ -62,13 +69,17 @@ class Handshake:
     feature_dim: int
     num_pdfs: int
     frame_shift_ms: float
+    mode: str = "ce"  # "ce": targets to train on; "seq": outer derivatives too
 
     def mismatches(self, expected):
         """'name server vs trainer' for each field that differs from `expected`."""
         problems = []
         for field in dataclasses.fields(self):
             mine, theirs = getattr(self, field.name), getattr(expected, field.name)
-            if (abs(mine - theirs) > 1e-6) if isinstance(mine, float) else mine != theirs:
+            if isinstance(mine, str):
+                if mine != theirs:
+                    problems.append(f"{field.name} {mine!r} (server) vs {theirs!r} (trainer)")
+            elif (abs(mine - theirs) > 1e-6) if isinstance(mine, float) else mine != theirs:
                 problems.append(f"{field.name} {mine:g} (server) vs {theirs:g} (trainer)")
         return problems
 
@@ -82,6 +93,7 @@ class ServedExample:
     server_id: str
     shard: tuple  # (r, R)
     handshake: Handshake
+    outer: object = None  # asrkit.train.examples.OuterDerivatives in seq mode
 
 
 def _example_pb2():
@@ -93,13 +105,17 @@ def _example_pb2():
     return example_pb2
 
 
-def encode_example(utterance_id, features, targets, epoch, server_id, shard, handshake):
-    """One utterance as [kind, payload] (bytes, bytes)."""
+def encode_example(utterance_id, features, targets, epoch, server_id, shard, handshake, outer=None):
+    """One utterance as [kind, payload] (bytes, bytes); `outer` (OuterDerivatives) in seq mode."""
     example_pb2 = _example_pb2()
     features = np.ascontiguousarray(features, dtype="<f4")
     targets = np.asarray(targets, dtype=np.int64)
     if features.ndim != 2 or len(targets) != len(features):
         raise ValueError(f"features {features.shape} and targets {targets.shape} do not pair up")
+    if (outer is not None) != (handshake.mode == "seq"):
+        raise ValueError(f"a {handshake.mode!r} example {'with' if outer is not None else 'without'} outer derivatives")
+    if outer is not None and len(outer.pdfs) != len(features):
+        raise ValueError(f"outer derivatives for {len(outer.pdfs)} frames, features {len(features)}")
     message = example_pb2.SequenceExample()
     context = message.context.feature
     context["utterance_id"].bytes_list.value.append(utterance_id.encode("utf-8"))
@@ -107,7 +123,7 @@ def encode_example(utterance_id, features, targets, epoch, server_id, shard, han
     context["epoch"].int64_list.value.append(int(epoch))
     context["server_id"].bytes_list.value.append(server_id.encode("utf-8"))
     context["shard"].int64_list.value.extend([int(shard[0]), int(shard[1])])
-    context["mode"].bytes_list.value.append(b"ce")
+    context["mode"].bytes_list.value.append(handshake.mode.encode("ascii"))
     context["feature_dim"].int64_list.value.append(int(handshake.feature_dim))
     context["num_pdfs"].int64_list.value.append(int(handshake.num_pdfs))
     context["frame_shift_ms"].float_list.value.append(float(handshake.frame_shift_ms))
@@ -117,7 +133,54 @@ def encode_example(utterance_id, features, targets, epoch, server_id, shard, han
     labels = message.feature_lists.feature_list["targets"].feature
     for label in targets.tolist():
         labels.add().int64_list.value.append(label)
+    if outer is not None:
+        _encode_outer(message, outer)
     return [EXAMPLE_KIND, message.SerializeToString()]
+
+
+def _encode_outer(message, outer):
+    context = message.context.feature
+    context["model_version"].int64_list.value.append(int(outer.version))
+    names = sorted(outer.stats)
+    context["loss_stat_names"].bytes_list.value.extend(name.encode("utf-8") for name in names)
+    context["loss_stats"].float_list.value.extend(float(outer.stats[name]) for name in names)
+    lists = message.feature_lists.feature_list
+    pdf_list = lists["outer_derivative_pdfs"].feature
+    value_list = lists["outer_derivative_values"].feature
+    mask_list = lists["frame_mask"].feature
+    for pdfs, values in zip(outer.pdfs.tolist(), outer.values.tolist()):
+        kept = [(pdf, value) for pdf, value in zip(pdfs, values) if value != 0.0]
+        pdf_list.add().int64_list.value.extend(pdf for pdf, _ in kept)
+        value_list.add().float_list.value.extend(value for _, value in kept)
+        mask_list.add().float_list.value.append(1.0 if kept else 0.0)
+
+
+def _decode_outer(message, num_frames):
+    from asrkit.train.examples import OuterDerivatives
+
+    context = message.context.feature
+    lists = message.feature_lists.feature_list
+    pdf_list = lists["outer_derivative_pdfs"].feature if "outer_derivative_pdfs" in lists else []
+    value_list = lists["outer_derivative_values"].feature if "outer_derivative_values" in lists else []
+    if len(pdf_list) != num_frames or len(value_list) != num_frames:
+        raise WireError(f"seq example: num_frames {num_frames} but {len(pdf_list)} derivative pdf and "
+                        f"{len(value_list)} value frames")
+    frames, pdfs, values = [], [], []
+    for frame, (pdf_feature, value_feature) in enumerate(zip(pdf_list, value_list)):
+        frame_pdfs, frame_values = pdf_feature.int64_list.value, value_feature.float_list.value
+        if len(frame_pdfs) != len(frame_values):
+            raise WireError(f"seq example: frame {frame} has {len(frame_pdfs)} pdfs and {len(frame_values)} values")
+        frames.extend([frame] * len(frame_pdfs))
+        pdfs.extend(frame_pdfs)
+        values.extend(frame_values)
+    names = [name.decode("utf-8") for name in context["loss_stat_names"].bytes_list.value] \
+        if "loss_stat_names" in context else []
+    numbers = list(context["loss_stats"].float_list.value) if "loss_stats" in context else []
+    if len(names) != len(numbers):
+        raise WireError(f"seq example: {len(names)} loss stat names for {len(numbers)} values")
+    return OuterDerivatives.from_sparse(num_frames, frames, pdfs, values,
+                                        int(_single(context, "model_version", "int64_list")),
+                                        dict(zip(names, numbers)))
 
 
 def encode_end(server_id, shard, **counts):
@@ -141,12 +204,12 @@ def decode_example(payload):
     except Exception as error:  # the protobuf runtime's DecodeError; any failure means the same here
         raise WireError(f"not a SequenceExample: {error}") from None
     context = message.context.feature
-    mode = _single(context, "mode", "bytes_list")
-    if mode != b"ce":
-        raise WireError(f"example of mode {mode.decode('utf-8', 'replace')!r}; this trainer reads 'ce' examples")
+    mode = _single(context, "mode", "bytes_list").decode("utf-8", "replace")
+    if mode not in MODES:
+        raise WireError(f"example of unknown mode {mode!r} (known: {', '.join(MODES)})")
     handshake = Handshake(int(_single(context, "feature_dim", "int64_list")),
                           int(_single(context, "num_pdfs", "int64_list")),
-                          float(_single(context, "frame_shift_ms", "float_list")))
+                          float(_single(context, "frame_shift_ms", "float_list")), mode)
     num_frames = int(_single(context, "num_frames", "int64_list"))
     lists = message.feature_lists.feature_list
     frames = lists["features"].feature if "features" in lists else []
@@ -164,6 +227,7 @@ def decode_example(payload):
         features=features.astype(np.float32, copy=False), targets=targets.astype(np.int32),
         epoch=int(_single(context, "epoch", "int64_list")),
         server_id=_single(context, "server_id", "bytes_list").decode("utf-8"), shard=shard, handshake=handshake,
+        outer=_decode_outer(message, num_frames) if mode == "seq" else None,
     )
 
 

@@ -14,6 +14,10 @@ class Batch:
     reset: np.ndarray  # [b, u] float32: 1 where an utterance starts (state zeroed before that frame)
     epoch: int  # epoch of the newest example in the batch
     state: dict  # batcher position after this batch (JSON-able), for checkpoints
+    # Sequence training (examples with outer derivatives), else None:
+    outer_pdfs: np.ndarray = None  # [b, u, M] int32: pdfs of the nonzero w(t, k) of each frame, 0-padded
+    outer_values: np.ndarray = None  # [b, u, M] float32: w(t, k); 0 on padding, label-less and dropped frames
+    versions: np.ndarray = None  # [b, u] int64: snapshot step of each frame's derivatives, -1 where none
 
     @property
     def num_frames(self):

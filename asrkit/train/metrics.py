@@ -56,13 +56,20 @@ class IntervalMetrics:
         }
 
 
+STANDARD = ("loss", "frame_accuracy", "frames_per_second", "apr", "t_session", "learning_rate", "gradient_norm",
+            "input_queue_depth")
+
+
 def format_metrics(values):
-    return (
+    """One log line: the standard metrics, then any a criterion adds (sequence training's), by name."""
+    line = (
         f"loss {values['loss']:.4f} frame_acc {values['frame_accuracy']:.4f} "
         f"frames/s {values['frames_per_second']:.0f} apr {values['apr']:.3f} t_session {values['t_session']:.3f} "
         f"lr {values['learning_rate']:.3g} grad_norm {values['gradient_norm']:.3g} "
         f"queue {values['input_queue_depth']}"
     )
+    extra = [f"{name} {values[name]:.4g}" for name in values if name not in STANDARD]
+    return " ".join([line] + extra)
 
 
 def finite(value):
@@ -92,6 +99,20 @@ class ScalarWriter:
         with self._writer.as_default(step=step):
             for name, value in values.items():
                 tf.summary.write(prefix + name, tf.constant(float(value), tf.float32), metadata=self._metadata)
+
+    def histogram(self, step, name, counts, edges):
+        """A TensorBoard histogram from bin counts and their len(counts) + 1 edges (the histogram
+        plugin's [bins, 3] tensor of left edge, right edge, count), again without the tensorboard package."""
+        from tensorflow.core.framework import summary_pb2
+
+        tf = self._tf
+        metadata = summary_pb2.SummaryMetadata(
+            plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="histograms"),
+            data_class=summary_pb2.DATA_CLASS_TENSOR,
+        ).SerializeToString()
+        rows = [[float(edges[i]), float(edges[i + 1]), float(count)] for i, count in enumerate(counts)]
+        with self._writer.as_default(step=step):
+            tf.summary.write(name, tf.constant(rows, tf.float64), metadata=metadata)
 
     def flush(self):
         self._writer.flush()

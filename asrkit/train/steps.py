@@ -50,26 +50,37 @@ def _frame_weights(targets, mask):
 class Steps:
     """Training steps for truncated unrolling (`truncated`) and full unrolling (`full`), and `evaluate`.
 
-    Each returns (loss sum, correct frames, labelled frames, gradient norm before clipping); the loss
-    minimised is the mean CE over labelled frames.
+    Each returns (loss sum, correct frames, labelled frames, gradient norm before clipping) of this
+    replica's batch; the loss minimised is the mean CE over the labelled frames of the step (of every
+    replica's batch under --strategy multiworker: the frame count and the gradients are summed).
     """
 
-    def __init__(self, net, optimizer, learning_rate, clip_norm, training_state):
+    def __init__(self, net, optimizer, learning_rate, clip_norm, training_state, distribution=None):
+        from asrkit.train.distribute import LocalDistribution
+
         self.net = net
         self.optimizer = optimizer
         self.learning_rate = learning_rate
         self.clip_norm = clip_norm
         self.state = training_state
+        # Where the steps run (asrkit.train.distribute); local: plain tf.functions, sums over one replica.
+        self.distribution = distribution or LocalDistribution()
         self.variables = list(net.trainable_variables)
         optimizer.build(self.variables)
-        self.truncated = tf.function(self._truncated, jit_compile=False)
+        self.truncated = self.distribution.compile(self._truncated)
         spec = [tf.TensorSpec([None, None, net.input_dim], tf.float32), tf.TensorSpec([None, None], tf.int32),
                 tf.TensorSpec([None, None], tf.float32)]
-        self.full = tf.function(self._full, input_signature=spec, jit_compile=False)
+        self.full = self.distribution.compile(self._full, input_signature=spec)
+        # Evaluation runs where it is called (the chief), on its own data: nothing to reduce.
         self.evaluate = tf.function(self._evaluate, input_signature=spec, jit_compile=False)
 
+    def _mean_over_replicas(self, loss_sum, count):
+        """The loss sum divided by the labelled frames of every replica's batch (of this one, locally): summed
+        gradients then equal those of the mean over all the frames of the step."""
+        return loss_sum / tf.maximum(self.distribution.sum_over_replicas(count), 1.0)
+
     def _apply(self, tape, loss):
-        gradients = tape.gradient(loss, self.variables)
+        gradients = self.distribution.sum_over_replicas(tape.gradient(loss, self.variables))
         if self.clip_norm > 0:
             gradients, norm = tf.clip_by_global_norm(gradients, self.clip_norm)
         else:
@@ -89,7 +100,7 @@ class Steps:
         with tf.GradientTape() as tape:
             logits, new_state = self.net.window_time_major(features, state, keep)
             loss_sum, correct, count = cross_entropy_sums(logits, targets, weights)
-            loss = loss_sum / tf.maximum(count, 1.0)
+            loss = self._mean_over_replicas(loss_sum, count)
         norm = self._apply(tape, loss)
         for variable, value in zip(self.state.stream_state, new_state):
             variable.assign(value)
@@ -102,7 +113,7 @@ class Steps:
         with tf.GradientTape() as tape:
             logits = self.net.sequence_time_major(features)
             loss_sum, correct, count = cross_entropy_sums(logits, targets, weights)
-            loss = loss_sum / tf.maximum(count, 1.0)
+            loss = self._mean_over_replicas(loss_sum, count)
         norm = self._apply(tape, loss)
         return loss_sum, correct, count, norm
 
@@ -111,3 +122,52 @@ class Steps:
         targets = _time_major_targets(targets)
         logits = self.net.sequence_time_major(features)
         return cross_entropy_sums(logits, targets, _frame_weights(targets, tf.transpose(mask)))
+
+
+def auxiliary_sum(logits, pdfs, values):
+    """L_AUX = sum_t sum_k w(t, k) log p(k | x_t) (seed 000 eq. 3) over the given (pdf, value) pairs.
+
+    logits [u, b, K]; pdfs, values [u, b, M] (value 0 on padding).  Its gradient with respect to
+    the logits is w - p * sum_k w, which is w itself when each frame's derivatives sum to zero.
+    """
+    log_probs = tf.nn.log_softmax(logits)
+    picked = tf.gather(log_probs, pdfs, batch_dims=2)
+    return tf.reduce_sum(values * picked)
+
+
+class SequenceSteps(Steps):
+    """Steps that maximise the auxiliary function of sequence training (truncated unrolling).
+
+    `truncated_seq` returns (-L_AUX sum, correct frames against the numerator alignment, labelled
+    frames, gradient norm); the loss minimised is -L_AUX divided by the frames of the batch.
+    """
+
+    def __init__(self, net, optimizer, learning_rate, clip_norm, training_state, unroll, distribution=None):
+        super().__init__(net, optimizer, learning_rate, clip_norm, training_state, distribution)
+        # u is static (the LSTM unstacks over it); M, the derivatives per frame, varies from batch to batch.
+        u = unroll
+        spec = [tf.TensorSpec([None, u, net.input_dim], tf.float32), tf.TensorSpec([None, u], tf.int32),
+                tf.TensorSpec([None, u], tf.float32), tf.TensorSpec([None, u], tf.float32),
+                tf.TensorSpec([None, u, None], tf.int32), tf.TensorSpec([None, u, None], tf.float32)]
+        self.truncated_seq = self.distribution.compile(self._truncated_seq, input_signature=spec)
+
+    def _truncated_seq(self, features, targets, mask, reset, pdfs, values):
+        features = tf.transpose(features, [1, 0, 2])
+        targets = _time_major_targets(targets)
+        time_mask = tf.transpose(mask)
+        weights = _frame_weights(targets, time_mask)
+        # Same float detour as the targets (exact for pdf ids below 2**24).
+        pdfs = tf.cast(tf.transpose(tf.cast(pdfs, tf.float32), [1, 0, 2]), tf.int32)
+        values = tf.transpose(values, [1, 0, 2])
+        keep = 1.0 - tf.transpose(reset)
+        state = tuple(variable.read_value() for variable in self.state.stream_state)
+        with tf.GradientTape() as tape:
+            logits, new_state = self.net.window_time_major(features, state, keep)
+            auxiliary = auxiliary_sum(logits, pdfs, values)
+            loss = self._mean_over_replicas(-auxiliary, tf.reduce_sum(time_mask))
+        norm = self._apply(tape, loss)
+        for variable, value in zip(self.state.stream_state, new_state):
+            variable.assign(value)
+        labels = tf.maximum(targets, 0)
+        correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), labels), tf.float32)
+        return -auxiliary, tf.reduce_sum(correct * weights), tf.reduce_sum(weights), norm

@@ -25,14 +25,23 @@ run and an uninterrupted one see the same batches in the same order.  With examp
 servers the weights, optimizer and step resume the same way, but the example stream
 starts afresh (a socket has no position to return to).  The pdf count and the class
 priors come from the alignment dir in both cases.
+
+`strategy` says where the steps run (asrkit.train.distribute): in this process (local, the
+default), on synchronous workers that each read their own shard or servers and all-reduce
+the gradients (multiworker; worker 0, the chief, writes the experiment dir), or on
+parameter servers and workers that the chief sends steps to asynchronously (ps, full
+unrolling only).
 """
 
+import collections
 import dataclasses
 import json
 import logging
 import os
 import platform
+import shutil
 import signal
+import tempfile
 import threading
 import time
 
@@ -48,7 +57,7 @@ logger = logging.getLogger("asrkit.train")
 MODES = ("truncated", "full")
 
 # Hyperparameters that a resumed run must share with the checkpoint it resumes from.
-FIXED_ON_RESUME = ("mode", "num_streams", "unroll", "optimizer", "seed")
+FIXED_ON_RESUME = ("mode", "num_streams", "unroll", "optimizer", "seed", "criterion")
 
 
 def train_params():
@@ -106,6 +115,8 @@ class TrainOptions:
     server_styles: str = None  # local servers: noise style config for on-the-fly noisification
     server_from_feats: bool = False  # local servers read feats.scp instead of featurizing audio
     server_receive_timeout: float = 300.0  # fail when no example arrives for this long
+    strategy: str = "local"  # local, multiworker or ps (asrkit.train.distribute)
+    cluster: str = None  # JSON cluster file in TF_CONFIG's format (None: $TF_CONFIG)
 
 
 @dataclasses.dataclass
@@ -122,9 +133,10 @@ class TrainResult:
     t_session: float
     skipped: int
     resumed_from: int  # step of the checkpoint resumed from, 0 for a fresh start
-    model_dir: str
+    model_dir: str  # None on a multiworker worker other than the chief (the chief exports)
     seconds: float
     example_servers: dict = None  # received per server, restarts, ... (None in-process)
+    valid_metrics: dict = None  # the criterion's own held-out metrics (sequence objective), last validation
 
 
 def _environment():
@@ -152,6 +164,8 @@ def _check_resumable(exp_dir, config):
     if previous.get("model") != config["model"]:
         problems.append(f"model {previous.get('model')} vs now {config['model']}")
     for key in FIXED_ON_RESUME:
+        if key not in config["train"]:  # a knob of another kind of training (the criterion: seq only)
+            continue
         before, now = previous.get("train", {}).get(key), config["train"][key]
         if before != now:
             problems.append(f"{key} {before!r} vs now {now!r}")
@@ -215,14 +229,15 @@ def _validation_batches(data, cmvn, params, label_delay, feature_dim):
     return list(batcher)
 
 
-def _server_source(options, params, data, data_dir, ali_dir, exp_dir):
+def _server_source(options, params, data, data_dir, ali_dir, exp_dir, criterion):
     """The example-server source (asrkit.serving) for --example-servers."""
     from asrkit.serving.connect import open_example_servers
     from asrkit.serving.producer import read_feature_config
     from asrkit.serving.wire import Handshake
 
-    expected = Handshake(data.feature_dim, data.num_pdfs, read_feature_config(data_dir).output_frame_shift_ms)
-    server_options = ["--max-length-mismatch", str(params.max_length_mismatch)]
+    expected = Handshake(data.feature_dim, data.num_pdfs, read_feature_config(data_dir).output_frame_shift_ms,
+                         criterion.server_mode)
+    server_options = ["--max-length-mismatch", str(params.max_length_mismatch)] + criterion.server_options()
     if options.server_from_feats:
         server_options.append("--from-feats")
     if options.server_styles:
@@ -253,34 +268,113 @@ def _evaluate(steps, batches):
     return loss_sum / max(count, 1.0), correct / max(count, 1.0)
 
 
+class CrossEntropyCriterion:
+    """What the training loop does where criteria differ; asrkit.train.seq_trainer has the sequence one.
+
+    The loop calls, in order: `make_steps` once; `prepare` with the data; `initialize(net)` on a fresh start only (not on
+    resume); `in_process_source` or `server_options` for the input, then `wrap_source`; `begin`
+    just before the first example is pulled; per step `train_step` then `after_step`;
+    `interval_metrics` at each log line; `validate` with the held-out frame accuracy; `close` at
+    the end.
+    """
+
+    name = "ce"
+    server_mode = "ce"
+
+    def __init__(self, params):
+        self.params = params
+
+    def make_steps(self, net, optimizer, learning_rate, training_state, distribution=None):
+        from asrkit.train.steps import Steps
+
+        return Steps(net, optimizer, learning_rate, self.params.clip_norm, training_state, distribution)
+
+    def prepare(self, data, cmvn):
+        """The loaded training data (asrkit.train.training_set.TrainingData) and CMVN statistics."""
+
+    def initialize(self, net):
+        pass
+
+    def wrap_source(self, source):
+        return source
+
+    def begin(self, step, net, writer):
+        pass
+
+    def in_process_source(self, data, cmvn):
+        from asrkit.train.examples import TableExamples
+
+        p = self.params
+        return TableExamples(data.train.feats_scp, data.train.ali_scp, data.train.utterance_ids, cmvn, seed=p.seed,
+                             num_epochs=p.num_epochs or None, tolerance=p.max_length_mismatch)
+
+    def server_options(self):
+        return []
+
+    def train_step(self, steps, batch, step):
+        """(loss sum, correct frames, labelled frames, gradient norm) of one step on `batch`."""
+        if self.params.mode == "truncated":
+            return steps.truncated(batch.features, batch.targets, batch.mask, batch.reset)
+        return steps.full(batch.features, batch.targets, batch.mask)
+
+    def after_step(self, step, net):
+        pass
+
+    def interval_metrics(self):
+        return {}
+
+    def validate(self, step):
+        return {}
+
+    def pdf_counts(self, data):
+        return data.pdf_counts
+
+    def close(self):
+        pass
+
+
 def train_ce(data_dir, ali_dir, exp_dir, options=None):
     """Train with cross-entropy; see the module docstring.  Returns a TrainResult."""
-    from asrkit.nn.model_dir import write_model_dir
-    from asrkit.nn.registry import build_from_config, model_config
-    from asrkit.tf_runtime import import_tensorflow
-    from asrkit.train.bucket_batcher import BucketBatcher
-    from asrkit.train.examples import TableExamples
-    from asrkit.train.metrics import IntervalMetrics, ScalarWriter, finite, format_metrics
-    from asrkit.train.optimizers import LearningRate, make_optimizer
-    from asrkit.train.prefetch import Prefetcher
-    from asrkit.train.steps import Steps, TrainingState
-    from asrkit.train.training_set import load_training_data
-    from asrkit.train.truncated_batcher import TruncatedBatcher
-    from asrkit.train.batch import PaddingStats
+    from asrkit.nn.registry import model_config
 
-    tf = import_tensorflow()
     options = options or TrainOptions()
-    started = time.monotonic()
     params = train_params()
     try:
         params.set(**options.params)
         net_config = model_config(options.model, options.model_overrides)
     except KeyError as error:
         raise AsrkitError(str(error.args[0])) from None
+    return run_training(data_dir, ali_dir, exp_dir, options, params, net_config, CrossEntropyCriterion(params))
+
+
+def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criterion):
+    """The training loop shared by cross-entropy and sequence training (`criterion` says how they differ)."""
+    from asrkit.nn.model_dir import write_model_dir
+    from asrkit.nn.registry import build_from_config
+    from asrkit.tf_runtime import import_tensorflow
+    from asrkit.train.bucket_batcher import BucketBatcher
+    from asrkit.train.metrics import IntervalMetrics, ScalarWriter, finite, format_metrics
+    from asrkit.train.optimizers import LearningRate, make_optimizer
+    from asrkit.train.prefetch import Prefetcher
+    from asrkit.train.steps import TrainingState
+    from asrkit.train.training_set import load_training_data
+    from asrkit.train.truncated_batcher import TruncatedBatcher
+    from asrkit.train.batch import PaddingStats
+    from asrkit.train.distribute import check_params as check_strategy_params, make_distribution
+
+    tf = import_tensorflow()
+    started = time.monotonic()
     if params.mode not in MODES:
         raise AsrkitError(f"mode must be one of {', '.join(MODES)}, not {params.mode!r}")
     if not params.num_epochs and not params.max_steps:
         raise AsrkitError("with num_epochs 0 (no limit) set max_steps, or training never ends")
+    if options.strategy != "local" and criterion.name != "ce":
+        raise AsrkitError(f"--strategy {options.strategy}: {criterion.name} training runs with --strategy local only")
+    # Before any other TensorFlow work: joining a cluster configures the runtime.
+    check_strategy_params(options.strategy, params)
+    distribution = make_distribution(options.strategy, options.cluster)
+    chief = distribution.is_chief
+    logger.info("%s", distribution.describe())
 
     data = load_training_data(
         data_dir, ali_dir, options.cmvn, params.valid_utts, options.valid_data_dir, options.valid_ali_dir,
@@ -307,16 +401,19 @@ def train_ce(data_dir, ali_dir, exp_dir, options=None):
         "command_line": options.command_line,
     }
     checkpoint_dir = os.path.join(exp_dir, "checkpoints")
-    latest = tf.train.latest_checkpoint(checkpoint_dir) if os.path.isdir(checkpoint_dir) else None
+    # Only the chief reads and writes the experiment dir; the other workers take its weights at the start.
+    latest = tf.train.latest_checkpoint(checkpoint_dir) if chief and os.path.isdir(checkpoint_dir) else None
     if latest and options.resume:
         _check_resumable(exp_dir, config)
     elif latest:
         logger.info("--no-resume: moved the old checkpoints to %s", _set_aside(checkpoint_dir))
         latest = None
-    _write_json(os.path.join(exp_dir, "config.json"), config)
+    if chief:
+        _write_json(os.path.join(exp_dir, "config.json"), config)
 
     try:
-        net = build_from_config(net_config, data.feature_dim, data.num_pdfs)
+        with distribution.scope():  # ps: the variables live on the parameter servers
+            net = build_from_config(net_config, data.feature_dim, data.num_pdfs)
     except ValueError as error:
         raise AsrkitError(f"bad model config: {error}") from None
     label_delay = net.label_delay
@@ -326,23 +423,39 @@ def train_ce(data_dir, ali_dir, exp_dir, options=None):
     try:
         learning_rate = LearningRate(params.learning_rate, params.lr_schedule, params.lr_decay_rate,
                                      params.lr_decay_steps, params.warmup_steps)
-        optimizer = make_optimizer(params.optimizer, params.adagrad_initial_accumulator, params.adam_beta1,
-                                   params.adam_beta2, params.adam_epsilon, params.sgd_momentum)
+        with distribution.scope():
+            optimizer = make_optimizer(params.optimizer, params.adagrad_initial_accumulator, params.adam_beta1,
+                                       params.adam_beta2, params.adam_epsilon, params.sgd_momentum)
     except ValueError as error:
         raise AsrkitError(str(error)) from None
-    training_state = TrainingState(net.zero_state(params.num_streams if params.mode == "truncated" else 1))
-    steps = Steps(net, optimizer, learning_rate, params.clip_norm, training_state)
+    with distribution.scope():
+        training_state = TrainingState(net.zero_state(params.num_streams if params.mode == "truncated" else 1))
+        if distribution.name == "local":
+            steps = criterion.make_steps(net, optimizer, learning_rate, training_state)
+        else:
+            steps = criterion.make_steps(net, optimizer, learning_rate, training_state, distribution=distribution)
     checkpoint = tf.train.Checkpoint(net=net, optimizer=optimizer, training=training_state)
     manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=params.keep_checkpoints,
-                                         checkpoint_name="ckpt")
+                                         checkpoint_name="ckpt") if chief else None
 
     cmvn = CmvnStats.read(data.cmvn_path)
+    criterion.prepare(data, cmvn)
+    if not latest:
+        criterion.initialize(net)
+    # Each multiworker worker reads every N-th training utterance (local:N servers serve only those too).
+    worker_data = data if distribution.num_workers == 1 or distribution.name != "multiworker" else \
+        dataclasses.replace(data, train=dataclasses.replace(
+            data.train, utterance_ids=distribution.shard(data.train.utterance_ids)))
+    # A worker other than the chief keeps its local servers' logs out of the chief's dir.
+    work_dir = exp_dir if chief else os.path.join(exp_dir, f"worker-{distribution.worker_index}")
+    if worker_data is not data:
+        logger.info("worker %d of %d: %d of the %d training utterances", distribution.worker_index,
+                    distribution.num_workers, len(worker_data.train.utterance_ids), len(data.train.utterance_ids))
     if options.example_servers:
-        source = _server_source(options, params, data, data_dir, ali_dir, exp_dir)
+        source = _server_source(options, params, worker_data, data_dir, ali_dir, work_dir, criterion)
     else:
-        source = TableExamples(data.train.feats_scp, data.train.ali_scp, data.train.utterance_ids, cmvn,
-                               seed=params.seed, num_epochs=params.num_epochs or None,
-                               tolerance=params.max_length_mismatch)
+        source = criterion.in_process_source(worker_data, cmvn)
+    source = criterion.wrap_source(source)
     from_servers = bool(options.example_servers)
     if params.mode == "truncated":
         batcher = TruncatedBatcher(source, params.num_streams, params.unroll, data.feature_dim, label_delay)
@@ -360,7 +473,13 @@ def train_ce(data_dir, ali_dir, exp_dir, options=None):
         logger.info("resuming from %s: step %d, input position %s", latest, resumed_from,
                     "the example-server stream starts afresh" if from_servers
                     else json.dumps(position["source"]) if position else "start")
-    valid_batches = _validation_batches(data, cmvn, params, label_delay, data.feature_dim)
+    distribution.start(list(net.variables) + list(optimizer.variables), training_state.step)
+    if not chief:
+        resumed_from = int(training_state.step.numpy())
+        if resumed_from:
+            logger.info("resuming with the chief's weights at step %d; this worker's input starts afresh",
+                        resumed_from)
+    valid_batches = _validation_batches(data, cmvn, params, label_delay, data.feature_dim) if chief else []
 
     step = resumed_from
     last_saved = resumed_from if latest else -1
@@ -371,19 +490,26 @@ def train_ce(data_dir, ali_dir, exp_dir, options=None):
     last_values = {"loss": float("nan"), "frame_accuracy": float("nan")}
     valid_accuracy = None
     epoch = source.epoch
-    writer = ScalarWriter(os.path.join(exp_dir, "tensorboard"))
+    # Workers other than the chief write their summaries to a temporary dir, as TensorFlow recommends.
+    scratch_dir = None if chief else tempfile.mkdtemp(prefix=f"asrkit-worker{distribution.worker_index}-")
+    writer = ScalarWriter(os.path.join(exp_dir, "tensorboard") if chief else scratch_dir)
+    criterion.begin(step, net, writer)  # before the prefetcher starts pulling examples
     prefetcher = Prefetcher(batcher, params.prefetch)
     loop_started = time.monotonic()
 
     def save(position):
         nonlocal last_saved
+        settle()  # ps: the checkpoint holds every step scheduled so far
+        last_saved = step
+        if not chief:
+            return
         if position is not None:
             training_state.set_input_position(position)
         path = manager.save(checkpoint_number=step)
-        last_saved = step
         logger.info("checkpoint %s", path)
 
     last_validated = -1
+    valid_metrics = {}
 
     def validate():
         nonlocal valid_accuracy, last_validated
@@ -391,85 +517,136 @@ def train_ce(data_dir, ali_dir, exp_dir, options=None):
             return
         last_validated = step
         valid_loss, valid_accuracy = _evaluate(steps, valid_batches)
-        logger.info("step %d: held-out loss %.4f frame_acc %.4f", step, valid_loss, valid_accuracy)
-        writer.scalars(step, {"loss": valid_loss, "frame_accuracy": valid_accuracy}, prefix="valid/")
+        extra = criterion.validate(step)
+        valid_metrics.update(extra)
+        logger.info("step %d: held-out loss %.4f frame_acc %.4f%s", step, valid_loss, valid_accuracy,
+                    "".join(f" {name} {value:.4f}" for name, value in extra.items()))
+        writer.scalars(step, {"loss": valid_loss, "frame_accuracy": valid_accuracy, **extra}, prefix="valid/")
 
     position = training_state.get_input_position()
+    # Batches whose step is scheduled but not yet done (ps), and time not yet given to a finished step.
+    unfinished = collections.deque()
+    carried = [0.0, 0.0]
+
+    def account(finished):
+        """Adds the outputs of finished steps (with their batches) to the metrics."""
+        nonlocal total_frames, step_seconds_total, wait_seconds_total
+        for loss_sum, correct, labelled, norm in finished:
+            batch = unfinished.popleft()
+            if not finite(loss_sum):
+                raise AsrkitError(f"the loss is {loss_sum} at step {step}: lower --learning-rate or set "
+                                  f"--clip-norm (the last good checkpoint is in {checkpoint_dir})")
+            frames = batch.num_frames
+            total_frames += frames
+            step_seconds_total += carried[0]
+            wait_seconds_total += carried[1]
+            padding.add(batch.padding_ratio)
+            interval.add(loss_sum, correct, labelled, frames, batch.padding_ratio, carried[0], carried[1], norm)
+            carried[:] = [0.0, 0.0]
+
+    def settle():
+        """Wait for the pending steps (ps) and account for them, the wait counting as time in TensorFlow."""
+        waiting = time.monotonic()
+        finished = distribution.drain()
+        if finished:
+            carried[0] += time.monotonic() - waiting
+            account(finished)
+
     try:
         with _StopRequest() as stop:
             batches = iter(prefetcher)
             while not params.max_steps or step < params.max_steps:
-                if stop.requested:
-                    break
                 waited = time.monotonic()
-                batch = next(batches, None)
+                batch = None if stop.requested else next(batches, None)
                 stepped = time.monotonic()
-                if batch is None:
+                # Multiworker: all workers stop at the same step when any has to.
+                signalled, exhausted = distribution.agree(stop.requested, batch is None)
+                if signalled or exhausted:
+                    stop.requested = stop.requested or signalled
                     break
-                if params.mode == "truncated":
-                    outputs = steps.truncated(batch.features, batch.targets, batch.mask, batch.reset)
-                else:
-                    outputs = steps.full(batch.features, batch.targets, batch.mask)
-                loss_sum, correct, labelled, norm = (float(value) for value in outputs)
+                outputs = criterion.train_step(steps, batch, step)
+                unfinished.append(batch)
+                finished = distribution.finished(outputs)
                 done = time.monotonic()
                 step += 1
-                if not finite(loss_sum):
-                    raise AsrkitError(f"the loss is {loss_sum} at step {step}: lower --learning-rate or set "
-                                      f"--clip-norm (the last good checkpoint is in {checkpoint_dir})")
                 position, epoch = batch.state, batch.epoch
-                frames = batch.num_frames
-                total_frames += frames
-                step_seconds_total += done - stepped
-                wait_seconds_total += stepped - waited
-                padding.add(batch.padding_ratio)
-                interval.add(loss_sum, correct, labelled, frames, batch.padding_ratio, done - stepped,
-                             stepped - waited, norm)
+                carried[0] += done - stepped
+                carried[1] += stepped - waited
+                account(finished)
                 if step % params.log_every == 0:
-                    last_values = interval.values(learning_rate.value(step), prefetcher.depth())
+                    settle()  # ps: a log line covers the steps up to its own
+                    last_values = {**interval.values(learning_rate.value(step), prefetcher.depth()),
+                                   **criterion.interval_metrics()}
                     logger.info("step %d epoch %d: %s", step, epoch + 1, format_metrics(last_values))
                     writer.scalars(step, last_values, prefix="train/")
                     interval.reset()
+                    digest = distribution.digest(net.variables)
+                    if digest:
+                        logger.info("step %d: weights %s", step, digest)
                     if from_servers:
                         _log_servers(source)
                 aside = time.monotonic()
+                criterion.after_step(step, net)
                 if params.valid_every and step % params.valid_every == 0:
                     validate()
                 if params.checkpoint_every and step % params.checkpoint_every == 0:
                     save(position)
                 interval.exclude(time.monotonic() - aside)
+            settle()
             if interval.steps:
-                last_values = interval.values(learning_rate.value(step), prefetcher.depth())
+                last_values = {**interval.values(learning_rate.value(step), prefetcher.depth()),
+                               **criterion.interval_metrics()}
                 logger.info("step %d epoch %d: %s", step, epoch + 1, format_metrics(last_values))
             if step != last_saved:
                 save(position)
             if stop.requested:
                 raise AsrkitError(f"stopped by a signal at step {step}; rerun the same command to resume")
     finally:
+        distribution.close()
         prefetcher.close()
         source.close()
         writer.flush()
+        if scratch_dir:
+            shutil.rmtree(scratch_dir, ignore_errors=True)
     validate()
+    criterion.close()
+    digest = distribution.digest(net.variables)
+    if digest:
+        logger.info("step %d: final weights %s", step, digest)
     if latest and step == resumed_from:
         logger.info("training had already finished at step %d (its checkpoint is the last); exporting it again "
                     "(--no-resume trains afresh)", step)
     # A run resumed at the very end restores the input position past the last epoch.
     epochs_done = min(epoch + 1, params.num_epochs) if params.num_epochs else epoch + 1
 
-    model_dir = write_model_dir(
-        os.path.join(exp_dir, "final"), net, net_config, data.pdf_counts, data.feature_config_path, data.cmvn_path,
-        params.prior_floor,
-        provenance={"steps": step, "epochs": epoch, "exp_dir": os.path.abspath(exp_dir),
-                    "train_frames": data.train.num_frames, "created": time.strftime("%Y-%m-%d %H:%M:%S")},
-        context_files=[path for path in (os.path.join(ali_dir, "tree.json"), os.path.join(ali_dir, "phones.txt"))
-                       if os.path.exists(path)],
-    )
-    logger.info("exported the model to %s", model_dir)
+    model_dir = None
+    if chief:
+        model_dir = write_model_dir(
+            os.path.join(exp_dir, "final"), net, net_config, criterion.pdf_counts(data), data.feature_config_path,
+            data.cmvn_path, params.prior_floor,
+            provenance={"steps": step, "epochs": epoch, "exp_dir": os.path.abspath(exp_dir),
+                        "train_frames": data.train.num_frames, "created": time.strftime("%Y-%m-%d %H:%M:%S")},
+            context_files=[path for path in (os.path.join(ali_dir, "tree.json"),
+                                             os.path.join(ali_dir, "phones.txt")) if os.path.exists(path)],
+        )
+        logger.info("exported the model to %s", model_dir)
+    else:
+        logger.info("worker %d done at step %d; the chief exports the model", distribution.worker_index, step)
     loop_seconds = max(time.monotonic() - loop_started, 1e-9)
-    return TrainResult(
+    result = TrainResult(
         steps=step, epochs=epochs_done if step else 0, frames=total_frames, loss=last_values["loss"],
-        frame_accuracy=last_values["frame_accuracy"], valid_accuracy=valid_accuracy, apr=padding.mean,
-        apr_stddev=padding.stddev, frames_per_second=total_frames / loop_seconds,
+        frame_accuracy=last_values["frame_accuracy"], valid_accuracy=valid_accuracy if chief else None,
+        apr=padding.mean, apr_stddev=padding.stddev, frames_per_second=total_frames / loop_seconds,
         t_session=step_seconds_total / loop_seconds, skipped=len(data.skipped), resumed_from=resumed_from,
         model_dir=model_dir, seconds=time.monotonic() - started,
-        example_servers=source.stats() if from_servers else None,
+        example_servers=source.stats() if from_servers else None, valid_metrics=valid_metrics,
     )
+    if not chief:
+        return result
+    # What this run achieved, for results tables (recipes' RESULTS); the numbers of this run only,
+    # so a resumed run's frames/s and t_session are those of its last part.
+    criterion_name = params.criterion if "criterion" in params else criterion.name  # smbr, mmi, ... or ce
+    _write_json(os.path.join(exp_dir, "result.json"),
+                {**dataclasses.asdict(result), "criterion": criterion_name,
+                 "example_server_count": len(result.example_servers["received"]) if from_servers else 0})
+    return result

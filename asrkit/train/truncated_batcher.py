@@ -12,6 +12,10 @@ every stream is empty.
 Label delay (asrkit.nn.label_delay) is applied per utterance before it enters
 a stream: d repeated last frames at its end, NO_LABEL targets on its first d
 frames, so a delayed label never crosses into the neighbouring utterance.
+Sequence training's outer derivatives (Example.outer) travel like the targets:
+delayed the same way (zero rows on the first d frames), packed into [b, u, M]
+arrays whose width M is the widest frame of the batch, with each frame's
+snapshot version beside them.
 """
 
 import numpy as np
@@ -21,19 +25,29 @@ from asrkit.train.batch import Batch
 
 
 class _Stream:
-    __slots__ = ("utterance_id", "features", "targets", "offset")
+    __slots__ = ("utterance_id", "features", "targets", "offset", "outer_pdfs", "outer_values", "version")
 
     def __init__(self):
         self.utterance_id = None
         self.features = None
         self.targets = None
         self.offset = 0
+        self.outer_pdfs = self.outer_values = None
+        self.version = -1
 
     def start(self, example, label_delay, offset=0):
         self.utterance_id = example.utterance_id
         self.features = delay_features(example.features, label_delay)
         self.targets = delay_targets(example.targets, label_delay)
         self.offset = offset
+        outer = example.outer
+        if outer is None:
+            self.outer_pdfs = self.outer_values = None
+            self.version = -1
+            return
+        self.outer_pdfs = delay_rows(outer.pdfs, label_delay)
+        self.outer_values = delay_rows(outer.values, label_delay)
+        self.version = outer.version
 
     @property
     def remaining(self):
@@ -42,6 +56,27 @@ class _Stream:
     def position(self):
         """[utterance id, offset] while inside an utterance, None between utterances."""
         return [self.utterance_id, self.offset] if self.remaining > 0 else None
+
+
+def delay_rows(rows, delay):
+    """[T, M] -> [T + delay, M]: `delay` zero rows first (the label-less frames), like delay_targets."""
+    if delay <= 0:
+        return rows
+    return np.concatenate([np.zeros((delay,) + rows.shape[1:], rows.dtype), rows])
+
+
+def _pack_outer(pieces, b, u):
+    """[b, u, M] pdfs and values and [b, u] versions from (row, column, pdfs, values, version) pieces."""
+    width = max(piece[2].shape[1] for piece in pieces)
+    pdfs = np.zeros((b, u, width), np.int32)
+    values = np.zeros((b, u, width), np.float32)
+    versions = np.full((b, u), -1, np.int64)
+    for row, column, piece_pdfs, piece_values, version in pieces:
+        span = slice(column, column + len(piece_pdfs))
+        pdfs[row, span, : piece_pdfs.shape[1]] = piece_pdfs
+        values[row, span, : piece_values.shape[1]] = piece_values
+        versions[row, span] = version
+    return pdfs, values, versions
 
 
 class TruncatedBatcher:
@@ -82,6 +117,7 @@ class TruncatedBatcher:
             targets = np.full((b, u), NO_LABEL, np.int32)
             mask = np.zeros((b, u), np.float32)
             reset = np.zeros((b, u), np.float32)
+            outer_pieces = []
             for row, stream in enumerate(self.streams):
                 filled = 0
                 while filled < u:
@@ -98,8 +134,14 @@ class TruncatedBatcher:
                     features[row, filled : filled + take] = stream.features[span]
                     targets[row, filled : filled + take] = stream.targets[span]
                     mask[row, filled : filled + take] = 1.0
+                    if stream.outer_pdfs is not None:
+                        outer_pieces.append((row, filled, stream.outer_pdfs[span], stream.outer_values[span],
+                                             stream.version))
                     stream.offset += take
                     filled += take
             if not mask.any():
                 return
-            yield Batch(features, targets, mask, reset, self.epoch, self.state())
+            batch = Batch(features, targets, mask, reset, self.epoch, self.state())
+            if outer_pieces:
+                batch.outer_pdfs, batch.outer_values, batch.versions = _pack_outer(outer_pieces, b, u)
+            yield batch

@@ -19,8 +19,13 @@
 #         -> exp/mono*; 7 decision tree, tree alignments (and their accuracy against the synthesisers'
 #         timings), multi-style CE training of the LSTM with an
 #         example server noisifying on the fly -> exp/tree, exp/lstm_ce;
-#         8 graph, decoding and scoring of test and test_noisy -> exp/lstm_ce/decode_*.
-# Every stage can be rerun; stage 1 resumes, skipping utterances whose audio is already there.
+#         8 graph, decoding and scoring of test and test_noisy -> exp/lstm_ce/decode_*;
+#         9 bigram graph and sMBR sequence training with seq-mode example servers (lattices on the
+#         fly with model snapshots) -> exp/lstm_smbr; 10 decoding and scoring with the sMBR model
+#         -> exp/lstm_smbr/decode_*; 11 results table -> exp/RESULTS, training plots -> exp/*/training.png.
+# Every stage can be rerun; stage 1 resumes, skipping utterances whose audio is already there,
+# and training resumes from its last checkpoint.  cmd.sh says how jobs are launched (locally by
+# default; Slurm or ssh on a cluster).
 set -euo pipefail
 
 command_line="$0 $*"
@@ -34,7 +39,7 @@ data=data
 exp=exp
 overwrite=false
 
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --stage) stage="$2"; shift 2 ;;
@@ -70,6 +75,7 @@ if [ "$stage" -le 0 ] && [ "$stop_stage" -ge 0 ]; then
 fi
 
 . ./path.sh
+. ./cmd.sh
 
 if [ "$stage" -le 1 ] && [ "$stop_stage" -ge 1 ]; then
   echo "== stage 1: synthesise the corpus -> $data/{train,dev,test} ==" >&2
@@ -115,9 +121,9 @@ fi
 # Model sizes and training lengths per corpus size: the tiny corpus (100 utterances) only has
 # to run the chain end to end; small and default are meant to learn.
 case "$size" in
-  tiny)    mono_cells=64;  ce_cells=128; mono_epochs=10; ce_epochs=15; num_leaves=60;   streams=16 ;;
-  small)   mono_cells=128; ce_cells=256; mono_epochs=6;  ce_epochs=10; num_leaves=400;  streams=32 ;;
-  default) mono_cells=128; ce_cells=256; mono_epochs=4;  ce_epochs=8;  num_leaves=1500; streams=64 ;;
+  tiny)    mono_cells=64;  ce_cells=128; mono_epochs=10; ce_epochs=15; num_leaves=60;   streams=16; seq_steps=20;  snapshot_every=5 ;;
+  small)   mono_cells=128; ce_cells=256; mono_epochs=6;  ce_epochs=10; num_leaves=400;  streams=32; seq_steps=200; snapshot_every=20 ;;
+  default) mono_cells=128; ce_cells=256; mono_epochs=4;  ce_epochs=8;  num_leaves=1500; streams=64; seq_steps=300; snapshot_every=20 ;;
 esac
 train_options=(--optimizer adam --learning-rate 0.002 --num-streams "$streams" --unroll 20 --valid-utts 5
                --log-every 50 --num-threads 2 --model-param num_layers=2)
@@ -175,4 +181,45 @@ if [ "$stage" -le 8 ] && [ "$stop_stage" -ge 8 ]; then
       "$exp/lstm_ce/decode_$split"
   done
   for split in test test_noisy; do echo "$split: $(cat "$exp/lstm_ce/decode_$split/best_wer")" >&2; done
+fi
+
+# Sequence training (seed 000 section 3): lattices with the bigram LM of the training transcripts,
+# generated on the fly by the example servers with a snapshot of the model that the trainer
+# refreshes every --snapshot-every steps; the decoding acoustic scale (0.3) is kappa.
+seq_options=(--criterion smbr --acoustic-scale 0.3 --beam 10 --lattice-beam 4 --optimizer adam
+             --learning-rate 0.0001 --num-streams "$streams" --unroll 20 --max-steps "$seq_steps"
+             --num-epochs 0 --snapshot-every "$snapshot_every" --valid-utts 5 --valid-seq-utts 5 --valid-every 50
+             --checkpoint-every 50 --log-every 10 --num-threads 1)
+$overwrite && seq_options+=(--no-resume)
+
+if [ "$stage" -le 9 ] && [ "$stop_stage" -ge 9 ]; then
+  echo "== stage 9: bigram graph and sMBR training with seq-mode example servers -> $exp/lstm_smbr ==" >&2
+  mkgraph "$data/lang_bigram" "$exp/lstm_ce/final" "$exp/lstm_ce/graph_bigram"
+  # Two servers noisify (the CE training's styles), featurize, decode and run forward-backward;
+  # the trainer only applies the derivatives, so here the servers are the bottleneck.
+  $train_cmd "$exp/lstm_smbr/log/train.log" \
+    asrkit-train-seq "${seq_options[@]}" --example-servers local:2 --server-styles conf/noise_styles.json \
+      "$data/train" "$exp/tree_ali" "$exp/lstm_ce/final" "$exp/lstm_ce/graph_bigram" "$exp/lstm_smbr"
+  grep "summary:" "$exp/lstm_smbr/log/train.log" >&2
+fi
+
+if [ "$stage" -le 10 ] && [ "$stop_stage" -ge 10 ]; then
+  echo "== stage 10: decoding and scoring with the sMBR model -> $exp/lstm_smbr/decode_* ==" >&2
+  # Same tree as the CE model, so the same decoding graph.
+  for split in test test_noisy; do
+    asrkit-decode --nj "$nj" --no-lmwt-sweep --acoustic-scale 0.3 "$exp/lstm_ce/graph" "$exp/lstm_smbr/final" \
+      "$data/$split" "$exp/lstm_smbr/decode_$split"
+  done
+  for split in test test_noisy; do echo "$split: $(cat "$exp/lstm_smbr/decode_$split/best_wer")" >&2; done
+fi
+
+if [ "$stage" -le 11 ] && [ "$stop_stage" -ge 11 ]; then
+  echo "== stage 11: results -> $exp/RESULTS, training curves -> $exp/{lstm_ce,lstm_smbr}/training.png ==" >&2
+  python local/make_results.py --command "$command_line" "$exp" > "$exp/RESULTS.tmp"
+  mv "$exp/RESULTS.tmp" "$exp/RESULTS"
+  cat "$exp/RESULTS"
+  for model in lstm_ce lstm_smbr; do
+    python local/plot_training.py "$exp/$model/tensorboard" "$exp/$model/training.png" \
+      || echo "note: no plot for $model (see the error above); going on" >&2
+  done
 fi

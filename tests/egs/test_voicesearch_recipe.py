@@ -1,5 +1,6 @@
-"""egs/voicesearch/run.sh --size tiny, end to end through the stages built so far: corpus, dictionary, noisy
-sets, lang and LMs, features, flat start and monophone training, tree, CE training of the LSTM, decoding, scoring."""
+"""egs/voicesearch/run.sh --size tiny, end to end: corpus, dictionary, noisy sets, lang and LMs, features, flat
+start and monophone training, tree, CE training of the LSTM, decoding, scoring, sMBR training with seq-mode
+example servers, decoding and scoring again, the results table and the training plots."""
 
 import os
 import shutil
@@ -35,10 +36,18 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     for name in ("mono_ali0", "mono_ali2", "tree_ali"):
         assert (exp / name / "ali.scp").exists() and (exp / name / "num_pdfs").exists(), name
     assert "aligned=80 retried=0 failed=0" in result.stderr  # realignment with the monophone model
-    for split in ("test", "test_noisy"):
-        decode_dir = exp / "lstm_ce" / f"decode_{split}"
-        assert len(open(decode_dir / "hyp.txt").read().splitlines()) == 10
-        assert "%WER" in result.stdout
+    for model in ("lstm_ce", "lstm_smbr"):
+        for split in ("test", "test_noisy"):
+            decode_dir = exp / model / f"decode_{split}"
+            assert len(open(decode_dir / "hyp.txt").read().splitlines()) == 10
+    smbr_log = open(exp / "lstm_smbr" / "log" / "train.log").read()
+    assert "asrkit-train-seq summary: status=ok steps=20" in smbr_log
+    assert "server_objective" in smbr_log and "staleness histogram" in smbr_log
+    results = open(exp / "RESULTS").read()
+    assert results.count("%WER") == 4 and "sMBR relative to CE" in results
+    assert "%WER" in result.stdout  # the table is printed at the end
+    for model in ("lstm_ce", "lstm_smbr"):
+        assert (exp / model / "training.png").stat().st_size > 1000
     # Rerunning the data stages reuses every finished piece of work.
     rerun = subprocess.run(command + ["--stage", "1", "--stop-stage", "3"], capture_output=True, text=True,
                            timeout=900)

@@ -54,3 +54,30 @@ def test_end_message_is_json_and_malformed_messages_are_refused():
     with pytest.raises(WireError, match="feature bytes"):
         decode_example(payload)  # the frames hold 3 floats, the handshake claims 4
     assert json.loads(encode_end("s", (1, 1))[1])["shard"] == [1, 1]
+
+
+def test_seq_example_round_trip_keeps_derivatives_version_and_stats():
+    from asrkit.train.examples import OuterDerivatives
+
+    rng = np.random.default_rng(1)
+    features = rng.standard_normal((5, 7)).astype(np.float32)
+    targets = np.array([1, 1, 2, 3, 3], np.int32)
+    outer = OuterDerivatives.from_sparse(5, [0, 0, 3, 3, 3], [1, 4, 3, 0, 9], [0.25, -0.25, 0.5, -0.125, -0.375],
+                                         version=42, stats={"objective": 3.5, "frames": 5.0})
+    seq = Handshake(7, 11, 30.0, "seq")
+    _, payload = encode_example("u", features, targets, 0, "s", (1, 1), seq, outer)
+    served = decode_example(payload)
+    assert served.handshake == seq and served.outer.version == 42
+    assert served.outer.stats == {"objective": 3.5, "frames": 5.0}
+    np.testing.assert_array_equal(served.outer.kept_frames, [True, False, False, True, False])
+    dense = np.zeros((5, 11))
+    np.put_along_axis(dense, served.outer.pdfs.astype(np.int64), served.outer.values, axis=1)
+    expected = np.zeros((5, 11))
+    np.put_along_axis(expected, outer.pdfs.astype(np.int64), outer.values, axis=1)
+    np.testing.assert_allclose(dense, expected)
+    with pytest.raises(ValueError, match="outer derivatives"):
+        encode_example("u", features, targets, 0, "s", (1, 1), HANDSHAKE, outer)  # a CE message cannot carry them
+
+
+def test_a_ce_trainer_names_the_mode_of_a_seq_server():
+    assert Handshake(7, 11, 30.0, "seq").mismatches(HANDSHAKE) == ["mode 'seq' (server) vs 'ce' (trainer)"]

@@ -63,3 +63,45 @@ def corpus(tmp_path):
         return data_dir, ali_dir, utterances
 
     return make
+
+
+@pytest.fixture(scope="session")
+def seq_task(tmp_path_factory):
+    """A toy task for sequence training: the toy graph of asrkit.decode.synthetic, features whose frames
+    carry their pdf (centre + noise, noisy enough that CE leaves room for sMBR), the oracle alignments
+    (with the toy tree next to them), and a small LSTM trained with CE for a few epochs.
+
+    Returns paths: data, ali, ce (the exported CE model), graph, and `references` {utt: pdfs}.
+    """
+    import shutil
+
+    from asrkit.decode.synthetic import TOY_SENTENCES, build_toy_task, monophone_pdf_of_phone, oracle_alignment, \
+        TOY_LEXICON
+    from asrkit.hmm.tree import ContextDependency
+    from asrkit.train.trainer import TrainOptions, train_ce
+
+    root = tmp_path_factory.mktemp("seq_task")
+    paths = build_toy_task(str(root / "toy"))
+    tree = ContextDependency.read(os.path.join(paths["model"], "tree.json"))
+    pdf_of_phone = monophone_pdf_of_phone(tree)
+    rng = np.random.default_rng(7)
+    dim = 8
+    centres = rng.standard_normal((tree.num_pdfs, dim)) * 1.5
+    utterances = {}
+    for index in range(24):
+        words = TOY_SENTENCES[index % len(TOY_SENTENCES)].split()
+        labels = oracle_alignment(words, TOY_LEXICON, pdf_of_phone, rng, min_frames=2, max_frames=5)
+        features = (centres[labels] + 1.2 * rng.standard_normal((len(labels), dim)) + 3.0).astype(np.float32)
+        utterances[f"spk{index % 3}-{index:03d}"] = (features, labels)
+    data_dir, ali_dir = write_corpus(str(root), utterances, tree.num_pdfs)
+    for name in ("tree.json", "phones.txt"):
+        if os.path.exists(os.path.join(paths["model"], name)):
+            shutil.copy(os.path.join(paths["model"], name), ali_dir)
+    ce_exp = str(root / "ce")
+    options = TrainOptions(model="lstm", model_overrides={"num_layers": 1, "num_cells": 24, "label_delay": 2},
+                           params={"num_epochs": 4, "num_streams": 4, "unroll": 10, "optimizer": "adam",
+                                   "learning_rate": 0.01, "valid_utts": 2, "log_every": 10})
+    train_ce(data_dir, ali_dir, ce_exp, options)
+    return {"data": data_dir, "ali": ali_dir, "ce": os.path.join(ce_exp, "final"), "graph": paths["graph"],
+            "lang": paths["lang"], "references": {utt: labels for utt, (_, labels) in utterances.items()},
+            "root": str(root)}

@@ -1,0 +1,71 @@
+"""asrkit-train-seq: sequence training (sMBR, MMI) of a CE-trained model with outer derivatives from example servers."""
+
+import json
+import logging
+
+import click
+
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.cli.train_ce import input_options, training_options
+
+
+def _seq_params():
+    from asrkit.train.seq_trainer import seq_params
+
+    return seq_params()
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.argument("data_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("ali_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("ce_model_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("graph_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("exp_dir", type=click.Path(file_okay=False))
+@input_options
+@click.option("--print-config", is_flag=True, help="Print the effective training config as JSON and exit.")
+@training_options(_seq_params)
+@asrkit_command("asrkit-train-seq")
+def main(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, cmvn, valid_data_dir, valid_ali_dir, resume,
+         example_servers, server_public_key, server_styles, server_from_feats, num_threads, print_config,
+         **train_values):
+    """Sequence-train the model in CE_MODEL_DIR (asrkit-train-ce's final/) on DATA_DIR with ALI_DIR's alignments
+    as the numerator and lattices from GRAPH_DIR (utils/mkgraph with the bigram lang dir).
+
+    The example servers compute the criterion's outer derivatives with the newest snapshot the
+    trainer publishes in EXP_DIR/snapshots; the trainer maximises L_AUX = sum w log p.  Writes
+    EXP_DIR/config.json, checkpoints/, snapshots/, tensorboard/ and the exported model final/.
+    """
+    from asrkit.errors import AsrkitError
+    from asrkit.logs import command_line, summary_line
+    from asrkit.tf_runtime import import_tensorflow
+    from asrkit.train.seq_trainer import seq_params, train_seq
+    from asrkit.train.trainer import TrainOptions
+
+    import_tensorflow(num_threads or None)
+    logger = logging.getLogger("asrkit-train-seq")
+    train_overrides = {name: value for name, value in train_values.items() if value is not None}
+    if print_config:
+        try:
+            click.echo(json.dumps(seq_params().set(**train_overrides).to_dict(), indent=2, sort_keys=True))
+        except KeyError as error:
+            raise AsrkitError(str(error.args[0])) from None
+        return
+    options = TrainOptions(params=train_overrides, cmvn=cmvn, valid_data_dir=valid_data_dir,
+                           valid_ali_dir=valid_ali_dir, resume=resume, command_line=command_line(),
+                           example_servers=example_servers, server_public_key=server_public_key,
+                           server_styles=server_styles, server_from_feats=server_from_feats)
+    result = train_seq(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, options)
+    logger.info(summary_line(
+        "asrkit-train-seq", "ok", steps=result.steps, epochs=result.epochs, frames=result.frames,
+        loss=f"{result.loss:.4f}", frame_accuracy=f"{result.frame_accuracy:.4f}",
+        valid_accuracy="none" if result.valid_accuracy is None else f"{result.valid_accuracy:.4f}",
+        frames_per_second=f"{result.frames_per_second:.0f}", t_session=f"{result.t_session:.3f}",
+        **{f"valid_{name}": f"{value:.4f}" for name, value in (result.valid_metrics or {}).items()},
+        skipped=result.skipped, resumed_from=result.resumed_from, seconds=f"{result.seconds:.1f}",
+        model=result.model_dir,
+        **({"server_restarts": result.example_servers["restarts"]} if result.example_servers else {}),
+    ))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""Outer derivatives of one utterance, as an example server computes them (seed 000 section 3, seed 002 section 2).
+
+    model snapshot theta' -> log-likelihoods over the whole utterance (one dynamic unroll)
+      -> lattice with the bigram HCLG (kaldi-decoder's LatticeSimpleDecoder)
+      -> forward-backward (sMBR: expectation semiring; MMI: log semiring) against the
+         numerator alignment -> w(t, k) = d objective / d loglike(t, k)
+      -> filters (MMI-FR's frame rejection, minimum posterior) -> OuterDerivatives
+
+The lattice's arcs are rescored with the same log-likelihoods the decoder saw
+(asrkit.sequence.forward_backward reads them from the matrix, not from the
+lattice), so the derivatives are exactly those of the objective as a function
+of the log-likelihood matrix, which is what the tests check by finite
+differences.  The objective is maximised: sMBR's is the expected number of
+correct frames, MMI's the log posterior of the reference.
+"""
+
+import dataclasses
+import time
+
+import numpy as np
+
+from asrkit.errors import AsrkitError
+
+CRITERIA = ("smbr", "mmi", "mmi-fr", "bmmi")
+
+
+class NoLattice(AsrkitError):
+    """The decoder found no path through the graph for this utterance (at the retry beam too)."""
+
+
+@dataclasses.dataclass
+class CriterionOptions:
+    criterion: str = "smbr"
+    acoustic_scale: float = 0.1  # kappa, for the lattice and the derivatives alike
+    boost: float = 0.1  # bmmi: b of boosted MMI
+    frame_rejection: float = 1e-3  # mmi-fr: drop frames whose reference pdf has less denominator occupancy
+    min_posterior: float = 1e-3  # drop frames whose every |w(t, k)| / kappa is below this (0: keep all)
+    one_silence_class: bool = True  # sMBR: any silence pdf is correct on a silence frame (Kaldi's option)
+
+    def check(self):
+        if self.criterion not in CRITERIA:
+            raise AsrkitError(f"criterion must be one of {', '.join(CRITERIA)}, not {self.criterion!r}")
+        if self.acoustic_scale <= 0:
+            raise AsrkitError(f"the acoustic scale must be positive, not {self.acoustic_scale}")
+        if self.min_posterior < 0:
+            raise AsrkitError(f"--min-posterior must be >= 0, not {self.min_posterior}")
+
+
+def silence_pdfs(tree, silence_phone_names):
+    """Pdfs that only silence phones emit (every leaf giving the pdf has silence phones alone at its center)."""
+    silence = set(silence_phone_names)
+    verdict = {}
+    for leaf in tree.leaves:
+        center = leaf["context"][tree.central_position]
+        names = {center} if isinstance(center, str) else set(center)
+        only_silence = "*" not in names and names <= silence
+        verdict[leaf["pdf"]] = verdict.get(leaf["pdf"], True) and only_silence
+    return np.array(sorted(pdf for pdf, only in verdict.items() if only), dtype=np.int64)
+
+
+class OuterDerivativeComputer:
+    """w(t, k) for utterances with one model (refreshed in place by asrkit.sequence.snapshots) and one graph.
+
+    model: an asrkit.nn.model_dir.AcousticModel; decoder: an asrkit.decode.decoder.GraphDecoder made
+    with lattices=True and the criterion's acoustic scale; silence: pdf ids of silence (sMBR's
+    silence handling, boosting's accuracy).
+    """
+
+    def __init__(self, model, decoder, options, silence=()):
+        options.check()
+        if not decoder.lattices:
+            raise ValueError("the decoder must make lattices")
+        if abs(decoder.options.acoustic_scale - options.acoustic_scale) > 1e-9:
+            raise ValueError("the decoder's acoustic scale must be the criterion's")
+        self.model = model
+        self.decoder = decoder
+        self.options = options
+        self.silence = np.asarray(silence, dtype=np.int64)
+
+    def loglikes(self, features):
+        """Log-likelihoods [T, num_pdfs] of normalised features under the model as it is now."""
+        return self.model.log_posteriors_normalized(features) - self.model.log_priors
+
+    def compute(self, features, reference, version):
+        """OuterDerivatives of one utterance (normalised features [T, D], reference pdfs [T]).
+
+        Raises NoLattice when decoding fails.  Its stats: objective (expected correct frames for sMBR,
+        the MMI objective otherwise), frames, kept_frames, rejected_frames (MMI-FR), lattice_arcs,
+        lattice_states, and seconds of the model, lattice and forward-backward parts.
+        """
+        from asrkit.decode.decoder import FAILED
+        from asrkit.decode.lattice import lattice_to_array
+        from asrkit.sequence import criteria
+        from asrkit.sequence.lattice_graph import LatticeGraph
+        from asrkit.train.examples import OuterDerivatives
+
+        o = self.options
+        started = time.perf_counter()
+        loglikes = self.loglikes(features)
+        modelled = time.perf_counter()
+        result = self.decoder.decode(loglikes)
+        if result.status == FAILED or result.lattice is None:
+            raise NoLattice(f"no lattice: the decoder reached no final state at beam {result.beam:g}")
+        num_frames = len(features)
+        graph = LatticeGraph.from_array(lattice_to_array(result.lattice), result.lattice.start, num_frames)
+        decoded = time.perf_counter()
+        loglikes = loglikes.astype(np.float64)
+        if o.criterion == "smbr":
+            outcome = criteria.smbr(graph, loglikes, reference, o.acoustic_scale, silence_pdfs=self.silence,
+                                    one_silence_class=o.one_silence_class)
+        else:
+            outcome = criteria.mmi(graph, loglikes, reference, o.acoustic_scale,
+                                   boost=o.boost if o.criterion == "bmmi" else 0.0, silence_pdfs=self.silence,
+                                   frame_rejection=o.frame_rejection if o.criterion == "mmi-fr" else None)
+        derivatives = outcome.outer_derivatives
+        if o.min_posterior > 0:
+            # The threshold is on posteriors: w is kappa times a difference of them.
+            derivatives, _ = criteria.minimum_posterior_filter(derivatives, o.min_posterior * o.acoustic_scale)
+        done = time.perf_counter()
+        outer = OuterDerivatives.from_sparse(num_frames, derivatives.frames, derivatives.pdfs, derivatives.values,
+                                             version)
+        outer.stats = {
+            "objective": float(outcome.objective),
+            "frames": float(num_frames),
+            "kept_frames": float(outer.kept_frames.sum()),
+            "rejected_frames": float(getattr(outcome, "frames_rejected", 0)),
+            "lattice_arcs": float(graph.num_arcs),
+            "lattice_states": float(graph.num_states),
+            "model_seconds": modelled - started,
+            "lattice_seconds": decoded - modelled,
+            "forward_backward_seconds": done - decoded,
+        }
+        return outer
+
+
+def load_outer_computer(model_dir, graph_dir, options, decoder_options):
+    """An OuterDerivativeComputer from an exported model dir and a graph dir (utils/mkgraph's output).
+
+    decoder_options: asrkit.decode.decoder.DecoderOptions; its acoustic scale is set to the criterion's.
+    """
+    import os
+
+    from asrkit.decode.decoder import GraphDecoder
+    from asrkit.hmm.num_pdfs import read_num_pdfs_file
+    from asrkit.hmm.tree import ContextDependency
+    from asrkit.nn.model_dir import load_acoustic_model
+
+    options.check()
+    model = load_acoustic_model(model_dir)
+    hclg = os.path.join(graph_dir, "HCLG.fst")
+    if not os.path.exists(hclg):
+        raise AsrkitError(f"{graph_dir} has no HCLG.fst (make the sequence-training graph with utils/mkgraph "
+                          "from the bigram lang dir and the CE model)")
+    graph_pdfs = read_num_pdfs_file(os.path.join(graph_dir, "num_pdfs"))
+    if graph_pdfs != model.num_pdfs:
+        raise AsrkitError(f"graph {graph_dir} has {graph_pdfs} pdfs, the model {model_dir} {model.num_pdfs}")
+    silence_path = os.path.join(graph_dir, "phones", "silence.txt")
+    tree_path = os.path.join(model_dir, "tree.json")
+    silence = ()
+    if os.path.exists(silence_path) and os.path.exists(tree_path):
+        with open(silence_path, encoding="utf-8") as handle:
+            silence = silence_pdfs(ContextDependency.read(tree_path), handle.read().split())
+    decoder_options = dataclasses.replace(decoder_options, acoustic_scale=options.acoustic_scale)
+    decoder = GraphDecoder.from_file(hclg, decoder_options, lattices=True)
+    return OuterDerivativeComputer(model, decoder, options, silence)

@@ -1,0 +1,96 @@
+"""Model snapshots theta' that sequence training publishes and the example servers read (seed 000 section 3).
+
+The trainer exports its live network every `--snapshot-every` steps as an
+ordinary model dir (asrkit.nn.model_dir, written in a temporary directory and
+renamed into place) named `<root>/step-<step>`, then points the file
+`<root>/latest` at it with an atomic rename.  A server reads `latest` every few
+seconds and, when it names a newer step, reads those weights into the network
+it already has (no rebuild, no retracing).  A reader therefore sees either the
+old snapshot or the new one, never a half-written one; the oldest snapshots
+are deleted, but a few are kept so that a server still reading one is not cut
+short.  The version of a snapshot is the training step it was taken at, which
+is what the trainer's staleness (step now - version) is counted in.
+"""
+
+import json
+import logging
+import os
+import shutil
+import time
+
+from asrkit.errors import AsrkitError
+from asrkit.io.atomic import atomic_output
+
+logger = logging.getLogger("asrkit.sequence")
+
+LATEST = "latest"
+
+
+def snapshot_name(step):
+    return f"step-{int(step):09d}"
+
+
+def publish_snapshot(root, step, export, keep=4):
+    """Export a snapshot with `export(path)` (writes a model dir there) and make it the latest.
+
+    Returns the snapshot's path.  Snapshots beyond the newest `keep` are removed.
+    """
+    os.makedirs(root, exist_ok=True)
+    name = snapshot_name(step)
+    path = os.path.join(root, name)
+    export(path)
+    with atomic_output(os.path.join(root, LATEST)) as out:
+        json.dump({"step": int(step), "dir": name, "published": time.time()}, out)
+        out.write("\n")
+    published = sorted(entry for entry in os.listdir(root) if entry.startswith("step-"))
+    for old in published[:-keep] if keep > 0 else []:
+        shutil.rmtree(os.path.join(root, old), ignore_errors=True)
+    return path
+
+
+def read_latest(root):
+    """(step, path) of the latest published snapshot, or None when none is published yet."""
+    try:
+        with open(os.path.join(root, LATEST), encoding="utf-8") as handle:
+            latest = json.load(handle)
+        return int(latest["step"]), os.path.join(root, latest["dir"])
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError) as error:
+        raise AsrkitError(f"{os.path.join(root, LATEST)} is malformed: {error}") from None
+
+
+class SnapshotFollower:
+    """Keeps an AcousticModel at the newest snapshot of `root`, looking at most every `check_seconds`.
+
+    `refresh()` returns the version now in use.  Before anything is published the
+    model stays at `initial_version` (the CE model the servers start from).
+    """
+
+    def __init__(self, model, root, check_seconds=5.0, initial_version=0):
+        self.model = model
+        self.root = root
+        self.check_seconds = check_seconds
+        self.version = initial_version
+        self.reloads = 0
+        self._last_check = -float("inf")
+
+    def refresh(self, force=False):
+        now = time.monotonic()
+        if not force and now - self._last_check < self.check_seconds:
+            return self.version
+        self._last_check = now
+        latest = read_latest(self.root)
+        if latest is None or latest[0] == self.version:
+            return self.version
+        step, path = latest
+        try:
+            self.model.reload_weights(path)
+        except (AsrkitError, OSError, ValueError) as error:
+            # The trainer may have removed it between our read of `latest` and now: try again later.
+            logger.warning("could not load snapshot %s (%s); keeping version %d", path, error, self.version)
+            return self.version
+        logger.info("loaded snapshot %s (step %d; was %d)", path, step, self.version)
+        self.version = step
+        self.reloads += 1
+        return self.version

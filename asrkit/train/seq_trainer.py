@@ -1,0 +1,396 @@
+"""asrkit-train-seq as a library: asynchronous sequence training (sMBR, MMI) with outer derivatives from servers.
+
+    train_seq(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, TrainOptions(...)) -> TrainResult
+
+Seed 000 section 3 and seed 002 section 2: the example servers compute the
+outer derivatives w(x_t, k, theta') of the sequence criterion with a snapshot
+theta' of the model (lattices from the bigram graph, forward-backward against
+the numerator alignment; asrkit.sequence.outer), and the trainer maximises the
+auxiliary function L_AUX = sum_t sum_k w(x_t, k, theta') log p_theta(k | x_t)
+with the live parameters theta (asrkit.train.steps.SequenceSteps).  The loop,
+batching (truncated unrolling with state saving), checkpoints, resume and
+metrics are asrkit-train-ce's (asrkit.train.trainer.run_training); what differs
+is the SequenceCriterion here:
+
+- the network is the CE model's (its model.json), started from its weights;
+  priors stay the CE model's;
+- every `snapshot_every` steps the live weights are published as a snapshot
+  (asrkit.sequence.snapshots) which the servers pick up; the version of a
+  snapshot is its step;
+- staleness: each frame's derivatives carry the snapshot step they were made
+  with; frames staler than `max_staleness` steps are dropped, and the
+  `zero_most_stale` stalest streams of each batch are zeroed (seed 000: 32 of
+  256); a staleness histogram goes to the log and TensorBoard;
+- the servers' per-utterance statistics (objective, frames kept by the
+  filters, lattice size) are summed as examples arrive and logged per interval;
+- validation adds the held-out sequence objective, computed here with the
+  live weights on `valid_seq_utts` held-out utterances.
+
+Without --example-servers the derivatives are computed in-process, in the
+input thread, with the same code (slow: one core for lattices and training).
+"""
+
+import json
+import logging
+import os
+import threading
+
+import numpy as np
+
+from asrkit.errors import AsrkitError
+from asrkit.train.trainer import CrossEntropyCriterion, run_training, train_params
+
+logger = logging.getLogger("asrkit.train")
+
+# Staleness histogram bins, in steps (the last is open-ended).
+STALENESS_EDGES = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+
+
+def seq_params():
+    """train_params() with sequence-training defaults, plus the criterion, snapshot and staleness knobs."""
+    p = train_params()
+    p.set(optimizer="adam", learning_rate=1e-5, num_epochs=2, valid_every=100, checkpoint_every=100, log_every=20,
+          valid_utts=20)
+    p.define("criterion", "smbr", "smbr (seed 000), mmi, mmi-fr (frame rejection) or bmmi (boosted MMI).")
+    p.define("acoustic_scale", 0.1, "kappa: scale of the log-likelihoods in the lattice search and the derivatives.")
+    p.define("boost", 0.1, "bmmi: boosting factor b.")
+    p.define("frame_rejection", 1e-3, "mmi-fr: frames whose reference pdf has less denominator occupancy are "
+             "dropped.")
+    p.define("min_posterior", 1e-3, "Minimum posterior filtering: frames where every numerator - denominator "
+             "occupancy difference is below this are dropped (0: none).")
+    p.define("one_silence_class", True, "sMBR: any silence pdf is correct on a silence frame; otherwise silence "
+             "frames do not count.")
+    p.define("beam", 13.0, "Lattice generation: decoding beam.")
+    p.define("lattice_beam", 6.0, "Lattice generation: lattice beam.")
+    p.define("max_active", 7000, "Lattice generation: most active states per frame.")
+    p.define("snapshot_every", 50, "Publish the live weights as the servers' snapshot every this many steps.")
+    p.define("snapshot_check_seconds", 2.0, "How often servers look for a newer snapshot.")
+    p.define("max_staleness", 0, "Drop derivatives made with a snapshot more than this many steps old (0: keep).")
+    p.define("zero_most_stale", 0, "Zero the derivatives of this many stalest streams of every batch (seed 000: 32 "
+             "of 256).")
+    p.define("valid_seq_utts", 10, "Held-out utterances whose sequence objective is computed at each validation "
+             "(0: none).")
+    return p
+
+
+class StalenessFilter:
+    """Staleness of each frame's derivatives (step now - snapshot step) and the two filters of seed 000."""
+
+    def __init__(self, max_staleness=0, zero_most_stale=0):
+        self.max_staleness = max_staleness
+        self.zero_most_stale = zero_most_stale
+        self.reset()
+
+    def reset(self):
+        self.counts = np.zeros(len(STALENESS_EDGES), np.int64)  # frames per bin
+        self.total = 0.0
+        self.frames = 0
+        self.largest = 0
+        self.dropped_frames = 0
+        self.zeroed_streams = 0
+        self.streams = 0
+
+    def apply(self, values, versions, step):
+        """values [b, u, M] with the stale ones zeroed (a copy when anything changes); versions [b, u]."""
+        present = versions >= 0
+        if not present.any():
+            return values
+        staleness = np.where(present, step - versions, 0)
+        ages = staleness[present]
+        self.counts += np.bincount(np.searchsorted(STALENESS_EDGES, ages, side="right") - 1,
+                                   minlength=len(STALENESS_EDGES))
+        self.total += float(ages.sum())
+        self.frames += int(ages.size)
+        self.largest = max(self.largest, int(ages.max()))
+        drop = np.zeros(versions.shape, bool)
+        if self.max_staleness > 0:
+            drop |= present & (staleness > self.max_staleness)
+            self.dropped_frames += int(drop.sum())
+        rows = np.flatnonzero(present.any(axis=1))
+        self.streams += len(rows)
+        if self.zero_most_stale > 0 and len(rows):
+            row_staleness = np.where(present, staleness, -1).max(axis=1)[rows]
+            count = min(self.zero_most_stale, len(rows))
+            stalest = rows[np.argsort(-row_staleness, kind="stable")[:count]]
+            drop[stalest] = present[stalest]
+            self.zeroed_streams += count
+        if drop.any():
+            values = values.copy()
+            values[drop] = 0.0
+        return values
+
+    def metrics(self):
+        return {"staleness_mean": self.total / max(self.frames, 1), "staleness_max": float(self.largest),
+                "stale_dropped_share": self.dropped_frames / max(self.frames, 1),
+                "stale_zeroed_streams": float(self.zeroed_streams)}
+
+    def histogram_text(self):
+        labels = [f"{low}-{high - 1}" if high - low > 1 else f"{low}"
+                  for low, high in zip(STALENESS_EDGES[:-1], STALENESS_EDGES[1:])] + [f">={STALENESS_EDGES[-1]}"]
+        return " ".join(f"{label}:{count}" for label, count in zip(labels, self.counts) if count)
+
+
+class LossStatsTap:
+    """Passes a source's examples through, summing the servers' per-utterance criterion statistics."""
+
+    def __init__(self, source):
+        self.source = source
+        self._lock = threading.Lock()
+        self._totals = {}
+        self.utterances = 0
+
+    def __iter__(self):
+        for example in self.source:
+            if example.outer is not None:
+                with self._lock:
+                    self.utterances += 1
+                    for name, value in example.outer.stats.items():
+                        self._totals[name] = self._totals.get(name, 0.0) + value
+            yield example
+
+    def take(self):
+        """(utterances, totals) since the last take."""
+        with self._lock:
+            taken = self.utterances, self._totals
+            self.utterances, self._totals = 0, {}
+        return taken
+
+    def __getattr__(self, name):  # epoch, close, stats, capacity, ... of the wrapped source
+        return getattr(self.source, name)
+
+
+class InProcessSequenceExamples:
+    """Table examples with their outer derivatives computed here (no example servers)."""
+
+    def __init__(self, examples, computer, follower):
+        self.examples = examples
+        self.computer = computer
+        self.follower = follower
+        self.passed_over = 0
+
+    @property
+    def epoch(self):
+        return self.examples.epoch
+
+    def __iter__(self):
+        from asrkit.sequence.outer import NoLattice
+
+        for example in self.examples:
+            version = self.follower.refresh()
+            try:
+                example.outer = self.computer.compute(example.features, example.targets, version)
+            except NoLattice as error:
+                self.passed_over += 1
+                logger.warning("passing over %s this epoch: %s", example.utterance_id, error)
+                continue
+            yield example
+
+    def close(self):
+        self.examples.close()
+
+
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        raise AsrkitError(f"{path} does not exist") from None
+
+
+class SequenceCriterion(CrossEntropyCriterion):
+    name = "seq"
+    server_mode = "seq"
+
+    def __init__(self, params, ce_model_dir, graph_dir, exp_dir):
+        super().__init__(params)
+        if params.mode != "truncated":
+            raise AsrkitError("sequence training batches with truncated unrolling (--mode truncated)")
+        self.ce_model_dir = os.path.abspath(ce_model_dir)
+        self.graph_dir = os.path.abspath(graph_dir)
+        self.snapshot_dir = os.path.join(os.path.abspath(exp_dir), "snapshots")
+        self.staleness = StalenessFilter(params.max_staleness, params.zero_most_stale)
+        self.tap = None
+        self.writer = None
+        self._valid_examples = None
+        self._valid_computer = None
+        self._net = None
+        self._last_published = None
+        self._valid = self._cmvn = None
+
+    def prepare(self, data, cmvn):
+        from asrkit.frontend.config import FeatureConfig
+
+        self._valid = data.valid
+        self._cmvn = cmvn
+        with open(data.feature_config_path, encoding="utf-8") as handle:
+            self.frame_shift_ms = FeatureConfig.from_dict(json.load(handle)).output_frame_shift_ms
+
+    def criterion_options(self):
+        from asrkit.sequence.outer import CriterionOptions
+
+        p = self.params
+        options = CriterionOptions(p.criterion, p.acoustic_scale, p.boost, p.frame_rejection, p.min_posterior,
+                                   bool(p.one_silence_class))
+        options.check()
+        return options
+
+    def decoder_options(self):
+        from asrkit.decode.decoder import DecoderOptions
+
+        p = self.params
+        return DecoderOptions(acoustic_scale=p.acoustic_scale, beam=p.beam, lattice_beam=p.lattice_beam,
+                              max_active=p.max_active)
+
+    def make_steps(self, net, optimizer, learning_rate, training_state):
+        from asrkit.train.steps import SequenceSteps
+
+        self._net = net
+        return SequenceSteps(net, optimizer, learning_rate, self.params.clip_norm, training_state, self.params.unroll)
+
+    def initialize(self, net):
+        from asrkit.nn.model_dir import WEIGHTS_PREFIX
+        from asrkit.tf_runtime import import_tensorflow
+
+        tf = import_tensorflow()
+        status = tf.train.Checkpoint(net=net).read(os.path.join(self.ce_model_dir, WEIGHTS_PREFIX))
+        status.assert_existing_objects_matched().expect_partial()
+        logger.info("starting from the weights of %s", self.ce_model_dir)
+
+    def in_process_source(self, data, cmvn):
+        from asrkit.sequence.outer import load_outer_computer
+        from asrkit.sequence.snapshots import SnapshotFollower
+
+        computer = load_outer_computer(self.ce_model_dir, self.graph_dir, self.criterion_options(),
+                                       self.decoder_options())
+        follower = SnapshotFollower(computer.model, self.snapshot_dir, check_seconds=0.0)
+        logger.info("no example servers: computing the outer derivatives in-process")
+        return InProcessSequenceExamples(super().in_process_source(data, cmvn), computer, follower)
+
+    def server_options(self):
+        p = self.params
+        return ["--mode", "seq", "--model-dir", self.ce_model_dir, "--snapshot-dir", self.snapshot_dir,
+                "--graph", self.graph_dir, "--criterion", p.criterion, "--acoustic-scale", str(p.acoustic_scale),
+                "--beam", str(p.beam), "--lattice-beam", str(p.lattice_beam), "--max-active", str(p.max_active),
+                "--boost", str(p.boost), "--frame-rejection", str(p.frame_rejection),
+                "--min-posterior", str(p.min_posterior),
+                "--one-silence-class" if p.one_silence_class else "--no-one-silence-class",
+                "--snapshot-check-seconds", str(p.snapshot_check_seconds)]
+
+    def wrap_source(self, source):
+        self.tap = LossStatsTap(source)
+        return self.tap
+
+    def _publish(self, step, net):
+        from asrkit.nn.model_dir import write_model_dir
+        from asrkit.sequence.snapshots import publish_snapshot
+
+        ce = self.ce_model_dir
+
+        def export(path):
+            write_model_dir(path, net, _read_json(os.path.join(ce, "model.json"))["model"], self._ce_counts(),
+                            os.path.join(ce, "featurize.json"), os.path.join(ce, "cmvn.h5"),
+                            _read_json(os.path.join(ce, "model.json")).get("prior_floor", 1e-8),
+                            provenance={"snapshot_step": int(step), "ce_model": ce},
+                            context_files=[os.path.join(ce, name) for name in ("tree.json", "phones.txt")
+                                           if os.path.exists(os.path.join(ce, name))])
+
+        publish_snapshot(self.snapshot_dir, step, export)
+        self._last_published = step
+
+    def begin(self, step, net, writer):
+        # The servers start from the snapshot of the step training (re)starts at, so a resumed run's
+        # first derivatives are not computed with the CE model.
+        self.writer = writer
+        self._publish(step, net)
+        logger.info("published snapshot %d to %s", step, self.snapshot_dir)
+
+    def train_step(self, steps, batch, step):
+        if batch.outer_values is None:
+            shape = batch.targets.shape + (1,)
+            pdfs, values = np.zeros(shape, np.int32), np.zeros(shape, np.float32)
+        else:
+            pdfs = batch.outer_pdfs
+            values = self.staleness.apply(batch.outer_values, batch.versions, step)
+        return steps.truncated_seq(batch.features, batch.targets, batch.mask, batch.reset, pdfs, values)
+
+    def after_step(self, step, net):
+        if self.params.snapshot_every and step % self.params.snapshot_every == 0:
+            self._publish(step, net)
+
+    def interval_metrics(self):
+        values = self.staleness.metrics()
+        if self.writer is not None and self.staleness.frames:
+            self.writer.histogram(self._last_published or 0, "train/staleness", self.staleness.counts,
+                                  list(STALENESS_EDGES) + [2 * STALENESS_EDGES[-1]])
+        if self.staleness.frames:
+            logger.info("staleness histogram (frames per age in steps): %s", self.staleness.histogram_text())
+        self.staleness.reset()
+        utterances, totals = self.tap.take() if self.tap is not None else (0, {})
+        if utterances:
+            frames = max(totals.get("frames", 0.0), 1.0)
+            objective = totals.get("objective", 0.0) / frames
+            values["server_objective"] = objective  # sMBR: expected frame accuracy; MMI: objective per frame
+            values["server_kept_share"] = totals.get("kept_frames", 0.0) / frames
+            values["server_lattice_arcs"] = totals.get("lattice_arcs", 0.0) / utterances
+            # Real-time factors of the servers' work, per part (seconds per second of audio).
+            audio_seconds = frames * self.frame_shift_ms / 1000.0
+            for part in ("model", "lattice", "forward_backward"):
+                values[f"server_{part}_rtf"] = totals.get(f"{part}_seconds", 0.0) / audio_seconds
+        return values
+
+    def _ce_counts(self):
+        return np.loadtxt(os.path.join(self.ce_model_dir, "pdf_counts"), dtype=np.int64, ndmin=1)
+
+    def pdf_counts(self, data):
+        return self._ce_counts()
+
+    def validate(self, step):
+        """The held-out sequence objective per frame with the live weights (and the share of frames kept)."""
+        if not self.params.valid_seq_utts or self._valid is None or self._net is None:
+            return {}
+        from asrkit.sequence.outer import NoLattice, load_outer_computer
+        from asrkit.train.examples import TableExamples
+
+        if self._valid_computer is None:
+            self._valid_computer = load_outer_computer(self.ce_model_dir, self.graph_dir, self.criterion_options(),
+                                                       self.decoder_options())
+            source = TableExamples(self._valid.feats_scp, self._valid.ali_scp,
+                                   self._valid.utterance_ids[: self.params.valid_seq_utts], self._cmvn,
+                                   num_epochs=1, tolerance=self.params.max_length_mismatch, shuffle=False)
+            self._valid_examples = list(source)
+            source.close()
+        model_net = self._valid_computer.model.net
+        for target, value in zip(model_net.variables, self._net.variables):
+            target.assign(value)
+        objective = frames = kept = 0.0
+        for example in self._valid_examples:
+            try:
+                outer = self._valid_computer.compute(example.features, example.targets, step)
+            except NoLattice:
+                continue
+            objective += outer.stats["objective"]
+            frames += outer.stats["frames"]
+            kept += outer.stats["kept_frames"]
+        if not frames:
+            return {}
+        return {"seq_objective": objective / frames, "seq_kept_share": kept / frames}
+
+
+def train_seq(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, options):
+    """Sequence-train the CE model in ce_model_dir; see the module docstring.  Returns a TrainResult.
+
+    options: asrkit.train.trainer.TrainOptions; its params override seq_params(); its model fields
+    are ignored (the network is the CE model's).
+    """
+    params = seq_params()
+    try:
+        params.set(**options.params)
+    except KeyError as error:
+        raise AsrkitError(str(error.args[0])) from None
+    model_json = _read_json(os.path.join(ce_model_dir, "model.json"))
+    if not os.path.exists(os.path.join(graph_dir, "HCLG.fst")):
+        raise AsrkitError(f"{graph_dir} has no HCLG.fst (make it with utils/mkgraph from the bigram lang dir and "
+                          f"{ce_model_dir})")
+    criterion = SequenceCriterion(params, ce_model_dir, graph_dir, exp_dir)
+    return run_training(data_dir, ali_dir, exp_dir, options, params, model_json["model"], criterion)
+

@@ -1,0 +1,75 @@
+"""Model snapshots for sequence training: atomic publication, the latest pointer, in-place reloads."""
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from asrkit.errors import AsrkitError
+from asrkit.sequence.snapshots import SnapshotFollower, publish_snapshot, read_latest
+
+
+def _copy_export(source):
+    def export(path):
+        shutil.copytree(source, path)
+    return export
+
+
+def test_publish_points_latest_at_the_newest_and_keeps_a_few(seq_task, tmp_path):
+    root = str(tmp_path / "snapshots")
+    assert read_latest(root) is None
+    for step in (0, 5, 10, 15, 20):
+        publish_snapshot(root, step, _copy_export(seq_task["ce"]), keep=3)
+    step, path = read_latest(root)
+    assert step == 20 and path.endswith("step-000000020")
+    assert sorted(os.listdir(root)) == ["latest", "step-000000010", "step-000000015", "step-000000020"]
+    with open(os.path.join(root, "latest"), "w") as handle:
+        handle.write("{not json")
+    with pytest.raises(AsrkitError, match="malformed"):
+        read_latest(root)
+
+
+def test_follower_reloads_weights_in_place(seq_task, tmp_path):
+    from asrkit.nn.model_dir import load_acoustic_model, write_model_dir
+    from asrkit.nn.registry import build_from_config
+
+    model = load_acoustic_model(seq_task["ce"])
+    features = np.random.default_rng(0).standard_normal((9, model.feature_dim)).astype(np.float32)
+    before = model.log_posteriors_normalized(features)
+    root = str(tmp_path / "snapshots")
+    follower = SnapshotFollower(model, root, check_seconds=0.0)
+    assert follower.refresh() == 0  # nothing published: the CE model stays
+
+    other = build_from_config(model.config["model"], model.feature_dim, model.num_pdfs)
+    for variable in other.variables:
+        variable.assign(variable + 0.1)
+    counts = np.loadtxt(os.path.join(seq_task["ce"], "pdf_counts"), dtype=np.int64)
+
+    def export(path):
+        write_model_dir(path, other, model.config["model"], counts, os.path.join(seq_task["ce"], "featurize.json"),
+                        os.path.join(seq_task["ce"], "cmvn.h5"))
+
+    publish_snapshot(root, 7, export)
+    assert follower.refresh() == 7 and follower.reloads == 1
+    after = model.log_posteriors_normalized(features)
+    assert not np.allclose(before, after)
+    fresh = load_acoustic_model(os.path.join(root, "step-000000007"))
+    np.testing.assert_allclose(after, fresh.log_posteriors_normalized(features), atol=1e-5)
+
+
+def test_reload_refuses_another_network(seq_task, tmp_path):
+    import json
+
+    from asrkit.nn.model_dir import load_acoustic_model
+
+    model = load_acoustic_model(seq_task["ce"])
+    other = str(tmp_path / "other")
+    shutil.copytree(seq_task["ce"], other)
+    with open(os.path.join(other, "model.json")) as handle:
+        info = json.load(handle)
+    info["num_pdfs"] += 1
+    with open(os.path.join(other, "model.json"), "w") as handle:
+        json.dump(info, handle)
+    with pytest.raises(AsrkitError, match="another network"):
+        model.reload_weights(other)

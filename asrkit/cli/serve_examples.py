@@ -101,8 +101,6 @@ def _watch_parent(server, logger):
               help="Seq: decoding beam of the lattice generation.")
 @click.option("--lattice-beam", default=6.0, type=click.FloatRange(min=0.0, min_open=True), show_default=True,
               help="Seq: lattice beam.")
-@click.option("--max-active", default=7000, type=click.IntRange(min=1), show_default=True,
-              help="Seq: most active states per frame.")
 @click.option("--boost", default=0.1, type=click.FloatRange(min=0.0), show_default=True,
               help="Seq, bmmi: boosting factor b.")
 @click.option("--frame-rejection", default=1e-3, type=click.FloatRange(min=0.0), show_default=True,
@@ -119,7 +117,7 @@ def _watch_parent(server, logger):
 def main(data_dir, ali_dir, bind, shard, seed, styles, from_feats, cmvn, utt_list, queue_capacity, num_epochs,
          start_epoch, max_utterances, max_length_mismatch, allow_remote, curve_secret_key, endpoint_file,
          exit_with_parent, mode, model_dir, snapshot_dir, snapshot_check_seconds, graph_dir, criterion, acoustic_scale,
-         beam, lattice_beam, max_active, boost, frame_rejection, min_posterior, one_silence_class, num_threads,
+         beam, lattice_beam, boost, frame_rejection, min_posterior, one_silence_class, num_threads,
          log_interval):
     """Serve training examples of DATA_DIR with the targets in ALI_DIR (ali.scp, num_pdfs).
 
@@ -151,8 +149,7 @@ def main(data_dir, ali_dir, bind, shard, seed, styles, from_feats, cmvn, utt_lis
         mode=mode, model_dir=model_dir, snapshot_dir=snapshot_dir, graph_dir=graph_dir,
         snapshot_check_seconds=snapshot_check_seconds,
         criterion=CriterionOptions(criterion, acoustic_scale, boost, frame_rejection, min_posterior, one_silence_class),
-        decoder=DecoderOptions(acoustic_scale=acoustic_scale, beam=beam, lattice_beam=lattice_beam,
-                               max_active=max_active),
+        decoder=DecoderOptions(acoustic_scale=acoustic_scale, beam=beam, lattice_beam=lattice_beam),
     )
     server = ExampleServer(data_dir, ali_dir, options)
 

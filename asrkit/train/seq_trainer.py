@@ -62,7 +62,6 @@ def seq_params():
              "frames do not count.")
     p.define("beam", 13.0, "Lattice generation: decoding beam.")
     p.define("lattice_beam", 6.0, "Lattice generation: lattice beam.")
-    p.define("max_active", 7000, "Lattice generation: most active states per frame.")
     p.define("snapshot_every", 50, "Publish the live weights as the servers' snapshot every this many steps.")
     p.define("snapshot_check_seconds", 2.0, "How often servers look for a newer snapshot.")
     p.define("max_staleness", 0, "Drop derivatives made with a snapshot more than this many steps old (0: keep).")
@@ -214,7 +213,7 @@ class SequenceCriterion(CrossEntropyCriterion):
         self._valid_examples = None
         self._valid_computer = None
         self._net = None
-        self._last_published = None
+        self._step = 0
         self._valid = self._cmvn = None
 
     def prepare(self, data, cmvn):
@@ -238,8 +237,7 @@ class SequenceCriterion(CrossEntropyCriterion):
         from asrkit.decode.decoder import DecoderOptions
 
         p = self.params
-        return DecoderOptions(acoustic_scale=p.acoustic_scale, beam=p.beam, lattice_beam=p.lattice_beam,
-                              max_active=p.max_active)
+        return DecoderOptions(acoustic_scale=p.acoustic_scale, beam=p.beam, lattice_beam=p.lattice_beam)
 
     def make_steps(self, net, optimizer, learning_rate, training_state):
         from asrkit.train.steps import SequenceSteps
@@ -270,7 +268,7 @@ class SequenceCriterion(CrossEntropyCriterion):
         p = self.params
         return ["--mode", "seq", "--model-dir", self.ce_model_dir, "--snapshot-dir", self.snapshot_dir,
                 "--graph", self.graph_dir, "--criterion", p.criterion, "--acoustic-scale", str(p.acoustic_scale),
-                "--beam", str(p.beam), "--lattice-beam", str(p.lattice_beam), "--max-active", str(p.max_active),
+                "--beam", str(p.beam), "--lattice-beam", str(p.lattice_beam),
                 "--boost", str(p.boost), "--frame-rejection", str(p.frame_rejection),
                 "--min-posterior", str(p.min_posterior),
                 "--one-silence-class" if p.one_silence_class else "--no-one-silence-class",
@@ -285,17 +283,16 @@ class SequenceCriterion(CrossEntropyCriterion):
         from asrkit.sequence.snapshots import publish_snapshot
 
         ce = self.ce_model_dir
+        info = _read_json(os.path.join(ce, "model.json"))
 
         def export(path):
-            write_model_dir(path, net, _read_json(os.path.join(ce, "model.json"))["model"], self._ce_counts(),
-                            os.path.join(ce, "featurize.json"), os.path.join(ce, "cmvn.h5"),
-                            _read_json(os.path.join(ce, "model.json")).get("prior_floor", 1e-8),
+            write_model_dir(path, net, info["model"], self._ce_counts(), os.path.join(ce, "featurize.json"),
+                            os.path.join(ce, "cmvn.h5"), info.get("prior_floor", 1e-8),
                             provenance={"snapshot_step": int(step), "ce_model": ce},
                             context_files=[os.path.join(ce, name) for name in ("tree.json", "phones.txt")
                                            if os.path.exists(os.path.join(ce, name))])
 
         publish_snapshot(self.snapshot_dir, step, export)
-        self._last_published = step
 
     def begin(self, step, net, writer):
         # The servers start from the snapshot of the step training (re)starts at, so a resumed run's
@@ -305,6 +302,7 @@ class SequenceCriterion(CrossEntropyCriterion):
         logger.info("published snapshot %d to %s", step, self.snapshot_dir)
 
     def train_step(self, steps, batch, step):
+        self._step = step
         if batch.outer_values is None:
             shape = batch.targets.shape + (1,)
             pdfs, values = np.zeros(shape, np.int32), np.zeros(shape, np.float32)
@@ -320,7 +318,7 @@ class SequenceCriterion(CrossEntropyCriterion):
     def interval_metrics(self):
         values = self.staleness.metrics()
         if self.writer is not None and self.staleness.frames:
-            self.writer.histogram(self._last_published or 0, "train/staleness", self.staleness.counts,
+            self.writer.histogram(self._step + 1, "train/staleness", self.staleness.counts,
                                   list(STALENESS_EDGES) + [2 * STALENESS_EDGES[-1]])
         if self.staleness.frames:
             logger.info("staleness histogram (frames per age in steps): %s", self.staleness.histogram_text())

@@ -136,3 +136,10 @@ def test_train_ce_pulls_from_a_remote_curve_server(served_dirs, tmp_path):
     assert result.exit_code == 0, result.output
     assert "asrkit-train-ce summary: status=ok steps=6" in result.output and "server_restarts=0" in result.output
     assert "example servers: queue" in result.output
+
+
+def test_seq_mode_needs_a_model_and_a_graph(served_dirs, tmp_path):
+    data_dir, ali_dir = served_dirs
+    result = CliRunner().invoke(main, [data_dir, ali_dir, "--bind", free_endpoint(), "--mode", "seq"])
+    assert result.exit_code == 1
+    assert "--mode seq needs --model-dir (the CE model) and --graph" in result.output

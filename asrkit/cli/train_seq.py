@@ -22,27 +22,45 @@ def _seq_params():
 @click.argument("graph_dir", type=click.Path(exists=True, file_okay=False))
 @click.argument("exp_dir", type=click.Path(file_okay=False))
 @input_options
+@click.option("--strategy", default="local", type=click.Choice(("local", "multiworker", "ps")),
+              help="local: one process. multiworker: synchronous data parallelism over the workers of the cluster "
+                   "(MultiWorkerMirroredStrategy; worker i of N reads every N-th utterance, or its own "
+                   "--example-servers; worker 0 writes EXP_DIR and publishes the snapshots). ps: asynchronous SGD "
+                   "with parameter servers (ParameterServerStrategy; the chief task trains, worker and ps tasks "
+                   "only serve; needs --mode full). Every worker's servers follow the snapshots in "
+                   "EXP_DIR/snapshots: workers on other machines need EXP_DIR on a shared file system.")
+@click.option("--cluster", "cluster_file", type=click.Path(exists=True, dir_okay=False),
+              help="JSON cluster file in TF_CONFIG's format: {\"cluster\": {\"chief\": [...], \"worker\": "
+                   "[\"host:port\", ...], \"ps\": [...]}, \"task\": {\"type\": \"worker\", \"index\": 0}} "
+                   "[default: the TF_CONFIG environment variable].")
 @click.option("--print-config", is_flag=True, help="Print the effective training config as JSON and exit.")
 @training_options(_seq_params)
 @asrkit_command("asrkit-train-seq")
 def main(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, cmvn, valid_data_dir, valid_ali_dir, resume,
-         example_servers, server_public_key, server_styles, server_from_feats, num_threads, print_config,
-         **train_values):
+         example_servers, server_public_key, server_styles, server_from_feats, num_threads, strategy, cluster_file,
+         print_config, **train_values):
     """Sequence-train the model in CE_MODEL_DIR (asrkit-train-ce's final/) on DATA_DIR with ALI_DIR's alignments
     as the numerator and lattices from GRAPH_DIR (utils/mkgraph with the bigram lang dir).
 
     The example servers compute the criterion's outer derivatives with the newest snapshot the
     trainer publishes in EXP_DIR/snapshots; the trainer maximises L_AUX = sum w log p.  Writes
-    EXP_DIR/config.json, checkpoints/, snapshots/, tensorboard/ and the exported model final/.
+    EXP_DIR/config.json, checkpoints/, snapshots/, tensorboard/ and the exported model final/
+    (with --strategy multiworker or ps, the chief does; EXP_DIR must then be on a file system
+    every worker shares, as the workers read the chief's snapshots there).
     """
     from asrkit.errors import AsrkitError
     from asrkit.logs import command_line, summary_line
     from asrkit.tf_runtime import import_tensorflow
+    from asrkit.train.distribute import serve_forever, serves_only
     from asrkit.train.seq_trainer import seq_params, train_seq
     from asrkit.train.trainer import TrainOptions
 
     import_tensorflow(num_threads or None)
     logger = logging.getLogger("asrkit-train-seq")
+    serving = None if print_config else serves_only(strategy, cluster_file)
+    if serving is not None:
+        serve_forever(serving)  # a worker or ps task of --strategy ps: the chief sends it the steps
+        return
     train_overrides = {name: value for name, value in train_values.items() if value is not None}
     if print_config:
         try:
@@ -53,7 +71,8 @@ def main(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, cmvn, valid_data_d
     options = TrainOptions(params=train_overrides, cmvn=cmvn, valid_data_dir=valid_data_dir,
                            valid_ali_dir=valid_ali_dir, resume=resume, command_line=command_line(),
                            example_servers=example_servers, server_public_key=server_public_key,
-                           server_styles=server_styles, server_from_feats=server_from_feats)
+                           server_styles=server_styles, server_from_feats=server_from_feats, strategy=strategy,
+                           cluster=cluster_file)
     result = train_seq(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, options)
     logger.info(summary_line(
         "asrkit-train-seq", "ok", steps=result.steps, epochs=result.epochs, frames=result.frames,
@@ -62,8 +81,9 @@ def main(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, cmvn, valid_data_d
         frames_per_second=f"{result.frames_per_second:.0f}", t_session=f"{result.t_session:.3f}",
         **{f"valid_{name}": f"{value:.4f}" for name, value in (result.valid_metrics or {}).items()},
         skipped=result.skipped, resumed_from=result.resumed_from, seconds=f"{result.seconds:.1f}",
-        model=result.model_dir,
+        model=result.model_dir or "none",
         **({"server_restarts": result.example_servers["restarts"]} if result.example_servers else {}),
+        **({"strategy": strategy} if strategy != "local" else {}),
     ))
 
 

@@ -15,6 +15,12 @@ retried in later epochs.  A stop request (SIGTERM in the command) finishes the
 message in hand (it waits up to drain_seconds to queue it and as long again
 for the trainer to take what is queued: a trainer that is gone cannot) and
 returns.
+
+In seq mode (sequence training) every example also carries the outer
+derivatives of the criterion (asrkit.sequence.outer), computed with the newest
+model snapshot the trainer has published (asrkit.sequence.snapshots); an
+utterance the decoder finds no lattice for is passed over this time and tried
+again next epoch, since a later snapshot may decode it.
 """
 
 import dataclasses

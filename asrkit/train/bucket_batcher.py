@@ -7,6 +7,11 @@ holds frames_per_batch // bound utterances, so the frames per step stay near
 frames_per_batch whatever the length.  Utterances longer than the last bound
 are skipped and counted (Lingvo's rule), and the partly filled buckets are
 emitted when the source ends.  The state is zero at the start of every row.
+
+Sequence training's outer derivatives (Example.outer) are delayed and packed
+exactly as asrkit.train.truncated_batcher does (delay_rows, _pack_outer): zero
+rows on the first d frames of each row, [b, L, M] pdfs and values, and each
+frame's snapshot version in [b, L] (-1 on padding and rows without derivatives).
 """
 
 import bisect
@@ -15,6 +20,7 @@ import numpy as np
 
 from asrkit.nn.label_delay import NO_LABEL, delay_features, delay_targets
 from asrkit.train.batch import Batch
+from asrkit.train.truncated_batcher import _pack_outer, delay_rows
 
 
 class BucketBatcher:
@@ -68,7 +74,13 @@ class BucketBatcher:
             features[row, : len(row_features)] = row_features
             targets[row, : len(row_targets)] = row_targets
             mask[row, : len(row_features)] = 1.0
-        return Batch(features, targets, mask, reset, self.epoch, self.state())
+        batch = Batch(features, targets, mask, reset, self.epoch, self.state())
+        outer_pieces = [(row, 0, delay_rows(ex.outer.pdfs, self.label_delay),
+                         delay_rows(ex.outer.values, self.label_delay), ex.outer.version)
+                        for row, ex in enumerate(examples) if ex.outer is not None]
+        if outer_pieces:
+            batch.outer_pdfs, batch.outer_values, batch.versions = _pack_outer(outer_pieces, len(rows), length)
+        return batch
 
     def __iter__(self):
         for example in self.source:

@@ -8,9 +8,10 @@ theta' of the model (lattices from the bigram graph, forward-backward against
 the numerator alignment; asrkit.sequence.outer), and the trainer maximises the
 auxiliary function L_AUX = sum_t sum_k w(x_t, k, theta') log p_theta(k | x_t)
 with the live parameters theta (asrkit.train.steps.SequenceSteps).  The loop,
-batching (truncated unrolling with state saving), checkpoints, resume and
-metrics are asrkit-train-ce's (asrkit.train.trainer.run_training); what differs
-is the SequenceCriterion here:
+checkpoints, resume and metrics are asrkit-train-ce's
+(asrkit.train.trainer.run_training), with either batching: truncated unrolling with state saving (`mode` truncated, the default)
+or whole utterances in length buckets (`mode` full, which --strategy ps needs);
+what differs is the SequenceCriterion here:
 
 - the network is the CE model's (its model.json), started from its weights;
   priors stay the CE model's;
@@ -28,12 +29,22 @@ is the SequenceCriterion here:
 
 Without --example-servers the derivatives are computed in-process, in the
 input thread, with the same code (slow: one core for lattices and training).
+
+Strategies (asrkit.train.distribute) are train-ce's.  Only the chief publishes
+snapshots (multiworker: worker 0; ps: the chief task, the only one running the
+loop) and only it validates; every worker's example servers, or its in-process
+derivatives, follow the chief's snapshots in `<exp-dir>/snapshots` of the exp
+dir on its command line, so workers on other machines need the exp dir on a
+shared file system (the same path everywhere).  A multiworker worker other than
+the chief waits at the start until the chief has published the snapshot of the
+step training starts at.
 """
 
 import json
 import logging
 import os
 import threading
+import time
 
 import numpy as np
 
@@ -44,6 +55,8 @@ logger = logging.getLogger("asrkit.train")
 
 # Staleness histogram bins, in steps (the last is open-ended).
 STALENESS_EDGES = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+# How long a worker other than the chief waits for the chief's first snapshot.
+CHIEF_SNAPSHOT_WAIT_SECONDS = 300.0
 
 
 def seq_params():
@@ -202,8 +215,6 @@ class SequenceCriterion(CrossEntropyCriterion):
 
     def __init__(self, params, ce_model_dir, graph_dir, exp_dir):
         super().__init__(params)
-        if params.mode != "truncated":
-            raise AsrkitError("sequence training batches with truncated unrolling (--mode truncated)")
         self.ce_model_dir = os.path.abspath(ce_model_dir)
         self.graph_dir = os.path.abspath(graph_dir)
         self.snapshot_dir = os.path.join(os.path.abspath(exp_dir), "snapshots")
@@ -215,6 +226,7 @@ class SequenceCriterion(CrossEntropyCriterion):
         self._net = None
         self._step = 0
         self._valid = self._cmvn = None
+        self.is_chief = True  # local; make_steps learns the distribution's role
 
     def prepare(self, data, cmvn):
         from asrkit.frontend.config import FeatureConfig
@@ -239,11 +251,14 @@ class SequenceCriterion(CrossEntropyCriterion):
         p = self.params
         return DecoderOptions(acoustic_scale=p.acoustic_scale, beam=p.beam, lattice_beam=p.lattice_beam)
 
-    def make_steps(self, net, optimizer, learning_rate, training_state):
+    def make_steps(self, net, optimizer, learning_rate, training_state, distribution=None):
         from asrkit.train.steps import SequenceSteps
 
         self._net = net
-        return SequenceSteps(net, optimizer, learning_rate, self.params.clip_norm, training_state, self.params.unroll)
+        # Only the chief publishes snapshots (and validates: run_training calls validate there only).
+        self.is_chief = distribution is None or distribution.is_chief
+        return SequenceSteps(net, optimizer, learning_rate, self.params.clip_norm, training_state, self.params.unroll,
+                             distribution)
 
     def initialize(self, net):
         from asrkit.nn.model_dir import WEIGHTS_PREFIX
@@ -298,8 +313,27 @@ class SequenceCriterion(CrossEntropyCriterion):
         # The servers start from the snapshot of the step training (re)starts at, so a resumed run's
         # first derivatives are not computed with the CE model.
         self.writer = writer
-        self._publish(step, net)
-        logger.info("published snapshot %d to %s", step, self.snapshot_dir)
+        if self.is_chief:
+            self._publish(step, net)
+            logger.info("published snapshot %d to %s", step, self.snapshot_dir)
+        else:
+            self._wait_for_chief_snapshot(step)
+
+    def _wait_for_chief_snapshot(self, step):
+        from asrkit.sequence.snapshots import read_latest
+
+        deadline = time.monotonic() + CHIEF_SNAPSHOT_WAIT_SECONDS
+        while True:
+            latest = read_latest(self.snapshot_dir)
+            if latest is not None and latest[0] == step:
+                logger.info("following the chief's snapshots in %s (step %d)", self.snapshot_dir, step)
+                return
+            if time.monotonic() > deadline:
+                logger.warning("no snapshot of step %d from the chief in %s after %.0f s (is the exp dir on a "
+                               "file system every worker shares?); going on with what is there", step,
+                               self.snapshot_dir, CHIEF_SNAPSHOT_WAIT_SECONDS)
+                return
+            time.sleep(0.1)
 
     def train_step(self, steps, batch, step):
         self._step = step
@@ -309,10 +343,12 @@ class SequenceCriterion(CrossEntropyCriterion):
         else:
             pdfs = batch.outer_pdfs
             values = self.staleness.apply(batch.outer_values, batch.versions, step)
+        if self.params.mode == "full":
+            return steps.full_seq(batch.features, batch.targets, batch.mask, pdfs, values)
         return steps.truncated_seq(batch.features, batch.targets, batch.mask, batch.reset, pdfs, values)
 
     def after_step(self, step, net):
-        if self.params.snapshot_every and step % self.params.snapshot_every == 0:
+        if self.is_chief and self.params.snapshot_every and step % self.params.snapshot_every == 0:
             self._publish(step, net)
 
     def interval_metrics(self):

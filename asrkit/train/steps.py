@@ -136,10 +136,12 @@ def auxiliary_sum(logits, pdfs, values):
 
 
 class SequenceSteps(Steps):
-    """Steps that maximise the auxiliary function of sequence training (truncated unrolling).
+    """Steps that maximise the auxiliary function of sequence training.
 
-    `truncated_seq` returns (-L_AUX sum, correct frames against the numerator alignment, labelled
-    frames, gradient norm); the loss minimised is -L_AUX divided by the frames of the batch.
+    `truncated_seq` (truncated unrolling, state saved across steps) and `full_seq` (whole utterances,
+    zero state at the start of every row) return (-L_AUX sum, correct frames against the numerator
+    alignment, labelled frames, gradient norm); the loss minimised is -L_AUX divided by the frames of
+    the step (of every replica's batch under --strategy multiworker, as for cross-entropy).
     """
 
     def __init__(self, net, optimizer, learning_rate, clip_norm, training_state, unroll, distribution=None):
@@ -150,15 +152,28 @@ class SequenceSteps(Steps):
                 tf.TensorSpec([None, u], tf.float32), tf.TensorSpec([None, u], tf.float32),
                 tf.TensorSpec([None, u, None], tf.int32), tf.TensorSpec([None, u, None], tf.float32)]
         self.truncated_seq = self.distribution.compile(self._truncated_seq, input_signature=spec)
+        full_spec = [tf.TensorSpec([None, None, net.input_dim], tf.float32), tf.TensorSpec([None, None], tf.int32),
+                     tf.TensorSpec([None, None], tf.float32), tf.TensorSpec([None, None, None], tf.int32),
+                     tf.TensorSpec([None, None, None], tf.float32)]
+        self.full_seq = self.distribution.compile(self._full_seq, input_signature=full_spec)
+
+    @staticmethod
+    def _time_major_outer(pdfs, values):
+        # Same float detour as the targets (exact for pdf ids below 2**24).
+        pdfs = tf.cast(tf.transpose(tf.cast(pdfs, tf.float32), [1, 0, 2]), tf.int32)
+        return pdfs, tf.transpose(values, [1, 0, 2])
+
+    def _seq_outputs(self, logits, targets, weights, auxiliary, norm):
+        labels = tf.maximum(targets, 0)
+        correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), labels), tf.float32)
+        return -auxiliary, tf.reduce_sum(correct * weights), tf.reduce_sum(weights), norm
 
     def _truncated_seq(self, features, targets, mask, reset, pdfs, values):
         features = tf.transpose(features, [1, 0, 2])
         targets = _time_major_targets(targets)
         time_mask = tf.transpose(mask)
         weights = _frame_weights(targets, time_mask)
-        # Same float detour as the targets (exact for pdf ids below 2**24).
-        pdfs = tf.cast(tf.transpose(tf.cast(pdfs, tf.float32), [1, 0, 2]), tf.int32)
-        values = tf.transpose(values, [1, 0, 2])
+        pdfs, values = self._time_major_outer(pdfs, values)
         keep = 1.0 - tf.transpose(reset)
         state = tuple(variable.read_value() for variable in self.state.stream_state)
         with tf.GradientTape() as tape:
@@ -168,6 +183,17 @@ class SequenceSteps(Steps):
         norm = self._apply(tape, loss)
         for variable, value in zip(self.state.stream_state, new_state):
             variable.assign(value)
-        labels = tf.maximum(targets, 0)
-        correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), labels), tf.float32)
-        return -auxiliary, tf.reduce_sum(correct * weights), tf.reduce_sum(weights), norm
+        return self._seq_outputs(logits, targets, weights, auxiliary, norm)
+
+    def _full_seq(self, features, targets, mask, pdfs, values):
+        features = tf.transpose(features, [1, 0, 2])
+        targets = _time_major_targets(targets)
+        time_mask = tf.transpose(mask)
+        weights = _frame_weights(targets, time_mask)
+        pdfs, values = self._time_major_outer(pdfs, values)
+        with tf.GradientTape() as tape:
+            logits = self.net.sequence_time_major(features)
+            auxiliary = auxiliary_sum(logits, pdfs, values)
+            loss = self._mean_over_replicas(-auxiliary, tf.reduce_sum(time_mask))
+        norm = self._apply(tape, loss)
+        return self._seq_outputs(logits, targets, weights, auxiliary, norm)

@@ -275,7 +275,9 @@ class CrossEntropyCriterion:
     resume); `in_process_source` or `server_options` for the input, then `wrap_source`; `begin`
     just before the first example is pulled; per step `train_step` then `after_step`;
     `interval_metrics` at each log line; `validate` with the held-out frame accuracy; `close` at
-    the end.
+    the end.  Under --strategy multiworker or ps `make_steps` also gets the distribution (its
+    `is_chief` tells the criterion whether it is the process that writes the exp dir), and
+    `validate` runs on the chief only.
     """
 
     name = "ce"
@@ -368,8 +370,6 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
         raise AsrkitError(f"mode must be one of {', '.join(MODES)}, not {params.mode!r}")
     if not params.num_epochs and not params.max_steps:
         raise AsrkitError("with num_epochs 0 (no limit) set max_steps, or training never ends")
-    if options.strategy != "local" and criterion.name != "ce":
-        raise AsrkitError(f"--strategy {options.strategy}: {criterion.name} training runs with --strategy local only")
     # Before any other TensorFlow work: joining a cluster configures the runtime.
     check_strategy_params(options.strategy, params)
     distribution = make_distribution(options.strategy, options.cluster)

@@ -143,7 +143,32 @@ def test_mmi_training_resumes_after_a_stop(seq_task, tmp_path):
                   _seq_options(criterion="smbr", max_steps=20))
 
 
-def test_sequence_training_refuses_full_unrolling(seq_task, tmp_path):
-    with pytest.raises(AsrkitError, match="truncated"):
-        train_seq(seq_task["data"], seq_task["ali"], seq_task["ce"], seq_task["graph"], str(tmp_path / "x"),
-                  _seq_options(mode="full"))
+def test_bucket_batcher_delays_outer_derivatives_like_targets():
+    from asrkit.train.bucket_batcher import BucketBatcher
+
+    examples = [_example("a", 7, 3), _example("b", 5, 4), Example("c", np.zeros((4, 1), np.float32),
+                                                                   np.zeros(4, np.int32))]
+    batches = list(BucketBatcher(ListExamples(examples), [10], frames_per_batch=30, feature_dim=1, label_delay=2))
+    assert len(batches) == 1
+    batch = batches[0]
+    assert batch.outer_pdfs.shape == batch.outer_values.shape == (3, 9, 2) and batch.versions.shape == (3, 9)
+    a, b = examples[:2]
+    # Row r holds utterance r delayed by 2: frame t's derivatives sit where its delayed target sits.
+    np.testing.assert_array_equal(batch.outer_values[0, 2:9], a.outer.values)
+    np.testing.assert_array_equal(batch.outer_pdfs[1, 2:7], b.outer.pdfs)
+    np.testing.assert_array_equal(batch.targets[0, 2:9], a.targets)
+    np.testing.assert_array_equal(batch.targets[1, 2:7], b.targets)
+    assert not batch.outer_values[:, :2].any() and not batch.outer_values[1, 7:].any()
+    assert not batch.outer_values[2].any()  # no derivatives for c
+    np.testing.assert_array_equal(batch.versions, [[3] * 9, [4] * 7 + [-1] * 2, [-1] * 9])
+
+
+def test_sequence_training_with_full_unrolling(seq_task, tmp_path):
+    exp_dir = str(tmp_path / "full")
+    options = _seq_options(mode="full", max_steps=6, bucket_bounds="20,40,80", frames_per_batch=160,
+                           snapshot_every=3, valid_every=6, log_every=3, checkpoint_every=6)
+    result = train_seq(seq_task["data"], seq_task["ali"], seq_task["ce"], seq_task["graph"], exp_dir, options)
+    assert result.steps == 6 and np.isfinite(result.loss) and result.loss != 0 and result.frames > 0
+    with open(os.path.join(exp_dir, "snapshots", "latest")) as handle:
+        assert json.load(handle)["step"] == 6
+    assert os.path.exists(os.path.join(result.model_dir, "model.json"))

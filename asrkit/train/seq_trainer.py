@@ -9,9 +9,10 @@ the numerator alignment; asrkit.sequence.outer), and the trainer maximises the
 auxiliary function L_AUX = sum_t sum_k w(x_t, k, theta') log p_theta(k | x_t)
 with the live parameters theta (asrkit.train.steps.SequenceSteps).  The loop,
 checkpoints, resume and metrics are asrkit-train-ce's
-(asrkit.train.trainer.run_training), with either batching: truncated unrolling with state saving (`mode` truncated, the default)
-or whole utterances in length buckets (`mode` full, which --strategy ps needs);
-what differs is the SequenceCriterion here:
+(asrkit.train.trainer.run_training), with either batching: truncated unrolling
+with state saving (`mode` truncated, the default) or whole utterances in
+length buckets (`mode` full, which --strategy ps needs); what differs is the
+SequenceCriterion here:
 
 - the network is the CE model's (its model.json), started from its weights;
   priors stay the CE model's;

@@ -5,6 +5,8 @@ Two ways to align (asrkit.align.ali_dir describes the output):
   align_data_dir       Viterbi forced alignment through each utterance's phone graph
                        (asrkit.align.phone_graph, state_graph, viterbi) on log-likelihoods
                        from a LoglikeSource (a table now, the acoustic model later).
+The flat start may place the end silences by the frame energies of the data
+dir's features (AlignOptions.speech_span; asrkit.align.equal.speech_span).
 Both run `nj` jobs with logs in <ali-dir>/log/align.JOB.log.  An utterance
 that cannot be aligned (out-of-vocabulary words, fewer frames than HMM states,
 no log-likelihoods, no path within the retry beam) is named in failed.txt
@@ -20,7 +22,9 @@ import os
 import time
 
 from asrkit.align.ali_dir import AliJobWriter, finish_ali_dir, remove_stale_job_outputs
-from asrkit.align.equal import TooFewFramesError, equal_alignment, reference_phones
+from asrkit.align.equal import (
+    SpeechSpanOptions, TooFewFramesError, equal_alignment, log_mel_energy, reference_phones, speech_span,
+)
 from asrkit.align.lang import TranscriptError, read_align_lang
 from asrkit.align.phone_graph import make_phone_graph
 from asrkit.align.state_graph import make_state_graph
@@ -43,6 +47,8 @@ class AlignOptions:
     nj: int = 1
     map_oov: bool = False  # align out-of-vocabulary words as the lang dir's OOV word instead of skipping
     max_fail_ratio: float = 0.05
+    # Flat start only: end silences from the features' frame energies (None: plain equal alignment).
+    speech_span: SpeechSpanOptions | None = None
 
 
 @dataclasses.dataclass
@@ -55,6 +61,7 @@ class AlignJob:
     utterances: list  # (utt, transcript, num_frames)
     source: object  # LoglikeSource, None for the flat start
     options: AlignOptions
+    features: tuple | None = None  # flat start by energy: (feats.scp, compression)
 
     @property
     def log_file(self):
@@ -81,7 +88,7 @@ def length_mismatch_message(utterance_id, num_frames, source_frames, source):
             f"{source_frames}; they come from different features")
 
 
-def _align_one(job, lang, tree, topology, utterance_id, transcript, num_frames, available):
+def _align_one(job, lang, tree, topology, utterance_id, transcript, num_frames, available, features=None):
     """(Alignment, number of phones) or a reason string for the failure."""
     try:
         words = lang.words_of(transcript, job.options.map_oov)
@@ -89,8 +96,17 @@ def _align_one(job, lang, tree, topology, utterance_id, transcript, num_frames, 
         return str(error)
     if job.source is None:
         phones = reference_phones(words, lang)
+        speech = None
+        if features is not None:
+            if utterance_id not in features:
+                return f"no features in {job.features[0]} (needed by the flat start by energy)"
+            energy = log_mel_energy(features[utterance_id], job.features[1])
+            if len(energy) != num_frames:
+                raise LengthMismatchError(f"{utterance_id}: utt2num_frames says {num_frames} frames but "
+                                          f"{job.features[0]} has {len(energy)}")
+            speech = speech_span(energy, job.options.speech_span)
         try:
-            return equal_alignment(phones, num_frames, tree, topology), len(phones)
+            return equal_alignment(phones, num_frames, tree, topology, speech), len(phones)
         except TooFewFramesError as error:
             return str(error)
     if utterance_id not in available:
@@ -113,6 +129,13 @@ def run_align_job(job, context):
     tree = ContextDependency.read(job.tree_path)
     topology = Topology.read(job.topo_path)
     what = "equal alignment" if job.source is None else f"Viterbi on {job.source.describe()}"
+    if job.features is not None:
+        from asrkit.io.table import TableReader
+
+        what += f", end silences by the frame energies of {job.features[0]}"
+        features = TableReader(job.features[0])
+    else:
+        features = None
     log.info("job %d: %d utterances, %s, options %s", job.index, len(job.utterances), what, job.options)
     available = set(job.source.utterance_ids()) if job.source is not None else set()
     writer = AliJobWriter(job.ali_dir, job.index)
@@ -121,7 +144,8 @@ def run_align_job(job, context):
         for utterance_id, transcript, num_frames in job.utterances:
             context.advance(1)
             start = time.monotonic()
-            outcome = _align_one(job, lang, tree, topology, utterance_id, transcript, num_frames, available)
+            outcome = _align_one(job, lang, tree, topology, utterance_id, transcript, num_frames, available,
+                                 features)
             busy += time.monotonic() - start
             if isinstance(outcome, str):
                 statuses[utterance_id] = outcome
@@ -139,6 +163,9 @@ def run_align_job(job, context):
     except BaseException:
         writer.abort()
         raise
+    finally:
+        if features is not None:
+            features.close()
     writer.close()
     log.info("job %d done: %d frames aligned in %.2f s", job.index, frames, busy)
     return statuses, frames, busy
@@ -181,14 +208,14 @@ def _check_source_lengths(utterances, source):
                                   f"another length than utt2num_frames: {examples}")
 
 
-def _run(data_dir, lang_dir, ali_dir, tree, tree_path, topo_path, source, options, info):
+def _run(data_dir, lang_dir, ali_dir, tree, tree_path, topo_path, source, options, info, features=None):
     start = time.monotonic()
     utterances = _utterances(data_dir)
     if source is not None:
         _check_source_lengths(utterances, source)
     ali_dir = os.path.abspath(ali_dir)
     os.makedirs(os.path.join(ali_dir, "log"), exist_ok=True)
-    jobs = [AlignJob(index, ali_dir, os.fspath(lang_dir), tree_path, topo_path, part, source, options)
+    jobs = [AlignJob(index, ali_dir, os.fspath(lang_dir), tree_path, topo_path, part, source, options, features)
             for index, part in enumerate(split_evenly(utterances, options.nj), 1)]
     remove_stale_job_outputs(ali_dir, len(jobs))
     logger.info("aligning %d utterances of %s (%s) in %d jobs (logs: %s/log/align.JOB.log)", len(utterances),
@@ -244,7 +271,27 @@ def flat_start_data_dir(data_dir, lang_dir, ali_dir, options=None):
     tree_path = os.path.join(ali_dir, TREE_FILE)
     tree.write(tree_path)
     info = {"method": "equal", "map_oov": options.map_oov}
-    return _run(data_dir, lang_dir, ali_dir, tree, tree_path, os.path.join(lang_dir, "topo"), None, options, info)
+    features = None
+    if options.speech_span is not None:
+        features = _energy_features(data_dir)
+        info["silence_by_energy"] = dataclasses.asdict(options.speech_span)
+    return _run(data_dir, lang_dir, ali_dir, tree, tree_path, os.path.join(lang_dir, "topo"), None, options, info,
+                features)
+
+
+def _energy_features(data_dir):
+    """(feats.scp, compression) of a featurized data dir, for the flat start by energy."""
+    import json
+
+    scp = os.path.join(data_dir, "feats.scp")
+    config_path = os.path.join(data_dir, "conf", "featurize.json")
+    if not os.path.exists(scp) or not os.path.exists(config_path):
+        raise AsrkitError(f"the flat start by energy reads the frame energies of {data_dir}/feats.scp and its "
+                          "conf/featurize.json; featurize the data dir first (asrkit-featurize), or flat-start "
+                          "without it")
+    with open(config_path, encoding="utf-8") as handle:
+        compression = json.load(handle).get("compression", "log")
+    return os.path.abspath(scp), compression
 
 
 def align_data_dir(data_dir, lang_dir, model_dir, ali_dir, source, options=None):

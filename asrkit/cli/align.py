@@ -15,6 +15,11 @@ COMMAND = "asrkit-align"
 @click.option("--flat-start", is_flag=True,
               help="Equal alignment of each reference (SIL, first pronunciations, SIL) over its frames; no model, "
               "so no <model-dir>. Pdfs from <lang-dir>/tree.json if there, else the monophone tree.")
+@click.option("--silence-by-energy", is_flag=True,
+              help="With --flat-start: the end silences take the frames before the first and after the last loud "
+              "frame (frame energies of <data-dir>/feats.scp) and the other phones share the rest equally, instead "
+              "of every phone 1/n of the utterance; a recurrent model trained on the plain equal alignment "
+              "keeps its boundaries.")
 @click.option("--loglikes", "loglikes_scp", type=click.Path(exists=True, dir_okay=False),
               help="Table (name.scp) of [frames, num_pdfs] log-likelihoods (log posterior - log prior) to align "
               "on. Without it the acoustic model in <model-dir> computes them from <data-dir>/feats.scp.")
@@ -34,8 +39,8 @@ COMMAND = "asrkit-align"
 @click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
               help="Fail when more than this share of utterances cannot be aligned.")
 @asrkit_command(COMMAND)
-def main(directories, flat_start, loglikes_scp, acoustic_scale, self_loop_scale, transition_scale, beam, retry_beam,
-         map_oov, nj, max_fail_ratio):
+def main(directories, flat_start, silence_by_energy, loglikes_scp, acoustic_scale, self_loop_scale, transition_scale,
+         beam, retry_beam, map_oov, nj, max_fail_ratio):
     """Align DATA_DIR (text, utt2num_frames) with the lexicon of LANG_DIR into ALI_DIR.
 
     \b
@@ -46,6 +51,7 @@ def main(directories, flat_start, loglikes_scp, acoustic_scale, self_loop_scale,
     topo, costs.txt, failed.txt, ali_info.json and log/align.JOB.log.
     """
     from asrkit.align.align_dir import AlignOptions, align_data_dir, flat_start_data_dir
+    from asrkit.align.equal import SpeechSpanOptions
     from asrkit.align.viterbi import ViterbiOptions
     from asrkit.logs import summary_line
 
@@ -56,13 +62,15 @@ def main(directories, flat_start, loglikes_scp, acoustic_scale, self_loop_scale,
         raise click.UsageError(f"expected {expected} directories, got {len(directories)}: {COMMAND} {usage}")
     if flat_start and loglikes_scp:
         raise click.UsageError("--flat-start needs no log-likelihoods; do not give --loglikes")
+    if silence_by_energy and not flat_start:
+        raise click.UsageError("--silence-by-energy is an option of the flat start; give --flat-start too")
     for directory in directories[:-1]:
         if not click.Path(exists=True, file_okay=False).convert(directory, None, None):
             raise click.UsageError(f"{directory} is not a directory")
     options = AlignOptions(
         viterbi=ViterbiOptions(acoustic_scale=acoustic_scale, beam=beam, retry_beam=max(beam, retry_beam)),
         self_loop_scale=self_loop_scale, transition_scale=transition_scale, nj=nj, map_oov=map_oov,
-        max_fail_ratio=max_fail_ratio,
+        max_fail_ratio=max_fail_ratio, speech_span=SpeechSpanOptions() if silence_by_energy else None,
     )
     if flat_start:
         data_dir, lang_dir, ali_dir = directories

@@ -13,7 +13,8 @@ Configs:
 | lstm5x1024 | 5 x LSTM(1024)                            | seed 000/001, Table 3       |
 | dnn        | 26 frames, 4 x 1024 ReLU                  | seed 002 (is-IS: 26x40:4x1024) |
 
-Every config also takes the class names ("lstm", "dnn") with their defaults.
+Every class is also a config of its own defaults ("lstm"), except where a named
+config has its name ("dnn" is seed 002's network).
 The effective hyperparameters (`model_config(...)`) are a plain dict
 {"name": class name, "config": config name, "params": {...}}, the form written
 to `<exp-dir>/config.json` and to an exported model's `model.json`.
@@ -30,7 +31,9 @@ CONFIGS = {
     "lstm5x1024": ("lstm", {"num_layers": 5, "num_cells": 1024}),
     "dnn": ("dnn", {"context_frames": 26, "num_layers": 4, "num_units": 1024}),
 }
-CONFIGS.update({name: (name, {}) for name in MODEL_CLASSES})
+# Each class is also a config of its own defaults, unless a named config already has its name
+# ("dnn" is seed 002's network, not the class defaults).
+CONFIGS.update({name: (name, {}) for name in MODEL_CLASSES if name not in CONFIGS})
 
 
 def config_names():

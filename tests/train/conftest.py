@@ -105,3 +105,68 @@ def seq_task(tmp_path_factory):
     return {"data": data_dir, "ali": ali_dir, "ce": os.path.join(ce_exp, "final"), "graph": paths["graph"],
             "lang": paths["lang"], "references": {utt: labels for utt, (_, labels) in utterances.items()},
             "root": str(root)}
+
+
+class LoopbackCluster:
+    """Trainer processes on loopback ports for the --strategy tests (test_distribute*.py)."""
+
+    def __init__(self, module):
+        self.module = module  # asrkit.cli.train_ce or asrkit.cli.train_seq
+
+    @staticmethod
+    def free_ports(count):
+        import socket
+
+        sockets = [socket.socket() for _ in range(count)]
+        try:
+            for sock in sockets:
+                sock.bind(("localhost", 0))
+            return [sock.getsockname()[1] for sock in sockets]
+        finally:
+            for sock in sockets:
+                sock.close()
+
+    def start(self, args, log_path, tf_config=None):
+        import subprocess
+        import sys
+
+        env = {name: value for name, value in os.environ.items() if name != "TF_CONFIG"}
+        if tf_config is not None:
+            env["TF_CONFIG"] = json.dumps(tf_config)
+        with open(log_path, "w") as log:
+            return subprocess.Popen([sys.executable, "-m", self.module] + args, stdout=log,
+                                    stderr=subprocess.STDOUT, env=env)
+
+    @staticmethod
+    def finish(processes, timeout=180):
+        """Exit codes of `processes`; kills them all when one takes longer than `timeout` seconds."""
+        try:
+            return [process.wait(timeout=timeout) for process in processes]
+        finally:
+            for process in processes:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+
+    @staticmethod
+    def logged(path, pattern):
+        import re
+
+        with open(path) as log:
+            return re.findall(pattern, log.read())
+
+    @staticmethod
+    def write_json(path, value):
+        with open(path, "w") as out:
+            json.dump(value, out)
+        return str(path)
+
+
+@pytest.fixture
+def ce_cluster():
+    return LoopbackCluster("asrkit.cli.train_ce")
+
+
+@pytest.fixture
+def seq_cluster():
+    return LoopbackCluster("asrkit.cli.train_seq")

@@ -3,9 +3,6 @@
 import json
 import os
 import re
-import socket
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -20,49 +17,7 @@ TINY_MODEL = ["--model", "lstm", "--model-param", "num_cells=8", "--model-param"
               "--model-param", "label_delay=2", "--num-threads", "1"]
 
 
-def free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("localhost", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def start(args, log_path, tf_config=None):
-    env = {name: value for name, value in os.environ.items() if name != "TF_CONFIG"}
-    if tf_config is not None:
-        env["TF_CONFIG"] = json.dumps(tf_config)
-    with open(log_path, "w") as log:
-        return subprocess.Popen([sys.executable, "-m", "asrkit.cli.train_ce"] + args, stdout=log,
-                                stderr=subprocess.STDOUT, env=env)
-
-
-def finish(processes, timeout=180):
-    """Exit codes of `processes`; kills them all when one takes longer than `timeout` seconds."""
-    try:
-        return [process.wait(timeout=timeout) for process in processes]
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-
-
-def logged(path, pattern):
-    with open(path) as log:
-        return re.findall(pattern, log.read())
-
-
-def write_json(path, value):
-    with open(path, "w") as out:
-        json.dump(value, out)
-    return str(path)
-
-
-def test_clusters_and_combinations_that_are_refused(tmp_path, monkeypatch):
+def test_clusters_and_combinations_that_are_refused(tmp_path, monkeypatch, ce_cluster):
     monkeypatch.delenv("TF_CONFIG", raising=False)
     with pytest.raises(AsrkitError, match="multiworker needs a cluster: --cluster FILE or the TF_CONFIG"):
         make_distribution("multiworker")
@@ -87,12 +42,14 @@ def test_clusters_and_combinations_that_are_refused(tmp_path, monkeypatch):
     with pytest.raises(AsrkitError, match="cannot read the cluster file"):
         read_cluster(str(tmp_path / "missing.json"))
 
-    no_ps = write_json(tmp_path / "no_ps.json", {"cluster": {"chief": ["localhost:1"], "worker": ["localhost:2"]},
-                                                 "task": {"type": "chief", "index": 0}})
+    no_ps = ce_cluster.write_json(tmp_path / "no_ps.json",
+                                  {"cluster": {"chief": ["localhost:1"], "worker": ["localhost:2"]},
+                                   "task": {"type": "chief", "index": 0}})
     with pytest.raises(AsrkitError, match="--strategy ps needs ps tasks"):
         make_distribution("ps", no_ps)
-    with_ps = write_json(tmp_path / "with_ps.json", {"cluster": {"worker": ["localhost:1"], "ps": ["localhost:2"]},
-                                                     "task": {"type": "worker", "index": 0}})
+    with_ps = ce_cluster.write_json(tmp_path / "with_ps.json",
+                                    {"cluster": {"worker": ["localhost:1"], "ps": ["localhost:2"]},
+                                     "task": {"type": "worker", "index": 0}})
     with pytest.raises(AsrkitError, match="multiworker takes a cluster of workers.*has ps tasks"):
         make_distribution("multiworker", with_ps)
     with pytest.raises(AsrkitError, match="needs a chief task"):
@@ -115,12 +72,12 @@ def test_cli_refuses_multiworker_without_a_cluster(corpus, tmp_path, monkeypatch
     assert "--strategy multiworker needs a cluster" in result.output
 
 
-def test_two_multiworker_workers_on_loopback_stay_in_sync_and_resume(corpus, tmp_path):
+def test_two_multiworker_workers_on_loopback_stay_in_sync_and_resume(corpus, tmp_path, ce_cluster):
     data_dir, ali_dir, _ = corpus(num_utts=12)
     exp_dir = tmp_path / "exp"
-    ports = free_ports(2)
+    ports = ce_cluster.free_ports(2)
     workers = [f"localhost:{port}" for port in ports]
-    clusters = [write_json(tmp_path / f"cluster{index}.json",
+    clusters = [ce_cluster.write_json(tmp_path / f"cluster{index}.json",
                            {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
                 for index in range(2)]
 
@@ -129,63 +86,66 @@ def test_two_multiworker_workers_on_loopback_stay_in_sync_and_resume(corpus, tmp
             "--strategy", "multiworker", "--num-streams", "2", "--unroll", "5", "--num-epochs", "0",
             "--max-steps", str(max_steps), "--log-every", "1", "--checkpoint-every", "2", "--valid-utts", "0"]
         logs = [tmp_path / f"{tag}.worker{index}.log" for index in range(2)]
-        processes = [start(args + ["--cluster", clusters[index]], logs[index]) for index in range(2)]
-        codes = finish(processes)
+        processes = [ce_cluster.start(args + ["--cluster", clusters[index]], logs[index]) for index in range(2)]
+        codes = ce_cluster.finish(processes)
         assert codes == [0, 0], "\n".join(open(log).read()[-3000:] for log in logs)
         return logs
 
     logs = run(4, "first")
-    assert logged(logs[0], r"task worker:0 \(worker 0 of 2, the chief.*2 replicas in sync")
-    assert logged(logs[1], r"worker 1 of 2: 6 of the 12 training utterances")
-    digests = [logged(log, r"step (\d+): weights (\w+)") for log in logs]
+    assert ce_cluster.logged(logs[0], r"task worker:0 \(worker 0 of 2, the chief.*2 replicas in sync")
+    assert ce_cluster.logged(logs[1], r"worker 1 of 2: 6 of the 12 training utterances")
+    digests = [ce_cluster.logged(log, r"step (\d+): weights (\w+)") for log in logs]
     # Each worker trains on its own shard: equal weights after every step come from the all-reduce.
     assert [step for step, _ in digests[0]] == ["1", "2", "3", "4"] and digests[0] == digests[1]
     assert len({digest for _, digest in digests[0]}) == 4
-    assert logged(logs[0], r"final weights (\w+)") == logged(logs[1], r"final weights (\w+)")
+    assert ce_cluster.logged(logs[0], r"final weights (\w+)") == ce_cluster.logged(logs[1], r"final weights (\w+)")
     # Only the chief writes the experiment dir.
     assert os.path.exists(exp_dir / "final" / "model.json") and os.path.exists(exp_dir / "result.json")
     assert sorted(os.listdir(exp_dir / "checkpoints")) == ["checkpoint", "ckpt-2.data-00000-of-00001",
                                                             "ckpt-2.index", "ckpt-4.data-00000-of-00001",
                                                             "ckpt-4.index"]
-    assert logged(logs[1], r"summary: status=ok steps=4 .*model=none strategy=multiworker")
+    assert ce_cluster.logged(logs[1], r"summary: status=ok steps=4 .*model=none strategy=multiworker")
     model = load_acoustic_model(exp_dir / "final")
     assert np.isfinite(model.log_posteriors(np.zeros((7, 8), np.float32))).all()
 
     logs = run(6, "resumed")
     for log in logs:
-        assert logged(log, r"summary: status=ok steps=6 .*resumed_from=4")
-    assert logged(logs[1], r"resuming with the chief's weights at step 4")
-    digests = [logged(log, r"step (\d+): weights (\w+)") for log in logs]
+        assert ce_cluster.logged(log, r"summary: status=ok steps=6 .*resumed_from=4")
+    assert ce_cluster.logged(logs[1], r"resuming with the chief's weights at step 4")
+    digests = [ce_cluster.logged(log, r"step (\d+): weights (\w+)") for log in logs]
     assert [step for step, _ in digests[0]] == ["5", "6"] and digests[0] == digests[1]
 
 
-def test_parameter_servers_on_loopback_train_asynchronously(corpus, tmp_path):
+def test_parameter_servers_on_loopback_train_asynchronously(corpus, tmp_path, ce_cluster):
     data_dir, ali_dir, utterances = corpus(num_utts=12)
     exp_dir = tmp_path / "exp"
-    ports = free_ports(4)
+    ports = ce_cluster.free_ports(4)
     cluster = {"chief": [f"localhost:{ports[0]}"], "worker": [f"localhost:{port}" for port in ports[1:3]],
                "ps": [f"localhost:{ports[3]}"]}
     args = [data_dir, ali_dir, str(exp_dir)] + TINY_MODEL + [
         "--strategy", "ps", "--mode", "full", "--frames-per-batch", "120", "--bucket-bounds", "20,40,70",
         "--optimizer", "adam", "--learning-rate", "0.02", "--num-epochs", "0", "--max-steps", "30",
         "--log-every", "10", "--checkpoint-every", "15", "--valid-utts", "2", "--valid-every", "30"]
-    servers = [start(args, tmp_path / f"{job}{index}.log", {"cluster": cluster, "task": {"type": job, "index": index}})
+    servers = [ce_cluster.start(args, tmp_path / f"{job}{index}.log",
+                                {"cluster": cluster, "task": {"type": job, "index": index}})
                for job, index in (("worker", 0), ("worker", 1), ("ps", 0))]
     try:
         chief_log = tmp_path / "chief.log"
-        code = finish([start(args, chief_log, {"cluster": cluster, "task": {"type": "chief", "index": 0}})])
+        chief = ce_cluster.start(args, chief_log, {"cluster": cluster, "task": {"type": "chief", "index": 0}})
+        code = ce_cluster.finish([chief])
         assert code == [0], open(chief_log).read()[-3000:]
         for server in servers:
             assert server.poll() is None, "a worker or ps task exited: they serve until stopped"
     finally:
         for server in servers:
             server.terminate()
-        finish(servers, timeout=30)
-    assert logged(chief_log, r"strategy ps, task chief:0, 2 worker\(s\) and 1 parameter server\(s\), asynchronous")
-    assert logged(tmp_path / "worker1.log", r"task worker:1: serving at localhost")
-    losses = [float(loss) for loss in logged(chief_log, r"step \d+ epoch \d+: loss ([\d.]+)")]
+        ce_cluster.finish(servers, timeout=30)
+    assert ce_cluster.logged(chief_log,
+                             r"strategy ps, task chief:0, 2 worker\(s\) and 1 parameter server\(s\), asynchronous")
+    assert ce_cluster.logged(tmp_path / "worker1.log", r"task worker:1: serving at localhost")
+    losses = [float(loss) for loss in ce_cluster.logged(chief_log, r"step \d+ epoch \d+: loss ([\d.]+)")]
     assert len(losses) == 3 and losses[-1] < 0.8 * losses[0]
-    assert logged(chief_log, r"summary: status=ok steps=30 .*strategy=ps")
+    assert ce_cluster.logged(chief_log, r"summary: status=ok steps=30 .*strategy=ps")
     assert os.path.exists(exp_dir / "checkpoints" / "ckpt-30.index")
     model = load_acoustic_model(exp_dir / "final")
     correct = total = 0

@@ -1,11 +1,6 @@
 """asrkit-train-seq under --strategy multiworker and ps: loopback clusters on the toy task of conftest.py."""
 
-import json
 import os
-import re
-import socket
-import subprocess
-import sys
 
 from asrkit.sequence.snapshots import read_latest
 
@@ -16,105 +11,67 @@ SEQ_ARGS = ["--num-threads", "1", "--num-epochs", "0", "--max-steps", "4", "--ac
             "--valid-every", "4"]
 
 
-def free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("localhost", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def finish(processes, timeout=120):
-    """Exit codes of `processes`; kills them all when one takes longer than `timeout` seconds."""
-    try:
-        return [process.wait(timeout=timeout) for process in processes]
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-
-
-def logged(path, pattern):
-    with open(path) as log:
-        return re.findall(pattern, log.read())
-
-
-def write_json(path, value):
-    with open(path, "w") as out:
-        json.dump(value, out)
-    return str(path)
-
-
-def start(args, log_path, tf_config=None):
-    env = {name: value for name, value in os.environ.items() if name != "TF_CONFIG"}
-    if tf_config is not None:
-        env["TF_CONFIG"] = json.dumps(tf_config)
-    with open(log_path, "w") as log:
-        return subprocess.Popen([sys.executable, "-m", "asrkit.cli.train_seq"] + args, stdout=log,
-                                stderr=subprocess.STDOUT, env=env)
-
-
 def task_args(seq_task, exp_dir):
     return [seq_task["data"], seq_task["ali"], seq_task["ce"], seq_task["graph"], str(exp_dir)]
 
 
-def test_two_multiworker_seq_workers_stay_in_sync_and_only_the_chief_publishes(seq_task, tmp_path):
+def test_two_multiworker_seq_workers_stay_in_sync_and_only_the_chief_publishes(seq_task, tmp_path, seq_cluster):
     exp_dir = tmp_path / "exp"
-    workers = [f"localhost:{port}" for port in free_ports(2)]
+    workers = [f"localhost:{port}" for port in seq_cluster.free_ports(2)]
     args = task_args(seq_task, exp_dir) + SEQ_ARGS + ["--strategy", "multiworker", "--num-streams", "2",
                                                       "--unroll", "5"]
     logs = [tmp_path / f"worker{index}.log" for index in range(2)]
-    processes = [start(args + ["--cluster", write_json(tmp_path / f"cluster{index}.json",
-                                                       {"cluster": {"worker": workers},
-                                                        "task": {"type": "worker", "index": index}})], logs[index])
-                 for index in range(2)]
-    codes = finish(processes)
+    clusters = [seq_cluster.write_json(tmp_path / f"cluster{index}.json",
+                                       {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
+                for index in range(2)]
+    processes = [seq_cluster.start(args + ["--cluster", clusters[index]], logs[index]) for index in range(2)]
+    codes = seq_cluster.finish(processes)
     assert codes == [0, 0], "\n".join(open(log).read()[-3000:] for log in logs)
-    digests = [logged(log, r"step (\d+): weights (\w+)") for log in logs]
+    digests = [seq_cluster.logged(log, r"step (\d+): weights (\w+)") for log in logs]
     assert [step for step, _ in digests[0]] == ["1", "2", "3", "4"] and digests[0] == digests[1]
     assert len({digest for _, digest in digests[0]}) == 4  # the steps change the weights
-    assert logged(logs[0], r"final weights (\w+)") == logged(logs[1], r"final weights (\w+)")
+    assert seq_cluster.logged(logs[0], r"final weights (\w+)") == seq_cluster.logged(logs[1], r"final weights (\w+)")
     # The chief publishes every snapshot; worker 1 follows them and writes nothing to the exp dir.
-    assert logged(logs[0], r"published snapshot 0 to ")
-    assert not logged(logs[1], r"published snapshot")
-    assert logged(logs[1], r"following the chief's snapshots in .*snapshots \(step 0\)")
+    assert seq_cluster.logged(logs[0], r"published snapshot 0 to ")
+    assert not seq_cluster.logged(logs[1], r"published snapshot")
+    assert seq_cluster.logged(logs[1], r"following the chief's snapshots in .*snapshots \(step 0\)")
     assert read_latest(str(exp_dir / "snapshots"))[0] == 4
     assert sorted(name for name in os.listdir(exp_dir / "snapshots") if name.startswith("step-")) == \
         ["step-000000000", "step-000000002", "step-000000004"]
-    assert logged(logs[0], r"held-out loss .* seq_objective") and not logged(logs[1], r"held-out loss")
+    assert seq_cluster.logged(logs[0], r"held-out loss .* seq_objective")
+    assert not seq_cluster.logged(logs[1], r"held-out loss")
     assert os.path.exists(exp_dir / "final" / "model.json") and os.path.exists(exp_dir / "result.json")
     assert not os.path.exists(exp_dir / "worker-1")
-    assert logged(logs[0], r"summary: status=ok steps=4 .*strategy=multiworker")
-    assert logged(logs[1], r"summary: status=ok steps=4 .*model=none strategy=multiworker")
+    assert seq_cluster.logged(logs[0], r"summary: status=ok steps=4 .*strategy=multiworker")
+    assert seq_cluster.logged(logs[1], r"summary: status=ok steps=4 .*model=none strategy=multiworker")
 
 
-def test_parameter_server_seq_training_with_full_unrolling(seq_task, tmp_path):
+def test_parameter_server_seq_training_with_full_unrolling(seq_task, tmp_path, seq_cluster):
     exp_dir = tmp_path / "exp"
-    ports = free_ports(3)
+    ports = seq_cluster.free_ports(3)
     cluster = {"chief": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"],
                "ps": [f"localhost:{ports[2]}"]}
     args = task_args(seq_task, exp_dir) + SEQ_ARGS + ["--strategy", "ps", "--mode", "full", "--bucket-bounds",
                                                       "20,40,80", "--frames-per-batch", "160"]
-    servers = [start(args, tmp_path / f"{job}0.log", {"cluster": cluster, "task": {"type": job, "index": 0}})
+    servers = [seq_cluster.start(args, tmp_path / f"{job}0.log",
+                                 {"cluster": cluster, "task": {"type": job, "index": 0}})
                for job in ("worker", "ps")]
     try:
         chief_log = tmp_path / "chief.log"
-        code = finish([start(args, chief_log, {"cluster": cluster, "task": {"type": "chief", "index": 0}})])
+        chief = seq_cluster.start(args, chief_log, {"cluster": cluster, "task": {"type": "chief", "index": 0}})
+        code = seq_cluster.finish([chief])
         assert code == [0], open(chief_log).read()[-3000:]
         for server in servers:
             assert server.poll() is None, "a worker or ps task exited: they serve until stopped"
     finally:
         for server in servers:
             server.terminate()
-        finish(servers, timeout=30)
-    assert logged(chief_log, r"strategy ps, task chief:0, 1 worker\(s\) and 1 parameter server\(s\), asynchronous")
-    assert logged(tmp_path / "worker0.log", r"task worker:0: serving at localhost")
-    assert logged(chief_log, r"summary: status=ok steps=4 .*strategy=ps")
-    assert logged(chief_log, r"held-out loss .* seq_objective")
+        seq_cluster.finish(servers, timeout=30)
+    assert seq_cluster.logged(chief_log,
+                              r"strategy ps, task chief:0, 1 worker\(s\) and 1 parameter server\(s\), asynchronous")
+    assert seq_cluster.logged(tmp_path / "worker0.log", r"task worker:0: serving at localhost")
+    assert seq_cluster.logged(chief_log, r"summary: status=ok steps=4 .*strategy=ps")
+    assert seq_cluster.logged(chief_log, r"held-out loss .* seq_objective")
     assert read_latest(str(exp_dir / "snapshots"))[0] == 4
     assert os.path.exists(exp_dir / "checkpoints" / "ckpt-4.index")
     assert os.path.exists(exp_dir / "final" / "model.json")

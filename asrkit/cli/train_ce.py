@@ -76,6 +76,27 @@ def input_options(function):
     return function
 
 
+def strategy_options(note=""):
+    """--strategy and --cluster (asrkit.train.distribute), shared by asrkit-train-ce and asrkit-train-seq;
+    `note` ends the --strategy help with what a trainer adds to it."""
+
+    def decorate(function):
+        function = click.option(
+            "--cluster", "cluster_file", type=click.Path(exists=True, dir_okay=False),
+            help="JSON cluster file in TF_CONFIG's format: {\"cluster\": {\"chief\": [...], \"worker\": "
+                 "[\"host:port\", ...], \"ps\": [...]}, \"task\": {\"type\": \"worker\", \"index\": 0}} "
+                 "[default: the TF_CONFIG environment variable].")(function)
+        return click.option(
+            "--strategy", default="local", type=click.Choice(("local", "multiworker", "ps")),
+            help="local: one process. multiworker: synchronous data parallelism over the workers of the cluster "
+                 "(MultiWorkerMirroredStrategy; worker i of N reads every N-th utterance, or its own "
+                 "--example-servers; worker 0 writes EXP_DIR). ps: asynchronous SGD with parameter servers "
+                 "(ParameterServerStrategy; the chief task trains, worker and ps tasks only serve; needs "
+                 "--mode full)." + (f" {note}" if note else ""))(function)
+
+    return decorate
+
+
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("data_dir", type=click.Path(exists=True, file_okay=False))
 @click.argument("ali_dir", type=click.Path(exists=True, file_okay=False))
@@ -87,16 +108,7 @@ def input_options(function):
               help="Change a model hyperparameter, e.g. --model-param num_cells=512 --model-param projection_dim=256 "
                    "--model-param label_delay=5 (--print-config lists them).")
 @input_options
-@click.option("--strategy", default="local", type=click.Choice(("local", "multiworker", "ps")),
-              help="local: one process. multiworker: synchronous data parallelism over the workers of the cluster "
-                   "(MultiWorkerMirroredStrategy; worker i of N reads every N-th utterance, or its own "
-                   "--example-servers; worker 0 writes EXP_DIR). ps: asynchronous SGD with parameter servers "
-                   "(ParameterServerStrategy; the chief task trains, worker and ps tasks only serve; needs "
-                   "--mode full).")
-@click.option("--cluster", "cluster_file", type=click.Path(exists=True, dir_okay=False),
-              help="JSON cluster file in TF_CONFIG's format: {\"cluster\": {\"chief\": [...], \"worker\": "
-                   "[\"host:port\", ...], \"ps\": [...]}, \"task\": {\"type\": \"worker\", \"index\": 0}} "
-                   "[default: the TF_CONFIG environment variable].")
+@strategy_options()
 @click.option("--print-config", is_flag=True, help="Print the effective model and training config as JSON and exit.")
 @training_options(_train_params)
 @asrkit_command("asrkit-train-ce")

@@ -6,7 +6,7 @@ import logging
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
-from asrkit.cli.train_ce import input_options, training_options
+from asrkit.cli.train_ce import input_options, strategy_options, training_options
 
 
 def _seq_params():
@@ -22,17 +22,8 @@ def _seq_params():
 @click.argument("graph_dir", type=click.Path(exists=True, file_okay=False))
 @click.argument("exp_dir", type=click.Path(file_okay=False))
 @input_options
-@click.option("--strategy", default="local", type=click.Choice(("local", "multiworker", "ps")),
-              help="local: one process. multiworker: synchronous data parallelism over the workers of the cluster "
-                   "(MultiWorkerMirroredStrategy; worker i of N reads every N-th utterance, or its own "
-                   "--example-servers; worker 0 writes EXP_DIR and publishes the snapshots). ps: asynchronous SGD "
-                   "with parameter servers (ParameterServerStrategy; the chief task trains, worker and ps tasks "
-                   "only serve; needs --mode full). Every worker's servers follow the snapshots in "
-                   "EXP_DIR/snapshots: workers on other machines need EXP_DIR on a shared file system.")
-@click.option("--cluster", "cluster_file", type=click.Path(exists=True, dir_okay=False),
-              help="JSON cluster file in TF_CONFIG's format: {\"cluster\": {\"chief\": [...], \"worker\": "
-                   "[\"host:port\", ...], \"ps\": [...]}, \"task\": {\"type\": \"worker\", \"index\": 0}} "
-                   "[default: the TF_CONFIG environment variable].")
+@strategy_options("Only the chief publishes snapshots; every worker's servers follow them in "
+                  "EXP_DIR/snapshots, so workers on other machines need EXP_DIR on a shared file system.")
 @click.option("--print-config", is_flag=True, help="Print the effective training config as JSON and exit.")
 @training_options(_seq_params)
 @asrkit_command("asrkit-train-seq")

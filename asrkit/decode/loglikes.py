@@ -13,6 +13,7 @@ import typing
 import numpy as np
 
 from asrkit.errors import AsrkitError
+from asrkit.io.json_file import read_json
 
 
 class LoglikeSource(typing.Protocol):
@@ -97,15 +98,6 @@ class ModelLoglikes:
         return {"model_dir": self.model_dir, "data_dir": self.data_dir, "num_threads": self.num_threads,
                 "_model": None, "_features": None, "_extractor": None, "_data": None}
 
-    def _read_json(self, path):
-        import json
-
-        try:
-            with open(path, encoding="utf-8") as handle:
-                return json.load(handle)
-        except FileNotFoundError:
-            raise AsrkitError(f"{path} does not exist") from None
-
     @property
     def model(self):
         if self._model is None:
@@ -134,8 +126,8 @@ class ModelLoglikes:
             )
         if self._feats_scp() is None:
             return
-        model_config = self._read_json(os.path.join(self.model_dir, "featurize.json"))
-        data_config = self._read_json(os.path.join(self.data_dir, "conf", "featurize.json"))
+        model_config = read_json(os.path.join(self.model_dir, "featurize.json"))
+        data_config = read_json(os.path.join(self.data_dir, "conf", "featurize.json"))
         differing = sorted(key for key in set(model_config) | set(data_config)
                            if model_config.get(key) != data_config.get(key))
         if differing:
@@ -150,7 +142,7 @@ class ModelLoglikes:
     def num_pdfs(self):
         import os
 
-        return int(self._read_json(os.path.join(self.model_dir, "model.json"))["num_pdfs"])
+        return int(read_json(os.path.join(self.model_dir, "model.json"))["num_pdfs"])
 
     def utterance_ids(self):
         if self._feats_scp() is not None:

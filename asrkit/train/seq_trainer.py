@@ -50,6 +50,7 @@ import time
 import numpy as np
 
 from asrkit.errors import AsrkitError
+from asrkit.io.json_file import read_json
 from asrkit.train.trainer import CrossEntropyCriterion, run_training, train_params
 
 logger = logging.getLogger("asrkit.train")
@@ -202,14 +203,6 @@ class InProcessSequenceExamples:
         self.examples.close()
 
 
-def _read_json(path):
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except FileNotFoundError:
-        raise AsrkitError(f"{path} does not exist") from None
-
-
 class SequenceCriterion(CrossEntropyCriterion):
     name = "seq"
     server_mode = "seq"
@@ -251,6 +244,10 @@ class SequenceCriterion(CrossEntropyCriterion):
 
         p = self.params
         return DecoderOptions(acoustic_scale=p.acoustic_scale, beam=p.beam, lattice_beam=p.lattice_beam)
+
+    @property
+    def result_name(self):
+        return self.params.criterion
 
     def make_steps(self, net, optimizer, learning_rate, training_state, distribution=None):
         from asrkit.train.steps import SequenceSteps
@@ -299,7 +296,7 @@ class SequenceCriterion(CrossEntropyCriterion):
         from asrkit.sequence.snapshots import publish_snapshot
 
         ce = self.ce_model_dir
-        info = _read_json(os.path.join(ce, "model.json"))
+        info = read_json(os.path.join(ce, "model.json"))
 
         def export(path):
             write_model_dir(path, net, info["model"], self._ce_counts(), os.path.join(ce, "featurize.json"),
@@ -422,7 +419,7 @@ def train_seq(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, options):
         params.set(**options.params)
     except KeyError as error:
         raise AsrkitError(str(error.args[0])) from None
-    model_json = _read_json(os.path.join(ce_model_dir, "model.json"))
+    model_json = read_json(os.path.join(ce_model_dir, "model.json"))
     if not os.path.exists(os.path.join(graph_dir, "HCLG.fst")):
         raise AsrkitError(f"{graph_dir} has no HCLG.fst (make it with utils/mkgraph from the bigram lang dir and "
                           f"{ce_model_dir})")

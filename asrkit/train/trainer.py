@@ -328,6 +328,11 @@ class CrossEntropyCriterion:
     def validate(self, step):
         return {}
 
+    @property
+    def result_name(self):
+        """What result.json calls this training ("ce"; sequence training: its criterion, "smbr", ...)."""
+        return self.name
+
     def pdf_counts(self, data):
         return data.pdf_counts
 
@@ -430,10 +435,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
         raise AsrkitError(str(error)) from None
     with distribution.scope():
         training_state = TrainingState(net.zero_state(params.num_streams if params.mode == "truncated" else 1))
-        if distribution.name == "local":
-            steps = criterion.make_steps(net, optimizer, learning_rate, training_state)
-        else:
-            steps = criterion.make_steps(net, optimizer, learning_rate, training_state, distribution=distribution)
+        steps = criterion.make_steps(net, optimizer, learning_rate, training_state, distribution=distribution)
     checkpoint = tf.train.Checkpoint(net=net, optimizer=optimizer, training=training_state)
     manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=params.keep_checkpoints,
                                          checkpoint_name="ckpt") if chief else None
@@ -645,8 +647,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
         return result
     # What this run achieved, for results tables (recipes' RESULTS); the numbers of this run only,
     # so a resumed run's frames/s and t_session are those of its last part.
-    criterion_name = params.criterion if "criterion" in params else criterion.name  # smbr, mmi, ... or ce
     _write_json(os.path.join(exp_dir, "result.json"),
-                {**dataclasses.asdict(result), "criterion": criterion_name,
+                {**dataclasses.asdict(result), "criterion": criterion.result_name,
                  "example_server_count": len(result.example_servers["received"]) if from_servers else 0})
     return result

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import random
+import shutil
 
 from asrkit.data.data_dir import EXTRA_TABLE_KEYS, KNOWN_FILES, MAIN_TABLES, DataDir, filter_spk2utt
 from asrkit.data.kaldi_files import c_sorted, read_id_list, spk2utt_from_utt2spk
@@ -23,6 +24,9 @@ logger = logging.getLogger(__name__)
 
 DONE_MARKER = ".done"
 DEFAULT_SUBSET_SEED = 0
+# Files of a featurized data dir that hold for every utterance in it (the front end's config and
+# the global CMVN statistics), so every part and subset needs them unchanged to be usable on its own.
+WHOLE_DIR_FILES = (os.path.join("conf", "featurize.json"), "cmvn.h5")
 
 
 def split_dir_path(path, num_parts, by_speaker=True):
@@ -67,6 +71,7 @@ def split_data_dir(path, num_parts, by_speaker=True):
         os.remove(marker)
     for part_path, part in zip(part_paths, partition(data_dir, part_of_utterance, num_parts)):
         part.write(part_path)
+        copy_whole_dir_files(path, part_path)
     with atomic_output(marker) as handle:
         json.dump(fingerprint, handle)
     sizes = [sum(len(group) for group in groups[begin:end])
@@ -115,6 +120,18 @@ def balanced_boundaries(sizes, num_parts):
         boundaries.append(min(candidates, key=lambda cut: (abs(cumulative[cut] - target), cut)))
     boundaries.append(count)
     return boundaries
+
+
+def copy_whole_dir_files(path, out):
+    """Copy the feature config and CMVN statistics of the data dir at `path` (where present) to `out`."""
+    for name in WHOLE_DIR_FILES:
+        source = os.path.join(path, name)
+        if os.path.exists(source):
+            target = os.path.join(out, name)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            temporary = target + ".tmp"
+            shutil.copyfile(source, temporary)
+            os.replace(temporary, target)
 
 
 def partition(data_dir, part_of_utterance, num_parts):
@@ -233,6 +250,7 @@ def subset_data_dir(path, out, num_utts=None, utt_list=None, spk_list=None, firs
 
     subset = data_dir.subset(chosen)
     subset.write(out)
+    copy_whole_dir_files(path, out)
     logger.info("wrote %d of %d utterances of %s to %s", len(chosen), len(all_utts), path, out)
     return subset
 

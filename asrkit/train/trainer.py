@@ -137,6 +137,9 @@ class TrainResult:
     seconds: float
     example_servers: dict = None  # received per server, restarts, ... (None in-process)
     valid_metrics: dict = None  # the criterion's own held-out metrics (sequence objective), last validation
+    # [step, seconds since this invocation started, held-out frame accuracy] per validation: the
+    # learning curve against wall time (time to convergence in recipes' RESULTS).
+    valid_history: list = None
 
 
 def _environment():
@@ -512,15 +515,18 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
 
     last_validated = -1
     valid_metrics = {}
+    valid_history = []
 
     def validate():
         nonlocal valid_accuracy, last_validated
         if not valid_batches or last_validated == step:
             return
         last_validated = step
+        reached = time.monotonic() - started  # the wall time at which training got this far
         valid_loss, valid_accuracy = _evaluate(steps, valid_batches)
         extra = criterion.validate(step)
         valid_metrics.update(extra)
+        valid_history.append([step, round(reached, 3), valid_accuracy])
         logger.info("step %d: held-out loss %.4f frame_acc %.4f%s", step, valid_loss, valid_accuracy,
                     "".join(f" {name} {value:.4f}" for name, value in extra.items()))
         writer.scalars(step, {"loss": valid_loss, "frame_accuracy": valid_accuracy, **extra}, prefix="valid/")
@@ -642,6 +648,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
         t_session=step_seconds_total / loop_seconds, skipped=len(data.skipped), resumed_from=resumed_from,
         model_dir=model_dir, seconds=time.monotonic() - started,
         example_servers=source.stats() if from_servers else None, valid_metrics=valid_metrics,
+        valid_history=valid_history,
     )
     if not chief:
         return result

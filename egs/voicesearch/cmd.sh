@@ -2,9 +2,12 @@
 # same interface (see `run-local --help`):
 #   $decode_cmd [options] JOB=1:N <log-file-with-JOB> <command ...>
 # run-local, run-ssh and run-slurm live in the checkout's bin/, which path.sh puts on PATH.
-#   train_cmd:  training (asrkit-train-ce); ask for a GPU here on a cluster
-#   decode_cmd: featurizing, noisifying, aligning, decoding: CPU jobs, --nj at a time
-#   server_cmd: example servers (CPU; they run until their trainer stops, so start them with &)
+#   train_cmd:  training (asrkit-train-ce, asrkit-train-seq); ask for a GPU here on a cluster
+#   decode_cmd: noisifying, featurizing, aligning, trees, LMs, graphs, decoding: CPU jobs.  run.sh
+#               gives each whole command as one job with --num-threads set to its --nj, because
+#               every asrkit command runs its --nj jobs itself on the machine it lands on.
+#   server_cmd: example servers started by hand on other machines (CPU; they run until their trainer
+#               stops, so start them with &); run.sh's trainers start their local:N servers themselves
 # Options every launcher takes: --max-jobs-run K, --num-threads N, --mem 4G, --gpu N, --time 4:00:00
 # (run-local and run-ssh accept --mem, --gpu and --time without enforcing them).
 

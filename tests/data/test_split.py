@@ -135,3 +135,22 @@ def test_subset_bad_requests(speakers_dir, tmp_path):
         subset_data_dir(speakers_dir, tmp_path / "x", num_utts=2, first=True, last=True)
     with pytest.raises(AsrkitError, match="is the input dir"):
         subset_data_dir(speakers_dir, speakers_dir, num_utts=2)
+
+
+def test_parts_and_subsets_keep_the_feature_config_and_cmvn(speakers_dir, tmp_path, write_text_file):
+    # A featurized dir's conf/featurize.json and cmvn.h5 apply to every utterance, so a part or a
+    # subset without them could not be trained or aligned on.
+    os.makedirs(os.path.join(speakers_dir, "conf"))
+    write_text_file(os.path.join(speakers_dir, "conf", "featurize.json"), '{"num_mel_bins": 40}\n')
+    with open(os.path.join(speakers_dir, "cmvn.h5"), "wb") as handle:
+        handle.write(b"stats")
+    subset_data_dir(speakers_dir, tmp_path / "sub", num_utts=3)
+    for directory in [tmp_path / "sub", *split_data_dir(speakers_dir, 2)]:
+        assert open(os.path.join(directory, "conf", "featurize.json")).read() == '{"num_mel_bins": 40}\n'
+        assert open(os.path.join(directory, "cmvn.h5"), "rb").read() == b"stats"
+    assert not os.path.exists(tmp_path / "sub" / "cmvn.h5.tmp")
+
+
+def test_parts_of_a_dir_without_features_get_no_feature_files(speakers_dir, tmp_path):
+    subset_data_dir(speakers_dir, tmp_path / "sub", num_utts=3)
+    assert not os.path.exists(tmp_path / "sub" / "conf") and not os.path.exists(tmp_path / "sub" / "cmvn.h5")

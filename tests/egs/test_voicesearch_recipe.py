@@ -1,7 +1,9 @@
 """egs/voicesearch/run.sh --size tiny, end to end: corpus, dictionary, noisy sets, lang and LMs, features, flat
 start and monophone training, tree, CE training of the LSTM, decoding, scoring, sMBR training with seq-mode
-example servers, decoding and scoring again, the results table and the training plots."""
+example servers, decoding and scoring again, clean-only CE and the unrolling comparisons, the results table and
+the training plots."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -40,11 +42,23 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
         for split in ("test", "test_noisy"):
             decode_dir = exp / model / f"decode_{split}"
             assert len(open(decode_dir / "hyp.txt").read().splitlines()) == 10
-    smbr_log = open(exp / "lstm_smbr" / "log" / "train.log").read()
+    smbr_log = open(exp / "log" / "stage9" / "train_lstm_smbr.log").read()
     assert "asrkit-train-seq summary: status=ok steps=20" in smbr_log
     assert "server_objective" in smbr_log and "staleness histogram" in smbr_log
+    # Stage 11: clean-only CE (decoded on both sets), and three truncated (b, u) runs at b x u = 320 and a
+    # full-unrolling run with 320-frame batches (decoded on test).
+    for name in ("unroll_b32_u10", "unroll_b16_u20", "unroll_b8_u40", "unroll_full"):
+        config = json.load(open(exp / name / "config.json"))["train"]
+        assert config["mode"] == "full" or config["num_streams"] * config["unroll"] == 320, name
+        assert len(json.load(open(exp / name / "result.json"))["valid_history"]) >= 5, name
+    assert json.load(open(exp / "unroll_full" / "config.json"))["train"]["frames_per_batch"] == 320
+    assert (exp / "lstm_ce_clean_ali" / "ali.scp").exists()
+    # Every launcher job left its log; each stage's summary lines were shown.
+    assert (exp / "log" / "stage6" / "train_mono1.log").exists() and (exp / "log" / "stage8" / "mkgraph.log").exists()
+    assert "asrkit-decode summary: status=ok" in result.stderr
     results = open(exp / "RESULTS").read()
-    assert results.count("%WER") == 4 and "sMBR relative to CE" in results
+    assert results.count("%WER") == 4 + 2 + 4 and "sMBR relative to CE" in results
+    assert "multi-style relative to clean-only CE" in results and "Truncated vs full unrolling" in results
     assert "%WER" in result.stdout  # the table is printed at the end
     for model in ("lstm_ce", "lstm_smbr"):
         assert (exp / model / "training.png").stat().st_size > 1000

@@ -34,6 +34,11 @@ def test_loss_decreases_and_the_export_decodes_the_training_data(corpus, tmp_pat
     assert result.frame_accuracy > 0.7 and result.valid_accuracy > 0.6
     assert result.apr == 0.0  # endless epochs: streams never run dry
     assert 0 < result.t_session <= 1
+    # One held-out point per validation (steps 60 and 120), in wall-time order, the last one the result's.
+    assert [point[0] for point in result.valid_history] == [60, 120]
+    assert 0 < result.valid_history[0][1] < result.valid_history[1][1] <= result.seconds
+    assert result.valid_history[-1][2] == result.valid_accuracy
+    assert json.load(open(tmp_path / "exp" / "result.json"))["valid_history"] == result.valid_history
 
     config = json.load(open(tmp_path / "exp" / "config.json"))
     assert config["model"]["params"]["num_cells"] == 16 and config["train"]["optimizer"] == "adagrad"

@@ -48,7 +48,7 @@ import vocabulary as vocabulary_selection  # noqa: E402
 logger = logging.getLogger("prepare_corpus")
 
 # size -> (utterances, hours): tiny is counted in utterances, the others in hours of audio.
-SIZES = {"tiny": (100, None), "small": (None, 1.0), "default": (None, 10.0)}
+SIZES = {"tiny": (100, None), "small": (None, 1.0), "default": (None, 2.0)}
 # Mean utterance length measured on this corpus (1.95 s over 1636 utterances); turns --hours into a count.
 SECONDS_PER_UTTERANCE = 1.95
 DEFAULT_SPEAKERS = os.path.join(os.path.dirname(HERE), "conf", "speakers.txt")
@@ -83,7 +83,7 @@ def parse_args(argv):
     parser.add_argument("data_dir", help="where train/, dev/, test/ and local/corpus/ are written")
     parser.add_argument("--config", help="file of `--option=value` lines, read first (e.g. conf/corpus.conf)")
     parser.add_argument("--size", choices=sorted(SIZES), default="default",
-                        help="tiny: 100 utterances; small: about 1 hour; default: about 10 hours")
+                        help="tiny: 100 utterances; small: about 1 hour; default: about 2 hours")
     parser.add_argument("--hours", type=float, help="about this many hours of audio (overrides --size)")
     parser.add_argument("--num-utterances", type=int, help="exactly this many planned utterances (overrides both)")
     parser.add_argument("--seed", type=int, default=1, help="same seed, same ids, texts and audio")

@@ -144,7 +144,7 @@ fi
 case "$size" in
   tiny)    mono_units=128; ce_cells=128; mono_epochs=10; ce_epochs=15; num_leaves=60;  streams=16; seq_steps=20;  snapshot_every=5 ;;
   small)   mono_units=512; ce_cells=256; mono_epochs=6;  ce_epochs=10; num_leaves=400; streams=32; seq_steps=200; snapshot_every=20 ;;
-  default) mono_units=512; ce_cells=256; mono_epochs=4;  ce_epochs=8;  num_leaves=800; streams=32; seq_steps=200; snapshot_every=20 ;;
+  default) mono_units=512; ce_cells=256; mono_epochs=6;  ce_epochs=8;  num_leaves=800; streams=32; seq_steps=200; snapshot_every=20 ;;
 esac
 # Stage 11's unrolling comparisons: (b,u) pairs at one b x u (the paper's 5120 frames a step; the tiny
 # corpus, about 5000 frames in all, gets 320), on at most this many training utterances.

@@ -5,6 +5,7 @@ import logging
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.cli.options_file import options_file
 
 COMMAND = "asrkit-align"
 
@@ -38,6 +39,7 @@ COMMAND = "asrkit-align"
 @click.option("-j", "--nj", default=1, type=click.IntRange(min=1), help="Number of parallel jobs.")
 @click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
               help="Fail when more than this share of utterances cannot be aligned.")
+@options_file
 @asrkit_command(COMMAND)
 def main(directories, flat_start, silence_by_energy, loglikes_scp, acoustic_scale, self_loop_scale, transition_scale,
          beam, retry_beam, map_oov, nj, max_fail_ratio):

@@ -5,6 +5,7 @@ import logging
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.cli.options_file import options_file
 
 COMMAND = "asrkit-decode"
 
@@ -38,6 +39,7 @@ COMMAND = "asrkit-decode"
 @click.option("--max-lmwt", default=17, type=click.IntRange(min=1), help="Largest LM weight of the sweep.")
 @click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
               help="Fail when more than this share of utterances is not decoded.")
+@options_file
 @asrkit_command(COMMAND)
 def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, acoustic_scale, beam, max_active, min_active,
          lattice_beam, retry_beam, allow_partial, nj, write_lattices, skip_scoring, lmwt_sweep, min_lmwt, max_lmwt,

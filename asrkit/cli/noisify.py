@@ -5,6 +5,7 @@ import logging
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, audio_options
+from asrkit.cli.options_file import options_file
 
 
 def _named_paths(values, option):
@@ -41,6 +42,7 @@ def _named_paths(values, option):
               help="Utterances of the data dir held in memory to make babble from.")
 @audio_options
 @click.option("--overwrite", is_flag=True, help="Redo utterances that an earlier run finished.")
+@options_file
 @asrkit_command("asrkit-noisify")
 def main(data_dir, out_data_dir, styles_file, print_styles, seed, noise_lists, rir_lists, utt_suffix, id_prefix,
          audio_dir, audio_format, nj, max_fail_ratio, babble_pool_size, audio, overwrite):

@@ -6,6 +6,7 @@ import signal
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.cli.options_file import options_file
 
 
 def _parse_shard(ctx, param, value):
@@ -113,6 +114,7 @@ def _watch_parent(server, logger):
                    "do not count).")
 @click.option("--num-threads", default=1, type=click.IntRange(min=1), help="TensorFlow threads of the front end.")
 @click.option("--log-interval", default=30.0, type=click.FloatRange(min=0.1), help="Seconds between progress lines.")
+@options_file
 @asrkit_command("asrkit-serve-examples")
 def main(data_dir, ali_dir, bind, shard, seed, styles, from_feats, cmvn, utt_list, queue_capacity, num_epochs,
          start_epoch, max_utterances, max_length_mismatch, allow_remote, curve_secret_key, endpoint_file,

@@ -6,6 +6,7 @@ import logging
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.cli.options_file import options_file
 
 CHOICES = {"mode": ("truncated", "full"), "optimizer": ("adagrad", "adam", "sgd"),
            "lr_schedule": ("constant", "exponential"), "criterion": ("smbr", "mmi", "mmi-fr", "bmmi")}
@@ -111,6 +112,7 @@ def strategy_options(note=""):
 @strategy_options()
 @click.option("--print-config", is_flag=True, help="Print the effective model and training config as JSON and exit.")
 @training_options(_train_params)
+@options_file
 @asrkit_command("asrkit-train-ce")
 def main(data_dir, ali_dir, exp_dir, model, model_params, cmvn, valid_data_dir, valid_ali_dir, resume,
          example_servers, server_public_key, server_styles, server_from_feats, num_threads, strategy, cluster_file,

@@ -6,6 +6,7 @@ import logging
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.cli.options_file import options_file
 from asrkit.cli.train_ce import input_options, strategy_options, training_options
 
 
@@ -26,6 +27,7 @@ def _seq_params():
                   "EXP_DIR/snapshots, so workers on other machines need EXP_DIR on a shared file system.")
 @click.option("--print-config", is_flag=True, help="Print the effective training config as JSON and exit.")
 @training_options(_seq_params)
+@options_file
 @asrkit_command("asrkit-train-seq")
 def main(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, cmvn, valid_data_dir, valid_ali_dir, resume,
          example_servers, server_public_key, server_styles, server_from_feats, num_threads, strategy, cluster_file,

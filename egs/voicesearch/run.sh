@@ -65,12 +65,28 @@ for value in "$stage" "$stop_stage" "$nj" "$seed"; do
   case "$value" in ''|*[!0-9]*) echo "$0: --stage, --stop-stage, --nj and --seed take whole numbers, not '$value'" >&2; exit 2 ;; esac
 done
 
+# Each stage starts with a header line (with the time) and ends with a line saying how long it took.
+stage_name=
+stage_started=0
+end_stage() {
+  if [ -n "$stage_name" ]; then
+    echo "== $stage_name done in $((SECONDS - stage_started)) s ==" >&2
+    stage_name=
+  fi
+}
+begin_stage() {
+  end_stage
+  stage_name="stage $1"
+  stage_started=$SECONDS
+  echo "== stage $1: $2 == ($(date '+%Y-%m-%d %H:%M:%S'))" >&2
+}
+
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
 echo "$command_line" >&2
 
 if [ "$stage" -le 0 ] && [ "$stop_stage" -ge 0 ]; then
-  echo "== stage 0: set-up: synthesisers and the Python environment ==" >&2
+  begin_stage 0 "set-up: synthesisers and the Python environment"
   # bin/setup-env installs the synthesisers (flite, festival and its voices, espeak-ng) and
   # WordNet with apt-get when root, or names the missing packages, and the Python packages.
   ../../bin/setup-env
@@ -96,7 +112,7 @@ gpu_cmd="$train_cmd --num-threads 2"
 logs="$exp/log"
 
 if [ "$stage" -le 1 ] && [ "$stop_stage" -ge 1 ]; then
-  echo "== stage 1: synthesise the corpus -> $data/{train,dev,test} ==" >&2
+  begin_stage 1 "synthesise the corpus -> $data/{train,dev,test}"
   options=(--config conf/corpus.conf --size "$size" --nj "$nj" --seed "$seed")
   [ -n "$hours" ] && options+=(--hours "$hours")
   $overwrite && options+=(--overwrite)
@@ -105,22 +121,21 @@ if [ "$stage" -le 1 ] && [ "$stop_stage" -ge 1 ]; then
 fi
 
 if [ "$stage" -le 2 ] && [ "$stop_stage" -ge 2 ]; then
-  echo "== stage 2: pronunciation dictionary -> $data/local/dict ==" >&2
+  begin_stage 2 "pronunciation dictionary -> $data/local/dict"
   python local/prepare_dict.py --word-list "$data/local/corpus/vocabulary.txt" \
     --text "$data/train/text" --text "$data/dev/text" --text "$data/test/text" --max-missing 0 "$data/local/dict"
 fi
 
 if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
-  echo "== stage 3: fixed noisy copies of the dev and test sets -> $data/{dev,test}_noisy ==" >&2
-  # A fixed seed, so every model is scored on the same noisy audio.
+  begin_stage 3 "fixed noisy copies of the dev and test sets -> $data/{dev,test}_noisy"
   for split in dev test; do
     launch "$cpu_cmd" "$logs/stage3/noisify_$split.log" \
-      asrkit-noisify --styles conf/noise_styles_test.json --seed 2024 --nj "$nj" "$data/$split" "$data/${split}_noisy"
+      asrkit-noisify --config conf/noisify_test.conf --nj "$nj" "$data/$split" "$data/${split}_noisy"
   done
 fi
 
 if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
-  echo "== stage 4: lang dir and language models -> $data/lang, $data/lang_bigram, $data/lang_test ==" >&2
+  begin_stage 4 "lang dir and language models -> $data/lang, $data/lang_bigram, $data/lang_test"
   # Run here, not through a launcher: the launchers pass arguments to bash verbatim (run.pl's rule),
   # where <UNK> would be a redirection.
   prepare_lang "$data/local/dict" "<UNK>" "$data/lang"
@@ -152,8 +167,9 @@ case "$size" in
   tiny) unroll_pairs="32:10 16:20 8:40"; comparison_utts=1500 ;;
   *)    unroll_pairs="512:10 256:20 128:40"; comparison_utts=1500 ;;
 esac
-train_options=(--optimizer adam --learning-rate 0.002 --num-streams "$streams" --unroll 20 --valid-utts 5
-               --log-every 50 --num-threads 2)
+# Each command's options are in conf/<command>.conf (Kaldi's conf/); what depends on the corpus size
+# is given here, on the command line, which overrides the file.
+train_options=(--config conf/train_ce.conf --num-streams "$streams")
 # The monophones are a feed-forward DNN over frames t-5..t+5 (seed 002's kind), not an LSTM: an LSTM
 # starts every utterance from a zero state, so it can learn the flat start's frame positions instead of
 # the acoustics, and realigning with it keeps the flat start's boundaries.
@@ -164,17 +180,14 @@ ce_model=(--model-param num_layers=2 --model-param num_cells="$ce_cells")
 $overwrite && train_options+=(--no-resume)
 
 # decode MODEL GRAPH_MODEL SET STAGE: decode and score data/SET with exp/MODEL/final on
-# exp/GRAPH_MODEL/graph, into exp/MODEL/decode_SET.  Best paths with the fast decoder at one acoustic
-# scale, chosen on the small corpus's dev set (WER at 0.1: 56.7%, 0.2: 52.1%, 0.3: 49.5%, 0.5: 49.7%);
-# a lattice LM-weight sweep (asrkit-decode --lmwt-sweep) runs at about real time on this machine.
+# exp/GRAPH_MODEL/graph, into exp/MODEL/decode_SET (options: conf/decode.conf).
 decode() {
   launch "$cpu_cmd" "$logs/stage$4/decode_$1_$3.log" \
-    asrkit-decode --nj "$nj" --no-lmwt-sweep --acoustic-scale 0.3 "$exp/$2/graph" "$exp/$1/final" "$data/$3" \
-      "$exp/$1/decode_$3"
+    asrkit-decode --config conf/decode.conf --nj "$nj" "$exp/$2/graph" "$exp/$1/final" "$data/$3" "$exp/$1/decode_$3"
 }
 
 if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
-  echo "== stage 5: features -> $exp/feats (CMVN from train) ==" >&2
+  begin_stage 5 "features -> $exp/feats (CMVN from train)"
   launch "$cpu_cmd" "$logs/stage5/featurize_train.log" \
     asrkit-featurize --nj "$nj" --compute-cmvn "$data/train" "$exp/feats/train"
   for split in dev test dev_noisy test_noisy; do
@@ -183,7 +196,7 @@ if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
 fi
 
 if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
-  echo "== stage 6: flat start, monophone CE training and realignment -> $exp/mono* ==" >&2
+  begin_stage 6 "flat start, monophone CE training and realignment -> $exp/mono*"
   # GMM-free flat start: equal alignment with the end silences placed by energy, then three times
   # train and realign with the model.
   launch "$cpu_cmd" "$logs/stage6/align_flat_start.log" \
@@ -193,12 +206,12 @@ if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
       asrkit-train-ce "${train_options[@]}" "${mono_model[@]}" --num-epochs "$mono_epochs" \
         "$data/train" "$exp/mono_ali$((pass - 1))" "$exp/mono$pass"
     launch "$cpu_cmd" "$logs/stage6/align_mono$pass.log" \
-      asrkit-align --nj "$nj" --retry-beam 100 "$data/train" "$data/lang" "$exp/mono$pass/final" "$exp/mono_ali$pass"
+      asrkit-align --config conf/align.conf --nj "$nj" "$data/train" "$data/lang" "$exp/mono$pass/final" "$exp/mono_ali$pass"
   done
 fi
 
 if [ "$stage" -le 7 ] && [ "$stop_stage" -ge 7 ]; then
-  echo "== stage 7: decision tree, tree alignments, CE training of the LSTM -> $exp/lstm_ce ==" >&2
+  begin_stage 7 "decision tree, tree alignments, CE training of the LSTM -> $exp/lstm_ce"
   launch "$cpu_cmd" "$logs/stage7/build_tree.log" \
     build_tree --num-leaves "$num_leaves" "$data/train" "$data/lang" "$exp/mono_ali3" "$exp/tree"
   launch "$cpu_cmd" "$logs/stage7/convert_ali.log" convert_ali "$exp/tree" "$exp/mono_ali3" "$exp/tree_ali"
@@ -209,7 +222,7 @@ if [ "$stage" -le 7 ] && [ "$stop_stage" -ge 7 ]; then
       --example-servers local:1 --server-styles conf/noise_styles.json "$data/train" "$exp/tree_ali" "$exp/lstm_ce"
   # Realignment with the CE model (where seed 003's "+ realign" starts), for the report below.
   launch "$cpu_cmd" "$logs/stage7/align_lstm_ce.log" \
-    asrkit-align --nj "$nj" --retry-beam 100 "$data/train" "$data/lang" "$exp/lstm_ce/final" "$exp/lstm_ce_ali"
+    asrkit-align --config conf/align.conf --nj "$nj" "$data/train" "$data/lang" "$exp/lstm_ce/final" "$exp/lstm_ce_ali"
   # Report only: how close each alignment pass is to the flite and festival timings (the truth).
   # Without truth (an espeak-only speaker list) or on any error it prints a note and goes on.
   truth="$data/local/corpus/timings/train.jsonl"
@@ -224,23 +237,20 @@ if [ "$stage" -le 7 ] && [ "$stop_stage" -ge 7 ]; then
 fi
 
 if [ "$stage" -le 8 ] && [ "$stop_stage" -ge 8 ]; then
-  echo "== stage 8: graph, decoding and scoring -> $exp/lstm_ce/decode_* ==" >&2
+  begin_stage 8 "graph, decoding and scoring -> $exp/lstm_ce/decode_*"
   launch "$cpu_cmd" "$logs/stage8/mkgraph.log" mkgraph "$data/lang_test" "$exp/lstm_ce/final" "$exp/lstm_ce/graph"
   for split in test test_noisy; do decode lstm_ce lstm_ce "$split" 8; done
   for split in test test_noisy; do echo "$split: $(cat "$exp/lstm_ce/decode_$split/best_wer")" >&2; done
 fi
 
-# Sequence training (seed 000 section 3): lattices with the bigram LM of the training transcripts,
-# generated on the fly by the example servers with a snapshot of the model that the trainer
-# refreshes every --snapshot-every steps; the decoding acoustic scale (0.3) is kappa.
-seq_options=(--criterion smbr --acoustic-scale 0.3 --beam 10 --lattice-beam 4 --optimizer adam
-             --learning-rate 0.0001 --num-streams "$streams" --unroll 20 --max-steps "$seq_steps"
-             --num-epochs 0 --snapshot-every "$snapshot_every" --valid-utts 5 --valid-seq-utts 5 --valid-every 50
-             --checkpoint-every 50 --log-every 10 --num-threads 1)
+# Sequence training (seed 000 section 3): conf/train_seq.conf, with the streams, steps and snapshot
+# interval per corpus size.
+seq_options=(--config conf/train_seq.conf --num-streams "$streams" --max-steps "$seq_steps"
+             --snapshot-every "$snapshot_every")
 $overwrite && seq_options+=(--no-resume)
 
 if [ "$stage" -le 9 ] && [ "$stop_stage" -ge 9 ]; then
-  echo "== stage 9: bigram graph and sMBR training with seq-mode example servers -> $exp/lstm_smbr ==" >&2
+  begin_stage 9 "bigram graph and sMBR training with seq-mode example servers -> $exp/lstm_smbr"
   launch "$cpu_cmd" "$logs/stage9/mkgraph_bigram.log" \
     mkgraph "$data/lang_bigram" "$exp/lstm_ce/final" "$exp/lstm_ce/graph_bigram"
   # Two servers noisify (the CE training's styles), featurize, decode and run forward-backward;
@@ -251,14 +261,14 @@ if [ "$stage" -le 9 ] && [ "$stop_stage" -ge 9 ]; then
 fi
 
 if [ "$stage" -le 10 ] && [ "$stop_stage" -ge 10 ]; then
-  echo "== stage 10: decoding and scoring with the sMBR model -> $exp/lstm_smbr/decode_* ==" >&2
+  begin_stage 10 "decoding and scoring with the sMBR model -> $exp/lstm_smbr/decode_*"
   # Same tree as the CE model, so the same decoding graph.
   for split in test test_noisy; do decode lstm_smbr lstm_ce "$split" 10; done
   for split in test test_noisy; do echo "$split: $(cat "$exp/lstm_smbr/decode_$split/best_wer")" >&2; done
 fi
 
 if [ "$stage" -le 11 ] && [ "$stop_stage" -ge 11 ]; then
-  echo "== stage 11: clean-only CE; truncated vs full unrolling at a constant b x u -> $exp/lstm_ce_clean, $exp/unroll_* ==" >&2
+  begin_stage 11 "clean-only CE; truncated vs full unrolling at a constant b x u -> $exp/lstm_ce_clean, $exp/unroll_*"
   # Clean-only CE: lstm_ce's network, data and schedule, read in-process from the clean features,
   # for the multi-style vs clean comparison on test_noisy.  It also realigns the training set: its
   # alignments are scored against the synthesisers' timings like stage 7's.
@@ -267,7 +277,7 @@ if [ "$stage" -le 11 ] && [ "$stop_stage" -ge 11 ]; then
       "$data/train" "$exp/tree_ali" "$exp/lstm_ce_clean"
   for split in test test_noisy; do decode lstm_ce_clean lstm_ce "$split" 11; done
   launch "$cpu_cmd" "$logs/stage11/align_lstm_ce_clean.log" \
-    asrkit-align --nj "$nj" --retry-beam 100 "$data/train" "$data/lang" "$exp/lstm_ce_clean/final" "$exp/lstm_ce_clean_ali"
+    asrkit-align --config conf/align.conf --nj "$nj" "$data/train" "$data/lang" "$exp/lstm_ce_clean/final" "$exp/lstm_ce_clean_ali"
   truth="$data/local/corpus/timings/train.jsonl"
   if [ -s "$truth" ]; then
     python local/alignment_accuracy.py "$data/train" "$truth" "$exp/lstm_ce_clean_ali" >&2 \
@@ -299,7 +309,7 @@ if [ "$stage" -le 11 ] && [ "$stop_stage" -ge 11 ]; then
 fi
 
 if [ "$stage" -le 12 ] && [ "$stop_stage" -ge 12 ]; then
-  echo "== stage 12: results -> $exp/RESULTS, training curves -> $exp/{lstm_ce,lstm_smbr}/training.png ==" >&2
+  begin_stage 12 "results -> $exp/RESULTS, training curves -> $exp/{lstm_ce,lstm_smbr}/training.png"
   python local/make_results.py --command "$command_line" "$exp" > "$exp/RESULTS.tmp"
   mv "$exp/RESULTS.tmp" "$exp/RESULTS"
   cat "$exp/RESULTS"
@@ -308,3 +318,5 @@ if [ "$stage" -le 12 ] && [ "$stop_stage" -ge 12 ]; then
       || echo "note: no plot for $model (see the error above); going on" >&2
   done
 fi
+end_stage
+echo "== $(basename "$0") done in $SECONDS s ==" >&2

@@ -56,6 +56,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     # Every launcher job left its log; each stage's summary lines were shown.
     assert (exp / "log" / "stage6" / "train_mono1.log").exists() and (exp / "log" / "stage8" / "mkgraph.log").exists()
     assert "asrkit-decode summary: status=ok" in result.stderr
+    assert "== stage 11 done in " in result.stderr and "== run.sh done in " in result.stderr
     results = open(exp / "RESULTS").read()
     assert results.count("%WER") == 4 + 2 + 4 and "sMBR relative to CE" in results
     assert "multi-style relative to clean-only CE" in results and "Truncated vs full unrolling" in results

@@ -28,7 +28,7 @@ def parse_options_file(path):
             text = line.split("#", 1)[0].strip()
             if not text:
                 continue
-            if not text.startswith("--") or " " in text.split("=", 1)[0]:
+            if not text.startswith("--") or len(text.split("=", 1)[0].split()) != 1:
                 raise click.BadParameter(f"{path}:{number}: expected one --option or --option=value per line, "
                                          f"got {text!r}", param_hint="--config")
             name, has_value, value = text[2:].partition("=")

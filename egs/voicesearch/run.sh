@@ -162,11 +162,12 @@ case "$size" in
   default) mono_units=512; ce_cells=256; mono_epochs=6;  ce_epochs=8;  num_leaves=800; streams=32; seq_steps=200; snapshot_every=20 ;;
 esac
 # Stage 11's unrolling comparisons: (b,u) pairs at one b x u (the paper's 5120 frames a step; the tiny
-# corpus, about 5000 frames in all, gets 320), on at most this many training utterances.
+# corpus, about 5000 frames in all, gets 320), on at most comparison_utts training utterances.
 case "$size" in
-  tiny) unroll_pairs="32:10 16:20 8:40"; comparison_utts=1500 ;;
-  *)    unroll_pairs="512:10 256:20 128:40"; comparison_utts=1500 ;;
+  tiny) unroll_pairs="32:10 16:20 8:40" ;;
+  *)    unroll_pairs="512:10 256:20 128:40" ;;
 esac
+comparison_utts=1500
 # Each command's options are in conf/<command>.conf (Kaldi's conf/); what depends on the corpus size
 # is given here, on the command line, which overrides the file.
 train_options=(--config conf/train_ce.conf --num-streams "$streams")

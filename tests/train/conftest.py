@@ -148,6 +148,26 @@ class LoopbackCluster:
                     process.kill()
                     process.wait()
 
+    def run_ps(self, args, log_dir, cluster):
+        """Start every worker and ps task of `cluster` (they serve until stopped), run the chief to
+        its end, check that the serving tasks stayed up, stop them; return the chief's log path."""
+        tasks = [(job, index) for job in ("worker", "ps") for index in range(len(cluster.get(job, [])))]
+        servers = [self.start(args, log_dir / f"{job}{index}.log",
+                              {"cluster": cluster, "task": {"type": job, "index": index}})
+                   for job, index in tasks]
+        chief_log = log_dir / "chief.log"
+        try:
+            chief = self.start(args, chief_log, {"cluster": cluster, "task": {"type": "chief", "index": 0}})
+            code = self.finish([chief])
+            assert code == [0], open(chief_log).read()[-3000:]
+            for server in servers:
+                assert server.poll() is None, "a worker or ps task exited: they serve until stopped"
+        finally:
+            for server in servers:
+                server.terminate()
+            self.finish(servers, timeout=30)
+        return chief_log
+
     @staticmethod
     def logged(path, pattern):
         import re

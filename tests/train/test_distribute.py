@@ -126,20 +126,7 @@ def test_parameter_servers_on_loopback_train_asynchronously(corpus, tmp_path, ce
         "--strategy", "ps", "--mode", "full", "--frames-per-batch", "120", "--bucket-bounds", "20,40,70",
         "--optimizer", "adam", "--learning-rate", "0.02", "--num-epochs", "0", "--max-steps", "30",
         "--log-every", "10", "--checkpoint-every", "15", "--valid-utts", "2", "--valid-every", "30"]
-    servers = [ce_cluster.start(args, tmp_path / f"{job}{index}.log",
-                                {"cluster": cluster, "task": {"type": job, "index": index}})
-               for job, index in (("worker", 0), ("worker", 1), ("ps", 0))]
-    try:
-        chief_log = tmp_path / "chief.log"
-        chief = ce_cluster.start(args, chief_log, {"cluster": cluster, "task": {"type": "chief", "index": 0}})
-        code = ce_cluster.finish([chief])
-        assert code == [0], open(chief_log).read()[-3000:]
-        for server in servers:
-            assert server.poll() is None, "a worker or ps task exited: they serve until stopped"
-    finally:
-        for server in servers:
-            server.terminate()
-        ce_cluster.finish(servers, timeout=30)
+    chief_log = ce_cluster.run_ps(args, tmp_path, cluster)
     assert ce_cluster.logged(chief_log,
                              r"strategy ps, task chief:0, 2 worker\(s\) and 1 parameter server\(s\), asynchronous")
     assert ce_cluster.logged(tmp_path / "worker1.log", r"task worker:1: serving at localhost")

@@ -53,20 +53,7 @@ def test_parameter_server_seq_training_with_full_unrolling(seq_task, tmp_path, s
                "ps": [f"localhost:{ports[2]}"]}
     args = task_args(seq_task, exp_dir) + SEQ_ARGS + ["--strategy", "ps", "--mode", "full", "--bucket-bounds",
                                                       "20,40,80", "--frames-per-batch", "160"]
-    servers = [seq_cluster.start(args, tmp_path / f"{job}0.log",
-                                 {"cluster": cluster, "task": {"type": job, "index": 0}})
-               for job in ("worker", "ps")]
-    try:
-        chief_log = tmp_path / "chief.log"
-        chief = seq_cluster.start(args, chief_log, {"cluster": cluster, "task": {"type": "chief", "index": 0}})
-        code = seq_cluster.finish([chief])
-        assert code == [0], open(chief_log).read()[-3000:]
-        for server in servers:
-            assert server.poll() is None, "a worker or ps task exited: they serve until stopped"
-    finally:
-        for server in servers:
-            server.terminate()
-        seq_cluster.finish(servers, timeout=30)
+    chief_log = seq_cluster.run_ps(args, tmp_path, cluster)
     assert seq_cluster.logged(chief_log,
                               r"strategy ps, task chief:0, 1 worker\(s\) and 1 parameter server\(s\), asynchronous")
     assert seq_cluster.logged(tmp_path / "worker0.log", r"task worker:0: serving at localhost")

@@ -652,6 +652,10 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
     )
     if not chief:
         return result
+    if step == resumed_from and os.path.exists(os.path.join(exp_dir, "result.json")):
+        # A rerun of finished training (a recipe stage run again) trained nothing: the result of the
+        # run that did the work stays, rather than one with no frames and no learning curve.
+        return result
     # What this run achieved, for results tables (recipes' RESULTS); the numbers of this run only,
     # so a resumed run's frames/s and t_session are those of its last part.
     _write_json(os.path.join(exp_dir, "result.json"),

@@ -27,10 +27,12 @@ def test_train_ce_cli_trains_checkpoints_exports_and_resumes(featurized_corpus, 
     assert again.exit_code == 0, again.output
     assert "resumed_from=6" in again.output and "steps=8" in again.output
 
-    # Rerunning a finished run changes nothing and says so.
+    # Rerunning a finished run changes nothing and says so; result.json keeps the run that trained.
+    trained = open(exp_dir / "result.json").read()
     done = CliRunner().invoke(main, args[:-10] + ["--max-steps", "8"] + args[-8:], catch_exceptions=False)
     assert done.exit_code == 0, done.output
     assert "training had already finished at step 8" in done.output and "steps=8" in done.output
+    assert open(exp_dir / "result.json").read() == trained and json.loads(trained)["frames"] > 0
 
 
 def test_print_config_and_bad_model_param(tmp_path):

@@ -24,6 +24,9 @@ COMMAND = "asrkit-align"
 @click.option("--loglikes", "loglikes_scp", type=click.Path(exists=True, dir_okay=False),
               help="Table (name.scp) of [frames, num_pdfs] log-likelihoods (log posterior - log prior) to align "
               "on. Without it the acoustic model in <model-dir> computes them from <data-dir>/feats.scp.")
+@click.option("--prior-scale", default=1.0, type=click.FloatRange(min=0),
+              help="Scale of the log priors subtracted from the model's log posteriors: 1 is Bayes' rule, 0 uses "
+              "the posteriors alone. Not with --loglikes, whose table holds finished log-likelihoods.")
 @click.option("--acoustic-scale", default=0.1, type=click.FloatRange(min=0, min_open=True),
               help="Scale of the log-likelihoods against the graph and transition costs.")
 @click.option("--self-loop-scale", default=0.1, type=click.FloatRange(min=0),
@@ -41,8 +44,8 @@ COMMAND = "asrkit-align"
               help="Fail when more than this share of utterances cannot be aligned.")
 @options_file
 @asrkit_command(COMMAND)
-def main(directories, flat_start, silence_by_energy, loglikes_scp, acoustic_scale, self_loop_scale, transition_scale,
-         beam, retry_beam, map_oov, nj, max_fail_ratio):
+def main(directories, flat_start, silence_by_energy, loglikes_scp, prior_scale, acoustic_scale, self_loop_scale,
+         transition_scale, beam, retry_beam, map_oov, nj, max_fail_ratio):
     """Align DATA_DIR (text, utt2num_frames) with the lexicon of LANG_DIR into ALI_DIR.
 
     \b
@@ -64,6 +67,11 @@ def main(directories, flat_start, silence_by_energy, loglikes_scp, acoustic_scal
         raise click.UsageError(f"expected {expected} directories, got {len(directories)}: {COMMAND} {usage}")
     if flat_start and loglikes_scp:
         raise click.UsageError("--flat-start needs no log-likelihoods; do not give --loglikes")
+    if prior_scale != 1.0 and flat_start:
+        raise click.UsageError("--prior-scale applies to a model's posteriors; the flat start uses none")
+    if prior_scale != 1.0 and loglikes_scp:
+        raise click.UsageError("--prior-scale applies to a model's posteriors, not to --loglikes (the table holds "
+                               "finished log-likelihoods)")
     if silence_by_energy and not flat_start:
         raise click.UsageError("--silence-by-energy is an option of the flat start; give --flat-start too")
     for directory in directories[:-1]:
@@ -86,7 +94,7 @@ def main(directories, flat_start, silence_by_energy, loglikes_scp, acoustic_scal
         else:
             from asrkit.decode.loglikes import ModelLoglikes
 
-            source = ModelLoglikes(model_dir, data_dir)
+            source = ModelLoglikes(model_dir, data_dir, prior_scale=prior_scale)
             source.check_front_end()
         result = align_data_dir(data_dir, lang_dir, model_dir, ali_dir, source, options)
     logging.getLogger(COMMAND).info(summary_line(

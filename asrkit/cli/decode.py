@@ -18,6 +18,9 @@ COMMAND = "asrkit-decode"
 @click.option("--loglikes", "loglikes_scp", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Decode this table (name.scp) of [frames, num_pdfs] log-likelihoods instead of running the "
               "acoustic model in MODEL_DIR over DATA_DIR's features.")
+@click.option("--prior-scale", default=1.0, type=click.FloatRange(min=0),
+              help="Scale of the log priors subtracted from the model's log posteriors: 1 is Bayes' rule, 0 uses "
+              "the posteriors alone. Not with --loglikes, whose table holds finished log-likelihoods.")
 @click.option("--acoustic-scale", default=0.1, type=click.FloatRange(min=0, min_open=True),
               help="Scale of the log-likelihoods against the graph costs.")
 @click.option("--beam", default=13.0, type=click.FloatRange(min=0, min_open=True), help="Decoding beam.")
@@ -41,9 +44,9 @@ COMMAND = "asrkit-decode"
               help="Fail when more than this share of utterances is not decoded.")
 @options_file
 @asrkit_command(COMMAND)
-def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, acoustic_scale, beam, max_active, min_active,
-         lattice_beam, retry_beam, allow_partial, nj, write_lattices, skip_scoring, lmwt_sweep, min_lmwt, max_lmwt,
-         max_fail_ratio):
+def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, acoustic_scale, beam, max_active,
+         min_active, lattice_beam, retry_beam, allow_partial, nj, write_lattices, skip_scoring, lmwt_sweep, min_lmwt,
+         max_lmwt, max_fail_ratio):
     """Decode DATA_DIR with the graph GRAPH_DIR (utils/mkgraph) for the model MODEL_DIR into DECODE_DIR.
 
     MODEL_DIR is an exported acoustic model (asrkit-train-ce's final/, with the tree.json the
@@ -67,9 +70,12 @@ def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, acoustic_scal
         min_lmwt=min_lmwt, max_lmwt=max_lmwt, max_fail_ratio=max_fail_ratio,
     )
     if loglikes_scp:
+        if prior_scale != 1.0:
+            raise click.UsageError("--prior-scale applies to a model's posteriors, not to --loglikes (the table "
+                                   "holds finished log-likelihoods)")
         source = TableLoglikes(loglikes_scp)
     else:
-        source = ModelLoglikes(model_dir, data_dir)
+        source = ModelLoglikes(model_dir, data_dir, prior_scale=prior_scale)
         source.check_front_end()
     result = decode_data_dir(graph_dir, model_dir, data_dir, decode_dir, source, options)
     if result.wer_line:

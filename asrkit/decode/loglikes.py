@@ -82,13 +82,15 @@ class ModelLoglikes:
     made with the model's front end; otherwise they are computed on the fly
     from the audio with the model's own feature config (featurize.json in the
     model dir), as the example servers do.  The model and the tables are
-    opened lazily, in the decoding job that uses them.
+    opened lazily, in the decoding job that uses them.  `prior_scale` scales the log priors that
+    are subtracted from the log posteriors (AcousticModel.log_likelihoods).
     """
 
-    def __init__(self, model_dir, data_dir, num_threads=1):
+    def __init__(self, model_dir, data_dir, num_threads=1, prior_scale=1.0):
         self.model_dir = str(model_dir)
         self.data_dir = str(data_dir)
         self.num_threads = num_threads
+        self.prior_scale = float(prior_scale)
         self._model = None
         self._features = None
         self._extractor = None
@@ -96,7 +98,7 @@ class ModelLoglikes:
 
     def __getstate__(self):
         return {"model_dir": self.model_dir, "data_dir": self.data_dir, "num_threads": self.num_threads,
-                "_model": None, "_features": None, "_extractor": None, "_data": None}
+                "prior_scale": self.prior_scale, "_model": None, "_features": None, "_extractor": None, "_data": None}
 
     @property
     def model(self):
@@ -175,11 +177,12 @@ class ModelLoglikes:
         return self._extractor(load_utterance_audio(self._data, utterance_id, options))
 
     def loglikes(self, utterance_id):
-        return self.model.log_likelihoods(self._utterance_features(utterance_id))
+        return self.model.log_likelihoods(self._utterance_features(utterance_id), self.prior_scale)
 
     def describe(self):
         source = "feats.scp" if self._feats_scp() is not None else "features computed from the audio"
-        return f"model {self.model_dir} on {self.data_dir} ({source})"
+        priors = "" if self.prior_scale == 1.0 else f", prior scale {self.prior_scale:g}"
+        return f"model {self.model_dir} on {self.data_dir} ({source}{priors})"
 
     def close(self):
         if self._features is not None:

@@ -31,9 +31,10 @@ that the inference path is the same Python as the training path.
   unroll over the whole utterance from a zero state, label delay undone (row t is frame t);
 - `log_posteriors_normalized(features)`: the same for features already normalised
   (what the example servers stream);
-- `log_likelihoods(features)` = log_posteriors - log priors (the decoder's input, before
-  the acoustic scale); a pdf with no aligned training frame gets a log-likelihood of about
-  -1e10, so that it is never decoded (Kaldi's nnet1 treats such pdfs the same way);
+- `log_likelihoods(features, prior_scale=1)` = log_posteriors - prior_scale x log priors (the
+  decoder's and aligner's input, before the acoustic scale); a pdf with no aligned training
+  frame gets a log-likelihood of about -1e10, so that it is never decoded (Kaldi's nnet1
+  treats such pdfs the same way);
 - attributes `num_pdfs`, `feature_dim`, `label_delay`, `log_priors`, `feature_config`
   (dict), `cmvn` (CmvnStats), `config` (model.json as a dict).
 """
@@ -157,9 +158,10 @@ class AcousticModel:
         # tiny) posterior by that prior would make it the most likely pdf everywhere.  As Kaldi's
         # nnet1 does, such pdfs get a huge log prior, so their log-likelihood is never competitive.
         counts_path = os.path.join(self.model_dir, "pdf_counts")
+        self.unseen = np.zeros(self.num_pdfs, bool)
         if os.path.exists(counts_path):
-            counts = np.loadtxt(counts_path, dtype=np.int64, ndmin=1)
-            self.log_priors[counts == 0] = UNSEEN_PDF_LOG_PRIOR
+            self.unseen = np.loadtxt(counts_path, dtype=np.int64, ndmin=1) == 0
+            self.log_priors[self.unseen] = UNSEEN_PDF_LOG_PRIOR
         with open(os.path.join(self.model_dir, "featurize.json"), encoding="utf-8") as handle:
             self.feature_config = json.load(handle)
         self.cmvn = CmvnStats.read(os.path.join(self.model_dir, "cmvn.h5"))
@@ -214,8 +216,13 @@ class AcousticModel:
     def log_posteriors(self, features):
         return self.log_posteriors_normalized(self.cmvn.normalize(self._check(features)))
 
-    def log_likelihoods(self, features):
-        return self.log_posteriors(features) - self.log_priors
+    def log_likelihoods(self, features, prior_scale=1.0):
+        """log posteriors - prior_scale x log priors.  1 is Bayes' rule; a smaller scale (RASR's and RETURNN's
+        prior scale) divides out less of the class frequency, which for alignment keeps frequent classes
+        such as silence from losing every frame the network is unsure of to rare ones.  Pdfs without
+        training frames stay excluded at any scale."""
+        log_priors = np.where(self.unseen, UNSEEN_PDF_LOG_PRIOR, prior_scale * self.log_priors).astype(np.float32)
+        return self.log_posteriors(features) - log_priors
 
 
 def load_acoustic_model(model_dir):

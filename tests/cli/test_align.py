@@ -1,6 +1,8 @@
 """asrkit-align, utils/build_tree and utils/convert_ali through click's CliRunner."""
 
+import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -71,11 +73,38 @@ def test_forced_alignment_with_loglikes(task, tmp_path):
             np.testing.assert_array_equal(ali[utt], pdfs)
 
 
+def test_forced_alignment_with_a_trained_model_and_a_prior_scale(task, tmp_path):
+    from asrkit.frontend.config import FeatureConfig
+    from asrkit.train.trainer import TrainOptions, train_ce
+
+    data_dir = tmp_path / "data"
+    shutil.copytree(task["data"], data_dir)
+    (data_dir / "conf").mkdir(exist_ok=True)
+    (data_dir / "conf" / "featurize.json").write_text(json.dumps(FeatureConfig().to_dict()))
+    planted = run(main, "--loglikes", task["loglikes"], data_dir, task["lang"], task["model"], tmp_path / "ali")
+    assert planted.exit_code == 0, planted.output
+    options = TrainOptions(model_overrides={"num_layers": 1, "num_cells": 8},
+                           params={"num_streams": 2, "unroll": 5, "max_steps": 4, "num_epochs": 0, "valid_utts": 0})
+    train_ce(str(data_dir), str(tmp_path / "ali"), str(tmp_path / "exp"), options)
+    result = run(main, "--prior-scale", "0.5", "--retry-beam", "1000", data_dir, task["lang"],
+                 tmp_path / "exp" / "final", tmp_path / "realigned")
+    assert result.exit_code == 0, result.output
+    assert "method=viterbi utterances=12 aligned=12" in result.output
+    info = json.loads((tmp_path / "realigned" / "ali_info.json").read_text())
+    assert "prior scale 0.5" in info["source"]
+
+
 def test_usage_and_failures(task, tmp_path):
     result = run(main, task["data"], task["lang"], tmp_path / "ali")
     assert result.exit_code == 2 and "expected 4 directories, got 3" in result.output
     result = run(main, "--flat-start", "--loglikes", task["loglikes"], task["data"], task["lang"], tmp_path / "ali")
     assert result.exit_code == 2
+    # A prior scale needs a model's posteriors: a table of log-likelihoods or the flat start has none.
+    result = run(main, "--prior-scale", "0.5", "--loglikes", task["loglikes"], task["data"], task["lang"],
+                 task["model"], tmp_path / "ali")
+    assert result.exit_code == 2 and "not to --loglikes" in result.output
+    result = run(main, "--flat-start", "--prior-scale", "0.5", task["data"], task["lang"], tmp_path / "ali")
+    assert result.exit_code == 2 and "the flat start uses none" in result.output
     # A model dir without a trained model and no --loglikes: said plainly, exit 1.
     result = run(main, task["data"], task["lang"], task["model"], tmp_path / "ali")
     assert result.exit_code == 1 and "holds no trained acoustic model" in result.output

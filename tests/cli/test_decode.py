@@ -67,5 +67,12 @@ def test_pdf_mismatch_exits_with_both_numbers(task, tmp_path):
 def test_help_lists_options():
     result = CliRunner().invoke(main, ["--help"])
     assert result.exit_code == 0
-    for option in ("--acoustic-scale", "--beam", "--max-active", "--lattice-beam", "--nj", "--loglikes"):
+    for option in ("--acoustic-scale", "--prior-scale", "--beam", "--max-active", "--lattice-beam", "--nj",
+                   "--loglikes"):
         assert option in result.output
+
+
+def test_prior_scale_is_refused_with_a_table(task, tmp_path):
+    result = run("--loglikes", task["loglikes"], "--prior-scale", "0.5", task["graph"], task["model"],
+                 task["data"], tmp_path / "decode")
+    assert result.exit_code == 2 and "not to --loglikes" in result.output

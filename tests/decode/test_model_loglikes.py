@@ -1,6 +1,7 @@
 """ModelLoglikes: the trained model over a data dir, from feats.scp or from the audio on the fly."""
 
 import os
+import pickle
 
 import numpy as np
 import pytest
@@ -32,6 +33,12 @@ def test_on_the_fly_features_give_the_same_loglikes_as_the_table(make_data_dir, 
     utterances = from_table.utterance_ids()
     expected = {utt: from_table.loglikes(utt) for utt in utterances}
     assert all(matrix[:, 2].max() < -1e9 for matrix in expected.values())
+    # With a prior scale the log priors are scaled; the scale survives the pickling into decoding jobs.
+    scaled = pickle.loads(pickle.dumps(ModelLoglikes(model_dir, data_dir, prior_scale=0.5)))
+    assert scaled.prior_scale == 0.5 and "prior scale 0.5" in scaled.describe()
+    log_priors = np.log(scaled.model.priors[:2])
+    for utt in utterances:
+        np.testing.assert_allclose(scaled.loglikes(utt)[:, :2], expected[utt][:, :2] + 0.5 * log_priors, atol=1e-4)
 
     os.rename(os.path.join(data_dir, "feats.scp"), os.path.join(data_dir, "feats.scp.away"))
     on_the_fly = ModelLoglikes(model_dir, data_dir)

@@ -48,6 +48,11 @@ def test_export_and_load_give_the_same_posteriors(tmp_path, config, overrides):
     np.testing.assert_allclose(loglikes[:, seen], (posteriors - np.log(model.priors))[:, seen], atol=1e-5)
     # pdf 1 has no aligned frame: it must never win, whatever the network says about it.
     assert np.all(loglikes[:, 1] <= -1e9)
+    # A prior scale divides out part of the priors (none at 0); the unseen pdf stays excluded.
+    for scale in (0.5, 0.0):
+        scaled = model.log_likelihoods(utterance, prior_scale=scale)
+        np.testing.assert_allclose(scaled[:, seen], (posteriors - scale * np.log(model.priors))[:, seen], atol=1e-5)
+        assert np.all(scaled[:, 1] <= -1e9)
 
     # Overwriting an export replaces it whole.
     write_model_dir(model_dir, net, model_config(config, overrides), [1, 1, 1, 1], tmp_path / "featurize.json",

@@ -45,8 +45,9 @@ TEXTS = {"a-1": "TOMATO SAUCE", "a-2": "HOT SOUP", "b-1": "GO TO MAMA", "b-2": "
 FRAMES = {"a-1": 40, "a-2": 30, "b-1": 44, "b-2": 52}
 
 
-def _truth_of(ali, utt, voice, shift_s):
-    """The alignment's own boundaries as truth, moved by shift_s, in the engines' lower-case phones."""
+def _truth_of(ali, utt, voice, shift_s, final_shift_s):
+    """The alignment's own boundaries as truth, moved by shift_s (the last word's end by final_shift_s),
+    in the engines' lower-case phones."""
     phone_names = {}
     with open(os.path.join(ali.path, "phones.txt")) as handle:
         for line in handle:
@@ -58,6 +59,7 @@ def _truth_of(ali, utt, voice, shift_s):
     lexicon = {word: [tuple(pron.split())] for word, pron in reversed(LEXICON)}  # first variants
     ends = alignment_accuracy.word_end_frames(segments, TEXTS[utt].split(), lexicon)
     words = [[word, alignment_accuracy.frame_to_time(end) + shift_s] for word, end in zip(TEXTS[utt].split(), ends)]
+    words[-1][1] += final_shift_s - shift_s
     return {"utt": utt, "engine": "flite", "voice": voice, "phones": phones, "words": words, "word_source": "phones"}
 
 
@@ -69,11 +71,12 @@ def test_report_per_pass_and_voice(tmp_path, capsys):
     (root / "local" / "dict").mkdir(parents=True)
     (root / "local" / "dict" / "lexicon.txt").write_text("".join(f"{word} {pron}\n" for word, pron in LEXICON))
     ali = AliDir(tmp_path / "ali0")
-    # Voice a is exact; voice b's truth is 45 ms later than the alignment (1 < 45 / 30 <= 2 frames).
+    # Voice a is exact; voice b's truth is 45 ms later than the alignment (1 < 45 / 30 <= 2 frames), its
+    # final word ends 90 ms later (3 frames).
     with open(tmp_path / "train.jsonl", "w") as out:
         for utt in TEXTS:
-            voice, shift = ("a", 0.0) if utt.startswith("a") else ("b", 0.045)
-            out.write(json.dumps(_truth_of(ali, utt, voice, shift)) + "\n")
+            voice, shift, final_shift = ("a", 0.0, 0.0) if utt.startswith("a") else ("b", 0.045, 0.090)
+            out.write(json.dumps(_truth_of(ali, utt, voice, shift, final_shift)) + "\n")
     ali.close()
     assert alignment_accuracy.main([data_dir, str(tmp_path / "train.jsonl"), str(tmp_path / "ali0"),
                                     str(tmp_path / "ali0")]) == 0
@@ -81,8 +84,11 @@ def test_report_per_pass_and_voice(tmp_path, capsys):
     assert "f x 30 ms + 16 ms" in lines[0]
     rows = [line.split() for line in lines if line.startswith(str(tmp_path / "ali0"))]
     assert len(rows) == 4  # two passes in each of the two tables
-    # Voice a: 4 words, 15 phones exact; voice b: 6 words, 17 phones 45 ms off (all within 2 frames).
-    assert rows[0][1:] == ["4", "10", "40.0%", "100.0%", "27", "-27", "4", "32", "46.9%", "100.0%", "24", "-24"]
+    # Voice a: 4 words, 15 phones exact; voice b: 17 phones and 4 of 6 words 45 ms off (within 2 frames),
+    # its 2 final words 90 ms off.  Final words: 2 of 4 within 2 frames, bias (2 x -90) / 4.
+    assert rows[0][1:] == ["4", "10", "40.0%", "80.0%", "36", "-36", "50.0%", "-45",
+                           "4", "32", "46.9%", "100.0%", "24", "-24"]
     assert rows[1] == rows[0]
-    assert rows[2][1:] == ["+0", "(100%)", "-45", "(100%)"]  # word-end bias by voice (a, b)
-    assert lines[-1].startswith("alignment_accuracy.py summary: ali_dir=") and "word_within_2f=100.0" in lines[-1]
+    assert rows[2][1:] == ["+0", "(100%)", "-60", "(67%)"]  # word-end bias by voice (a, b)
+    assert lines[-1].startswith("alignment_accuracy.py summary: ali_dir=") and "word_within_2f=80.0" in lines[-1]
+    assert "final_within_2f=50.0 final_bias_ms=-45" in lines[-1]

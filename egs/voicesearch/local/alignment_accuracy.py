@@ -9,6 +9,10 @@ Over the utterances of the data dir that have truth (flite and festival; see loc
 and an alignment, per ali dir (one row per alignment pass, in the order given):
   word boundaries  the end time of every word, as the share within 1 frame and within 2 frames
                    of the truth, the mean absolute error and the bias (mean signed error);
+  final words      the same share and bias for the last word of each utterance alone: its end
+                   borders the final silence, where a model trained on its own alignments is most
+                   free to move the boundary (a final phone that grows into the silence pass after
+                   pass shows here first);
   phone boundaries the end time of every non-silence phone, in utterances whose non-silence
                    phone sequence is the truth's (engine phones mapped to CMUdict's: ax -> AH);
 then the word-end bias of every pass by synthesiser voice (engine:voice): a bias that differs by
@@ -164,6 +168,7 @@ class Tally:
         self.no_alignment = 0
         self.no_word_split = 0
         self.word_errors = []
+        self.final_errors = []  # the word_errors of utterance-final words
         self.phone_utterances = 0
         self.phone_errors = []
 
@@ -176,7 +181,9 @@ class Tally:
             truth_ends = [end for _, end in truth["words"]]
             if len(truth_ends) != len(ends):
                 raise InputError(f"{truth['utt']}: the truth has {len(truth_ends)} words, the text {len(ends)}")
-            self.word_errors += [frame_to_time(frame, self.timing) - true for frame, true in zip(ends, truth_ends)]
+            errors = [frame_to_time(frame, self.timing) - true for frame, true in zip(ends, truth_ends)]
+            self.word_errors += errors
+            self.final_errors += errors[-1:]
         truth_phones = [(timings.cmu_phone(name), end) for name, end in truth["phones"]]
         truth_phones = [(phone, end) for phone, end in truth_phones if phone is not None]
         aligned = [(phone, end) for phone, _, end in segments if phone not in SILENCE_PHONES]
@@ -252,6 +259,7 @@ def merged(tallies, timing=DEFAULT_TIMING):
         for name in ("utterances", "no_alignment", "no_word_split", "phone_utterances"):
             setattr(total, name, getattr(total, name) + getattr(tally, name))
         total.word_errors += tally.word_errors
+        total.final_errors += tally.final_errors
         total.phone_errors += tally.phone_errors
     return total
 
@@ -265,11 +273,13 @@ def _layout(lines):
 def table(rows, frame_s=FRAME_S):
     """rows: (name, Tally); one line each."""
     header = ("ali dir", "utts", "words", "word<=1f", "word<=2f", "word_mae_ms", "word_bias_ms",
+              "final<=2f", "final_bias_ms",
               "phone_utts", "phones", "phone<=1f", "phone<=2f", "phone_mae_ms", "phone_bias_ms")
     lines = [header]
     for name, tally in rows:
+        final = Tally.shares(tally.final_errors, frame_s)
         lines.append((name, str(tally.utterances), str(len(tally.word_errors)),
-                      *Tally.shares(tally.word_errors, frame_s), str(tally.phone_utterances),
+                      *Tally.shares(tally.word_errors, frame_s), final[1], final[3], str(tally.phone_utterances),
                       str(len(tally.phone_errors)), *Tally.shares(tally.phone_errors, frame_s)))
     return _layout(lines)
 
@@ -296,6 +306,9 @@ def summary(name, tally, frame_s=FRAME_S):
         if values is not None:
             fields.update({f"{kind}_within_1f": f"{values[0]:.1f}", f"{kind}_within_2f": f"{values[1]:.1f}",
                            f"{kind}_mae_ms": f"{values[2]:.0f}", f"{kind}_bias_ms": f"{values[3]:+.0f}"})
+        if kind == "word" and tally.final_errors:
+            final = Tally.statistics(tally.final_errors, frame_s)
+            fields.update({"final_within_2f": f"{final[1]:.1f}", "final_bias_ms": f"{final[3]:+.0f}"})
     return "alignment_accuracy.py summary: " + " ".join(f"{key}={value}" for key, value in fields.items())
 
 

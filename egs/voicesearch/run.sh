@@ -175,8 +175,9 @@ train_options=(--config conf/train_ce.conf --num-streams "$streams")
 # labels.  A model that sees its neighbours can learn the flat start's boundaries shifted by a frame or
 # two (per voice, per position in the utterance), and realigning with its own model keeps or amplifies
 # the shift: with frames t-5..t+5 the word ends drifted later pass after pass (final words into the end
-# silence), 81% within 2 frames after three passes; the frame-local DNN must put each frame where its
-# acoustics belong, 95%.  Not an LSTM either: it can learn frame positions from its zero start state.
+# silence), 81% within 2 frames of the synthesisers' timings after three passes; the frame-local DNN must
+# put each frame where its acoustics belong, 96%.  Not an LSTM either: it can learn frame positions from
+# its zero start state.
 mono_model=(--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3
             --model-param num_units="$mono_units")
 ce_model=(--model-param num_layers=2 --model-param num_cells="$ce_cells")
@@ -230,7 +231,7 @@ if [ "$stage" -le 7 ] && [ "$stop_stage" -ge 7 ]; then
   # the median state's, and dividing the whole prior out hands the frames the LSTM is unsure of from
   # silence to the word's last state, so utterance-final words grew into the end silence (word ends 85%
   # within 2 frames at prior scale 1, 91% at 0.5, 89% at 0).  The monophone realignments keep the full
-  # priors (95% against 94% at 0.5).
+  # priors (95.5% after two passes, against 94.3% at 0.5).
   launch "$cpu_cmd" "$logs/stage7/align_lstm_ce.log" \
     asrkit-align --config conf/align.conf --prior-scale "$ce_prior_scale" --nj "$nj" "$data/train" "$data/lang" \
       "$exp/lstm_ce/final" "$exp/lstm_ce_ali"

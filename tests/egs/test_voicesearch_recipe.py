@@ -39,7 +39,8 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
         assert (exp / name / "ali.scp").exists() and (exp / name / "num_pdfs").exists(), name
     assert "aligned=80 retried=0 failed=0" in result.stderr  # realignment with the monophone model
     # The accuracy report against the synthesisers' timings: after three frame-local monophone passes
-    # even the 80 tiny utterances have most word ends within 2 frames (91% here; the flat start 60%).
+    # the 68 tiny training utterances with truth have most word ends within 2 frames (91% here; the flat
+    # start 60%).
     rows = {}  # ali dir -> its row of the first table (the bias table below it repeats the names)
     for line in result.stderr.splitlines():
         if line.startswith(str(exp)):

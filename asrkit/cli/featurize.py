@@ -41,7 +41,10 @@ def feature_options(function):
 @click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
               help="Fail when more than this share of utterances cannot be featurized.")
 @click.option("--compute-cmvn/--no-compute-cmvn", default=False,
-              help="Also write global mean/variance statistics to <data-dir>/cmvn.h5.")
+              help="Also write mean/variance statistics to <data-dir>/cmvn.h5.")
+@click.option("--cmvn-mean", type=click.Choice(["global", "utterance"]), default="global", show_default=True,
+              help="With --compute-cmvn, the mean every stage removes: the training set's (global) or each "
+                   "utterance's own (utterance; the statistics are then of mean-removed frames).")
 @audio_options
 @click.option("--batch-seconds", default=60.0, type=click.FloatRange(min=1),
               help="Audio per TensorFlow batch (padded), in seconds.")
@@ -49,7 +52,7 @@ def feature_options(function):
 @click.option("--overwrite", is_flag=True, help="Recompute shards that an earlier run finished.")
 @feature_options
 @asrkit_command("asrkit-featurize")
-def main(data_dir, feat_dir, config_file, print_config, nj, max_fail_ratio, compute_cmvn, audio, batch_seconds,
+def main(data_dir, feat_dir, config_file, print_config, nj, max_fail_ratio, compute_cmvn, cmvn_mean, audio, batch_seconds,
          num_threads, overwrite, **feature_values):
     """Featurize DATA_DIR into a sharded table in FEAT_DIR.
 
@@ -76,7 +79,7 @@ def main(data_dir, feat_dir, config_file, print_config, nj, max_fail_ratio, comp
 
     logger = logging.getLogger("asrkit-featurize")
     options = FeaturizeOptions(
-        nj=nj, max_fail_ratio=max_fail_ratio, compute_cmvn=compute_cmvn, batch_seconds=batch_seconds,
+        nj=nj, max_fail_ratio=max_fail_ratio, compute_cmvn=compute_cmvn, cmvn_mean=cmvn_mean, batch_seconds=batch_seconds,
         num_threads=num_threads, overwrite=overwrite,
         audio=audio(config.sample_rate),
     )

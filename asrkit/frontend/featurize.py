@@ -36,6 +36,7 @@ class FeaturizeOptions:
     nj: int = 1
     max_fail_ratio: float = 0.05
     compute_cmvn: bool = False
+    cmvn_mean: str = "global"  # CmvnStats.mean_norm of the statistics written with compute_cmvn
     batch_seconds: float = 60.0
     num_threads: int = 1
     overwrite: bool = False
@@ -121,10 +122,13 @@ def _finished_shard_result(job):
         return None
     if attrs.get("input_fingerprint") != job.input_fingerprint or json.loads(attrs.get("failed", "{}")):
         return None
-    if job.options.compute_cmvn and "cmvn_count" not in attrs:
+    if job.options.compute_cmvn and (
+        "cmvn_count" not in attrs or attrs.get("cmvn_mean", "global") != job.options.cmvn_mean
+    ):
         return None
     dim = FeatureConfig.from_dict(job.config).feature_dim
-    cmvn = CmvnStats(dim, attrs.get("cmvn_count", 0), attrs.get("cmvn_sum"), attrs.get("cmvn_sum_squares"))
+    cmvn = CmvnStats(dim, attrs.get("cmvn_count", 0), attrs.get("cmvn_sum"), attrs.get("cmvn_sum_squares"),
+                     job.options.cmvn_mean)
     return JobResult(
         job.index, int(attrs["num_entries"]), int(attrs.get("num_frames", 0)), float(attrs.get("audio_seconds", 0)),
         {}, True, cmvn,
@@ -179,7 +183,7 @@ def run_job(job, context):
     data_dir = DataDir.load(job.data_dir)
     audio_options = dataclasses.replace(job.options.audio, sample_rate=config.sample_rate)
     failed = {}
-    cmvn = CmvnStats(config.feature_dim)
+    cmvn = CmvnStats(config.feature_dim, mean_norm=job.options.cmvn_mean)
     num_done = num_frames = 0
     audio_seconds = 0.0
     with ShardWriter(job.shard, config=job.config) as writer:
@@ -209,6 +213,7 @@ def run_job(job, context):
             writer.set_attr("cmvn_count", cmvn.count)
             writer.set_attr("cmvn_sum", cmvn.sum)
             writer.set_attr("cmvn_sum_squares", cmvn.sum_squares)
+            writer.set_attr("cmvn_mean", cmvn.mean_norm)
     job_logger.info(
         "job %d done: %d utterances, %d failed, %d frames, %.1f s of audio", job.index, num_done, len(failed),
         num_frames, audio_seconds,
@@ -279,11 +284,12 @@ def featurize_data_dir(data_dir, feat_dir, config=None, options=None):
         json.dump(config.to_dict(), out, indent=2, sort_keys=True)
         out.write("\n")
     if options.compute_cmvn:
-        cmvn = CmvnStats(config.feature_dim)
+        cmvn = CmvnStats(config.feature_dim, mean_norm=options.cmvn_mean)
         for result in results:
             cmvn.add(result.cmvn)
         cmvn.write(os.path.join(data_dir, "cmvn.h5"), attrs={"config": config.to_json(), "source": scp_path})
-        logger.info("wrote global CMVN statistics over %d frames to %s/cmvn.h5", cmvn.count, data_dir)
+        logger.info("wrote CMVN statistics (%s mean) over %d frames to %s/cmvn.h5", cmvn.mean_norm, cmvn.count,
+                    data_dir)
     if failed:
         logger.warning("feats.scp lacks the failed utterances: run utils/fix_data_dir %s before training", data_dir)
     return FeaturizeResult(

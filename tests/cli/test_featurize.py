@@ -138,3 +138,21 @@ def test_raw_pcm_with_stated_format(tmp_path, speech_like):
     np.testing.assert_allclose(int16_features, float_features, atol=0.05)
     bad = run([data, tmp_path / "f", "--raw-format", "MP3"])
     assert bad.exit_code != 0 and "MP3" in bad.output
+
+
+def test_utterance_cmvn_is_recorded_and_recomputes_the_statistics(make_data_dir, tmp_path):
+    data = make_data_dir({"spkA-1": 1.0, "spkB-1": 0.7})
+    feats = tmp_path / "feats"
+    assert run([data, feats, "--compute-cmvn"]).exit_code == 0
+    assert CmvnStats.read(os.path.join(data, "cmvn.h5")).mean_norm == "global"
+    result = run([data, feats, "--compute-cmvn", "--cmvn-mean", "utterance"])
+    assert result.exit_code == 0, result.output
+    # The shards' statistics were of the other kind, so the jobs ran again.
+    assert "reused_jobs=0" in result.output
+    cmvn = CmvnStats.read(os.path.join(data, "cmvn.h5"))
+    assert cmvn.mean_norm == "utterance"
+    with TableReader(os.path.join(data, "feats.scp")) as table:
+        centred = np.concatenate([value - value.mean(axis=0) for _, value in table.items()])
+    assert cmvn.count == len(centred)
+    np.testing.assert_allclose(cmvn.stddev(), centred.std(axis=0), rtol=1e-4, atol=1e-4)
+    assert "reused_jobs=1" in run([data, feats, "--compute-cmvn", "--cmvn-mean", "utterance"]).output

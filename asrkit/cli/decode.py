@@ -36,17 +36,25 @@ COMMAND = "asrkit-decode"
 @click.option("--write-lattices", is_flag=True, help="Write lattices to DECODE_DIR/lat.JOB.h5 and lat.scp.")
 @click.option("--skip-scoring", is_flag=True, help="Do not score even when DATA_DIR has a text file.")
 @click.option("--lmwt-sweep/--no-lmwt-sweep", default=True,
-              help="Score the lattice best path at every LM weight (needs lattices: LatticeSimpleDecoder); "
-              "without it the FasterDecoder 1-best is scored.")
-@click.option("--min-lmwt", default=7, type=click.IntRange(min=1), help="Smallest LM weight of the sweep.")
-@click.option("--max-lmwt", default=17, type=click.IntRange(min=1), help="Largest LM weight of the sweep.")
+              help="Score the 1-best at every LM weight of the sweep and report the best (a sweep chooses "
+              "the weight: run it on dev, decode test at the weight dev chose); without it the FasterDecoder "
+              "1-best at --acoustic-scale is scored.")
+@click.option("--sweep-method", type=click.Choice(["lattice", "best-path"]), default="lattice", show_default=True,
+              help="lattice: best paths of one LatticeSimpleDecoder lattice per utterance (Kaldi's score.sh); "
+              "best-path: FasterDecoder again at each acoustic scale 1/LMWT over the same log-likelihoods.")
+@click.option("--min-lmwt", default=7.0, type=click.FloatRange(min=0, min_open=True),
+              help="Smallest LM weight of the sweep.")
+@click.option("--max-lmwt", default=17.0, type=click.FloatRange(min=0, min_open=True),
+              help="Largest LM weight of the sweep.")
+@click.option("--lmwt-step", default=1.0, type=click.FloatRange(min=0, min_open=True),
+              help="Step between the LM weights of the sweep.")
 @click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
               help="Fail when more than this share of utterances is not decoded.")
 @options_file
 @asrkit_command(COMMAND)
 def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, acoustic_scale, beam, max_active,
-         min_active, lattice_beam, retry_beam, allow_partial, nj, write_lattices, skip_scoring, lmwt_sweep, min_lmwt,
-         max_lmwt, max_fail_ratio):
+         min_active, lattice_beam, retry_beam, allow_partial, nj, write_lattices, skip_scoring, lmwt_sweep,
+         sweep_method, min_lmwt, max_lmwt, lmwt_step, max_fail_ratio):
     """Decode DATA_DIR with the graph GRAPH_DIR (utils/mkgraph) for the model MODEL_DIR into DECODE_DIR.
 
     MODEL_DIR is an exported acoustic model (asrkit-train-ce's final/, with the tree.json the
@@ -55,7 +63,8 @@ def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, 
     and MODEL_DIR needs only tree.json.
 
     Writes hyp.JOB.txt and hyp.txt, costs.JOB.txt and costs.txt, log/decode.JOB.log, lattices with
-    --write-lattices and, when DATA_DIR has a text file, wer_LMWT, best_wer and score/.
+    --write-lattices and, when DATA_DIR has a text file, wer_LMWT, best_wer (best_lmwt after a
+    sweep) and score/.
     """
     from asrkit.decode.decode_dir import DecodeOptions, decode_data_dir
     from asrkit.decode.decoder import DecoderOptions
@@ -67,7 +76,8 @@ def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, 
                                min_active=min_active, lattice_beam=lattice_beam, retry_beam=retry_beam,
                                allow_partial=allow_partial),
         nj=nj, write_lattices=write_lattices, scoring=not skip_scoring, lmwt_sweep=lmwt_sweep,
-        min_lmwt=min_lmwt, max_lmwt=max_lmwt, max_fail_ratio=max_fail_ratio,
+        sweep_method=sweep_method, min_lmwt=min_lmwt, max_lmwt=max_lmwt, lmwt_step=lmwt_step,
+        max_fail_ratio=max_fail_ratio,
     )
     if loglikes_scp:
         if prior_scale != 1.0:
@@ -90,5 +100,5 @@ def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, 
     if result.wer is not None:
         fields["wer"] = f"{result.wer:.2f}"
         if result.best_lmwt is not None:
-            fields["lmwt"] = result.best_lmwt
+            fields["lmwt"] = f"{result.best_lmwt:g}"
     logging.getLogger(COMMAND).info(summary_line(COMMAND, "ok", **fields))

@@ -8,19 +8,27 @@ Decode dir layout (Kaldi's names where Kaldi has them):
   log/decode.JOB.log        job logs
   scoring/LMWT.txt          1-best at each LM weight of the sweep
   wer_LMWT, best_wer        Kaldi's %WER lines per LM weight and the best one
+  best_lmwt                 the LM weight of best_wer (after a sweep)
   score/                    asrkit-score reports (wer, per_utt, ops, per_spk) of the best LM weight
 
-The LM-weight sweep (Kaldi's local/score.sh: best path of the lattice under
-LMWT x graph + acoustic for LMWT = --min-lmwt..--max-lmwt) needs lattices, so
-when the data dir has a text and the sweep is on, decoding uses
-LatticeSimpleDecoder and keeps the lattices in memory (they are written only
-with --write-lattices).  Without the sweep, FasterDecoder gives the 1-best
-and the score of that 1-best is reported.  An LM weight w corresponds to the
-acoustic scale 1/w (Kaldi's convention), e.g. --acoustic-scale 0.1 ~ LMWT 10.
+The LM-weight sweep scores the 1-best at LMWT = --min-lmwt, + --lmwt-step, ..,
+--max-lmwt.  An LM weight w corresponds to the acoustic scale 1/w (Kaldi's
+convention), e.g. --acoustic-scale 0.1 ~ LMWT 10.  Two ways (sweep_method):
+- "lattice", Kaldi's local/score.sh: the best path of one lattice per utterance
+  under LMWT x graph + acoustic.  Decoding uses LatticeSimpleDecoder and keeps
+  the lattices in memory (they are written only with --write-lattices).
+- "best-path": FasterDecoder again at each acoustic scale 1/LMWT over the same
+  log-likelihoods (computed once).  Exact for each weight, where a lattice
+  holds only the paths within its lattice beam, and on this machine faster
+  than one LatticeSimpleDecoder pass at a useful beam.
+Without the sweep, FasterDecoder gives the 1-best at --acoustic-scale and the
+score of that 1-best is reported.  A sweep chooses the weight, so it belongs
+on a dev set; a test set is decoded at the weight chosen there.
 """
 
 import dataclasses
 import logging
+import math
 import os
 import time
 
@@ -45,9 +53,18 @@ class DecodeOptions:
     write_lattices: bool = False
     scoring: bool = True
     lmwt_sweep: bool = True
-    min_lmwt: int = 7
-    max_lmwt: int = 17
+    sweep_method: str = "lattice"  # or "best-path" (module docstring)
+    min_lmwt: float = 7
+    max_lmwt: float = 17
+    lmwt_step: float = 1
     max_fail_ratio: float = 0.05
+
+    def lm_weights(self):
+        """The sweep's LM weights, rounded so that file names (wer_3.5) come out clean."""
+        if self.lmwt_step <= 0:
+            raise AsrkitError(f"--lmwt-step must be positive, not {self.lmwt_step:g}")
+        count = math.floor((self.max_lmwt - self.min_lmwt) / self.lmwt_step + 1e-9) + 1
+        return [round(self.min_lmwt + index * self.lmwt_step, 6) for index in range(max(count, 0))]
 
 
 @dataclasses.dataclass
@@ -88,7 +105,7 @@ class DecodeResult:
     decode_seconds: float
     wall_seconds: float
     wer: float | None = None
-    best_lmwt: int | None = None
+    best_lmwt: float | None = None
     wer_line: str | None = None
     oov_reference_words: int = 0
 
@@ -177,6 +194,12 @@ def run_decode_job(job, context):
             )
             log.info("%s %s (frames %d, cost per frame %.3f)", utterance_id, text, result.num_frames,
                      result.total_cost / result.num_frames)
+            if job.lm_weights and not job.make_lattices:
+                for weight in job.lm_weights:
+                    start = time.monotonic()
+                    swept = decoder.decode(loglikes, acoustic_scale=1.0 / weight)
+                    busy += time.monotonic() - start
+                    sweep[weight][utterance_id] = swept.words if swept.status not in (FAILED, EMPTY) else []
             if result.lattice is not None:
                 from asrkit.decode.lattice import best_path_words, lattice_to_array
 
@@ -229,26 +252,34 @@ def _score(data_dir, graph_dir, decode_dir, options, results, result):
         os.makedirs(os.path.join(decode_dir, "scoring"), exist_ok=True)
         for weight in sorted(sweep):
             hyps = {utt: sweep[weight][utt] for utt in c_sorted(sweep[weight])}
-            with atomic_output(os.path.join(decode_dir, "scoring", f"{weight}.txt")) as out:
+            with atomic_output(os.path.join(decode_dir, "scoring", f"{weight:g}.txt")) as out:
                 out.writelines(f"{utt} {' '.join(words_)}".rstrip() + "\n" for utt, words_ in hyps.items())
             scored = score_texts(refs, hyps)
-            with atomic_output(os.path.join(decode_dir, f"wer_{weight}")) as out:
+            with atomic_output(os.path.join(decode_dir, f"wer_{weight:g}")) as out:
                 out.write("\n".join(wer_lines(scored)) + "\n")
             candidates[weight] = scored
-            logger.info("LMWT %d: %s", weight, format_wer_line(scored.counts, scored.partial))
+            logger.info("LMWT %g: %s", weight, format_wer_line(scored.counts, scored.partial))
     else:
         hyps = read_kaldi_text(os.path.join(decode_dir, "hyp.txt"))
         candidates[None] = score_texts(refs, hyps)
+    # Ties go to the weight nearest the one --acoustic-scale stands for.
+    asked = 1.0 / options.decoder.acoustic_scale
     best_weight = min(candidates, key=lambda weight: (candidates[weight].counts.errors,
-                                                       0 if weight is None else abs(weight - 10)))
+                                                       0 if weight is None else abs(weight - asked)))
     best = candidates[best_weight]
     write_score_dir(os.path.join(decode_dir, "score"), best, utt2spk=utt2spk, utt2spk_path=utt2spk_path)
     line = format_wer_line(best.counts, best.partial)
-    where = f"wer_{best_weight}" if best_weight is not None else "score/wer"
+    where = f"wer_{best_weight:g}" if best_weight is not None else "score/wer"
     with atomic_output(os.path.join(decode_dir, "best_wer")) as out:
         out.write(f"{line} {os.path.join(decode_dir, where)}\n")
+    best_lmwt_path = os.path.join(decode_dir, "best_lmwt")
+    if best_weight is not None:
+        with atomic_output(best_lmwt_path) as out:
+            out.write(f"{best_weight:g}\n")
+    elif os.path.exists(best_lmwt_path):  # an earlier decode's sweep; this one chose no weight
+        os.remove(best_lmwt_path)
     result.wer, result.best_lmwt, result.wer_line = best.wer, best_weight, line
-    logger.info("best: %s%s", line, f" at LMWT {best_weight}" if best_weight is not None else "")
+    logger.info("best: %s%s", line, f" at LMWT {best_weight:g}" if best_weight is not None else "")
 
 
 def decode_data_dir(graph_dir, model_dir, data_dir, decode_dir, source, options=None):
@@ -269,10 +300,12 @@ def decode_data_dir(graph_dir, model_dir, data_dir, decode_dir, source, options=
         raise AsrkitError(f"data directory {data_dir} has no utterances")
     has_text = os.path.exists(os.path.join(data_dir, "text"))
     scoring = options.scoring and has_text
-    lm_weights = list(range(options.min_lmwt, options.max_lmwt + 1)) if scoring and options.lmwt_sweep else []
+    if options.sweep_method not in ("lattice", "best-path"):
+        raise AsrkitError(f"sweep method must be lattice or best-path, not {options.sweep_method!r}")
+    lm_weights = options.lm_weights() if scoring and options.lmwt_sweep else []
     if scoring and options.lmwt_sweep and not lm_weights:
-        raise AsrkitError(f"--min-lmwt {options.min_lmwt} is above --max-lmwt {options.max_lmwt}")
-    make_lattices = options.write_lattices or bool(lm_weights)
+        raise AsrkitError(f"--min-lmwt {options.min_lmwt:g} is above --max-lmwt {options.max_lmwt:g}")
+    make_lattices = options.write_lattices or (bool(lm_weights) and options.sweep_method == "lattice")
     os.makedirs(os.path.join(decode_dir, "log"), exist_ok=True)
     jobs = [
         DecodeJob(index, graph_dir, decode_dir, part, source, options, make_lattices, lm_weights)

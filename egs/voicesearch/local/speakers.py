@@ -1,9 +1,13 @@
 """Speakers of the synthesised corpus: a synthesiser voice plus a fixed perturbation (conf/speakers.txt)."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 ENGINES = ("flite", "festival", "espeak-ng")
 SPLITS = ("train", "dev", "test")
+# The ranges read_speakers accepts; jitter stays inside them.
+SPEED_RANGE = (0.8, 1.25)
+STRETCH_RANGE = (0.5, 2.0)
+ESPEAK_PITCH_RANGE = (0, 99)
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,8 @@ def read_speakers(path):
                 raise SpeakerListError(f"{where}: split {split!r} is not one of {', '.join(SPLITS)}")
             if engine not in ENGINES:
                 raise SpeakerListError(f"{where}: engine {engine!r} is not one of {', '.join(ENGINES)}")
-            if not 0.8 <= speaker.speed <= 1.25 or not 0.5 <= speaker.stretch <= 2.0 or speaker.weight <= 0:
+            if (not SPEED_RANGE[0] <= speaker.speed <= SPEED_RANGE[1]
+                    or not STRETCH_RANGE[0] <= speaker.stretch <= STRETCH_RANGE[1] or speaker.weight <= 0):
                 raise SpeakerListError(f"{where}: speed must be in 0.8-1.25, stretch in 0.5-2, weight > 0")
             speakers.append(speaker)
     check_speakers(speakers, path)
@@ -98,3 +103,24 @@ def assign_speakers(speakers, count):
         credit[best] -= total
         chosen.append(speakers[best])
     return chosen
+
+
+def jitter(speaker, amount, rng):
+    """The speaker with speed, pitch and stretch each scaled by a factor from [1 - amount, 1 + amount].
+
+    A fixed perturbation per speaker gives a few points in voice space, which a model can
+    memorise; drawing one per utterance spreads each voice over a region around its speaker.
+    Values are rounded (two decimals; whole Hz or espeak-ng pitch units) so that the synthesis
+    fingerprint, and so a rerun, is stable, and clipped to the ranges a speaker list accepts.
+    """
+
+    def scaled(value, low, high, digits):
+        return min(high, max(low, round(value * rng.uniform(1 - amount, 1 + amount), digits)))
+
+    speed = scaled(speaker.speed, *SPEED_RANGE, 2)
+    stretch = scaled(speaker.stretch, *STRETCH_RANGE, 2)
+    pitch = speaker.pitch
+    if pitch is not None:
+        low, high = ESPEAK_PITCH_RANGE if speaker.engine == "espeak-ng" else (40, 400)
+        pitch = float(scaled(pitch, low, high, 0))
+    return replace(speaker, speed=speed, pitch=pitch, stretch=stretch)

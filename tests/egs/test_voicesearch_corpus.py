@@ -16,6 +16,7 @@ import soundfile
 from asrkit.data.data_dir import DataDir
 from asrkit.data.validate import validate_data_dir
 from asrkit.dictionary.dict_dir import check_dict_dir, read_lexicon
+from asrkit.errors import AsrkitError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RECIPE = os.path.join(ROOT, "egs", "voicesearch")
@@ -220,6 +221,25 @@ def test_voice_jitter_spreads_training_utterances_around_their_speaker_and_keeps
     assert no_pitch.pitch is None and no_pitch.speed != 1.0
 
 
+def test_training_texts_never_repeat_dev_or_test_sentences():
+    sys.path.insert(0, LOCAL)
+    import prepare_corpus
+
+    class FewTexts:  # eight sentences: collisions between the splits are certain
+        def generate(self, rng):
+            return f"SENTENCE {rng.randrange(8)}"
+
+    speakers = [speaker_list.Speaker(f"fl-{split}-01", split, "flite", "kal16", 1.0, None, 1.0, 1.0)
+                for split in ("train", "dev", "test")]
+    plan = prepare_corpus.plan_utterances(speakers, {"train": 30, "dev": 2, "test": 2}, FewTexts(), seed=1)
+    assert list(plan) == ["train", "dev", "test"]
+    held_out = {text for split in ("dev", "test") for _, _, text in plan[split]}
+    assert held_out and not held_out & {text for _, _, text in plan["train"]}
+    assert len(plan["train"]) == 30
+    with pytest.raises(AsrkitError, match="repeated dev or test sentences"):
+        prepare_corpus.plan_utterances(speakers, {"train": 3, "dev": 40, "test": 40}, FewTexts(), seed=1)
+
+
 # ---- synthesis helpers -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("rate, speed", [(16000, 1.0), (16000, 1.1), (22050, 0.9), (32000, 1.04)])
@@ -340,7 +360,9 @@ def test_rerun_reuses_finished_audio_and_redoes_a_missing_file(tiny_corpora):
     victim = load(data_dir, "dev").wav_scp
     victim_path = victim[sorted(victim)[0]]
     os.remove(victim_path)
-    status, output = build_corpus(data_dir, "--size", "tiny", "--seed", "7", "--nj", "2")
+    # The same options as the build (the config's --voice-jitter too): only the missing file is redone.
+    status, output = build_corpus(data_dir, "--config", os.path.join(RECIPE, "conf", "corpus.conf"),
+                                  "--size", "tiny", "--seed", "7", "--nj", "2")
     assert status == 0, output
     assert "synthesized=1 " in output and "failed=0" in output
     assert corpus_fingerprint(data_dir) == before

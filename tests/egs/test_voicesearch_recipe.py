@@ -1,7 +1,7 @@
 """egs/voicesearch/run.sh --size tiny, end to end: corpus, dictionary, noisy sets, lang and LMs, features, flat
-start and monophone training, tree, CE training of the LSTM, decoding, scoring, sMBR training with seq-mode
-example servers, decoding and scoring again, clean-only CE and the unrolling comparisons, the results table and
-the training plots."""
+start and monophone training, tree, CE training of the LSTM, decoding at the LM weight chosen on dev, scoring,
+sMBR training with seq-mode example servers, decoding and scoring again, clean-only CE and the unrolling
+comparisons, the pocketsphinx baseline, the results table and the training plots."""
 
 import json
 import os
@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from asrkit.data.validate import validate_data_dir
+from asrkit.frontend.cmvn import CmvnStats
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SYNTHESISERS = ("flite", "festival", "espeak-ng")
@@ -21,7 +22,7 @@ SYNTHESISERS = ("flite", "festival", "espeak-ng")
 def test_tiny_recipe_runs_end_to_end(tmp_path):
     data, exp = tmp_path / "data", tmp_path / "exp"
     command = [os.path.join(ROOT, "egs", "voicesearch", "run.sh"), "--size", "tiny", "--data", str(data),
-               "--exp", str(exp)]
+               "--exp", str(exp), "--unroll-comparison", "true"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     for split in ("train", "dev", "test", "dev_noisy", "test_noisy"):
@@ -47,10 +48,25 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
             rows.setdefault(line.split()[0], line.split())
     assert float(rows[str(exp / "tree_ali")][4].rstrip("%")) >= 80.0, rows
     assert float(rows[str(exp / "mono_ali0")][4].rstrip("%")) < 70.0, rows
-    for model in ("lstm_ce", "lstm_smbr"):
-        for split in ("test", "test_noisy"):
-            decode_dir = exp / model / f"decode_{split}"
-            assert len(open(decode_dir / "hyp.txt").read().splitlines()) == 10
+    # Per-utterance voice perturbation of the training speakers; training sentences disjoint from test's.
+    assert json.load(open(data / "local" / "corpus" / "config.json"))["voice_jitter"] > 0
+    train_texts = {line.split(maxsplit=1)[1] for line in open(data / "train" / "text")}
+    assert not train_texts & {line.split(maxsplit=1)[1] for line in open(data / "test" / "text")}
+    # Each utterance's own mean is removed, and the models carry that with their statistics.
+    assert CmvnStats.read(str(data / "train" / "cmvn.h5")).mean_norm == "utterance"
+    assert CmvnStats.read(str(exp / "lstm_ce" / "final" / "cmvn.h5")).mean_norm == "utterance"
+    for model in ("lstm_ce", "lstm_smbr", "lstm_ce_clean"):
+        for dev, tests in (("dev", ("test", "train_fit")), ("dev_noisy", ("test_noisy",))):
+            # The LM weight is chosen on dev by the sweep, and the test sets are decoded at it alone.
+            weight = float(open(exp / model / f"decode_{dev}" / "best_lmwt").read())
+            assert (exp / model / f"decode_{dev}" / "wer_2.5").exists() and 2.5 <= weight <= 5
+            for split in tests:
+                decode_dir = exp / model / f"decode_{split}"
+                assert len(open(decode_dir / "hyp.txt").read().splitlines()) == 10
+                assert not (decode_dir / "best_lmwt").exists()
+                stage = {"lstm_ce": 8, "lstm_smbr": 10}.get(model, 11)
+                log = open(exp / "log" / f"stage{stage}" / f"decode_{model}_{split}.log").read()
+                assert f"--acoustic-scale {1 / weight:g} " in log
     smbr_log = open(exp / "log" / "stage9" / "train_lstm_smbr.log").read()
     assert "asrkit-train-seq summary: status=ok steps=20" in smbr_log
     assert "server_objective" in smbr_log and "staleness histogram" in smbr_log
@@ -66,8 +82,14 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert (exp / "log" / "stage6" / "train_mono1.log").exists() and (exp / "log" / "stage8" / "mkgraph.log").exists()
     assert "asrkit-decode summary: status=ok" in result.stderr
     assert "== stage 11 done in " in result.stderr and "== run.sh done in " in result.stderr
+    # Stage 12: pocketsphinx's stock model with the recipe's lexicon and LM, beside the models trained here.
+    for split in ("test", "test_noisy"):
+        assert len(open(exp / "pocketsphinx" / f"decode_{split}" / "hyp.txt").read().splitlines()) == 10
     results = open(exp / "RESULTS").read()
-    assert results.count("%WER") == 4 + 2 + 4 and "sMBR relative to CE" in results
+    # Five decoded sets for each of three models, test for the four unrolling runs, two for pocketsphinx.
+    assert results.count("%WER") == 3 * 5 + 4 + 2 and "sMBR relative to CE" in results
+    assert "# LM weight chosen on dev: lstm_ce dev " in results and "# WER (%) per test voice" in results
+    assert "# stage times (s)" in results
     assert "multi-style relative to clean-only CE" in results and "Truncated vs full unrolling" in results
     assert "%WER" in result.stdout  # the table is printed at the end
     for model in ("lstm_ce", "lstm_smbr"):

@@ -11,7 +11,14 @@ over clean-only CE, the training speed of each model, and the unrolling
 comparison of stage 11 (exp/unroll_b<B>_u<U>, exp/unroll_full; seed 001's
 Tables 1 and 2) with each run's time to convergence: the wall time of the first
 validation whose held-out frame accuracy is within CONVERGED_WITHIN of the
-run's best.
+run's best.  The pocketsphinx baseline (exp/pocketsphinx/decode_*, written by
+local/pocketsphinx_decode.py with the same lexicon and trigram LM) gets its rows
+when its stage ran.  Then the WER per test voice (the test set's speakers are
+synthesised voices) of every model that decoded test, from each decode's
+score/per_spk.  Last, the LM weight each model's dev sweep chose
+(decode_dev/best_lmwt, decode_dev_noisy/best_lmwt) and the seconds each stage
+took (<exp-dir>/log/stage_times, run.sh's; a stage run more than once counts its
+last run).
 """
 
 import argparse
@@ -29,7 +36,12 @@ DESCRIPTIONS = {
     "lstm_ce": "multi-style CE (example server noisifying on the fly)",
     "lstm_ce_clean": "clean-only CE (lstm_ce's network and schedule, clean features in-process)",
     "lstm_smbr": "sMBR from lstm_ce (seq-mode example servers, lattices on the fly)",
+    "pocketsphinx": "pocketsphinx 5 en-us acoustic model, this recipe's lexicon and trigram LM",
 }
+VOICE_TABLE_SET = "test"
+# wer_per_spk_details.pl's percent row: SPEAKER sys #SENT #WORD Corr Sub Ins Del Err S.Err
+PER_SPK_PERCENT_ROW = "sys"
+PER_SPK_ERR_COLUMN = 8
 
 
 def describe(model):
@@ -87,6 +99,63 @@ def relative(before, after):
     return 100.0 * (after - before) / max(before, 1e-9)
 
 
+def read_per_speaker_wers(decode_dir):
+    """{speaker: WER} from a decode's score/per_spk (SUM left out), or None when there is none."""
+    path = os.path.join(decode_dir, "score", "per_spk")
+    if not os.path.exists(path):
+        return None
+    wers = {}
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            fields = line.split()
+            if len(fields) > PER_SPK_ERR_COLUMN and fields[1] == PER_SPK_PERCENT_ROW and fields[0] != "SUM":
+                wers[fields[0]] = float(fields[PER_SPK_ERR_COLUMN])
+    return wers
+
+
+def write_voice_table(out, exp_dir, wers, test_set=VOICE_TABLE_SET):
+    """WER per voice (row) and model (column): which voices each model finds hard."""
+    columns = {}
+    for model in sorted(wers):
+        if test_set in wers[model]:
+            per_speaker = read_per_speaker_wers(os.path.join(exp_dir, model, f"decode_{test_set}"))
+            if per_speaker:
+                columns[model] = per_speaker
+    if not columns:
+        return
+    voices = sorted({voice for per_speaker in columns.values() for voice in per_speaker})
+    width = max([14] + [len(model) + 2 for model in columns])
+    out.write(f"\n# WER (%) per {test_set} voice\n")
+    out.write("# " + "voice".ljust(20) + "".join(model.rjust(width) for model in columns) + "\n")
+    for voice in voices:
+        cells = "".join((f"{columns[m][voice]:.2f}" if voice in columns[m] else "-").rjust(width) for m in columns)
+        out.write("# " + voice.ljust(20) + cells + "\n")
+    out.write("# " + "all".ljust(20) + "".join(f"{wers[m][test_set][0]:.2f}".rjust(width) for m in columns) + "\n")
+
+
+def read_lm_weights(exp_dir, model):
+    """{dev set: LM weight} from the model's dev sweeps (decode_<dev set>/best_lmwt)."""
+    weights = {}
+    for path in sorted(glob.glob(os.path.join(exp_dir, model, "decode_*", "best_lmwt"))):
+        dev_set = os.path.basename(os.path.dirname(path))[len("decode_"):]
+        with open(path, encoding="utf-8") as handle:
+            weights[dev_set] = handle.read().strip()
+    return weights
+
+
+def read_stage_times(exp_dir):
+    """{stage: seconds} from run.sh's log/stage_times ("STAGE SECONDS DATE" lines; the last run counts)."""
+    path = os.path.join(exp_dir, "log", "stage_times")
+    times = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                fields = line.split()
+                if len(fields) >= 2 and fields[0].isdigit() and fields[1].isdigit():
+                    times[int(fields[0])] = int(fields[1])
+    return times
+
+
 def write_unrolling(out, exp_dir, wers):
     """Stage 11's truncated (b, u) runs and the full-unrolling run, one row each."""
     rows, first_config = [], None
@@ -137,7 +206,8 @@ def main():
         sys.exit(f"{args.exp_dir}: no */decode_*/best_wer files (run the decoding stages first)")
     out = sys.stdout
     out.write(f"# egs/voicesearch results, {datetime.date.today().isoformat()}: {args.command}\n")
-    out.write("# WER with asrkit-decode --acoustic-scale 0.3 (best paths, trigram LM of lang_test)\n\n")
+    out.write("# WER of best paths with lang_test's trigram LM; each asrkit model decodes test at the LM weight its\n"
+              "# sweep on dev chose, test_noisy at dev_noisy's (dev's WER is at its own best weight)\n\n")
     for model in sorted(wers):
         for test_set in sorted(wers[model]):
             out.write(f"{wers[model][test_set][1]}   # {model}: {describe(model)}\n")
@@ -155,6 +225,13 @@ def main():
                        for test_set in test_sets
                        if test_set in wers[before_model] and test_set in wers[after_model]]
             out.write(f"# {what}: " + ", ".join(changes) + papers + "\n")
+    weights = {model: read_lm_weights(args.exp_dir, model) for model in sorted(wers)}
+    weights = {model: chosen for model, chosen in weights.items() if chosen}
+    if weights:
+        out.write("# LM weight chosen on dev: " + "; ".join(
+            f"{model} " + ", ".join(f"{dev_set} {weight}" for dev_set, weight in chosen.items())
+            for model, chosen in weights.items()) + "\n")
+    write_voice_table(out, args.exp_dir, wers)
     write_unrolling(out, args.exp_dir, wers)
     out.write("\n# training (this run's last invocation of each trainer)\n")
     for model in sorted(wers):
@@ -170,6 +247,11 @@ def main():
                   f"APR {result['apr']:.3f}, example servers {result.get('example_server_count', 0)}, "
                   f"{result['seconds']:.0f} s; held-out frame accuracy "
                   f"{'-' if valid is None else f'{valid:.4f}'}{extra}\n")
+
+    times = read_stage_times(args.exp_dir)
+    if times:
+        out.write(f"\n# stage times (s), {sum(times.values())} in all: "
+                  + ", ".join(f"{stage}: {seconds}" for stage, seconds in sorted(times.items())) + "\n")
 
 
 if __name__ == "__main__":

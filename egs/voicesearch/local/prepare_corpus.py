@@ -48,10 +48,12 @@ import vocabulary as vocabulary_selection  # noqa: E402
 logger = logging.getLogger("prepare_corpus")
 
 # size -> (utterances, hours): tiny is counted in utterances, the others in hours of audio.
-SIZES = {"tiny": (100, None), "small": (None, 1.0), "default": (None, 2.0)}
+SIZES = {"tiny": (100, None), "small": (None, 1.0), "default": (None, 4.0)}
 # Mean utterance length measured on this corpus (1.95 s over 1636 utterances); turns --hours into a count.
 SECONDS_PER_UTTERANCE = 1.95
 DEFAULT_SPEAKERS = os.path.join(os.path.dirname(HERE), "conf", "speakers.txt")
+# Draws of a training text that may repeat dev or test sentences before the corpus is refused.
+MAX_REDRAWS = 1000
 
 
 def read_config(path):
@@ -83,7 +85,7 @@ def parse_args(argv):
     parser.add_argument("data_dir", help="where train/, dev/, test/ and local/corpus/ are written")
     parser.add_argument("--config", help="file of `--option=value` lines, read first (e.g. conf/corpus.conf)")
     parser.add_argument("--size", choices=sorted(SIZES), default="default",
-                        help="tiny: 100 utterances; small: about 1 hour; default: about 2 hours")
+                        help="tiny: 100 utterances; small: about 1 hour; default: about 4 hours")
     parser.add_argument("--hours", type=float, help="about this many hours of audio (overrides --size)")
     parser.add_argument("--num-utterances", type=int, help="exactly this many planned utterances (overrides both)")
     parser.add_argument("--seed", type=int, default=1, help="same seed, same ids, texts and audio")
@@ -148,27 +150,41 @@ def plan_utterances(speakers, counts, generator, seed, voice_jitter=0.0):
     Each split draws its texts from its own generator seeded by (seed, split) and
     assigns speakers by weighted round robin, so a bigger corpus with the same
     seed starts with the utterances of a smaller one (and reuses their audio).
-    With voice_jitter, each training utterance gets its own perturbation of its
-    speaker (speaker_list.jitter), from a generator of its own so that the texts
-    stay those drawn without it.
+    Training texts are disjoint from dev and test texts: a training draw that
+    repeats a held-out sentence is drawn again (the test must not be sentences
+    the model and the LM were trained on).  With voice_jitter, each training
+    utterance gets its own perturbation of its speaker (speaker_list.jitter),
+    from a generator of its own so that the texts stay those drawn without it.
     """
     import random
 
-    plan = {}
-    for split, count in counts.items():
+    plan, held_out = {}, set()
+    # Dev and test first, so that train knows their sentences.
+    for split in sorted(counts, key=lambda split: split == "train"):
         split_speakers = [speaker for speaker in speakers if speaker.split == split]
         rng = random.Random(f"voicesearch-{seed}-{split}")
         voice_rng = random.Random(f"voicesearch-{seed}-{split}-voice")
         per_speaker = {}
         utterances = []
-        for speaker in speaker_list.assign_speakers(split_speakers, count):
+        for speaker in speaker_list.assign_speakers(split_speakers, counts[split]):
             per_speaker[speaker.speaker_id] = per_speaker.get(speaker.speaker_id, 0) + 1
             utterance_id = f"{speaker.speaker_id}-{per_speaker[speaker.speaker_id]:05d}"
             if split == "train" and voice_jitter > 0:
                 speaker = speaker_list.jitter(speaker, voice_jitter, voice_rng)
-            utterances.append((utterance_id, speaker, generator.generate(rng)))
+            text = generator.generate(rng)
+            if split == "train":
+                for _ in range(MAX_REDRAWS):
+                    if text not in held_out:
+                        break
+                    text = generator.generate(rng)
+                else:
+                    raise AsrkitError(f"{MAX_REDRAWS} draws in a row repeated dev or test sentences: the text "
+                                      "generator has too few sentences for this corpus size")
+            else:
+                held_out.add(text)
+            utterances.append((utterance_id, speaker, text))
         plan[split] = utterances
-    return plan
+    return {split: plan[split] for split in counts}
 
 
 def read_old_plan(path):

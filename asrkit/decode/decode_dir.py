@@ -226,8 +226,34 @@ def run_decode_job(job, context):
     return DecodeJobResult(job.index, statuses, frames, busy, sweep)
 
 
+def write_best_score(data_dir, decode_dir, best, weight=None):
+    """A decode dir's score/ (per_spk too where data_dir has utt2spk), best_wer and best_lmwt for `best`,
+    the scoring result of the hypotheses at LM weight `weight`; returns its %WER line.
+
+    weight None: no weight was chosen (one decode, or another decoder), so best_wer points at score/wer
+    and an earlier sweep's best_lmwt is removed: it would be misread as this decode's choice.
+    """
+    from asrkit.scoring import read_utt2spk, write_score_dir
+    from asrkit.scoring.report import format_wer_line
+
+    utt2spk_path = os.path.join(data_dir, "utt2spk")
+    utt2spk = read_utt2spk(utt2spk_path) if os.path.exists(utt2spk_path) else None
+    write_score_dir(os.path.join(decode_dir, "score"), best, utt2spk=utt2spk, utt2spk_path=utt2spk_path)
+    line = format_wer_line(best.counts, best.partial)
+    where = f"wer_{weight:g}" if weight is not None else "score/wer"
+    with atomic_output(os.path.join(decode_dir, "best_wer")) as out:
+        out.write(f"{line} {os.path.join(decode_dir, where)}\n")
+    best_lmwt_path = os.path.join(decode_dir, "best_lmwt")
+    if weight is not None:
+        with atomic_output(best_lmwt_path) as out:
+            out.write(f"{weight:g}\n")
+    elif os.path.exists(best_lmwt_path):
+        os.remove(best_lmwt_path)
+    return line
+
+
 def _score(data_dir, graph_dir, decode_dir, options, results, result):
-    from asrkit.scoring import read_kaldi_text, score_texts, wer_lines, write_score_dir
+    from asrkit.scoring import read_kaldi_text, score_texts, wer_lines
     from asrkit.scoring.report import format_wer_line
 
     refs = read_kaldi_text(os.path.join(data_dir, "text"))
@@ -237,12 +263,6 @@ def _score(data_dir, graph_dir, decode_dir, options, results, result):
     if oov:
         logger.warning("%d reference words (%d distinct) are not in %s/words.txt and cannot be recognised, e.g. %s",
                        len(oov), len(set(oov)), graph_dir, " ".join(sorted(set(oov))[:10]))
-    utt2spk_path = os.path.join(data_dir, "utt2spk")
-    utt2spk = None
-    if os.path.exists(utt2spk_path):
-        from asrkit.scoring import read_utt2spk
-
-        utt2spk = read_utt2spk(utt2spk_path)
     candidates = {}
     sweep = {}
     for job_result in results:
@@ -267,17 +287,7 @@ def _score(data_dir, graph_dir, decode_dir, options, results, result):
     best_weight = min(candidates, key=lambda weight: (candidates[weight].counts.errors,
                                                        0 if weight is None else abs(weight - asked)))
     best = candidates[best_weight]
-    write_score_dir(os.path.join(decode_dir, "score"), best, utt2spk=utt2spk, utt2spk_path=utt2spk_path)
-    line = format_wer_line(best.counts, best.partial)
-    where = f"wer_{best_weight:g}" if best_weight is not None else "score/wer"
-    with atomic_output(os.path.join(decode_dir, "best_wer")) as out:
-        out.write(f"{line} {os.path.join(decode_dir, where)}\n")
-    best_lmwt_path = os.path.join(decode_dir, "best_lmwt")
-    if best_weight is not None:
-        with atomic_output(best_lmwt_path) as out:
-            out.write(f"{best_weight:g}\n")
-    elif os.path.exists(best_lmwt_path):  # an earlier decode's sweep; this one chose no weight
-        os.remove(best_lmwt_path)
+    line = write_best_score(data_dir, decode_dir, best, best_weight)
     result.wer, result.best_lmwt, result.wer_line = best.wer, best_weight, line
     logger.info("best: %s%s", line, f" at LMWT {best_weight:g}" if best_weight is not None else "")
 

@@ -9,6 +9,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCRIPT = os.path.join(ROOT, "egs", "voicesearch", "local", "make_results.py")
 
 
+def _make_results(exp, *options):
+    """make_results.py's run on exp, which must succeed."""
+    result = subprocess.run([sys.executable, SCRIPT, *options, str(exp)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
 def _decode(exp, model, test_set, wer):
     directory = exp / model / f"decode_{test_set}"
     directory.mkdir(parents=True)
@@ -24,9 +31,7 @@ def test_table_and_relative_change(tmp_path):
         "criterion": "seq", "steps": 20, "frames": 6400, "frames_per_second": 55.5, "t_session": 0.1, "apr": 0.0,
         "seconds": 120.0, "valid_accuracy": 0.5, "valid_metrics": {"seq_objective": 0.25},
         "example_server_count": 2}))
-    result = subprocess.run([sys.executable, SCRIPT, "--command", "run.sh --size tiny", str(exp)],
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
+    result = _make_results(exp, "--command", "run.sh --size tiny")
     lines = result.stdout.splitlines()
     assert "run.sh --size tiny" in lines[0]
     assert sum(line.startswith("%WER") for line in lines) == 3
@@ -63,8 +68,7 @@ def test_clean_vs_multi_style_and_the_unrolling_table(tmp_path):
     _training(exp, "unroll_b256_u20", "truncated", [[10, 30.0, 0.40], [20, 60.5, 0.495], [30, 90.0, 0.50]],
               num_streams=256, unroll=20)
     _training(exp, "unroll_full", "full", [[10, 20.0, 0.30], [20, 40.0, 0.45]])
-    result = subprocess.run([sys.executable, SCRIPT, str(exp)], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
+    result = _make_results(exp)
     out = result.stdout
     assert "# multi-style relative to clean-only CE: test +25.0%, test_noisy -25.0%" in out
     assert "unroll_b256_u20: clean CE, truncated unrolling b=256 u=20" in out
@@ -99,8 +103,7 @@ def test_pocketsphinx_rows_and_the_wer_per_test_voice(tmp_path):
     _per_spk(exp, "lstm_ce", "test", [("es-scotm7-01", 100, 40), ("fe-ked-01", 100, 60)])
     _per_spk(exp, "pocketsphinx", "test", [("es-scotm7-01", 100, 90)])
     _per_spk(exp, "lstm_ce", "test_noisy", [("es-scotm7-01", 100, 70)])  # test only in the voice table
-    result = subprocess.run([sys.executable, SCRIPT, str(exp)], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
+    result = _make_results(exp)
     out = result.stdout
     assert "# pocketsphinx: pocketsphinx 5 en-us acoustic model" in out
     rows = {line.split()[1]: line.split()[2:] for line in out.splitlines() if line.startswith("# ")}
@@ -115,8 +118,7 @@ def test_pocketsphinx_rows_and_the_wer_per_test_voice(tmp_path):
 def test_a_baseline_or_voice_table_only_where_its_files_are(tmp_path):
     exp = tmp_path / "exp"
     _decode(exp, "lstm_ce", "test", 50.0)
-    result = subprocess.run([sys.executable, SCRIPT, str(exp)], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
+    result = _make_results(exp)
     assert "# pocketsphinx" not in result.stdout and "per test voice" not in result.stdout
 
 
@@ -130,7 +132,6 @@ def test_the_lm_weights_chosen_on_dev_and_the_stage_times(tmp_path):
     # Stage 7 ran twice: its last run counts.
     (exp / "log" / "stage_times").write_text(
         "5 30 2026-01-01T00:00:00\n7 100 2026-01-01T00:01:00\n7 120 2026-01-01T00:05:00\n")
-    result = subprocess.run([sys.executable, SCRIPT, str(exp)], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
+    result = _make_results(exp)
     assert "# LM weight chosen on dev: lstm_ce dev 3.5, dev_noisy 4\n" in result.stdout
     assert "# stage times (s), 150 in all: 5: 30, 7: 120\n" in result.stdout

@@ -37,6 +37,7 @@ from asrkit.dictionary.pronunciations import ARPABET_PHONES, strip_stress  # noq
 from asrkit.errors import AsrkitError  # noqa: E402
 from asrkit.io.atomic import atomic_output  # noqa: E402
 from asrkit.logs import log_command_line, setup_logging, summary_line  # noqa: E402
+from synthesis import to_pcm16  # noqa: E402  (this directory's: the corpus's own float -> PCM conversion)
 
 logger = logging.getLogger("pocketsphinx_decode")
 
@@ -132,13 +133,6 @@ def transcript_words(segment_words):
     return words
 
 
-def to_pcm16(samples):
-    """float samples in [-1, 1) as the little-endian 16-bit PCM bytes pocketsphinx reads."""
-    import numpy as np
-
-    return (np.clip(samples * 32768.0, -32768, 32767)).astype("<i2").tobytes()
-
-
 @dataclasses.dataclass
 class PocketsphinxJob:
     index: int
@@ -192,7 +186,7 @@ def decode_samples(decoder, samples):
     """The transcript words pocketsphinx finds in one utterance (the whole utterance at once)."""
     decoder.start_utt()
     # full_utt: cepstral mean normalisation over the whole utterance rather than a running estimate.
-    decoder.process_raw(to_pcm16(samples), no_search=False, full_utt=True)
+    decoder.process_raw(to_pcm16(samples).tobytes(), no_search=False, full_utt=True)  # native-endian int16
     decoder.end_utt()
     if decoder.hyp() is None:
         return []
@@ -236,27 +230,16 @@ def run_pocketsphinx_job(job, context):
 
 def score_decode_dir(data_dir, decode_dir, recognisable_words):
     """score/ and best_wer as asrkit-decode writes them without an LM-weight sweep; returns the WER line."""
-    from asrkit.scoring import read_kaldi_text, read_utt2spk, score_texts, write_score_dir
-    from asrkit.scoring.report import format_wer_line
+    from asrkit.decode.decode_dir import write_best_score
+    from asrkit.scoring import read_kaldi_text, score_texts
 
     refs = read_kaldi_text(os.path.join(data_dir, "text"))
     oov = [word for words in refs.values() for word in words if word not in recognisable_words]
     if oov:
         logger.warning("%d reference words (%d distinct) are not in the pocketsphinx dictionary and cannot be "
                        "recognised, e.g. %s", len(oov), len(set(oov)), " ".join(sorted(set(oov))[:10]))
-    hyps = read_kaldi_text(os.path.join(decode_dir, "hyp.txt"))
-    result = score_texts(refs, hyps)
-    utt2spk_path = os.path.join(data_dir, "utt2spk")
-    utt2spk = read_utt2spk(utt2spk_path) if os.path.exists(utt2spk_path) else None
-    write_score_dir(os.path.join(decode_dir, "score"), result, utt2spk=utt2spk, utt2spk_path=utt2spk_path)
-    line = format_wer_line(result.counts, result.partial)
-    with atomic_output(os.path.join(decode_dir, "best_wer")) as out:
-        out.write(f"{line} {os.path.join(decode_dir, 'score', 'wer')}\n")
-    # No LM weight was chosen here; an earlier sweep's choice would be misread as this decode's.
-    stale = os.path.join(decode_dir, "best_lmwt")
-    if os.path.exists(stale):
-        os.remove(stale)
-    return result, line, len(oov)
+    result = score_texts(refs, read_kaldi_text(os.path.join(decode_dir, "hyp.txt")))
+    return result, write_best_score(data_dir, decode_dir, result), len(oov)
 
 
 def named(ids):

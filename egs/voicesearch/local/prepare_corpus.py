@@ -149,7 +149,8 @@ def plan_utterances(speakers, counts, generator, seed, voice_jitter=0.0):
 
     Each split draws its texts from its own generator seeded by (seed, split) and
     assigns speakers by weighted round robin, so a bigger corpus with the same
-    seed starts with the utterances of a smaller one (and reuses their audio).
+    seed starts with the utterances of a smaller one (and reuses their audio), except
+    for the training texts that meet a dev or test sentence only the bigger one has.
     Training texts are disjoint from dev and test texts: a training draw that
     repeats a held-out sentence is drawn again (the test must not be sentences
     the model and the LM were trained on).  With voice_jitter, each training

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from asrkit.augment import channel
 from asrkit.augment import rir as rir_module
 from asrkit.augment.levels import active_frame_mask, frame_powers
 from asrkit.augment.noise import NoiseList, colored_noise, mix_at_snr
@@ -102,6 +103,8 @@ class Noisifier:
                 output = self._reverberate(output, style.reverb, rng, sample_rate, params)
             if style.noise is not None:
                 output = self._add_noise(output, style.noise, rng, sample_rate, utterance_id, params)
+            for effect in style.channel:
+                output = _transmit(output, effect, rng, sample_rate, params)
         except AudioError as error:
             if error.utterance_id is None:
                 raise type(error)(str(error), utterance_id) from None
@@ -168,6 +171,24 @@ class Noisifier:
         mixed, mix_params = mix_at_snr(samples, noise_samples, snr, sample_rate)
         params.update({key: _json_number(value) for key, value in mix_params.items()})
         return mixed
+
+
+def _transmit(samples, effect, rng, sample_rate, params):
+    """One channel effect (asrkit.augment.channel), its drawn parameters recorded in params."""
+    if effect.type == "bandpass":
+        low, high = effect.low_hz.sample(rng), effect.high_hz.sample(rng)
+        params["bandpass_hz"] = [round(low, 1), round(high, 1)]
+        return channel.bandpass(samples, sample_rate, low, high)
+    if effect.type == "quantize":
+        bits = effect.bits.sample_int(rng)
+        params["quantize_bits"] = bits
+        return channel.quantize(samples, bits)
+    if effect.type == "mp3":
+        level = effect.compression_level.sample(rng)
+        params["mp3_compression_level"] = round(level, 4)
+        return channel.mp3(samples, sample_rate, level)
+    params[effect.type] = True
+    return channel.mulaw(samples) if effect.type == "mulaw" else channel.alaw(samples)
 
 
 def _json_number(value):

@@ -21,8 +21,11 @@ variability before the room, the room before the noise).  reverb "type" is
 "image" (generated per utterance, the default) or "list" with "list": a name
 in rir_lists.  noise "type" is white, pink, brown, babble (with "talkers", a
 range of integers, default [3, 7]) or "list" with "list": a name in
-noise_lists.  Unknown keys are errors: a typo must not silently turn a style
-off.
+noise_lists.  "channel" is a list of transmission effects applied last, in
+order (asrkit.augment.channel): {"type": "bandpass", "low_hz": [200, 400],
+"high_hz": [3000, 3600]}, {"type": "mulaw"}, {"type": "alaw"}, {"type":
+"quantize", "bits": [6, 8]}, {"type": "mp3", "compression_level": [0.5, 1]}.
+Unknown keys are errors: a typo must not silently turn a style off.
 
 Sampling is deterministic: the random generator of an utterance is seeded by a
 hash of (seed, utterance id), so the same seed gives the same style and
@@ -41,7 +44,9 @@ from asrkit.augment.rir import ABSORPTION_FORMULAS
 from asrkit.errors import AsrkitError
 
 NOISE_TYPES = NOISE_COLORS + ("babble", "list")
-STYLE_KEYS = {"name", "weight", "vtlp", "reverb", "noise"}
+STYLE_KEYS = {"name", "weight", "vtlp", "reverb", "noise", "channel"}
+CHANNEL_KEYS = {"bandpass": {"type", "low_hz", "high_hz"}, "mulaw": {"type"}, "alaw": {"type"},
+                "quantize": {"type", "bits"}, "mp3": {"type", "compression_level"}}
 VTLP_KEYS = {"alpha", "window_seconds"}
 REVERB_KEYS = {"type", "list", "rt60", "room", "distance", "absorption_formula", "early_seconds", "wall_margin"}
 NOISE_KEYS = {"type", "list", "snr_db", "talkers"}
@@ -96,12 +101,24 @@ class NoiseStyle:
 
 
 @dataclasses.dataclass(frozen=True)
+class ChannelStyle:
+    """One transmission effect; the ranges a type does not use stay None."""
+
+    type: str
+    low_hz: Range | None = None
+    high_hz: Range | None = None
+    bits: Range | None = None
+    compression_level: Range | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Style:
     name: str
     weight: float
     vtlp: VtlpStyle | None = None
     reverb: ReverbStyle | None = None
     noise: NoiseStyle | None = None
+    channel: tuple = ()
 
 
 @dataclasses.dataclass
@@ -229,7 +246,8 @@ def parse_style_config(data, source="<config>", base_dir=None, extra_noise_lists
         weight = parser.number(f"{where}.weight", raw.get("weight", 1.0), 0.0, exclusive_minimum=True)
         styles.append(Style(name, weight, _parse_vtlp(parser, where, raw.get("vtlp")),
                             _parse_reverb(parser, where, raw.get("reverb"), lists["rir_lists"]),
-                            _parse_noise(parser, where, raw.get("noise"), lists["noise_lists"])))
+                            _parse_noise(parser, where, raw.get("noise"), lists["noise_lists"]),
+                            _parse_channel(parser, where, raw.get("channel"))))
     return StyleConfig(styles, lists["noise_lists"], lists["rir_lists"], source, dict(data))
 
 
@@ -279,6 +297,33 @@ def _parse_noise(parser, where, raw, noise_lists):
     name = parser.named_list(f"{where}.list", raw.get("list"), noise_lists) if kind == "list" else None
     talkers = parser.range(f"{where}.talkers", raw.get("talkers", [3, 7]), 1, 50)
     return NoiseStyle(kind, snr, name, talkers)
+
+
+def _parse_channel(parser, where, raw):
+    if raw is None:
+        return ()
+    where += ".channel"
+    if not isinstance(raw, list):
+        parser.fail(where, "must be a list of effects, e.g. [{\"type\": \"bandpass\"}, {\"type\": \"mulaw\"}]")
+    effects = []
+    for index, effect in enumerate(raw):
+        at = f"{where}[{index}]"
+        if not isinstance(effect, dict):
+            parser.fail(at, f"must be an object ({{...}}), got {type(effect).__name__}")
+        kind = parser.choice(f"{at}.type", effect.get("type"), tuple(CHANNEL_KEYS))
+        parser.check_keys(at, effect, CHANNEL_KEYS[kind])
+        if kind == "bandpass":
+            effects.append(ChannelStyle(kind, low_hz=parser.range(f"{at}.low_hz", effect.get("low_hz", [200, 400]), 20, 2000),
+                                        high_hz=parser.range(f"{at}.high_hz", effect.get("high_hz", [3000, 3600]),
+                                                             1000, 24000)))
+        elif kind == "quantize":
+            effects.append(ChannelStyle(kind, bits=parser.range(f"{at}.bits", effect.get("bits", 8), 2, 16)))
+        elif kind == "mp3":
+            effects.append(ChannelStyle(kind, compression_level=parser.range(
+                f"{at}.compression_level", effect.get("compression_level", [0.5, 1.0]), 0.0, 1.0)))
+        else:
+            effects.append(ChannelStyle(kind))
+    return tuple(effects)
 
 
 def load_style_config(path, extra_noise_lists=None, extra_rir_lists=None):

@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 RAW_EXTENSIONS = (".raw", ".pcm")
 DEFAULT_RAW_FORMAT = "PCM_16"
 EIGHT_BIT_SUBTYPES = ("PCM_U8", "PCM_S8")
-RATE_MISMATCH_ACTIONS = ("error", "resample")
+RATE_MISMATCH_ACTIONS = ("error", "resample", "downsample", "upsample")
 # A writer that cannot seek back (sox or ffmpeg writing to a pipe) puts a
 # sentinel in the data chunk size: 0, 0xFFFFFFFF or sox's 0x7FFFF000-ish
 # value.  Such a size means "until the end of the stream", not truncation.
@@ -48,7 +48,9 @@ class AudioOptions:
 
     sample_rate: the rate every utterance must have (Hz).
     on_rate_mismatch: 'error' refuses other rates; 'resample' converts them with
-        scipy.signal.resample_poly (polyphase FIR, Kaiser window).
+        scipy.signal.resample_poly (polyphase FIR, Kaiser window); 'downsample'
+        converts higher rates only and 'upsample' lower rates only (Kaldi's
+        allow_downsample and allow_upsample), refusing the other direction.
     channel: -1 expects mono and refuses multi-channel audio (Kaldi's
         convention); N >= 0 takes channel N of a multi-channel file.
     allow_8bit: accept 8-bit PCM, which is refused by default (see load_recording).
@@ -308,12 +310,20 @@ def _check_format(sound_file, options, utterance_id, source):
         raise AudioError(
             f"channel {options.channel} was asked for but the audio has {channels} channel(s) "
             f"(indices 0..{channels - 1})", utterance_id, source)
-    if sound_file.samplerate != options.sample_rate and options.on_rate_mismatch == "error":
+    if sound_file.samplerate != options.sample_rate and not _may_convert_rate(sound_file.samplerate, options):
         raise AudioError(
             f"sample rate is {sound_file.samplerate} Hz but {options.sample_rate} Hz is expected; "
             f"convert it (e.g. `sox in.wav -r {options.sample_rate} out.wav`, or in wav.scp "
             f"`sox in.wav -t wav -r {options.sample_rate} - |`) or resample on the fly with "
-            "on_rate_mismatch='resample' (--on-rate-mismatch resample)", utterance_id, source)
+            "on_rate_mismatch='resample' (--on-rate-mismatch resample)"
+            + (f" (only {options.on_rate_mismatch} is allowed here)" if options.on_rate_mismatch != "error" else ""),
+            utterance_id, source)
+
+
+def _may_convert_rate(rate, options):
+    action = options.on_rate_mismatch
+    return (action == "resample" or (action == "downsample" and rate > options.sample_rate)
+            or (action == "upsample" and rate < options.sample_rate))
 
 
 def _read_channel(sound_file, frames, options, utterance_id, source):
@@ -343,3 +353,8 @@ def _to_target_rate(samples, rate, options, utterance_id, source):
                     rate, options.sample_rate, up, down, source)
     logger.debug("utterance %s: resampling %s from %d Hz", utterance_id, source, rate)
     return resample_poly(samples, up, down).astype(np.float32, copy=False)
+
+
+def to_pcm16(samples):
+    """float samples in [-1, 1) -> int16 PCM, rounded and clipped (the inverse of what load_recording reads)."""
+    return np.clip(np.round(np.asarray(samples) * 32767.0), -32768, 32767).astype(np.int16)

@@ -273,3 +273,11 @@ def _check_text(data_dir, problems):
                     f"transcript of {utt!r}: {reason}", text_path, text.line_of(utt),
                     fix="remove or replace the symbol on that line of text"))
                 break
+
+
+def write_new_data_dir(path, wav_scp, text, utt2spk, utt2dur):
+    """Write a corpus's data dir from its tables (dicts by utterance id; spk2utt is derived), then
+    validate it: a data preparation script that makes a bad dir fails here, naming file and line."""
+    DataDir(wav_scp=wav_scp, text=text, utt2spk=utt2spk, spk2utt=spk2utt_from_utt2spk(utt2spk),
+            utt2dur=utt2dur).write(path)
+    validate_data_dir(path, require_text=True, raise_on_error=True)

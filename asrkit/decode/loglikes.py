@@ -171,10 +171,9 @@ class ModelLoglikes:
             self._extractor = FeatureExtractor(FeatureConfig.from_dict(self.model.feature_config),
                                                num_threads=self.num_threads)
             self._data = DataDir.load(self.data_dir)
-        from asrkit.data.audio import AudioOptions, load_utterance_audio
+        from asrkit.data.audio import load_utterance_audio
 
-        options = AudioOptions(sample_rate=self._extractor.config.sample_rate)
-        return self._extractor(load_utterance_audio(self._data, utterance_id, options))
+        return self._extractor(load_utterance_audio(self._data, utterance_id, self._extractor.config.audio_options()))
 
     def loglikes(self, utterance_id):
         return self.model.log_likelihoods(self._utterance_features(utterance_id), self.prior_scale)

@@ -20,6 +20,8 @@ def _option(default, help_text):
 @dataclasses.dataclass(frozen=True)
 class FeatureConfig:
     sample_rate: int = _option(16000, "Sampling rate of the audio in Hz; other rates are converted or refused when read.")
+    allow_downsample: bool = _option(False, "Audio at a higher rate is resampled to sample_rate (polyphase FIR, Kaiser window) instead of refused (Kaldi).")
+    allow_upsample: bool = _option(False, "Audio at a lower rate is resampled to sample_rate instead of refused (Kaldi); it has nothing above its own Nyquist frequency.")
     frame_length_ms: float = _option(32.0, "Analysis window length in milliseconds.")
     frame_shift_ms: float = _option(10.0, "Hop between analysis windows in milliseconds.")
     fft_length: int = _option(512, "FFT size; must be at least the window length in samples.")
@@ -78,6 +80,22 @@ class FeatureConfig:
         """Frames after stacking and subsampling: ceil(analysis frames / subsample)."""
         frames = self.num_analysis_frames(num_samples)
         return -(-frames // self.subsample)
+
+    @property
+    def on_rate_mismatch(self):
+        """What asrkit.data.audio does with audio at another rate: the feature config decides, so that
+        every stage that reads audio for this front end (featurize, example servers, decoding) agrees."""
+        if self.allow_downsample and self.allow_upsample:
+            return "resample"
+        if self.allow_downsample:
+            return "downsample"
+        return "upsample" if self.allow_upsample else "error"
+
+    def audio_options(self):
+        """asrkit.data.audio.AudioOptions for reading audio into this front end."""
+        from asrkit.data.audio import AudioOptions
+
+        return AudioOptions(sample_rate=self.sample_rate, on_rate_mismatch=self.on_rate_mismatch)
 
     def to_dict(self):
         return dataclasses.asdict(self)

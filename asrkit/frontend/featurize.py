@@ -65,6 +65,13 @@ class FeaturizeJob:
 
 
 
+def audio_options_for(audio, config):
+    """The command's audio options at the config's rate; where the command refuses other rates, the
+    feature config's allow_downsample / allow_upsample decide (they travel with the model)."""
+    action = audio.on_rate_mismatch if audio.on_rate_mismatch != "error" else config.on_rate_mismatch
+    return dataclasses.replace(audio, sample_rate=config.sample_rate, on_rate_mismatch=action)
+
+
 def input_fingerprint(data, utterance_ids, audio_options):
     """A hash of everything a job's features depend on besides the feature config.
 
@@ -181,7 +188,7 @@ def run_job(job, context):
     job_logger.info("feature config: %s", config.to_json())
     extractor = FeatureExtractor(config, num_threads=job.options.num_threads)
     data_dir = DataDir.load(job.data_dir)
-    audio_options = dataclasses.replace(job.options.audio, sample_rate=config.sample_rate)
+    audio_options = audio_options_for(job.options.audio, config)
     failed = {}
     cmvn = CmvnStats(config.feature_dim, mean_norm=job.options.cmvn_mean)
     num_done = num_frames = 0
@@ -238,7 +245,7 @@ def featurize_data_dir(data_dir, feat_dir, config=None, options=None):
     feat_dir = os.path.abspath(feat_dir)
     os.makedirs(os.path.join(feat_dir, "log"), exist_ok=True)
     parts = split_evenly(utterance_ids, options.nj)
-    audio_options = dataclasses.replace(options.audio, sample_rate=config.sample_rate)
+    audio_options = audio_options_for(options.audio, config)
     jobs = [
         FeaturizeJob(index, os.fspath(data_dir), feat_dir, part, config.to_dict(), options,
                      input_fingerprint(data, part, audio_options))

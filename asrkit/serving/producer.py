@@ -103,9 +103,7 @@ class ExampleProducer:
         return self.feature_config.output_frame_shift_ms
 
     def audio_options(self):
-        from asrkit.data.audio import AudioOptions
-
-        return AudioOptions(sample_rate=self.feature_config.sample_rate)
+        return self.feature_config.audio_options()
 
     def prepare_noisifier(self, shard_utterance_ids):
         """Load the style config and, when a style makes babble, a pool of this shard's utterances."""

@@ -42,6 +42,10 @@ def test_recipe_config_has_many_valid_styles():
     ({"styles": [{"name": "a", "weight": 0}]}, "weight: must be > 0"),
     ({"styles": [{"name": "a"}, {"name": "a"}]}, "duplicate style name"),
     ({"styles": [{"name": "a", "reverb": {"room": [[3, 5], [3, 5]]}}]}, "must be three ranges"),
+    ({"styles": [{"name": "a", "channel": {"type": "mulaw"}}]}, "channel: must be a list of effects"),
+    ({"styles": [{"name": "a", "channel": [{"type": "gsm"}]}]}, "channel[0].type: must be one of"),
+    ({"styles": [{"name": "a", "channel": [{"type": "mulaw", "bits": 8}]}]}, "channel[0]: unknown key(s) 'bits'"),
+    ({"styles": [{"name": "a", "channel": [{"type": "quantize", "bits": 1}]}]}, "channel[0].bits"),
 ])
 def test_config_errors_name_the_file_and_the_problem(tmp_path, data, message):
     path = write(tmp_path, data)
@@ -72,3 +76,14 @@ def test_weights_set_the_style_frequencies():
     names = [config.choose(utterance_rng(0, str(i))).name for i in range(2000)]
     assert names.count("common") / len(names) == pytest.approx(0.9, abs=0.03)
     assert np.isclose(sum(config._probabilities), 1.0)
+
+
+def test_channel_effects_parse_with_defaults():
+    config = parse_style_config({"styles": [{"name": "phone", "channel": [
+        {"type": "bandpass", "low_hz": 300, "high_hz": [3000, 3400]}, {"type": "mulaw"},
+        {"type": "quantize"}, {"type": "mp3"}]}]})
+    bandpass, mulaw, quantize, mp3 = config.styles[0].channel
+    assert (bandpass.low_hz.low, bandpass.low_hz.high, bandpass.high_hz.high) == (300, 300, 3400)
+    assert mulaw.type == "mulaw" and quantize.bits.low == quantize.bits.high == 8
+    assert (mp3.compression_level.low, mp3.compression_level.high) == (0.5, 1.0)
+    assert parse_style_config({"styles": [{"name": "clean"}]}).styles[0].channel == ()

@@ -156,3 +156,20 @@ def test_utterance_cmvn_is_recorded_and_recomputes_the_statistics(make_data_dir,
     assert cmvn.count == len(centred)
     np.testing.assert_allclose(cmvn.stddev(), centred.std(axis=0), rtol=1e-4, atol=1e-4)
     assert "reused_jobs=1" in run([data, feats, "--compute-cmvn", "--cmvn-mean", "utterance"]).output
+
+
+def test_narrowband_front_end_downsamples_and_records_it(make_data_dir, tmp_path):
+    data = make_data_dir({"spk1-a": 1.0}, sample_rate=11025)
+    narrowband = ["--sample-rate", "8000", "--fft-length", "256", "--num-mel-bins", "40", "--high-freq", "3800",
+                  "--compression", "root10"]
+    refused = run([data, tmp_path / "r", *narrowband])
+    assert refused.exit_code == 1 and "11025 Hz but 8000 Hz is expected" in refused.output
+    result = run([data, tmp_path / "f", *narrowband, "--allow-downsample"])
+    assert result.exit_code == 0, result.output
+    # 1 s at 8 kHz: 1 + (8000 - 256) // 80 = 97 analysis frames, every third of them stacked by 4.
+    assert TableReader(os.path.join(data, "feats.scp")).shape("spk1-a") == (33, 160)
+    config = json.load(open(os.path.join(data, "conf", "featurize.json")))
+    assert config["allow_downsample"] is True and config["sample_rate"] == 8000
+    upsampling = make_data_dir({"spk2-a": 1.0}, name="low", sample_rate=6000)
+    low = run([upsampling, tmp_path / "l", *narrowband, "--allow-downsample"])
+    assert low.exit_code == 1 and "only downsample is allowed" in low.output

@@ -7,7 +7,7 @@ import pytest
 import soundfile
 
 from asrkit.data import audio
-from asrkit.data.audio import AudioOptions, load_recording, load_utterance_audio
+from asrkit.data.audio import AudioOptions, load_recording, load_utterance_audio, to_pcm16
 from asrkit.data.data_dir import DataDir
 from asrkit.data.kaldi_files import Segment
 from asrkit.errors import AsrkitError, AudioError
@@ -294,3 +294,32 @@ def test_hanging_pipe_is_stopped(monkeypatch):
     with pytest.raises(AudioError, match="did not finish within 0.5 s") as caught:
         audio.load_recording("sleep 5 |", utterance_id="u1")
     assert "u1" in str(caught.value)
+
+
+def test_downsample_only_converts_higher_rates(tmp_path, tone, write_wav):
+    high = write_wav(tmp_path / "11k.wav", tone(440.0, 1.0, 11025), 11025)
+    low = write_wav(tmp_path / "6k.wav", tone(440.0, 1.0, 6000), 6000)
+    options = AudioOptions(sample_rate=8000, on_rate_mismatch="downsample")
+    loaded = load_recording(high, options)
+    assert loaded.shape == (8000,)
+    assert peak_frequency(loaded, 8000) == pytest.approx(440.0, abs=2.0)
+    with pytest.raises(AudioError, match="sample rate is 6000 Hz but 8000 Hz.*only downsample is allowed"):
+        load_recording(low, options, utterance_id="u1")
+    upsampled = load_recording(low, AudioOptions(sample_rate=8000, on_rate_mismatch="upsample"))
+    assert upsampled.shape == (8000,)
+    with pytest.raises(AudioError, match="only upsample is allowed"):
+        load_recording(high, AudioOptions(sample_rate=8000, on_rate_mismatch="upsample"))
+
+
+def test_mp3_is_read_through_libsndfile(tmp_path, tone):
+    # Game voice-overs (egs/voiceover) are MPEG layer III at 11025 Hz; libsndfile >= 1.1 decodes it.
+    path = os.fspath(tmp_path / "tone.mp3")
+    soundfile.write(path, tone(440.0, 1.0, 11025), 11025, format="MP3", subtype="MPEG_LAYER_III")
+    loaded = load_recording(path, AudioOptions(sample_rate=8000, on_rate_mismatch="downsample"))
+    # MP3 adds encoder delay and padding: about a second, at the peak frequency.
+    assert abs(loaded.shape[0] - 8000) < 1000
+    assert peak_frequency(loaded, 8000) == pytest.approx(440.0, abs=4.0)
+
+
+def test_pcm16_conversion_clips():
+    assert to_pcm16(np.array([0.0, 1.5, -1.5, 0.5])).tolist() == [0, 32767, -32768, 16384]

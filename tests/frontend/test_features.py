@@ -97,3 +97,24 @@ def test_power_law_compression(speech_like):
     np.testing.assert_allclose(root[live], mel[live] ** (1 / 15), rtol=2e-3)
     root10 = FeatureExtractor(FeatureConfig(stack_frames=1, subsample=1, compression="root10"))(samples)
     np.testing.assert_allclose(root10[live], mel[live] ** 0.1, rtol=2e-3)
+
+
+@pytest.mark.parametrize("down, up, action", [(False, False, "error"), (True, False, "downsample"),
+                                              (False, True, "upsample"), (True, True, "resample")])
+def test_feature_config_decides_rate_conversion(down, up, action):
+    config = FeatureConfig(sample_rate=8000, fft_length=256, allow_downsample=down, allow_upsample=up)
+    assert config.on_rate_mismatch == action
+    options = config.audio_options()
+    assert options.sample_rate == 8000 and options.on_rate_mismatch == action
+    # A model's featurize.json written before the options existed still loads.
+    assert FeatureConfig.from_dict({"sample_rate": 8000, "fft_length": 256}).on_rate_mismatch == "error"
+
+
+def test_command_line_rate_option_wins_over_the_config():
+    from asrkit.data.audio import AudioOptions
+    from asrkit.frontend.featurize import audio_options_for
+
+    config = FeatureConfig(sample_rate=8000, fft_length=256, allow_downsample=True)
+    assert audio_options_for(AudioOptions(), config).on_rate_mismatch == "downsample"
+    chosen = audio_options_for(AudioOptions(on_rate_mismatch="resample", allow_8bit=True), config)
+    assert (chosen.sample_rate, chosen.on_rate_mismatch, chosen.allow_8bit) == (8000, "resample", True)

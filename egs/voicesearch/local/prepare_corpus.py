@@ -29,9 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))  # the asrkit checkout
 
-from asrkit.data.data_dir import DataDir  # noqa: E402
-from asrkit.data.kaldi_files import spk2utt_from_utt2spk  # noqa: E402
-from asrkit.data.validate import validate_data_dir  # noqa: E402
+from asrkit.data.validate import write_new_data_dir  # noqa: E402
 from asrkit.dictionary.lexicon import out_of_lexicon  # noqa: E402
 from asrkit.dictionary.pronunciations import load_pronunciations  # noqa: E402
 from asrkit.errors import AsrkitError  # noqa: E402
@@ -201,16 +199,10 @@ def read_old_plan(path):
 
 
 def write_data_dir(path, utterances, durations):
-    text = {u.utterance_id: u.text for u in utterances}
-    utt2spk = {u.utterance_id: u.speaker.speaker_id for u in utterances}
-    data_dir = DataDir(
-        wav_scp={u.utterance_id: os.path.abspath(u.audio_path) for u in utterances},
-        text=text, utt2spk=utt2spk, spk2utt=spk2utt_from_utt2spk(utt2spk),
-        utt2dur={u.utterance_id: round(durations[u.utterance_id], 4) for u in utterances})
-    data_dir.write(path)
-    problems = validate_data_dir(path, require_text=True)
-    if problems:
-        raise AsrkitError(f"{path} does not validate:\n" + "\n".join(str(p) for p in problems))
+    write_new_data_dir(path, wav_scp={u.utterance_id: os.path.abspath(u.audio_path) for u in utterances},
+                       text={u.utterance_id: u.text for u in utterances},
+                       utt2spk={u.utterance_id: u.speaker.speaker_id for u in utterances},
+                       utt2dur={u.utterance_id: round(durations[u.utterance_id], 4) for u in utterances})
 
 
 def write_timings(path, utterances, truths, pronunciations, timing_failures):

@@ -36,6 +36,7 @@ import numpy as np
 import soundfile
 from scipy.signal import resample_poly
 
+from asrkit.data.audio import to_pcm16
 from asrkit.io.atomic import atomic_path
 
 import timings
@@ -352,10 +353,6 @@ def to_target_rate(samples, sample_rate, speed):
     if factor != 1:
         samples = resample_poly(samples, factor.denominator, factor.numerator)
     return samples
-
-
-def to_pcm16(samples):
-    return np.clip(np.round(samples * 32767.0), -32768, 32767).astype(np.int16)
 
 
 def write_audio(path, pcm, audio_format):

@@ -2,7 +2,7 @@
 """Training curves from a trainer's TensorBoard logs, as a PNG: loss, held-out frame accuracy and, for
 sequence training, the servers' and the held-out sequence objective, against steps.
 
-    local/plot_training.py <exp-dir>/tensorboard <out.png>
+    steps/plot_training.py <exp-dir>/tensorboard <out.png>
 
 The events are read with TensorFlow's record reader (no tensorboard package
 needed): asrkit writes every scalar with tf.summary.write, so each value is a

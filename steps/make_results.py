@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The recipe's results table (Kaldi's RESULTS): WER per model and test set, and how each model trained.
 
-    local/make_results.py [--command "run.sh ..."] <exp-dir>  > RESULTS
+    steps/make_results.py [--command "run.sh ..."] [--recipe NAME] <exp-dir>  > RESULTS
 
 Reads every <exp-dir>/<model>/decode_<set>/best_wer (asrkit-decode's) and
 <exp-dir>/<model>/result.json and config.json (asrkit-train-ce's and
@@ -12,7 +12,7 @@ comparison of stage 11 (exp/unroll_b<B>_u<U>, exp/unroll_full; seed 001's
 Tables 1 and 2) with each run's time to convergence: the wall time of the first
 validation whose held-out frame accuracy is within CONVERGED_WITHIN of the
 run's best.  The pocketsphinx baseline (exp/pocketsphinx/decode_*, written by
-local/pocketsphinx_decode.py with the same lexicon and trigram LM) gets its rows
+steps/pocketsphinx_decode.py with the same lexicon and trigram LM) gets its rows
 when its stage ran.  Then the WER per test voice (the test set's speakers are
 synthesised voices) of every model that decoded test, from each decode's
 score/per_spk.  Last, the LM weight each model's dev sweep chose
@@ -200,14 +200,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("exp_dir")
     parser.add_argument("--command", default="", help="The recipe command line, recorded at the top.")
+    parser.add_argument("--recipe", default="voicesearch", help="The recipe's name (egs/NAME), for the header.")
     args = parser.parse_args()
     wers = read_wers(args.exp_dir)
     if not wers:
         sys.exit(f"{args.exp_dir}: no */decode_*/best_wer files (run the decoding stages first)")
     out = sys.stdout
-    out.write(f"# egs/voicesearch results, {datetime.date.today().isoformat()}: {args.command}\n")
+    out.write(f"# egs/{args.recipe} results, {datetime.date.today().isoformat()}: {args.command}\n")
+    noisy = any("test_noisy" in sets for sets in wers.values())
     out.write("# WER of best paths with lang_test's trigram LM; each asrkit model decodes test at the LM weight its\n"
-              "# sweep on dev chose, test_noisy at dev_noisy's (dev's WER is at its own best weight)\n\n")
+              "# sweep on dev chose" + (", test_noisy at dev_noisy's" if noisy else "")
+              + " (dev's WER is at its own best weight)\n\n")
     for model in sorted(wers):
         for test_set in sorted(wers[model]):
             out.write(f"{wers[model][test_set][1]}   # {model}: {describe(model)}\n")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Decode and score a data dir with pocketsphinx, as a baseline beside asrkit's models.
 
-  local/pocketsphinx_decode.py [options] <data-dir> <dict-dir-or-lexicon> <arpa-lm> <decode-dir>
+  steps/pocketsphinx_decode.py [options] <data-dir> <dict-dir-or-lexicon> <arpa-lm> <decode-dir>
 
 pocketsphinx's stock en-us acoustic model (the one in its wheel) with the
 recipe's own lexicon and ARPA LM, so that the comparison with asrkit's models
@@ -30,14 +30,14 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))  # the asrkit checkout
+sys.path.insert(0, os.path.dirname(HERE))  # the asrkit checkout
 
 from asrkit.dictionary.dict_dir import SILENCE_PHONES, read_lexicon  # noqa: E402
 from asrkit.dictionary.pronunciations import ARPABET_PHONES, strip_stress  # noqa: E402
+from asrkit.data.audio import to_pcm16  # noqa: E402
 from asrkit.errors import AsrkitError  # noqa: E402
 from asrkit.io.atomic import atomic_output  # noqa: E402
 from asrkit.logs import log_command_line, setup_logging, summary_line  # noqa: E402
-from synthesis import to_pcm16  # noqa: E402  (this directory's: the corpus's own float -> PCM conversion)
 
 logger = logging.getLogger("pocketsphinx_decode")
 

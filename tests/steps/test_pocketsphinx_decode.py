@@ -1,4 +1,4 @@
-"""egs/voicesearch/local/pocketsphinx_decode.py: the lexicon conversion, and a real decode of espeak-ng speech
+"""steps/pocketsphinx_decode.py: the lexicon conversion, and a real decode of espeak-ng speech
 with a trigram LM and a lexicon made from its sentences (skipped without espeak-ng or pocketsphinx)."""
 
 import os
@@ -9,12 +9,12 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LOCAL = os.path.join(ROOT, "egs", "voicesearch", "local")
-SCRIPT = os.path.join(LOCAL, "pocketsphinx_decode.py")
-if LOCAL not in sys.path:
-    sys.path.insert(0, LOCAL)
+STEPS = os.path.join(ROOT, "steps")
+SCRIPT = os.path.join(STEPS, "pocketsphinx_decode.py")
+if STEPS not in sys.path:
+    sys.path.insert(0, STEPS)
 
-import pocketsphinx_decode  # noqa: E402  (egs/voicesearch/local)
+import pocketsphinx_decode  # noqa: E402  (steps/)
 
 SENTENCES = {
     "espeak-001": "WHAT IS THE WEATHER IN BOSTON",

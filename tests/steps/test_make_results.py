@@ -1,4 +1,4 @@
-"""egs/voicesearch/local/make_results.py: the RESULTS table from decode dirs and trainers' result.json."""
+"""steps/make_results.py: the RESULTS table from decode dirs and trainers' result.json."""
 
 import json
 import os
@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SCRIPT = os.path.join(ROOT, "egs", "voicesearch", "local", "make_results.py")
+SCRIPT = os.path.join(ROOT, "steps", "make_results.py")
 
 
 def _make_results(exp, *options):

@@ -1,0 +1,1 @@
+../voicesearch/cmd.sh

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Kaldi data dirs (train, dev, test) from the voice-overs of Debian's adventure games.
+
+  local/prepare_data.py [--size tiny|default] [--split conf/split.txt] <games-dir> <data-dir>
+
+<games-dir> holds the extracted packages (local/fetch_games.sh): Flight of the Amazon Queen's
+queen.1c.  Each speech file spoken by a dialogue becomes an utterance: its MP3 is copied out of the
+bundle to <data-dir>/local/audio/<game>/ (wav.scp points at it; asrkit reads MP3 through libsndfile),
+its subtitle is normalised (local/transcripts.py; lines left without usable words are dropped and
+counted), its speaker is the character.  Characters go to dev and test as conf/split.txt lists
+them, never to train; dev and test lines whose transcript also occurs in train ("No.", "Hmmm...")
+are dropped, so that test sentences are new too.  --size tiny keeps a few dozen utterances a set
+for the tests.  Also writes <data-dir>/local/corpus/{characters.txt, dropped.txt}.
+"""
+
+import argparse
+import collections
+import logging
+import os
+import random
+import sys
+
+import soundfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))  # the asrkit checkout
+
+from asrkit.data.validate import write_new_data_dir  # noqa: E402
+from asrkit.errors import AsrkitError  # noqa: E402
+from asrkit.io.atomic import atomic_output  # noqa: E402
+from asrkit.logs import log_command_line, setup_logging, summary_line  # noqa: E402
+
+import amazon_queen  # noqa: E402
+import transcripts  # noqa: E402
+
+logger = logging.getLogger("prepare_data")
+
+SPLITS = ("train", "dev", "test")
+QUEEN_BUNDLE = "usr/share/scummvm/flight-of-the-amazon-queen/queen.1c"
+TINY_UTTERANCES = {"train": 60, "dev": 12, "test": 12}
+
+
+def read_split(path):
+    """conf/split.txt: lines `dev: NAME ...` and `test: NAME ...` (# comments) -> {character: set}."""
+    assignment = {}
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            split, _, names = line.partition(":")
+            if split.strip() not in ("dev", "test") or not names.split():
+                raise AsrkitError(f"{path}:{number}: expected 'dev: NAME ...' or 'test: NAME ...', got {line!r}")
+            for name in names.split():
+                if name in assignment:
+                    raise AsrkitError(f"{path}:{number}: {name} is already in {assignment[name]}")
+                assignment[name] = split.strip()
+    return assignment
+
+
+def queen_utterances(games_dir, audio_dir, dropped):
+    """(utterance id, speaker id, character, transcript, audio path) of every usable dialogue line."""
+    bundle_path = os.path.join(games_dir, QUEEN_BUNDLE)
+    if not os.path.exists(bundle_path):
+        raise AsrkitError(f"{bundle_path} is missing: run local/fetch_games.sh {games_dir}")
+    bundle = amazon_queen.Bundle(bundle_path)
+    os.makedirs(audio_dir, exist_ok=True)
+    utterances = []
+    for segment in amazon_queen.spoken_segments(bundle):
+        stem = segment.speech_file.rsplit(".", 1)[0].lower()
+        text = transcripts.normalize(segment.text)
+        if text is None:
+            dropped.append((f"fotaq-{stem}", "no usable words", segment.text))
+            continue
+        path = os.path.join(audio_dir, stem + ".mp3")
+        data = bundle.read(segment.speech_file)
+        if not os.path.exists(path) or os.path.getsize(path) != len(data):
+            with atomic_output(path, mode="wb") as handle:
+                handle.write(data)
+        speaker = f"fotaq-{segment.speaker.lower()}"
+        utterances.append((f"{speaker}-{stem}", speaker, segment.speaker, text, path))
+    return utterances
+
+
+def assign_splits(utterances, assignment, dropped):
+    """{split: [utterance]}: characters by the split file, dev/test lines already said in train dropped."""
+    characters = {utterance[2] for utterance in utterances}
+    unknown = sorted(set(assignment) - characters)
+    if unknown:
+        raise AsrkitError(f"the split file names characters that say nothing here: {', '.join(unknown)}")
+    splits = {split: [] for split in SPLITS}
+    for utterance in utterances:
+        splits[assignment.get(utterance[2], "train")].append(utterance)
+    train_texts = {utterance[3] for utterance in splits["train"]}
+    for split in ("dev", "test"):
+        kept = []
+        for utterance in splits[split]:
+            if utterance[3] in train_texts:
+                dropped.append((utterance[0], "sentence also in train", utterance[3]))
+            else:
+                kept.append(utterance)
+        splits[split] = kept
+    return splits
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("games_dir")
+    parser.add_argument("data_dir")
+    parser.add_argument("--size", choices=("tiny", "default"), default="default")
+    parser.add_argument("--split", default=os.path.join(os.path.dirname(HERE), "conf", "split.txt"))
+    parser.add_argument("--seed", type=int, default=1, help="which utterances --size tiny keeps")
+    args = parser.parse_args(argv)
+    setup_logging()
+    log_command_line(logger)
+    try:
+        dropped = []
+        utterances = queen_utterances(args.games_dir, os.path.join(args.data_dir, "local", "audio", "fotaq"),
+                                      dropped)
+        splits = assign_splits(utterances, read_split(args.split), dropped)
+        if args.size == "tiny":
+            generator = random.Random(args.seed)
+            splits = {split: generator.sample(items, min(TINY_UTTERANCES[split], len(items)))
+                      for split, items in splits.items()}
+        corpus_dir = os.path.join(args.data_dir, "local", "corpus")
+        os.makedirs(corpus_dir, exist_ok=True)
+        minutes = collections.Counter()
+        for split, items in splits.items():
+            durations = {item[0]: round(soundfile.info(item[4]).duration, 4) for item in items}
+            write_new_data_dir(os.path.join(args.data_dir, split),
+                               wav_scp={item[0]: os.path.abspath(item[4]) for item in items},
+                               text={item[0]: item[3] for item in items},
+                               utt2spk={item[0]: item[1] for item in items}, utt2dur=durations)
+            for item in items:
+                minutes[(split, item[2])] += durations[item[0]] / 60
+            logger.info("%s: %d utterances, %.1f minutes, %d characters", split, len(items),
+                        sum(durations.values()) / 60, len({item[2] for item in items}))
+        with atomic_output(os.path.join(corpus_dir, "characters.txt")) as handle:
+            for (split, character), value in sorted(minutes.items()):
+                handle.write(f"{split}\t{character}\t{value:.2f}\n")
+        with atomic_output(os.path.join(corpus_dir, "dropped.txt")) as handle:
+            for utterance_id, reason, text in dropped:
+                handle.write(f"{utterance_id}\t{reason}\t{text}\n")
+        reasons = collections.Counter(reason for _, reason, _ in dropped)
+        logger.info(summary_line("prepare_data", "ok", **{f"{split}_utterances": len(items)
+                                                          for split, items in splits.items()},
+                                 dropped=len(dropped), **{reason.replace(" ", "_"): count
+                                                          for reason, count in sorted(reasons.items())}))
+    except (AsrkitError, amazon_queen.QueenFormatError, OSError) as error:
+        logger.error("%s", error)
+        logger.error(summary_line("prepare_data", "failed", error=type(error).__name__))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

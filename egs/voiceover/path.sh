@@ -1,0 +1,1 @@
+../voicesearch/path.sh

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# egs/voiceover: asrkit on real human speech, narrowband: the voice-over of Flight of the Amazon Queen
+# (Debian's flight-of-the-amazon-queen, freeware; MP3 at 11025 Hz), about 2.8 hours of a cast of
+# actors playing 30 characters.  Speakers are characters; dev and test characters are never heard in
+# training (conf/split.txt).  The front end is narrowband (8 kHz, 40 mel bands to 3.8 kHz, 10th-root
+# compression as seed 003 used for narrowband data; conf/fbank.json).
+#
+#   egs/voiceover/run.sh [options]
+#     --stage N --stop-stage M   run stages N..M (default: all)
+#     --size tiny|default        a few dozen utterances a set (tests, CI) | everything   (default: default)
+#     --nj N                     parallel jobs (default: 2)
+#     --games DIR                where the game packages are unpacked (default: $data/local/games)
+#     --data DIR                 where data dirs go (default: data, in this directory)
+#     --exp DIR                  where features, alignments and models go (default: exp, in this directory)
+#     --overwrite                retrain the models from scratch instead of resuming
+#
+# Stages: 0 set-up (.venv, festival); 1 the games from Debian (apt-get download, dpkg-deb -x) and the
+#         data dirs -> data/{train,dev,test}; 2 dictionary: CMUdict, festival's letter-to-sound rules
+#         for the rest -> data/local/dict; 3 lang dir, bigram and trigram LMs from train's transcripts
+#         (perplexity on dev in the log) -> data/lang{,_bigram,_test}; 4 narrowband features (+ CMVN
+#         of train) -> exp/feats; 5 flat start and three rounds of monophone DNN training and
+#         realignment -> exp/mono*; 6 decision tree, multi-style CE training of the LSTM (an example
+#         server applies narrowband styles on the fly: telephone band, G.711, 8-bit PCM, MP3, rooms,
+#         noise) -> exp/lstm_ce; 7 decoding and scoring of test (LM weight chosen on dev) ->
+#         exp/lstm_ce/decode_*; 8 sMBR sequence training with seq-mode example servers ->
+#         exp/lstm_smbr; 9 its decoding and scoring; 10 baseline: pocketsphinx's stock en-us model
+#         (audio resampled to 16 kHz) with the same lexicon and LM -> exp/pocketsphinx; 11 results
+#         -> exp/RESULTS.
+# The steps from the dictionary on are egs/voicesearch's, shared through steps/lib.sh.
+set -euo pipefail
+
+command_line="$0 $*"
+stage=0
+stop_stage=100
+size=default
+nj=2
+games=
+data=data
+exp=exp
+overwrite=false
+
+usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --stage) stage="$2"; shift 2 ;;
+    --stop-stage) stop_stage="$2"; shift 2 ;;
+    --size) size="$2"; shift 2 ;;
+    --nj) nj="$2"; shift 2 ;;
+    --games) games="$2"; shift 2 ;;
+    --data) data="$2"; shift 2 ;;
+    --exp) exp="$2"; shift 2 ;;
+    --overwrite) overwrite=true; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "$0: unknown option '$1' (see $0 --help)" >&2; exit 2 ;;
+  esac
+done
+case "$size" in tiny|default) ;; *) echo "$0: --size must be tiny or default, not '$size'" >&2; exit 2 ;; esac
+for value in "$stage" "$stop_stage" "$nj"; do
+  case "$value" in ''|*[!0-9]*) echo "$0: --stage, --stop-stage and --nj take whole numbers, not '$value'" >&2; exit 2 ;; esac
+done
+games="${games:-$data/local/games}"
+
+here="$(cd "$(dirname "$0")" && pwd)"
+cd "$here"
+. ../../steps/lib.sh
+echo "$command_line" >&2
+
+if run_stage 0; then
+  begin_stage 0 "set-up: the Python environment and festival"
+  ../../bin/setup-env
+  command -v festival >/dev/null || { echo "$0: festival is missing: run bin/setup-env as root, or apt-get install it" >&2; exit 1; }
+fi
+
+. ./path.sh
+. ./cmd.sh
+cpu_cmd="$decode_cmd --num-threads $nj"
+gpu_cmd="$train_cmd --num-threads 2"
+logs="$exp/log"
+
+if run_stage 1; then
+  begin_stage 1 "the games' voice-overs -> $data/{train,dev,test}"
+  local/fetch_games.sh "$games"
+  launch "$cpu_cmd" "$logs/stage1/prepare_data.log" \
+    python local/prepare_data.py --size "$size" "$games" "$data"
+  for split in train dev test; do validate_data_dir "$data/$split"; done
+fi
+
+if run_stage 2; then
+  begin_stage 2 "pronunciation dictionary (CMUdict + letter-to-sound) -> $data/local/dict"
+  # The lexicon covers the words of all three sets (a closed vocabulary, as the corpus is small); the
+  # LM's n-grams come from train alone.
+  make_dict 2 --lts --text "$data/train/text" --text "$data/dev/text" --text "$data/test/text"
+fi
+
+if run_stage 3; then
+  begin_stage 3 "lang dir and language models -> $data/lang, $data/lang_bigram, $data/lang_test"
+  make_lang_and_lms 3
+fi
+
+# Model sizes and training lengths per corpus size: the tiny corpus only has to run the chain end to
+# end; default is meant to learn.
+case "$size" in
+  tiny)    mono_units=128; ce_cells=128; mono_epochs=10; ce_epochs=10; num_leaves=60;  streams=16; seq_steps=10;  snapshot_every=5 ;;
+  default) mono_units=512; ce_cells=256; mono_epochs=4;  ce_epochs=8;  num_leaves=800; streams=32; seq_steps=400; snapshot_every=20 ;;
+esac
+train_fit_utts=150
+[ "$size" = tiny ] && train_fit_utts=10
+train_options=(--config conf/train_ce.conf --num-streams "$streams")
+$overwrite && train_options+=(--no-resume)
+# The frame-local monophone DNN of egs/voicesearch (see there why not an LSTM), and the LSTM.
+mono_model=(--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3
+            --model-param num_units="$mono_units")
+ce_model=(--model-param num_layers=2 --model-param num_cells="$ce_cells")
+ce_prior_scale=0.5
+noise_styles=conf/noise_styles.json
+# Narrowband: 11025 Hz audio is downsampled to 8 kHz as it is read (the config's allow_downsample;
+# scipy's polyphase filter), by the featurizer, the example servers and the decoder alike.  Each
+# utterance's own mean is removed, as in egs/voicesearch.
+feature_options=(--config conf/fbank.json --cmvn-mean utterance)
+tuned_sets=(dev:test:train_fit)
+
+if run_stage 4; then
+  begin_stage 4 "narrowband features -> $exp/feats (CMVN from train)"
+  featurize 4 train dev test
+  launch "$cpu_cmd" "$logs/stage4/subset_train_fit.log" \
+    subset_data_dir --seed 1 "$data/train" "$train_fit_utts" "$data/train_fit"
+fi
+
+if run_stage 5; then
+  begin_stage 5 "flat start, monophone CE training and realignment -> $exp/mono*"
+  flat_start 5
+fi
+
+if run_stage 6; then
+  begin_stage 6 "decision tree, multi-style CE training of the LSTM -> $exp/lstm_ce"
+  train_tree_and_lstm_ce 6
+fi
+
+if run_stage 7; then
+  begin_stage 7 "graph, decoding and scoring -> $exp/lstm_ce/decode_*"
+  launch "$cpu_cmd" "$logs/stage7/mkgraph.log" mkgraph "$data/lang_test" "$exp/lstm_ce/final" "$exp/lstm_ce/graph"
+  decode_tuned lstm_ce lstm_ce 7
+fi
+
+if run_stage 8; then
+  begin_stage 8 "bigram graph and sMBR training with seq-mode example servers -> $exp/lstm_smbr"
+  train_smbr 8
+fi
+
+if run_stage 9; then
+  begin_stage 9 "decoding and scoring with the sMBR model -> $exp/lstm_smbr/decode_*"
+  decode_tuned lstm_smbr lstm_ce 9
+fi
+
+if run_stage 10; then
+  begin_stage 10 "baseline: pocketsphinx's stock en-us model with this recipe's lexicon and LM -> $exp/pocketsphinx"
+  pocketsphinx_baseline 10 test
+fi
+
+if run_stage 11; then
+  begin_stage 11 "results -> $exp/RESULTS, training curves -> $exp/{lstm_ce,lstm_smbr}/training.png"
+  make_results "$command_line" voiceover
+fi
+end_stage
+echo "== $(basename "$0") done in $SECONDS s ==" >&2

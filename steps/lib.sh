@@ -1,0 +1,215 @@
+# Shared steps of asrkit's recipes (Kaldi's steps/), sourced by egs/*/run.sh after path.sh and cmd.sh:
+#
+#   . "$ASRKIT_ROOT/steps/lib.sh"
+#
+# A recipe's own work is its data preparation (local/) and the sizes it trains at; everything from
+# the dictionary to the results table is a step here, called with the stage number it runs in.
+# The steps read these variables of the recipe (set before the first call):
+#   data, exp             data and experiment dirs;  logs: "$exp/log"
+#   nj                    parallel jobs;  cpu_cmd, gpu_cmd: launchers (cmd.sh) with their threads
+#   overwrite             true retrains from scratch (--no-resume) instead of resuming
+#   train_options         asrkit-train-ce options of every CE training (conf/train_ce.conf, streams)
+#   mono_model, ce_model  the monophone DNN's and the LSTM's --model/--model-param options
+#   mono_epochs, ce_epochs, num_leaves, streams, seq_steps, snapshot_every
+#   noise_styles          the multi-style training mix (a style config for the example servers)
+#   ce_prior_scale        log-prior scale of realignment with the LSTMs
+# and conf/{align,decode,train_seq}.conf of the recipe.  Each step's jobs log to $logs/stage<N>/.
+
+# Each stage starts with a header line (with the time) and ends with a line saying how long it took.
+stage_name=
+stage_started=0
+end_stage() {
+  if [ -n "$stage_name" ]; then
+    echo "== $stage_name done in $((SECONDS - stage_started)) s ==" >&2
+    # One line a stage run, "N SECONDS DATE", for the results' stage times (a rerun appends).
+    mkdir -p "$exp/log" && echo "${stage_name#stage } $((SECONDS - stage_started)) $(date '+%Y-%m-%dT%H:%M:%S')" >> "$exp/log/stage_times"
+    stage_name=
+  fi
+}
+begin_stage() {
+  end_stage
+  stage_name="stage $1"
+  stage_started=$SECONDS
+  echo "== stage $1: $2 == ($(date '+%Y-%m-%d %H:%M:%S'))" >&2
+}
+# run_stage N: whether stage N is within --stage .. --stop-stage.
+run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
+
+# launch LAUNCHER LOG COMMAND...: one stage command as one job of a cmd.sh launcher, its output in
+# LOG; its summary line is shown here.  The command's own --nj jobs run on the machine the launcher
+# picks.  A failing job stops the recipe (set -e) after the launcher has printed its log tail.
+launch() {
+  local launcher="$1" log="$2"
+  shift 2
+  $launcher "$log" "$@"
+  grep -h " summary: " "$log" >&2 || true
+}
+
+# make_dict STAGE OPTION...: the dictionary -> $data/local/dict from CMUdict for the words of the
+# --text (Kaldi text) and --word-list files (steps/prepare_dict.py's options); with --lts the words
+# CMUdict lacks get festival's letter-to-sound pronunciations (listed in generated_lexicon.txt).
+make_dict() {
+  launch "$cpu_cmd" "$logs/stage$1/prepare_dict.log" \
+    python "$ASRKIT_ROOT/steps/prepare_dict.py" "${@:2}" --max-missing 0 "$data/local/dict"
+}
+
+# make_lang_and_lms STAGE: the lang dir, and from train's transcripts (dev's held out) the bigram
+# (sequence training) and trigram (decoding) LMs, each with its own copy of the lang dir and G.fst.
+make_lang_and_lms() {
+  # Run here, not through a launcher: the launchers pass arguments to bash verbatim (run.pl's rule),
+  # where <UNK> would be a redirection.
+  prepare_lang "$data/local/dict" "<UNK>" "$data/lang"
+  mkdir -p "$data/local/lm"
+  cut -d' ' -f2- "$data/train/text" > "$data/local/lm/train_text.txt"
+  cut -d' ' -f2- "$data/dev/text" > "$data/local/lm/dev_text.txt"
+  local lm name order
+  for lm in bigram:2 test:3; do
+    name="${lm%%:*}"; order="${lm##*:}"
+    rm -rf "$data/lang_$name"
+    cp -r "$data/lang" "$data/lang_$name"
+    launch "$cpu_cmd" "$logs/stage$1/make_lm_$name.log" \
+      make_lm --order "$order" --method kn --heldout "$data/local/lm/dev_text.txt" --lang-dir "$data/lang_$name" \
+        "$data/local/lm/train_text.txt" "$data/local/lm/${name}.arpa"
+  done
+}
+
+# featurize STAGE SET...: features of data/SET into exp/feats/SET, the first set (train) with its
+# CMVN statistics; options in feature_options (e.g. --config conf/fbank.json, --cmvn-mean utterance).
+featurize() {
+  local stage_number="$1" first=true split
+  shift
+  for split in "$@"; do
+    if $first; then
+      launch "$cpu_cmd" "$logs/stage$stage_number/featurize_$split.log" \
+        asrkit-featurize "${feature_options[@]}" --nj "$nj" --compute-cmvn "$data/$split" "$exp/feats/$split"
+      first=false
+    else
+      launch "$cpu_cmd" "$logs/stage$stage_number/featurize_$split.log" \
+        asrkit-featurize "${feature_options[@]}" --nj "$nj" "$data/$split" "$exp/feats/$split"
+    fi
+  done
+}
+
+# lstm_schedule: the LSTMs' learning rate (conf/train_ce.conf's) halves four times over their epochs,
+# continuously, so that the last epochs fine-tune at 1/16 of it; the step count comes from the
+# training set's frames, b = --num-streams and u = 20 frames a step.
+lstm_schedule() {
+  local frames steps
+  frames="$(awk '{ total += $2 } END { print total + 0 }' "$data/train/utt2num_frames")"
+  steps=$(( frames * ce_epochs / (streams * 20) / 4 ))
+  echo --lr-schedule exponential --lr-decay-rate 0.5 --lr-decay-steps $(( steps > 0 ? steps : 1 ))
+}
+
+# flat_start STAGE: GMM-free flat start: equal alignment with the end silences placed by energy, then
+# three times train the frame-local monophone DNN (mono_model) and realign with it -> exp/mono_ali3.
+flat_start() {
+  launch "$cpu_cmd" "$logs/stage$1/align_flat_start.log" \
+    asrkit-align --nj "$nj" --flat-start --silence-by-energy "$data/train" "$data/lang" "$exp/mono_ali0"
+  local pass
+  for pass in 1 2 3; do
+    launch "$gpu_cmd" "$logs/stage$1/train_mono$pass.log" \
+      asrkit-train-ce "${train_options[@]}" "${mono_model[@]}" --num-epochs "$mono_epochs" \
+        "$data/train" "$exp/mono_ali$((pass - 1))" "$exp/mono$pass"
+    launch "$cpu_cmd" "$logs/stage$1/align_mono$pass.log" \
+      asrkit-align --config conf/align.conf --nj "$nj" "$data/train" "$data/lang" "$exp/mono$pass/final" "$exp/mono_ali$pass"
+  done
+}
+
+# train_tree_and_lstm_ce STAGE: the decision tree on exp/mono_ali3, its alignments, and the LSTM's
+# multi-style CE training (seed 000): an example server noisifies (noise_styles, a new style each
+# epoch) and featurizes every utterance on the fly and streams it to the trainer -> exp/lstm_ce; then
+# the realignment with it -> exp/lstm_ce_ali (where seed 003's "+ realign" starts).
+train_tree_and_lstm_ce() {
+  launch "$cpu_cmd" "$logs/stage$1/build_tree.log" \
+    build_tree --num-leaves "$num_leaves" "$data/train" "$data/lang" "$exp/mono_ali3" "$exp/tree"
+  launch "$cpu_cmd" "$logs/stage$1/convert_ali.log" convert_ali "$exp/tree" "$exp/mono_ali3" "$exp/tree_ali"
+  launch "$gpu_cmd" "$logs/stage$1/train_lstm_ce.log" \
+    asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" $(lstm_schedule) --num-epochs "$ce_epochs" \
+      --example-servers local:1 --server-styles "$noise_styles" "$data/train" "$exp/tree_ali" "$exp/lstm_ce"
+  launch "$cpu_cmd" "$logs/stage$1/align_lstm_ce.log" \
+    asrkit-align --config conf/align.conf --prior-scale "$ce_prior_scale" --nj "$nj" "$data/train" "$data/lang" \
+      "$exp/lstm_ce/final" "$exp/lstm_ce_ali"
+}
+
+# train_lstm_ce_clean STAGE: lstm_ce's network, data and schedule, read in-process from the clean
+# features -> exp/lstm_ce_clean, for the multi-style vs clean comparison.
+train_lstm_ce_clean() {
+  launch "$gpu_cmd" "$logs/stage$1/train_lstm_ce_clean.log" \
+    asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" $(lstm_schedule) --num-epochs "$ce_epochs" \
+      "$data/train" "$exp/tree_ali" "$exp/lstm_ce_clean"
+}
+
+# train_smbr STAGE: the bigram graph, and sMBR sequence training of lstm_ce (seed 000 section 3) with
+# two seq-mode example servers that noisify (noise_styles), featurize, generate lattices with the
+# newest model snapshot and compute the outer derivatives; the trainer applies them -> exp/lstm_smbr.
+train_smbr() {
+  launch "$cpu_cmd" "$logs/stage$1/mkgraph_bigram.log" \
+    mkgraph "$data/lang_bigram" "$exp/lstm_ce/final" "$exp/lstm_ce/graph_bigram"
+  local seq_options=(--config conf/train_seq.conf --num-streams "$streams" --max-steps "$seq_steps"
+                     --snapshot-every "$snapshot_every")
+  $overwrite && seq_options+=(--no-resume)
+  launch "$gpu_cmd" "$logs/stage$1/train_lstm_smbr.log" \
+    asrkit-train-seq "${seq_options[@]}" --example-servers local:2 --server-styles "$noise_styles" \
+      "$data/train" "$exp/tree_ali" "$exp/lstm_ce/final" "$exp/lstm_ce/graph_bigram" "$exp/lstm_smbr"
+}
+
+# decode MODEL GRAPH_MODEL SET STAGE [OPTION...]: decode and score data/SET with exp/MODEL/final on
+# exp/GRAPH_MODEL/graph, into exp/MODEL/decode_SET (options: conf/decode.conf, then OPTION...).
+decode() {
+  launch "$cpu_cmd" "$logs/stage$4/decode_$1_$3.log" \
+    asrkit-decode --config conf/decode.conf "${@:5}" --nj "$nj" "$exp/$2/graph" "$exp/$1/final" "$data/$3" \
+      "$exp/$1/decode_$3"
+}
+
+# The LM weights a dev sweep tries: acoustic scales 1/1.5 .. 1/5 (30 ms frames want about three times
+# Kaldi's 10 ms scale of 0.1).  The best path again at each weight (FasterDecoder; the lattice decoder
+# runs at about real time here), over log-likelihoods computed once, at beam 10 rather than
+# conf/decode.conf's 13: a pass takes half the time, and on voicesearch's dev with lstm_ce the WER
+# moved by 0.5 absolute (38.05% -> 38.52%), which is what the sweep compares across weights alike.
+dev_sweep=(--lmwt-sweep --sweep-method best-path --min-lmwt 1.5 --max-lmwt 5 --lmwt-step 0.5 --beam 10)
+# Which sets each dev set tunes: "DEV:TEST[:TEST...]" entries (a recipe may set its own).
+tuned_sets=(dev:test:train_fit dev_noisy:test_noisy)
+
+# decode_tuned MODEL GRAPH_MODEL STAGE: for each entry of tuned_sets, the LM weight of exp/MODEL chosen
+# by the sweep on its dev set, then its test sets decoded at that weight alone.  Decoding parameters
+# are tuned on dev, never on test.
+decode_tuned() {
+  local sets dev weight scale split
+  for sets in "${tuned_sets[@]}"; do
+    dev="${sets%%:*}"
+    decode "$1" "$2" "$dev" "$3" "${dev_sweep[@]}"
+    weight="$(cat "$exp/$1/decode_$dev/best_lmwt")"
+    scale="$(awk -v weight="$weight" 'BEGIN { print 1 / weight }')"
+    for split in $(echo "${sets#*:}" | tr : ' '); do
+      decode "$1" "$2" "$split" "$3" --acoustic-scale "$scale"
+      echo "$split: $(cat "$exp/$1/decode_$split/best_wer") (LM weight $weight, chosen on $dev)" >&2
+    done
+  done
+}
+
+# pocketsphinx_baseline STAGE SET...: pocketsphinx's stock en-us model (trained on real speech by
+# another toolkit) decoding data/SET with the same lexicon and trigram LM -> exp/pocketsphinx: the
+# reference every WER of the recipe is read against.
+pocketsphinx_baseline() {
+  local stage_number="$1" split
+  shift
+  for split in "$@"; do
+    launch "$cpu_cmd" "$logs/stage$stage_number/pocketsphinx_$split.log" \
+      python "$ASRKIT_ROOT/steps/pocketsphinx_decode.py" --nj "$nj" "$data/$split" "$data/local/dict" \
+        "$data/local/lm/test.arpa" "$exp/pocketsphinx/decode_$split"
+    echo "$split: $(cat "$exp/pocketsphinx/decode_$split/best_wer")" >&2
+  done
+}
+
+# make_results COMMAND_LINE RECIPE: the results table -> exp/RESULTS (steps/make_results.py), and the
+# training curves of lstm_ce and lstm_smbr -> exp/*/training.png.
+make_results() {
+  python "$ASRKIT_ROOT/steps/make_results.py" --command "$1" --recipe "$2" "$exp" > "$exp/RESULTS.tmp"
+  mv "$exp/RESULTS.tmp" "$exp/RESULTS"
+  cat "$exp/RESULTS"
+  local model
+  for model in lstm_ce lstm_smbr; do
+    python "$ASRKIT_ROOT/steps/plot_training.py" "$exp/$model/tensorboard" "$exp/$model/training.png" \
+      || echo "note: no plot for $model (see the error above); going on" >&2
+  done
+}

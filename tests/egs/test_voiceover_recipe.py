@@ -1,0 +1,57 @@
+"""egs/voiceover/run.sh --size tiny, end to end on the real game packages from Debian: fetching and
+unpacking, data dirs split by character, dictionary with letter-to-sound pronunciations, LMs,
+narrowband features (MP3 at 11025 Hz downsampled to 8 kHz), flat start, tree, multi-style CE with
+narrowband styles on the fly, decoding at the LM weight chosen on dev, sMBR, decoding again, the
+pocketsphinx baseline and the results table."""
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from asrkit.data.validate import validate_data_dir
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RECIPE = os.path.join(ROOT, "egs", "voiceover")
+
+
+@pytest.mark.skipif(shutil.which("apt-get") is None or shutil.which("festival") is None,
+                    reason="apt-get (to download the games from Debian) and festival are needed")
+def test_tiny_recipe_runs_end_to_end(tmp_path):
+    data, exp = tmp_path / "data", tmp_path / "exp"
+    command = [os.path.join(RECIPE, "run.sh"), "--size", "tiny", "--data", str(data), "--exp", str(exp)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    speakers = {}
+    for split in ("train", "dev", "test"):
+        assert validate_data_dir(str(data / split), require_text=True) == [], split
+        speakers[split] = {line.split()[1] for line in open(data / split / "utt2spk")}
+        wav = open(data / split / "wav.scp").readline().split()[1]
+        assert wav.endswith(".mp3") and os.path.exists(wav)
+    # Speakers are characters; dev and test characters never train; the hero trains.
+    assert "fotaq-joe" in speakers["train"]
+    assert not speakers["train"] & (speakers["dev"] | speakers["test"])
+    assert not speakers["dev"] & speakers["test"]
+    train_texts = {line.split(maxsplit=1)[1] for line in open(data / "train" / "text")}
+    assert not train_texts & {line.split(maxsplit=1)[1] for line in open(data / "test" / "text")}
+    generated = open(data / "local" / "dict" / "generated_lexicon.txt").read().split("\n")
+    lexicon_words = {line.split()[0] for line in open(data / "local" / "dict" / "lexicon.txt")}
+    assert all(line.split()[0] in lexicon_words for line in generated if line)
+    # The narrowband front end travels with the model.
+    front_end = json.load(open(exp / "lstm_ce" / "final" / "featurize.json"))
+    assert (front_end["sample_rate"], front_end["compression"], front_end["allow_downsample"]) == (8000, "root10", True)
+    for model in ("lstm_ce", "lstm_smbr"):
+        weight = float(open(exp / model / "decode_dev" / "best_lmwt").read())
+        for split in ("test", "train_fit"):
+            assert os.path.exists(exp / model / f"decode_{split}" / "best_wer")
+        log = open(exp / "log" / ("stage7" if model == "lstm_ce" else "stage9") / f"decode_{model}_test.log").read()
+        assert f"--acoustic-scale {1 / weight:g} " in log
+    smbr_log = open(exp / "log" / "stage8" / "train_lstm_smbr.log").read()
+    assert "asrkit-train-seq summary: status=ok steps=10" in smbr_log
+    results = open(exp / "RESULTS").read()
+    assert results.startswith("# egs/voiceover results")
+    for model in ("lstm_ce", "lstm_smbr", "pocketsphinx"):
+        assert f"{exp}/{model}/decode_test/score/wer" in results
+    assert "# stage times (s)" in results

@@ -189,16 +189,37 @@ decode_tuned() {
 
 # pocketsphinx_baseline STAGE SET...: pocketsphinx's stock en-us model (trained on real speech by
 # another toolkit) decoding data/SET with the same lexicon and trigram LM -> exp/pocketsphinx: the
-# reference every WER of the recipe is read against.
+# reference every WER of the recipe is read against.  With pocketsphinx_lm_weights set (e.g. "6.5 10
+# 13"), its language weight is chosen on dev like asrkit's: dev is decoded at each and SET at the best.
+pocketsphinx_lm_weights=
 pocketsphinx_baseline() {
-  local stage_number="$1" split
+  local stage_number="$1" split weight best_weight= best_wer= wer options=()
   shift
+  for weight in $pocketsphinx_lm_weights; do
+    pocketsphinx_decode "$stage_number" dev "$exp/pocketsphinx/dev_sweep/lw$weight" --lm-weight "$weight"
+    wer="$(awk '{ print $2 }' "$exp/pocketsphinx/dev_sweep/lw$weight/best_wer")"
+    if [ -z "$best_wer" ] || awk -v a="$wer" -v b="$best_wer" 'BEGIN { exit !(a < b) }'; then
+      best_wer="$wer"; best_weight="$weight"
+    fi
+  done
+  if [ -n "$best_weight" ]; then
+    # decode_dev is the chosen weight's, with best_lmwt as asrkit-decode's sweep leaves it.
+    rm -rf "$exp/pocketsphinx/decode_dev"
+    cp -r "$exp/pocketsphinx/dev_sweep/lw$best_weight" "$exp/pocketsphinx/decode_dev"
+    echo "$best_weight" > "$exp/pocketsphinx/decode_dev/best_lmwt"
+    echo "pocketsphinx: language weight $best_weight chosen on dev (WER $best_wer)" >&2
+    options=(--lm-weight "$best_weight")
+  fi
   for split in "$@"; do
-    launch "$cpu_cmd" "$logs/stage$stage_number/pocketsphinx_$split.log" \
-      python "$ASRKIT_ROOT/steps/pocketsphinx_decode.py" --nj "$nj" "$data/$split" "$data/local/dict" \
-        "$data/local/lm/test.arpa" "$exp/pocketsphinx/decode_$split"
+    pocketsphinx_decode "$stage_number" "$split" "$exp/pocketsphinx/decode_$split" "${options[@]}"
     echo "$split: $(cat "$exp/pocketsphinx/decode_$split/best_wer")" >&2
   done
+}
+# pocketsphinx_decode STAGE SET DECODE_DIR [OPTION...]: one pocketsphinx decoding (steps/pocketsphinx_decode.py).
+pocketsphinx_decode() {
+  launch "$cpu_cmd" "$logs/stage$1/pocketsphinx_$(basename "$3").log" \
+    python "$ASRKIT_ROOT/steps/pocketsphinx_decode.py" "${@:4}" --nj "$nj" "$data/$2" "$data/local/dict" \
+      "$data/local/lm/test.arpa" "$3"
 }
 
 # make_results COMMAND_LINE RECIPE: the results table -> exp/RESULTS (steps/make_results.py), and the

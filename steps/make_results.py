@@ -18,7 +18,7 @@ synthesised voices) of every model that decoded test, from each decode's
 score/per_spk.  Last, the LM weight each model's dev sweep chose
 (decode_dev/best_lmwt, decode_dev_noisy/best_lmwt) and the seconds each stage
 took (<exp-dir>/log/stage_times, run.sh's; a stage run more than once counts its
-last run).
+last run), and the LMs' perplexity on dev from make_lm's logs.
 """
 
 import argparse
@@ -30,6 +30,7 @@ import re
 import sys
 
 WER = re.compile(r"%WER\s+([0-9.]+)")
+LM_SUMMARY = re.compile(r"make_lm summary: status=ok .*heldout_ppl=([0-9.]+) heldout_oovs=(\d+)")
 UNROLL_MODEL = re.compile(r"^unroll_(b\d+_u\d+|full)$")
 CONVERGED_WITHIN = 0.01  # held-out frame accuracy, absolute
 DESCRIPTIONS = {
@@ -156,6 +157,19 @@ def read_stage_times(exp_dir):
     return times
 
 
+def read_lm_perplexities(exp_dir):
+    """{LM name: (held-out perplexity, held-out OOVs)} from make_lm's summary lines in the stage logs."""
+    perplexities = {}
+    for path in sorted(glob.glob(os.path.join(exp_dir, "log", "stage*", "make_lm_*.log"))):
+        name = os.path.basename(path)[len("make_lm_"):-len(".log")]
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                match = LM_SUMMARY.search(line)
+                if match:
+                    perplexities[name] = (float(match.group(1)), int(match.group(2)))
+    return perplexities
+
+
 def write_unrolling(out, exp_dir, wers):
     """Stage 11's truncated (b, u) runs and the full-unrolling run, one row each."""
     rows, first_config = [], None
@@ -234,6 +248,10 @@ def main():
         out.write("# LM weight chosen on dev: " + "; ".join(
             f"{model} " + ", ".join(f"{dev_set} {weight}" for dev_set, weight in chosen.items())
             for model, chosen in weights.items()) + "\n")
+    perplexities = read_lm_perplexities(args.exp_dir)
+    if perplexities:
+        out.write("# LM perplexity on dev (its transcripts held out from the LM): " + ", ".join(
+            f"{name} {value:.1f} ({oovs} OOV tokens)" for name, (value, oovs) in perplexities.items()) + "\n")
     write_voice_table(out, args.exp_dir, wers)
     write_unrolling(out, args.exp_dir, wers)
     out.write("\n# training (this run's last invocation of each trainer)\n")

@@ -75,6 +75,9 @@ def seq_params():
              "occupancy difference is below this are dropped (0: none).")
     p.define("one_silence_class", True, "sMBR: any silence pdf is correct on a silence frame; otherwise silence "
              "frames do not count.")
+    p.define("frame_smoothing", 0.0, "H of frame smoothing (F-smoothing, Su et al. 2013): the trainer maximises "
+             "(1 - H) L_AUX + H times the frames' cross-entropy objective against the numerator alignment, which "
+             "keeps the model near its CE start when the lattices are poor (0: sequence objective alone).")
     p.define("beam", 13.0, "Lattice generation: decoding beam.")
     p.define("lattice_beam", 6.0, "Lattice generation: lattice beam.")
     p.define("snapshot_every", 50, "Publish the live weights as the servers' snapshot every this many steps.")
@@ -85,6 +88,15 @@ def seq_params():
     p.define("valid_seq_utts", 10, "Held-out utterances whose sequence objective is computed at each validation "
              "(0: none).")
     return p
+
+
+def frame_smoothed(pdfs, values, targets, mask, weight):
+    """Outer derivatives [b, u, M] with the CE objective mixed in: the sequence ones scaled by 1 - weight, and
+    one more derivative per labelled frame, `weight` on its numerator-alignment pdf (d log p(target) is CE's)."""
+    labelled = (targets >= 0) & (mask > 0)
+    pdfs = np.concatenate([pdfs, np.maximum(targets, 0)[..., None].astype(pdfs.dtype)], axis=-1)
+    values = np.concatenate([(1.0 - weight) * values, (weight * labelled)[..., None].astype(values.dtype)], axis=-1)
+    return pdfs, values
 
 
 class StalenessFilter:
@@ -341,6 +353,8 @@ class SequenceCriterion(CrossEntropyCriterion):
         else:
             pdfs = batch.outer_pdfs
             values = self.staleness.apply(batch.outer_values, batch.versions, step)
+        if self.params.frame_smoothing > 0:
+            pdfs, values = frame_smoothed(pdfs, values, batch.targets, batch.mask, self.params.frame_smoothing)
         if self.params.mode == "full":
             return steps.full_seq(batch.features, batch.targets, batch.mask, pdfs, values)
         return steps.truncated_seq(batch.features, batch.targets, batch.mask, batch.reset, pdfs, values)

@@ -154,6 +154,8 @@ fi
 
 if run_stage 10; then
   begin_stage 10 "baseline: pocketsphinx's stock en-us model with this recipe's lexicon and LM -> $exp/pocketsphinx"
+  # Its language weight is chosen on dev, as asrkit's models' are (its default is 6.5).
+  pocketsphinx_lm_weights="6.5 10 13"
   pocketsphinx_baseline 10 test
 fi
 

@@ -50,6 +50,10 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
         assert f"--acoustic-scale {1 / weight:g} " in log
     smbr_log = open(exp / "log" / "stage8" / "train_lstm_smbr.log").read()
     assert "asrkit-train-seq summary: status=ok steps=10" in smbr_log
+    # pocketsphinx's language weight is chosen on dev too, and test is decoded at it.
+    weight = open(exp / "pocketsphinx" / "decode_dev" / "best_lmwt").read().strip()
+    assert weight in ("6.5", "10", "13")
+    assert f"--lm-weight {weight} " in open(exp / "log" / "stage10" / "pocketsphinx_decode_test.log").read()
     results = open(exp / "RESULTS").read()
     assert results.startswith("# egs/voiceover results")
     for model in ("lstm_ce", "lstm_smbr", "pocketsphinx"):

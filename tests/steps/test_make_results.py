@@ -135,3 +135,17 @@ def test_the_lm_weights_chosen_on_dev_and_the_stage_times(tmp_path):
     result = _make_results(exp)
     assert "# LM weight chosen on dev: lstm_ce dev 3.5, dev_noisy 4\n" in result.stdout
     assert "# stage times (s), 150 in all: 5: 30, 7: 120\n" in result.stdout
+
+
+def test_recipe_name_and_lm_perplexities_from_the_make_lm_logs(tmp_path):
+    exp = tmp_path / "exp"
+    _decode(exp, "lstm_ce", "test", 42.0)
+    (exp / "log" / "stage3").mkdir(parents=True)
+    (exp / "log" / "stage3" / "make_lm_test.log").write_text(
+        "# make_lm ...\n2026-01-01 INFO make_lm: make_lm summary: status=ok arpa=x order=3 method=kn "
+        "sentences=9 ngrams=1,2,3 oov_tokens=0 train_ppl=7.7 heldout_ppl=816.99 heldout_oovs=3 G=y\n")
+    (exp / "log" / "stage3" / "make_lm_bigram.log").write_text("make_lm failed before its summary\n")
+    result = _make_results(exp, "--recipe", "voiceover")
+    assert result.stdout.startswith("# egs/voiceover results")
+    assert "test_noisy" not in result.stdout.splitlines()[2]
+    assert "# LM perplexity on dev (its transcripts held out from the LM): test 817.0 (3 OOV tokens)\n" in result.stdout

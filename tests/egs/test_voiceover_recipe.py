@@ -39,6 +39,11 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     generated = open(data / "local" / "dict" / "generated_lexicon.txt").read().split("\n")
     lexicon_words = {line.split()[0] for line in open(data / "local" / "dict" / "lexicon.txt")}
     assert all(line.split()[0] in lexicon_words for line in generated if line)
+    # The vocabulary is train's words and frequent English words: test words outside both stay out.
+    train_words = {word for text in train_texts for word in text.split()}
+    assert train_words <= lexicon_words and {"THE", "PEOPLE", "BECAUSE"} <= lexicon_words
+    assert len(lexicon_words) <= len(train_words) + 1000 + 2  # + <UNK> and !SIL
+    assert not {line.split()[0] for line in generated if line} - train_words  # letter-to-sound: train's only
     # The narrowband front end travels with the model.
     front_end = json.load(open(exp / "lstm_ce" / "final" / "featurize.json"))
     assert (front_end["sample_rate"], front_end["compression"], front_end["allow_downsample"]) == (8000, "root10", True)

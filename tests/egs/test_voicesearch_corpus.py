@@ -129,14 +129,6 @@ def test_sentence_fraction_zero_gives_only_template_queries():
     assert "THE DOG IS HAPPY" not in texts
 
 
-def test_vocabulary_is_frequent_pronounceable_upper_case_words():
-    pronunciations = {word: [("X",)] for word in ("THE", "OF", "AND", "A", "I", "S", "WEATHER", "DON'T")}
-    vocabulary = vocabulary_selection.select_vocabulary(5, pronunciations)
-    assert vocabulary[:3] == ["THE", "AND", "OF"] or vocabulary[:3] == ["THE", "OF", "AND"]
-    assert len(vocabulary) == 5 and "S" not in vocabulary and "DON'T" not in vocabulary
-    assert set(vocabulary) <= {"THE", "OF", "AND", "A", "I", "WEATHER"}
-
-
 def test_wordnet_lists_part_of_speech_by_tagged_senses_and_filters_sentences(tmp_path):
     # index line: lemma pos synset_cnt p_cnt [pointers] sense_cnt tagsense_cnt offsets
     (tmp_path / "index.noun").write_text("  licence header\nfind n 1 0 1 2 001\nfish n 2 1 @ 2 9 002 003\n")

@@ -23,13 +23,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
 
 import soundfile  # noqa: E402
 
+from asrkit.dictionary.frequent_words import frequent_words  # noqa: E402
 from asrkit.dictionary.pronunciations import load_cmudict  # noqa: E402
 from asrkit.logs import log_command_line, setup_logging, summary_line  # noqa: E402
 
 import speakers as speaker_list  # noqa: E402
 import synthesis  # noqa: E402
 import text_generation  # noqa: E402
-import vocabulary as vocabulary_selection  # noqa: E402
 
 logger = logging.getLogger("measure_synthesis_speed")
 VOICES = [("flite", "kal16"), ("flite", "awb"), ("flite", "rms"), ("flite", "slt"),
@@ -53,7 +53,7 @@ def main():
     setup_logging()
     log_command_line(logger)
     pronunciations = load_cmudict()
-    vocabulary = vocabulary_selection.select_vocabulary(5000, pronunciations)
+    vocabulary = frequent_words(5000, pronunciations)
     generator = text_generation.make_generator(vocabulary, {w: pronunciations[w] for w in vocabulary})
     texts = [text.lower() for text in text_generation.generate_texts(generator, args.utterances, seed=1)]
     speeds = {}

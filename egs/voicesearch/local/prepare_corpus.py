@@ -30,6 +30,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))  # the asrkit checkout
 
 from asrkit.data.validate import write_new_data_dir  # noqa: E402
+from asrkit.dictionary.frequent_words import frequent_words  # noqa: E402
 from asrkit.dictionary.lexicon import out_of_lexicon  # noqa: E402
 from asrkit.dictionary.pronunciations import load_pronunciations  # noqa: E402
 from asrkit.errors import AsrkitError  # noqa: E402
@@ -41,7 +42,6 @@ import speakers as speaker_list  # noqa: E402
 import synthesis  # noqa: E402
 import text_generation  # noqa: E402
 import timings  # noqa: E402
-import vocabulary as vocabulary_selection  # noqa: E402
 
 logger = logging.getLogger("prepare_corpus")
 
@@ -270,7 +270,7 @@ def run(args):
                 ", ".join(unseen) or "none")
 
     pronunciations = load_pronunciations(args.pronunciations)
-    vocabulary = vocabulary_selection.select_vocabulary(args.vocabulary_size, pronunciations)
+    vocabulary = frequent_words(args.vocabulary_size, pronunciations)
     if len(vocabulary) < args.vocabulary_size:
         logger.warning("only %d words have a pronunciation (asked for %d)", len(vocabulary), args.vocabulary_size)
     with atomic_output(os.path.join(corpus_dir, "vocabulary.txt")) as handle:

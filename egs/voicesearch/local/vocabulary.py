@@ -1,8 +1,7 @@
 """The corpus vocabulary and the offline word lists that fill the query templates.
 
 Vocabulary: the N most frequent English words by wordfreq that CMUdict can
-pronounce, letters only (single letters only A and I, which are words; other
-single letters in wordfreq's list are pieces of contractions).  Word lists
+pronounce (asrkit.dictionary.frequent_words).  Word lists
 (first and last names, US states, countries from Faker's en_US data; nouns,
 verbs and adjectives from WordNet; WordNet's example sentences) are filtered to
 that vocabulary, so that every generated word can be pronounced and modelled.
@@ -13,26 +12,7 @@ import re
 
 WORDNET_DIR = "/usr/share/wordnet"  # Debian's wordnet-base
 WORDNET_PARTS_OF_SPEECH = {"noun": "noun", "verb": "verb", "adj": "adjective", "adv": "adverb"}
-SINGLE_LETTER_WORDS = {"A", "I"}
 _LETTERS_ONLY = re.compile(r"^[a-z]+$")
-
-
-def select_vocabulary(size, pronunciations):
-    """The `size` most frequent English words (upper case) that have a pronunciation, in frequency order."""
-    import wordfreq
-
-    vocabulary = []
-    for word in wordfreq.iter_wordlist("en", wordlist="best"):
-        if not _LETTERS_ONLY.match(word):
-            continue
-        upper = word.upper()
-        if len(upper) == 1 and upper not in SINGLE_LETTER_WORDS:
-            continue
-        if upper in pronunciations:
-            vocabulary.append(upper)
-            if len(vocabulary) == size:
-                break
-    return vocabulary
 
 
 def in_vocabulary(phrase, vocabulary):

@@ -90,7 +90,11 @@ def kneser_ney_counts(counts, order):
 
 def modified_kn_discounts(adjusted_counts):
     """(D1, D2, D3+) from the counts of counts of one order."""
-    count_of_counts = collections.Counter(min(value, 4) for value in adjusted_counts.values())
+    # n1..n4 are the numbers of n-grams seen exactly 1..4 times (Chen & Goodman's n_k); n-grams seen
+    # more often do not enter the estimate.  Lumping them into n4 drove D3+ to 0 on real text, where
+    # frequent n-grams outnumber those seen four times: a context then kept almost no mass for the
+    # words it was not seen with, and the trigram's held-out perplexity came out 2.6x the bigram's.
+    count_of_counts = collections.Counter(value for value in adjusted_counts.values() if value <= 4)
     n1, n2, n3, n4 = (count_of_counts.get(k, 0) for k in (1, 2, 3, 4))
     y = n1 / (n1 + 2 * n2) if n1 + 2 * n2 > 0 else 0.5
     discounts = []

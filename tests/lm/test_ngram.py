@@ -67,6 +67,17 @@ def test_kneser_ney_bigram_by_hand():
     assert 10 ** model.log10_prob("b", ("a",)) == pytest.approx((1 - d1) / 2 + gamma_a * p_b, rel=1e-5)
 
 
+def test_kneser_ney_discounts_count_only_ngrams_seen_one_to_four_times():
+    # n1=10, n2=5, n3=3, n4=2, and 50 n-grams seen 10 times, which are no n4: D3+ = 3 - 4Y n4/n3.
+    counts = {}
+    for count, number in ((1, 10), (2, 5), (3, 3), (4, 2), (10, 50)):
+        counts.update({f"{count}-{index}": count for index in range(number)})
+    y = 10 / (10 + 2 * 5)
+    expected = (1 - 2 * y * 5 / 10, 2 - 3 * y * 3 / 5, 3 - 4 * y * 2 / 3)
+    assert modified_kn_discounts(counts) == pytest.approx(expected)
+    assert modified_kn_discounts(counts)[2] > 1  # lumping the 50 into n4 would clip D3+ to 0
+
+
 def test_arpa_round_trip(tmp_path):
     model = estimate_ngram_lm(CORPUS, 3, "kn")
     path = str(tmp_path / "lm.arpa")

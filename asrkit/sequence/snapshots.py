@@ -30,21 +30,38 @@ def snapshot_name(step):
     return f"step-{int(step):09d}"
 
 
+def _published_steps(root):
+    """{step: entry name} of the snapshot dirs under root."""
+    steps = {}
+    for entry in os.listdir(root):
+        if entry.startswith("step-") and entry[5:].isdigit():
+            steps[int(entry[5:])] = entry
+    return steps
+
+
 def publish_snapshot(root, step, export, keep=4):
     """Export a snapshot with `export(path)` (writes a model dir there) and make it the latest.
 
     Returns the snapshot's path.  Snapshots beyond the newest `keep` are removed.
+    Snapshots of this step or later come from an abandoned run (training
+    started again with --no-resume, or resumed from an earlier checkpoint) and
+    are removed first: left in place, they would outrank the new ones, and the
+    pruning below would delete each new snapshot as soon as it was published,
+    leaving the servers on the initial model for the whole run.
     """
     os.makedirs(root, exist_ok=True)
+    for old_step, entry in _published_steps(root).items():
+        if old_step >= step:
+            shutil.rmtree(os.path.join(root, entry), ignore_errors=True)
     name = snapshot_name(step)
     path = os.path.join(root, name)
     export(path)
     with atomic_output(os.path.join(root, LATEST)) as out:
         json.dump({"step": int(step), "dir": name, "published": time.time()}, out)
         out.write("\n")
-    published = sorted(entry for entry in os.listdir(root) if entry.startswith("step-"))
-    for old in published[:-keep] if keep > 0 else []:
-        shutil.rmtree(os.path.join(root, old), ignore_errors=True)
+    published = _published_steps(root)
+    for old_step in sorted(published)[:-keep] if keep > 0 else []:
+        shutil.rmtree(os.path.join(root, published[old_step]), ignore_errors=True)
     return path
 
 

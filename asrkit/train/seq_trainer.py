@@ -59,6 +59,10 @@ logger = logging.getLogger("asrkit.train")
 STALENESS_EDGES = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 # How long a worker other than the chief waits for the chief's first snapshot.
 CHIEF_SNAPSHOT_WAIT_SECONDS = 300.0
+# Derivatives follow the snapshots about snapshot_every / 2 steps behind, plus the queue's few steps; a
+# mean staleness above this many snapshot intervals (plus the slack, in steps) is reported as stalled.
+STALLED_SNAPSHOTS_FACTOR = 3
+STALLED_SNAPSHOTS_SLACK = 10
 
 
 def seq_params():
@@ -370,6 +374,13 @@ class SequenceCriterion(CrossEntropyCriterion):
                                   list(STALENESS_EDGES) + [2 * STALENESS_EDGES[-1]])
         if self.staleness.frames:
             logger.info("staleness histogram (frames per age in steps): %s", self.staleness.histogram_text())
+            every = self.params.snapshot_every
+            if every and values["staleness_mean"] > STALLED_SNAPSHOTS_FACTOR * every + STALLED_SNAPSHOTS_SLACK:
+                # Derivatives this old mean the servers are not loading the snapshots (their logs say why):
+                # training then follows gradients of the starting model and drifts away from it.
+                logger.warning("the derivatives are %.0f steps old on average with a snapshot every %d steps: "
+                               "the example servers are not following the snapshots in %s (see their logs)",
+                               values["staleness_mean"], every, self.snapshot_dir)
         self.staleness.reset()
         utterances, totals = self.tap.take() if self.tap is not None else (0, {})
         if utterances:

@@ -1,7 +1,10 @@
 """Sequence training: the auxiliary loss, staleness, batching of outer derivatives, and train_seq on a toy task."""
 
+import dataclasses
 import json
+import logging
 import os
+import re
 
 import numpy as np
 import pytest
@@ -165,6 +168,28 @@ def test_mmi_training_resumes_after_a_stop(seq_task, tmp_path):
     with pytest.raises(AsrkitError, match="criterion"):
         train_seq(seq_task["data"], seq_task["ali"], seq_task["ce"], seq_task["graph"], exp_dir,
                   _seq_options(criterion="smbr", max_steps=20))
+
+
+def test_training_again_from_the_start_follows_its_own_snapshots(seq_task, tmp_path, caplog):
+    exp_dir = str(tmp_path / "again")
+    first = train_seq(seq_task["data"], seq_task["ali"], seq_task["ce"], seq_task["graph"], exp_dir,
+                      _seq_options(criterion="mmi", max_steps=30, valid_every=0))
+    assert first.steps == 30
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        again = train_seq(seq_task["data"], seq_task["ali"], seq_task["ce"], seq_task["graph"], exp_dir,
+                          dataclasses.replace(_seq_options(criterion="mmi", max_steps=20, valid_every=0),
+                                              resume=False))
+    assert again.steps == 20 and not again.resumed_from
+    # The derivatives come from the new run's snapshots (one every 5 steps): none of them is missing
+    # when the servers look for it, and the first run's later snapshots are gone.
+    assert "could not load snapshot" not in caplog.text
+    assert "not following the snapshots" not in caplog.text
+    assert re.findall(r"staleness_max ([0-9.]+)", caplog.text)
+    snapshots = os.path.join(exp_dir, "snapshots")
+    with open(os.path.join(snapshots, "latest")) as handle:
+        assert json.load(handle)["step"] == 20
+    assert max(entry for entry in os.listdir(snapshots) if entry.startswith("step-")) == "step-000000020"
 
 
 def test_bucket_batcher_delays_outer_derivatives_like_targets():

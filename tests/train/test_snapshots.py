@@ -30,6 +30,22 @@ def test_publish_points_latest_at_the_newest_and_keeps_a_few(seq_task, tmp_path)
         read_latest(root)
 
 
+def test_a_rerun_replaces_the_abandoned_runs_snapshots(seq_task, tmp_path):
+    # A run that went to step 100, then training again from step 0 (--no-resume): its snapshots must
+    # be the ones kept and followed, not deleted on publication as the oldest.
+    root = str(tmp_path / "snapshots")
+    for step in (0, 40, 60, 80, 100):
+        publish_snapshot(root, step, _copy_export(seq_task["ce"]))
+    for step in (0, 20):
+        path = publish_snapshot(root, step, _copy_export(seq_task["ce"]))
+        assert read_latest(root) == (step, path) and os.path.exists(os.path.join(path, "model.json"))
+    assert sorted(os.listdir(root)) == ["latest", "step-000000000", "step-000000020"]
+    # Resuming at a step that was published before re-exports it.
+    publish_snapshot(root, 40, _copy_export(seq_task["ce"]))
+    publish_snapshot(root, 20, _copy_export(seq_task["ce"]), keep=2)
+    assert sorted(os.listdir(root)) == ["latest", "step-000000000", "step-000000020"]
+
+
 def test_follower_reloads_weights_in_place(seq_task, tmp_path):
     from asrkit.nn.model_dir import load_acoustic_model, write_model_dir
     from asrkit.nn.registry import build_from_config

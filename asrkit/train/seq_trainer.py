@@ -65,6 +65,15 @@ STALLED_SNAPSHOTS_FACTOR = 3
 STALLED_SNAPSHOTS_SLACK = 10
 
 
+def snapshots_stalled(staleness_mean, snapshot_every):
+    """Whether derivatives this old on average mean the servers are not loading the snapshots.
+
+    Training on them follows the gradients of the starting model and drifts away from it; the
+    servers' logs say why they could not load the snapshots.
+    """
+    return bool(snapshot_every) and staleness_mean > STALLED_SNAPSHOTS_FACTOR * snapshot_every + STALLED_SNAPSHOTS_SLACK
+
+
 def seq_params():
     """train_params() with sequence-training defaults, plus the criterion, snapshot and staleness knobs."""
     p = train_params()
@@ -375,9 +384,7 @@ class SequenceCriterion(CrossEntropyCriterion):
         if self.staleness.frames:
             logger.info("staleness histogram (frames per age in steps): %s", self.staleness.histogram_text())
             every = self.params.snapshot_every
-            if every and values["staleness_mean"] > STALLED_SNAPSHOTS_FACTOR * every + STALLED_SNAPSHOTS_SLACK:
-                # Derivatives this old mean the servers are not loading the snapshots (their logs say why):
-                # training then follows gradients of the starting model and drifts away from it.
+            if snapshots_stalled(values["staleness_mean"], every):
                 logger.warning("the derivatives are %.0f steps old on average with a snapshot every %d steps: "
                                "the example servers are not following the snapshots in %s (see their logs)",
                                values["staleness_mean"], every, self.snapshot_dir)

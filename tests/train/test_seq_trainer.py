@@ -11,7 +11,7 @@ import pytest
 
 from asrkit.errors import AsrkitError
 from asrkit.train.examples import Example, ListExamples, OuterDerivatives
-from asrkit.train.seq_trainer import StalenessFilter, frame_smoothed, train_seq
+from asrkit.train.seq_trainer import StalenessFilter, frame_smoothed, snapshots_stalled, train_seq
 from asrkit.train.trainer import TrainOptions
 from asrkit.train.truncated_batcher import TruncatedBatcher
 
@@ -53,6 +53,13 @@ def test_staleness_filter_drops_old_frames_and_zeroes_the_stalest_streams():
     assert stale.counts.sum() == 11  # frames with derivatives
     assert "5-9:3" in stale.histogram_text()
     assert values.sum() == 22  # the batch itself is untouched
+
+
+def test_stalled_snapshots_are_told_from_the_usual_lag():
+    # With a snapshot every 20 steps the derivatives are about 15 steps old (the recipes' logs).
+    assert not snapshots_stalled(14.5, 20) and not snapshots_stalled(60.0, 20)
+    assert snapshots_stalled(75.0, 20) and snapshots_stalled(434.5, 20)
+    assert not snapshots_stalled(434.5, 0)  # no snapshots published: nothing to follow
 
 
 def test_frame_smoothing_mixes_in_the_cross_entropy_derivative():

@@ -7,7 +7,8 @@ distributed random text, the monophone HCLG, and oracle-like log-likelihoods
 (0 for the aligned pdf, N(--wrong, --noise) for the others) of held-out
 sentences from the same distribution.  One process, so the numbers are per
 core; a frame is 30 ms of audio.  Both decoders are timed: FasterDecoder
-(1-best) and LatticeSimpleDecoder (lattices, as the LM-weight sweep uses).
+(1-best) and asrkit's lattice decoder (lattices, as the LM-weight sweep uses).
+bench/lattice_decoder.py compares the lattice decoders on a recipe's graph.
 """
 
 import argparse
@@ -59,7 +60,7 @@ def main():
               f"{len(matrices)} utterances, {frames} frames ({frames * FRAME_SECONDS / 60:.1f} min of audio)")
         print(f"default beams: acoustic-scale {defaults.acoustic_scale}, beam {defaults.beam}, "
               f"max-active {defaults.max_active}, lattice-beam {defaults.lattice_beam}")
-        for lattices, name in ((False, "FasterDecoder"), (True, "LatticeSimpleDecoder")):
+        for lattices, name in ((False, "FasterDecoder"), (True, "asrkit lattice")):
             decoder = GraphDecoder.from_file(os.path.join(graph, "HCLG.fst"), defaults, lattices=lattices)
             hyps = {}
             start = time.process_time()

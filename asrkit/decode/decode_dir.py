@@ -15,12 +15,12 @@ The LM-weight sweep scores the 1-best at LMWT = --min-lmwt, + --lmwt-step, ..,
 --max-lmwt.  An LM weight w corresponds to the acoustic scale 1/w (Kaldi's
 convention), e.g. --acoustic-scale 0.1 ~ LMWT 10.  Two ways (sweep_method):
 - "lattice", Kaldi's local/score.sh: the best path of one lattice per utterance
-  under LMWT x graph + acoustic.  Decoding uses LatticeSimpleDecoder and keeps
-  the lattices in memory (they are written only with --write-lattices).
+  under LMWT x graph + acoustic.  Decoding uses asrkit's lattice decoder
+  (asrkit.decode.lattice_faster) and keeps the lattices in memory (they are
+  written only with --write-lattices).  One decoding pass for every weight.
 - "best-path": FasterDecoder again at each acoustic scale 1/LMWT over the same
   log-likelihoods (computed once).  Exact for each weight, where a lattice
-  holds only the paths within its lattice beam, and on this machine faster
-  than one LatticeSimpleDecoder pass at a useful beam.
+  holds only the paths within its lattice beam, but a decoding pass per weight.
 Without the sweep, FasterDecoder gives the 1-best at --acoustic-scale and the
 score of that 1-best is reported.  A sweep chooses the weight, so it belongs
 on a dev set; a test set is decoded at the weight chosen there.
@@ -147,7 +147,7 @@ def run_decode_job(job, context):
     decoder = GraphDecoder.from_file(os.path.join(job.graph_dir, "HCLG.fst"), job.options.decoder,
                                      lattices=job.make_lattices)
     log.info("job %d: %d utterances, %s decoder, options %s", job.index, len(job.utterance_ids),
-             "LatticeSimpleDecoder" if job.make_lattices else "FasterDecoder", job.options.decoder)
+             "asrkit's lattice" if job.make_lattices else "FasterDecoder", job.options.decoder)
     available = set(job.source.utterance_ids())
     statuses, frames, busy = {}, 0, 0.0
     sweep = {weight: {} for weight in job.lm_weights}
@@ -201,14 +201,13 @@ def run_decode_job(job, context):
                     busy += time.monotonic() - start
                     sweep[weight][utterance_id] = swept.words if swept.status not in (FAILED, EMPTY) else []
             if result.lattice is not None:
-                from asrkit.decode.lattice import best_path_words, lattice_to_array
+                from asrkit.decode.lattice import best_path_words
 
                 for weight in job.lm_weights:
                     best = best_path_words(result.lattice, weight)
                     sweep[weight][utterance_id] = best if best is not None else []
                 if lattice_writer is not None:
-                    lattice_writer.write(utterance_id, lattice_to_array(result.lattice),
-                                         attrs={"start": int(result.lattice.start)})
+                    lattice_writer.write(utterance_id, result.lattice, attrs={"start": 0})
     except BaseException:
         if lattice_writer is not None:
             lattice_writer.abort()

@@ -1,4 +1,10 @@
-"""One utterance through HCLG with kaldi-decoder: best path (FasterDecoder) or lattice (LatticeSimpleDecoder).
+"""One utterance through HCLG: the best path (kaldi-decoder's FasterDecoder) or a lattice (asrkit's own).
+
+Lattices come from asrkit.decode.lattice_faster (Kaldi's LatticeFasterDecoder
+algorithm, compiled with numba), which replaced kaldi-decoder's
+LatticeSimpleDecoder: that one has no max-active limit and slowed from 572 to
+7 frames/s as the beam went from 8 to 13 on a 419k-state graph.  The best path
+alone stays with FasterDecoder, which is a little faster still.
 
 HCLG's input labels are pdf + 1 and kaldi-decoder's DecodableCtc reads column
 label - 1 of the matrix it is given, so the log-likelihoods are scaled by the
@@ -41,7 +47,10 @@ class UtteranceResult:
     acoustic_cost: float = math.nan  # unscaled: -sum of log-likelihoods along the path
     beam: float = math.nan
     total_cost: float = math.nan  # graph cost + acoustic scale * acoustic cost: what the decoder minimised
-    lattice: object = None  # kaldifst.Lattice with unscaled acoustic costs, when lattices are made
+    # When lattices are made: float64 [N, 6] rows as asrkit.decode.lattice describes, acoustic costs unscaled,
+    # states numbered topologically from the start state 0.
+    lattice: np.ndarray = None
+    lattice_states: int = 0
 
 
 def _path_costs(lattice):
@@ -54,12 +63,22 @@ def _path_costs(lattice):
 
 
 class GraphDecoder:
-    """Decodes utterances with one HCLG (loaded once); `lattices` selects LatticeSimpleDecoder."""
+    """Decodes utterances with one HCLG (loaded once); `lattices` selects asrkit's lattice decoder."""
 
     def __init__(self, hclg, options, lattices=False):
         self.hclg = hclg
         self.options = options
         self.lattices = lattices
+        self._arrays = None
+
+    @property
+    def graph_arrays(self):
+        """The HCLG as asrkit.decode.lattice_faster.DecodingGraph, made on first use (about 1 s per 100k states)."""
+        if self._arrays is None:
+            from asrkit.decode.lattice_faster import DecodingGraph
+
+            self._arrays = DecodingGraph.from_fst(self.hclg)
+        return self._arrays
 
     @classmethod
     def from_file(cls, hclg_path, options, lattices=False):
@@ -79,24 +98,21 @@ class GraphDecoder:
         if not reached and not self.options.allow_partial:
             return False, None, None
         succeeded, best = decoder.get_best_path(use_final_probs=reached)
-        return reached and succeeded, (best if succeeded else None), None
+        return reached and succeeded, (_path_costs(best) if succeeded else None), None
 
-    def _decode_lattice(self, decodable, beam):
-        import kaldi_decoder
+    def _decode_lattice(self, scaled, beam):
+        from asrkit.decode import lattice_faster
 
-        config = kaldi_decoder.LatticeSimpleDecoderConfig(beam=beam, lattice_beam=self.options.lattice_beam)
-        decoder = kaldi_decoder.LatticeSimpleDecoder(self.hclg, config)
-        decoder.decode(decodable)
-        reached = math.isfinite(decoder.final_relative_cost())
-        if not reached and not self.options.allow_partial:
+        o = self.options
+        output = lattice_faster.decode(self.graph_arrays, -scaled, beam=beam, max_active=o.max_active,
+                                       min_active=o.min_active, lattice_beam=o.lattice_beam)
+        if not output.reached_final and not o.allow_partial:
             return False, None, None
-        # After decode() (which finalizes) only use_final_probs=True is allowed; when no token is final,
-        # Kaldi then treats every surviving token as final, which is the partial path.
-        succeeded, best = decoder.get_best_path(use_final_probs=True)
-        if not succeeded:
+        # When no token is final, every surviving token counts as final (Kaldi's partial path).
+        best = lattice_faster.best_path(output.lattice, output.num_states)
+        if best is None:
             return False, None, None
-        _, lattice = decoder.get_raw_lattice(use_final_probs=True)
-        return reached, best, lattice
+        return output.reached_final, best, output
 
     def decode(self, loglikes, acoustic_scale=None):
         """Decode one [frames, num_pdfs] matrix of unscaled log-likelihoods; returns UtteranceResult.
@@ -104,8 +120,6 @@ class GraphDecoder:
         acoustic_scale overrides the options' (the best-path LM-weight sweep decodes at several).
         """
         import kaldi_decoder
-
-        from asrkit.decode.lattice import scale_acoustics
 
         num_frames = int(loglikes.shape[0])
         if num_frames == 0:
@@ -115,8 +129,8 @@ class GraphDecoder:
         run = self._decode_lattice if self.lattices else self._decode_best_path
         status = OK
         for beam in (self.options.beam, self.options.effective_retry_beam):
-            decodable = kaldi_decoder.DecodableCtc(scaled)
-            reached, best, lattice = run(decodable, beam)
+            source = scaled if self.lattices else kaldi_decoder.DecodableCtc(scaled)
+            reached, best, output = run(source, beam)
             if reached:
                 break
             status = RETRIED
@@ -124,8 +138,11 @@ class GraphDecoder:
             if best is None:
                 return UtteranceResult(FAILED, [], num_frames, beam=beam)
             status = PARTIAL
-        words, graph_cost, scaled_acoustic = _path_costs(best)
-        if lattice is not None:
-            scale_acoustics(lattice, 1.0 / scale)
-        return UtteranceResult(status, words, num_frames, graph_cost, scaled_acoustic / scale, beam,
-                               graph_cost + scaled_acoustic, lattice)
+        words, graph_cost, scaled_acoustic = best
+        result = UtteranceResult(status, words, num_frames, graph_cost, scaled_acoustic / scale, beam,
+                                 graph_cost + scaled_acoustic)
+        if output is not None:
+            result.lattice = output.lattice
+            result.lattice[:, 5] /= scale
+            result.lattice_states = output.num_states
+        return result

@@ -3,10 +3,13 @@
 A lattice is stored as one float64 array [N, 6], a row per arc:
 (state, next_state, input label = pdf + 1, output label = word id, graph cost,
 acoustic cost), and a row per final state: (state, -1, 0, 0, graph cost,
-acoustic cost); the start state is attribute `start` of the dataset.  Acoustic
-costs are stored unscaled (negated log-likelihoods), as Kaldi stores them, so a
-lattice decoded at one acoustic scale can be rescored at any other.  The
-lattices are the decoder's raw state-level lattices, pruned to --lattice-beam.
+acoustic cost); the start state is attribute `start` of the dataset (0 for
+asrkit's decoder, which numbers the states topologically and sorts the rows by
+state).  Acoustic costs are stored unscaled (negated log-likelihoods), as Kaldi
+stores them, so a lattice decoded at one acoustic scale can be rescored at any
+other.  The lattices are the decoder's raw state-level lattices, pruned to
+--lattice-beam.  lattice_to_array and array_to_lattice convert from and to
+kaldifst.Lattice, for OpenFst's algorithms (n-best lists, shortest paths).
 """
 
 import numpy as np
@@ -47,22 +50,107 @@ def array_to_lattice(array, start=0):
     return lattice
 
 
-def scale_acoustics(lattice, scale):
-    """Multiply the acoustic costs of `lattice` by `scale` in place."""
-    import kaldifst
+def is_topological(array, start=0):
+    """Whether the start state is 0, every arc goes to a higher state, and the rows are sorted by state:
+    the order asrkit's decoder writes, in which one pass over the rows finds a best path."""
+    if not len(array):
+        return True
+    arcs = array[array[:, 1] != FINAL]
+    return start == 0 and bool(np.all(arcs[:, 1] > arcs[:, 0])) and bool(np.all(np.diff(array[:, 0]) >= 0))
 
-    kaldifst.scale_lattice([[1.0, 0.0], [0.0, scale]], lattice)
+
+def topological(array, start=0):
+    """The same lattice with its states renumbered topologically from the start (0) and its rows sorted;
+    for lattices made elsewhere (kaldi-decoder's), which number states in the order they were made."""
+    if is_topological(array, start):
+        return array
+    order = _kahn_order(array, start)
+    new = np.full(int(array[:, :2].max()) + 1, -1, dtype=np.int64)
+    new[order] = np.arange(len(order))
+    keep = new[array[:, 0].astype(np.int64)] >= 0
+    result = array[keep].copy()
+    result[:, 0] = new[result[:, 0].astype(np.int64)]
+    arcs = result[:, 1] != FINAL
+    result[arcs, 1] = new[result[arcs, 1].astype(np.int64)]
+    return result[np.argsort(result[:, 0], kind="stable")]
+
+
+def _kahn_order(array, start):
+    """States reachable from `start`, in a topological order beginning with it (Kahn's algorithm)."""
+    arcs = array[array[:, 1] != FINAL][:, :2].astype(np.int64)
+    num_states = int(array[:, :2].max()) + 1
+    successors = [[] for _ in range(num_states)]
+    indegree = np.zeros(num_states, dtype=np.int64)
+    reachable = {int(start)}
+    stack = [int(start)]
+    while stack:  # in-degrees count only arcs from states reachable from the start
+        state = stack.pop()
+        for target in arcs[arcs[:, 0] == state, 1].tolist():
+            successors[state].append(target)
+            indegree[target] += 1
+            if target not in reachable:
+                reachable.add(target)
+                stack.append(target)
+    order, ready = [], [int(start)]
+    while ready:
+        state = ready.pop()
+        order.append(state)
+        for target in successors[state]:
+            indegree[target] -= 1
+            if indegree[target] == 0:
+                ready.append(target)
+    if len(order) != len(reachable):
+        raise ValueError("the lattice has a cycle")
+    return np.array(order, dtype=np.int64)
 
 
 def best_path_words(lattice, lm_weight):
-    """Word ids of the best path under cost = lm_weight * graph + acoustic (acoustics unscaled).
+    """Word ids of the best path of a lattice array under cost = graph + acoustic / lm_weight (acoustics
+    unscaled), or None when no final state is reachable.
 
     Kaldi's score.sh does the same with lattice-scale --inv-acoustic-scale=LMWT and lattice-best-path.
+    The lattice must be numbered topologically (see `topological`), as asrkit's decoder writes it.
     """
-    import kaldifst
+    from asrkit.decode.lattice_faster import best_path
 
-    scaled = kaldifst.Lattice(lattice)
-    kaldifst.scale_lattice([[1.0, 0.0], [0.0, 1.0 / lm_weight]], scaled)
-    best = kaldifst.shortest_path(scaled)
-    succeeded, _, words, _ = kaldifst.get_linear_symbol_sequence(best)
-    return list(words) if succeeded else None
+    if not is_topological(lattice):
+        raise ValueError("the lattice's states are not numbered topologically; see asrkit.decode.lattice.topological")
+    best = best_path(lattice, acoustic_scale=1.0 / lm_weight)
+    return best[0] if best is not None else None
+
+
+def oracle_errors(lattice, reference):
+    """The fewest word errors (substitutions + deletions + insertions) of any path of a topologically
+    numbered lattice against `reference` (word ids), as Kaldi's lattice-oracle; None without a final state.
+
+    One pass over the rows: errors[state, j] is the fewest errors of a path to `state` that has
+    consumed the first j reference words.  A word arc substitutes or matches reference word j, or is an
+    insertion; a reference word can be deleted at any state.
+    """
+    if not is_topological(lattice):
+        raise ValueError("the lattice's states are not numbered topologically; see asrkit.decode.lattice.topological")
+    if not len(lattice):
+        return None
+    reference = np.asarray(reference, dtype=np.int64)
+    length = len(reference)
+    num_states = int(lattice[:, :2].max()) + 1
+    errors = np.full((num_states, length + 1), np.inf)
+    errors[0] = np.arange(length + 1)
+    best = np.inf
+    deletions = np.arange(length + 1)
+    for state, target, _, word, _, _ in lattice.tolist():
+        state = int(state)
+        here = errors[state]
+        if np.isinf(here[0]) and np.isinf(here).all():
+            continue
+        # Deletions within the state, so that an arc leaving it may start at any reference position.
+        here = np.minimum.accumulate(here - deletions) + deletions
+        errors[state] = here
+        if int(target) == FINAL:
+            best = min(best, here[length])
+            continue
+        arrived = here.copy() if word == 0 else here + 1  # epsilon: nothing; word: an insertion
+        if word != 0 and length:
+            arrived[1:] = np.minimum(arrived[1:], here[:-1] + (reference != int(word)))
+        errors[int(target)] = np.minimum(errors[int(target)], arrived)
+    return None if np.isinf(best) else int(best)

@@ -1,7 +1,7 @@
 """Outer derivatives of one utterance, as an example server computes them (seed 000 section 3, seed 002 section 2).
 
     model snapshot theta' -> log-likelihoods over the whole utterance (one dynamic unroll)
-      -> lattice with the bigram HCLG (kaldi-decoder's LatticeSimpleDecoder)
+      -> lattice with the bigram HCLG (asrkit.decode.lattice_faster)
       -> forward-backward (sMBR: expectation semiring; MMI: log semiring) against the
          numerator alignment -> w(t, k) = d objective / d loglike(t, k)
       -> filters (MMI-FR's frame rejection, minimum posterior) -> OuterDerivatives
@@ -89,7 +89,6 @@ class OuterDerivativeComputer:
         lattice_states, and seconds of the model, lattice and forward-backward parts.
         """
         from asrkit.decode.decoder import FAILED
-        from asrkit.decode.lattice import lattice_to_array
         from asrkit.sequence import criteria
         from asrkit.sequence.lattice_graph import LatticeGraph
         from asrkit.train.examples import OuterDerivatives
@@ -102,7 +101,7 @@ class OuterDerivativeComputer:
         if result.status == FAILED or result.lattice is None:
             raise NoLattice(f"no lattice: the decoder reached no final state at beam {result.beam:g}")
         num_frames = len(features)
-        graph = LatticeGraph.from_array(lattice_to_array(result.lattice), result.lattice.start, num_frames)
+        graph = LatticeGraph.from_array(result.lattice, 0, num_frames)
         decoded = time.perf_counter()
         loglikes = loglikes.astype(np.float64)
         if o.criterion == "smbr":

@@ -1,5 +1,6 @@
 """Decoding oracle log-likelihoods through the toy HCLG: the reference comes back; bad input is handled."""
 
+import dataclasses
 import os
 
 import numpy as np
@@ -100,8 +101,11 @@ def test_decode_dir_with_lm_weight_sweep_and_lattices(task, tmp_path):
     words = SymbolTable.read(os.path.join(task["graph"], "words.txt"))
     with TableReader(os.path.join(out, "lat.scp")) as lattices:
         assert sorted(lattices.keys()) == sorted(REFERENCES)
-        lattice = array_to_lattice(lattices["spk1-u2"], lattices.attrs("spk1-u2")["start"])
+        assert lattices.attrs("spk1-u2")["start"] == 0
+        lattice = lattices["spk1-u2"]
         assert " ".join(words.symbol_of[w] for w in best_path_words(lattice, 10)) == REFERENCES["spk1-u2"]
+        # The same lattice through OpenFst's shortest path.
+        assert array_to_lattice(lattice).num_states == int(lattice[:, :2].max()) + 1
 
 
 def test_best_path_sweep_decodes_again_at_each_weight_without_lattices(task, tmp_path):
@@ -176,20 +180,19 @@ def test_empty_missing_and_oov_utterances_are_counted(task, tmp_path):
     assert read_text(os.path.join(out, "hyp.txt"))["spk3-u1"] == "ALPHA"
 
 
-def test_no_surviving_path_is_retried_then_reported(task, tmp_path):
+@pytest.mark.parametrize("lattices", [False, True])
+def test_no_surviving_path_is_retried_then_reported(task, lattices):
     tree = ContextDependency.read(os.path.join(task["model"], "tree.json"))
     pdf = monophone_pdf_of_phone(tree)
     # "P AA" is ALPHA without its final L: only a path that pays for one wrong frame reaches a final state.
     alignment = np.array([pdf["P"], pdf["P"], pdf["AA"], pdf["AA"]])
     matrix = oracle_loglikes(alignment, tree.num_pdfs, np.random.default_rng(0), wrong=-30.0, noise=0.0)
     graph = os.path.join(task["graph"], "HCLG.fst")
-    # LatticeSimpleDecoder prunes the last frame strictly at the beam (FasterDecoder keeps more tokens there).
-    tight = DecoderOptions(acoustic_scale=1.0, beam=1.0, retry_beam=2.0)
-    assert GraphDecoder.from_file(graph, tight, lattices=True).decode(matrix).status == "failed"
-    partial = GraphDecoder.from_file(graph, DecoderOptions(acoustic_scale=1.0, beam=1.0, retry_beam=2.0,
-                                                           allow_partial=True), lattices=True).decode(matrix)
-    assert partial.status == "partial"
-    retried = GraphDecoder.from_file(graph, DecoderOptions(acoustic_scale=1.0, beam=1.0, retry_beam=100.0),
-                                     lattices=True)
+    # min-active 0: the toy graph has fewer active tokens than the default 200, which would keep them all.
+    tight = DecoderOptions(acoustic_scale=1.0, beam=1.0, retry_beam=2.0, min_active=0)
+    assert GraphDecoder.from_file(graph, tight, lattices=lattices).decode(matrix).status == "failed"
+    partial_options = dataclasses.replace(tight, allow_partial=True)
+    assert GraphDecoder.from_file(graph, partial_options, lattices=lattices).decode(matrix).status == "partial"
+    retried = GraphDecoder.from_file(graph, dataclasses.replace(tight, retry_beam=100.0), lattices=lattices)
     result = retried.decode(matrix)
     assert result.status == "retried" and result.beam == 100.0

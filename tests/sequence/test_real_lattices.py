@@ -1,4 +1,4 @@
-"""The graph and the passes on raw lattices from kaldi-decoder's LatticeSimpleDecoder (the toy HCLG).
+"""The graph and the passes on raw lattices from asrkit's lattice decoder (the toy HCLG).
 
 What ties LatticeGraph to real decoder output: the acoustic cost the decoder
 stored on every emitting arc is -loglikes[frame, pdf] at the frame and pdf the
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from asrkit.decode.decoder import DecoderOptions, GraphDecoder
-from asrkit.decode.lattice import lattice_to_array, scale_acoustics
+from asrkit.decode.lattice import array_to_lattice
 from asrkit.decode.synthetic import (
     TOY_LEXICON, build_toy_task, monophone_pdf_of_phone, oracle_alignment, oracle_loglikes,
 )
@@ -48,7 +48,7 @@ def decode(task, words, seed, lattice_beam=6.0, noise=1.0, wrong=-3.0):
 
 
 def graph_of(result, loglikes):
-    return LatticeGraph.from_array(lattice_to_array(result.lattice), result.lattice.start, len(loglikes))
+    return LatticeGraph.from_array(result.lattice, 0, len(loglikes))
 
 
 UTTERANCES = [("ALPHA BRAVO", 0), ("CHARLIE DELTA ECHO", 1), ("GOLF ALPHA BRAVO DELTA", 2)]
@@ -57,7 +57,7 @@ UTTERANCES = [("ALPHA BRAVO", 0), ("CHARLIE DELTA ECHO", 1), ("GOLF ALPHA BRAVO 
 @pytest.mark.parametrize("words,seed", UTTERANCES)
 def test_arcs_carry_the_decoders_frames_and_pdfs(task, words, seed):
     result, _, loglikes = decode(task, words, seed)
-    array = lattice_to_array(result.lattice)
+    array = result.lattice
     graph = graph_of(result, loglikes)
     emitting = graph.emitting
     assert emitting.any() and (~emitting).any()  # raw lattices do have epsilon arcs
@@ -83,8 +83,8 @@ def test_best_path_and_posteriors_agree_with_the_decoder(task, words, seed):
     result, _, loglikes = decode(task, words, seed)
     graph = graph_of(result, loglikes)
     scores = arc_log_scores(graph, loglikes, KAPPA)
-    scaled = kaldifst.Lattice(result.lattice)
-    scale_acoustics(scaled, KAPPA)
+    scaled = array_to_lattice(result.lattice)
+    kaldifst.scale_lattice([[1.0, 0.0], [0.0, KAPPA]], scaled)
     _, _, _, weight = kaldifst.get_linear_symbol_sequence(kaldifst.shortest_path(scaled))
     assert viterbi_score(graph, scores) == pytest.approx(-(weight.value1 + weight.value2), abs=1e-3)
     assert viterbi_score(graph, scores) == pytest.approx(-result.total_cost, abs=1e-3)
@@ -107,7 +107,7 @@ def test_total_equals_the_sum_over_every_path_kaldifst_lists(task):
         counts[target] += counts[source]
     num_paths = int(counts[graph.final_states].sum())
     assert 10 < num_paths < 3000, num_paths
-    nbest = kaldifst.lattice_to_nbest(result.lattice, acoustic_scale=KAPPA, n=num_paths + 10)
+    nbest = kaldifst.lattice_to_nbest(array_to_lattice(result.lattice), acoustic_scale=KAPPA, n=num_paths + 10)
     assert len(nbest) == num_paths
     path_scores = []
     for path in nbest:

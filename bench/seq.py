@@ -3,7 +3,7 @@
 
 Example server (asrkit.sequence.outer, what `asrkit-serve-examples --mode seq`
 does per utterance after featurizing): the model over the whole utterance,
-lattice generation with the graph (kaldi-decoder's LatticeSimpleDecoder), and
+lattice generation with the graph (asrkit's lattice decoder), and
 lattice -> arrays -> forward-backward -> derivatives -> filtering, each timed
 apart and reported as seconds of audio per CPU second (x real time).  The
 features come from feats.scp, so featurizing and noisifying (bench/serve.py)

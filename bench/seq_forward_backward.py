@@ -5,7 +5,7 @@
 A synthetic task as in bench/decode.py: a CMUdict lexicon of --words words, a
 bigram over Zipf-distributed random text, the monophone HCLG, and oracle-like
 log-likelihoods (0 for the aligned pdf, N(--wrong, --noise) for the others) of
-sentences of 2-30 words.  Each utterance is decoded with LatticeSimpleDecoder
+sentences of 2-30 words.  Each utterance is decoded with asrkit's lattice decoder
 (--beam, --max-active; decoding takes seconds per utterance and is not what is
 timed) at lattice beams 3, 5 and 7 to get raw lattices of many sizes; then,
 per lattice, in one process:
@@ -88,7 +88,6 @@ def best_of(function, repeats):
 
 def main():
     from asrkit.decode.decoder import DecoderOptions, GraphDecoder
-    from asrkit.decode.lattice import lattice_to_array
     from asrkit.decode.synthetic import monophone_pdf_of_phone, oracle_alignment, oracle_loglikes, random_sentences
     from asrkit.hmm.tree import ContextDependency
     from asrkit.sequence import LatticeGraph, arc_log_scores, forward_backward, mmi, smbr
@@ -128,9 +127,9 @@ def main():
                 result = decoder.decode(loglikes)
                 if result.lattice is None or result.status not in ("ok", "retried"):
                     continue
-                array = lattice_to_array(result.lattice)
+                array = result.lattice
                 frames = len(loglikes)
-                build_s, graph = best_of(lambda: LatticeGraph.from_array(array, result.lattice.start, frames),
+                build_s, graph = best_of(lambda: LatticeGraph.from_array(array, 0, frames),
                                          args.repeats)
                 fb_s, _ = best_of(lambda: forward_backward(graph, loglikes, kappa), args.repeats)
                 smbr_s, _ = best_of(lambda: smbr(graph, loglikes, alignment, kappa), args.repeats)

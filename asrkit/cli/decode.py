@@ -24,10 +24,10 @@ COMMAND = "asrkit-decode"
 @click.option("--acoustic-scale", default=0.1, type=click.FloatRange(min=0, min_open=True),
               help="Scale of the log-likelihoods against the graph costs.")
 @click.option("--beam", default=13.0, type=click.FloatRange(min=0, min_open=True), help="Decoding beam.")
-@click.option("--max-active", default=7000, type=click.IntRange(min=1), help="Most active states (FasterDecoder).")
-@click.option("--min-active", default=200, type=click.IntRange(min=1), help="Fewest active states (FasterDecoder).")
+@click.option("--max-active", default=7000, type=click.IntRange(min=1), help="Most active states per frame.")
+@click.option("--min-active", default=200, type=click.IntRange(min=1), help="Fewest active states per frame.")
 @click.option("--lattice-beam", default=6.0, type=click.FloatRange(min=0, min_open=True),
-              help="Lattice pruning beam (LatticeSimpleDecoder).")
+              help="Lattice pruning beam (asrkit's lattice decoder).")
 @click.option("--retry-beam", default=None, type=click.FloatRange(min=0, min_open=True),
               help="Beam of the second try when no path survives.  [default: 4 x --beam]")
 @click.option("--allow-partial", is_flag=True,
@@ -40,7 +40,7 @@ COMMAND = "asrkit-decode"
               "the weight: run it on dev, decode test at the weight dev chose); without it the FasterDecoder "
               "1-best at --acoustic-scale is scored.")
 @click.option("--sweep-method", type=click.Choice(["lattice", "best-path"]), default="lattice", show_default=True,
-              help="lattice: best paths of one LatticeSimpleDecoder lattice per utterance (Kaldi's score.sh); "
+              help="lattice: best paths of one lattice per utterance (Kaldi's score.sh); "
               "best-path: FasterDecoder again at each acoustic scale 1/LMWT over the same log-likelihoods.")
 @click.option("--min-lmwt", default=7.0, type=click.FloatRange(min=0, min_open=True),
               help="Smallest LM weight of the sweep.")

@@ -166,11 +166,9 @@ decode() {
 }
 
 # The LM weights a dev sweep tries: acoustic scales 1/1.5 .. 1/5 (30 ms frames want about three times
-# Kaldi's 10 ms scale of 0.1).  The best path again at each weight (FasterDecoder; the lattice decoder
-# runs at about real time here), over log-likelihoods computed once, at beam 10 rather than
-# conf/decode.conf's 13: a pass takes half the time, and on voicesearch's dev with lstm_ce the WER
-# moved by 0.5 absolute (38.05% -> 38.52%), which is what the sweep compares across weights alike.
-dev_sweep=(--lmwt-sweep --sweep-method best-path --min-lmwt 1.5 --max-lmwt 5 --lmwt-step 0.5 --beam 10)
+# Kaldi's 10 ms scale of 0.1), as Kaldi's score.sh does it: one lattice per utterance (asrkit's
+# lattice decoder at conf/decode.conf's beams) and its best path at each weight.
+dev_sweep=(--lmwt-sweep --sweep-method lattice --min-lmwt 1.5 --max-lmwt 5 --lmwt-step 0.5)
 # Which sets each dev set tunes: "DEV:TEST[:TEST...]" entries (a recipe may set its own).
 tuned_sets=(dev:test:train_fit dev_noisy:test_noisy)
 

@@ -30,7 +30,7 @@
 #         training utterances (seed 001 Tables 1 and 2) -> exp/lstm_ce_clean, exp/unroll_*;
 #         12 baseline: pocketsphinx's stock en-us model decoding test and test_noisy with the same
 #         lexicon and LM -> exp/pocketsphinx; 13 results table -> exp/RESULTS, training plots -> exp/*/training.png.
-# Every model is decoded at the LM weight a best-path sweep chose on dev (dev_noisy for test_noisy):
+# Every model is decoded at the LM weight a lattice sweep chose on dev (dev_noisy for test_noisy):
 # decoding parameters are tuned on dev, never on test.
 # Every stage can be rerun; stage 1 resumes, skipping utterances whose audio is already there,
 # and training resumes from its last checkpoint.  cmd.sh says how jobs are launched (locally by

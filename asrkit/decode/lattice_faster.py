@@ -15,13 +15,13 @@ that its best path is the one FasterDecoder finds at the same beams:
   in Kaldi; the best paths agree wherever max-active does not bind);
 * epsilon arcs are followed within a frame from a LIFO queue; a token whose
   cost improves after it was expanded has its epsilon links made again;
-* every `prune_interval` frames (once the storage is large, see PRUNE_ABOVE_TOKENS), and once at
-  the end against the final costs,
-  each token gets its "extra cost" (how much worse than the best path through
-  the newest frame's tokens, or than the best final path, the best path through
-  it is), going back frame by frame; links whose extra cost exceeds
-  `lattice_beam` are deleted, tokens left without links die, and the storage is
-  compacted.  Going back stops at the first frame pruned before whose
+* every `prune_interval` frames (once the storage is large, see
+  PRUNE_ABOVE_TOKENS), and once at the end against the final costs, each token
+  gets its "extra cost" (how much worse than the best path through the newest
+  frame's tokens, or than the best final path, the best path through it is),
+  going back frame by frame; links whose extra cost exceeds `lattice_beam` are
+  deleted and tokens left without links die (the periodic pruning also
+  compacts the storage).  Going back stops at the first frame pruned before whose
   successors did not change (Kaldi's early stop); the final pass goes all the
   way back, with no tolerance, so the lattice is exact: it holds every path
   whose cost is within `lattice_beam` of the best among those the beam kept,
@@ -31,7 +31,7 @@ Why numba rather than a C++ extension: it installs as a wheel on every machine
 the toolkit supports, with nothing to build, and the compiled code is cached on
 disk (cache=True) so that each process after the first loads it in well under
 a second.  The kernels hold their state in growing NumPy arrays; the token
-and link "structs" are rows of an int64 and a float64 array.
+and link "structs" are rows of an int32 and a float64 array.
 
 Output (see asrkit.decode.lattice): the raw state-level lattice as rows
 (state, next state, input label = pdf + 1, word, graph cost, acoustic cost),

@@ -50,7 +50,6 @@ class UtteranceResult:
     # When lattices are made: float64 [N, 6] rows as asrkit.decode.lattice describes, acoustic costs unscaled,
     # states numbered topologically from the start state 0.
     lattice: np.ndarray = None
-    lattice_states: int = 0
 
 
 def _path_costs(lattice):
@@ -144,5 +143,4 @@ class GraphDecoder:
         if output is not None:
             result.lattice = output.lattice
             result.lattice[:, 5] /= scale
-            result.lattice_states = output.num_states
         return result

@@ -137,6 +137,7 @@ class AcousticModel:
 
         tf = import_tensorflow()
         self.model_dir = os.fspath(model_dir)
+        self.weights_dir = self.model_dir  # where the weights in use were read from (reload_weights)
         try:
             with open(os.path.join(self.model_dir, "model.json"), encoding="utf-8") as handle:
                 self.config = json.load(handle)
@@ -197,7 +198,15 @@ class AcousticModel:
             if other.get(key) != self.config.get(key):
                 raise AsrkitError(f"{model_dir} holds another network than {self.model_dir} ({key} "
                                   f"{other.get(key)!r} vs {self.config.get(key)!r})")
-        self._read_weights(model_dir)
+        try:
+            self._read_weights(model_dir)
+        except Exception as error:  # noqa: BLE001 -- TensorFlow's checkpoint reader raises OpError,
+            # AssertionError, IndexError ("Read less bytes than requested"), ... on a snapshot removed or
+            # truncated under us.  It may have assigned some variables before it failed, so go back to the
+            # weights this model had, whole.
+            self._read_weights(self.weights_dir)
+            raise AsrkitError(f"{model_dir}: cannot read the weights ({type(error).__name__}: "
+                              f"{str(error).splitlines()[0] if str(error) else ''})") from None
         self.weights_dir = model_dir
 
     def _check(self, features):

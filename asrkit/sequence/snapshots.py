@@ -70,11 +70,16 @@ def read_latest(root):
     try:
         with open(os.path.join(root, LATEST), encoding="utf-8") as handle:
             latest = json.load(handle)
-        return int(latest["step"]), os.path.join(root, latest["dir"])
+        step, name = int(latest["step"]), latest["dir"]
     except FileNotFoundError:
         return None
     except (ValueError, KeyError, TypeError) as error:
         raise AsrkitError(f"{os.path.join(root, LATEST)} is malformed: {error}") from None
+    # A snapshot is a directory of the root itself: an absolute path or one with a separator or ".."
+    # would have the servers load a model from elsewhere.
+    if not isinstance(name, str) or name in ("", ".", "..") or os.path.basename(name) != name or "/" in name:
+        raise AsrkitError(f"{os.path.join(root, LATEST)} is malformed: dir {name!r} is not a directory of {root}")
+    return step, os.path.join(root, name)
 
 
 class SnapshotFollower:
@@ -97,14 +102,20 @@ class SnapshotFollower:
         if not force and now - self._last_check < self.check_seconds:
             return self.version
         self._last_check = now
-        latest = read_latest(self.root)
+        try:
+            latest = read_latest(self.root)
+        except (AsrkitError, OSError) as error:
+            # Training goes on with the model in hand; the trainer warns when derivatives grow stale.
+            logger.warning("%s; keeping version %d", error, self.version)
+            return self.version
         if latest is None or latest[0] == self.version:
             return self.version
         step, path = latest
         try:
             self.model.reload_weights(path)
         except (AsrkitError, OSError, ValueError) as error:
-            # The trainer may have removed it between our read of `latest` and now: try again later.
+            # The trainer may have removed it between our read of `latest` and now, or it is corrupt:
+            # reload_weights has put the weights in use back; try again later.
             logger.warning("could not load snapshot %s (%s); keeping version %d", path, error, self.version)
             return self.version
         logger.info("loaded snapshot %s (step %d; was %d)", path, step, self.version)

@@ -89,3 +89,53 @@ def test_reload_refuses_another_network(seq_task, tmp_path):
         json.dump(info, handle)
     with pytest.raises(AsrkitError, match="another network"):
         model.reload_weights(other)
+
+
+def test_latest_must_name_a_directory_of_the_root(seq_task, tmp_path):
+    import json
+
+    root = str(tmp_path / "snapshots")
+    publish_snapshot(root, 5, _copy_export(seq_task["ce"]))
+    for name in ("../elsewhere", os.path.abspath(seq_task["ce"]), "..", "a/b", ""):
+        with open(os.path.join(root, "latest"), "w") as handle:
+            json.dump({"step": 9, "dir": name}, handle)
+        with pytest.raises(AsrkitError, match="not a directory of"):
+            read_latest(root)
+
+
+def _hostile(root, step, source, damage):
+    """Publishes a copy of `source` as `step`, then damages it as `damage` says."""
+    path = publish_snapshot(root, step, _copy_export(source))
+    weights = os.path.join(path, "weights")
+    if damage == "truncated":
+        data = [name for name in os.listdir(weights) if ".data-" in name][0]
+        with open(os.path.join(weights, data), "r+b") as handle:
+            handle.truncate(16)
+    elif damage == "deleted":  # the trainer pruned it between our read of `latest` and the load
+        shutil.rmtree(weights)
+    elif damage == "garbage index":
+        with open(os.path.join(weights, "model.index"), "wb") as handle:
+            handle.write(b"\x00not a checkpoint index" * 10)
+    elif damage == "outside":
+        import json
+
+        with open(os.path.join(root, "latest"), "w") as handle:
+            json.dump({"step": step, "dir": os.path.abspath(source)}, handle)
+    return path
+
+
+@pytest.mark.parametrize("damage", ["truncated", "deleted", "garbage index", "outside"])
+def test_follower_survives_a_damaged_snapshot_and_keeps_its_weights(seq_task, tmp_path, damage):
+    from asrkit.nn.model_dir import load_acoustic_model
+
+    model = load_acoustic_model(seq_task["ce"])
+    features = np.random.default_rng(1).standard_normal((7, model.feature_dim)).astype(np.float32)
+    before = model.log_posteriors_normalized(features)
+    root = str(tmp_path / "snapshots")
+    follower = SnapshotFollower(model, root, check_seconds=0.0)
+    _hostile(root, 3, seq_task["ce"], damage)
+    assert follower.refresh() == 0 and follower.reloads == 0
+    np.testing.assert_array_equal(model.log_posteriors_normalized(features), before)
+    # The next good snapshot is followed.
+    publish_snapshot(root, 4, _copy_export(seq_task["ce"]))
+    assert follower.refresh() == 4

@@ -90,6 +90,9 @@ def length_mismatch_message(utterance_id, num_frames, source_frames, source):
 
 def _align_one(job, lang, tree, topology, utterance_id, transcript, num_frames, available, features=None):
     """(Alignment, number of phones) or a reason string for the failure."""
+    if transcript is None:
+        # Not the same as an empty line, which says the utterance has no words and aligns as silence.
+        return "no line in the data dir's text (an empty line would align it as silence)"
     try:
         words = lang.words_of(transcript, job.options.map_oov)
     except TranscriptError as error:
@@ -184,7 +187,7 @@ def _utterances(data_dir):
     for utterance_id in data.utterance_ids:
         if utterance_id not in data.utt2num_frames:
             raise AsrkitError(f"{data_dir}/utt2num_frames has no entry for {utterance_id} (fix: utils/fix_data_dir)")
-        utterances.append((utterance_id, data.text.get(utterance_id, ""), int(data.utt2num_frames[utterance_id])))
+        utterances.append((utterance_id, data.text.get(utterance_id), int(data.utt2num_frames[utterance_id])))
     if not utterances:
         raise AsrkitError(f"data directory {data_dir} has no utterances")
     return utterances

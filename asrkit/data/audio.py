@@ -93,8 +93,9 @@ def load_recording(spec, options=None, utterance_id=None):
     more data than the file holds (libsndfile would silently return the short
     data), a sample rate other than options.sample_rate unless resampling is on,
     multi-channel audio when options.channel is -1, a channel index out of
-    range, and 8-bit PCM unless options.allow_8bit (8 bits leave quantisation
-    noise only ~48 dB below full scale, which is usually a conversion mistake).
+    range, 8-bit PCM unless options.allow_8bit (8 bits leave quantisation
+    noise only ~48 dB below full scale, which is usually a conversion mistake),
+    and NaN or infinite samples (a floating-point file can hold them).
     """
     options = options or AudioOptions()
     with _open_audio(spec, options, utterance_id) as (sound_file, source):
@@ -335,6 +336,12 @@ def _read_channel(sound_file, frames, options, utterance_id, source):
         samples = np.ascontiguousarray(interleaved[:, options.channel])
     if samples.shape[0] == 0:
         raise AudioError("no samples could be read", utterance_id, source)
+    finite = np.isfinite(samples)
+    if not finite.all():
+        # Only floating-point files can hold these; they would become NaN features downstream.
+        first = int(np.argmin(finite))
+        raise AudioError(f"{int((~finite).sum())} samples are NaN or infinite (the first at sample {first}, "
+                         f"{first / sound_file.samplerate:.3f} s); fix or remove the recording", utterance_id, source)
     return samples
 
 

@@ -96,3 +96,20 @@ def test_loglikes_of_another_model_are_refused(task, tmp_path):
     scp = write_table(str(tmp_path), "wide", {"a-1": np.zeros((5, task["tree"].num_pdfs + 1), np.float32)})
     with pytest.raises(AsrkitError, match="columns but the tree"):
         align_data_dir(task["data"], task["lang"], task["model"], tmp_path / "ali", TableLoglikes(scp))
+
+
+def test_an_utterance_without_a_text_line_is_not_aligned_as_silence(task, tmp_path):
+    import shutil
+
+    data = str(tmp_path / "data")
+    shutil.copytree(task["data"], data)
+    with open(os.path.join(data, "text")) as handle:
+        lines = [line for line in handle if not line.startswith("a-2 ")]
+    lines = [("b-1\n" if line.startswith("b-1 ") else line) for line in lines]  # b-1: no words, on purpose
+    with open(os.path.join(data, "text"), "w") as handle:
+        handle.writelines(lines)
+    result = flat_start_data_dir(data, task["lang"], tmp_path / "ali", AlignOptions(max_fail_ratio=0.6))
+    assert "no line in the data dir's text" in result.failed["a-2"]
+    assert "b-1" not in result.failed
+    segments = AliDir(tmp_path / "ali").phone_segments("b-1")
+    assert {phone for phone, *_ in segments} == {1}  # silence only

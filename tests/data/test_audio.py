@@ -323,3 +323,14 @@ def test_mp3_is_read_through_libsndfile(tmp_path, tone):
 
 def test_pcm16_conversion_clips():
     assert to_pcm16(np.array([0.0, 1.5, -1.5, 0.5])).tolist() == [0, 32767, -32768, 16384]
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_float_samples_are_refused(tmp_path, tone, bad):
+    samples = tone(440.0, 0.25).astype(np.float32)
+    samples[1000:1003] = bad
+    path = os.fspath(tmp_path / "float.wav")
+    soundfile.write(path, samples, 16000, subtype="FLOAT")
+    with pytest.raises(AudioError, match=r"3 samples are NaN or infinite \(the first at sample 1000") as caught:
+        load_recording(path, utterance_id="spk-9")
+    assert "spk-9" in str(caught.value) and "float.wav" in str(caught.value)

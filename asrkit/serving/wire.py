@@ -38,6 +38,12 @@ Packing each frame as raw float32 bytes instead of a float_list encodes a
 0.6 ms instead of 1.0 ms (Python protobuf, upb backend; bench/serve.py), and
 keeps the floats bit-exact without a round trip through Python floats.
 
+Everything a message says is checked before the trainer sees it, and anything
+wrong is a WireError (the trainer counts and drops those): field types and
+counts, UTF-8 strings, a handshake in range, finite features, target and
+derivative pdfs below num_pdfs, finite derivatives, a shard [r, R], and the
+size of the padded derivative table (OUTER_PADDING_CELLS) before it is made.
+
 The handshake rides in every example's context rather than in a one-off hello
 message: a PUSH socket round-robins over whoever is connected, a trainer may
 reconnect (resume) and a server may be restarted, and a context field always
@@ -155,7 +161,14 @@ def _encode_outer(message, outer):
         mask_list.add().float_list.value.append(1.0 if kept else 0.0)
 
 
-def _decode_outer(message, num_frames):
+# Seq examples are padded to [T, widest frame] on arrival (asrkit.train.examples.OuterDerivatives): a
+# message may ask for at most this many padded cells, or OUTER_PADDING_RATIO per derivative it carries
+# if that is more, so that a small hostile message cannot ask for gigabytes (real ones use ~2-10).
+OUTER_PADDING_CELLS = 1 << 20
+OUTER_PADDING_RATIO = 32
+
+
+def _decode_outer(message, num_frames, num_pdfs):
     from asrkit.train.examples import OuterDerivatives
 
     context = message.context.feature
@@ -165,26 +178,63 @@ def _decode_outer(message, num_frames):
     if len(pdf_list) != num_frames or len(value_list) != num_frames:
         raise WireError(f"seq example: num_frames {num_frames} but {len(pdf_list)} derivative pdf and "
                         f"{len(value_list)} value frames")
-    frames, pdfs, values = [], [], []
+    frames, pdfs, values, width = [], [], [], 0
     for frame, (pdf_feature, value_feature) in enumerate(zip(pdf_list, value_list)):
         frame_pdfs, frame_values = pdf_feature.int64_list.value, value_feature.float_list.value
         if len(frame_pdfs) != len(frame_values):
             raise WireError(f"seq example: frame {frame} has {len(frame_pdfs)} pdfs and {len(frame_values)} values")
+        if len(set(frame_pdfs)) != len(frame_pdfs):
+            raise WireError(f"seq example: frame {frame} lists a pdf twice")
         frames.extend([frame] * len(frame_pdfs))
         pdfs.extend(frame_pdfs)
         values.extend(frame_values)
-    names = [name.decode("utf-8") for name in context["loss_stat_names"].bytes_list.value] \
+        width = max(width, len(frame_pdfs))
+    if num_frames * width > max(OUTER_PADDING_CELLS, OUTER_PADDING_RATIO * len(pdfs)):
+        raise WireError(f"seq example: {len(pdfs)} derivatives would be padded to {num_frames} x {width} cells")
+    pdfs = np.asarray(pdfs, dtype=np.int64)
+    values = np.asarray(values, dtype=np.float32)
+    if len(pdfs) and (pdfs.min() < 0 or pdfs.max() >= num_pdfs):
+        raise WireError(f"seq example: a derivative's pdf is out of range [0, {num_pdfs})")
+    if not np.isfinite(values).all():
+        raise WireError("seq example: a derivative is NaN or infinite")
+    names = [_utf8(name, "a loss stat name") for name in context["loss_stat_names"].bytes_list.value] \
         if "loss_stat_names" in context else []
     numbers = list(context["loss_stats"].float_list.value) if "loss_stats" in context else []
     if len(names) != len(numbers):
         raise WireError(f"seq example: {len(names)} loss stat names for {len(numbers)} values")
-    return OuterDerivatives.from_sparse(num_frames, frames, pdfs, values,
-                                        int(_single(context, "model_version", "int64_list")),
-                                        dict(zip(names, numbers)))
+    version = int(_single(context, "model_version", "int64_list"))
+    if version < 0:
+        raise WireError(f"seq example: model_version {version}")
+    return OuterDerivatives.from_sparse(num_frames, frames, pdfs, values, version, dict(zip(names, numbers)))
 
 
 def encode_end(server_id, shard, **counts):
     return [END_KIND, json.dumps({"server_id": server_id, "shard": list(shard), **counts}).encode("utf-8")]
+
+
+def _utf8(value, what):
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        raise WireError(f"{what} is not UTF-8: {value[:40]!r}") from None
+
+
+def _one_value(feature, kind, what):
+    values = getattr(feature, kind).value
+    if len(values) != 1:
+        raise WireError(f"{what} has {len(values)} values, expected 1")
+    return values[0]
+
+
+def _shard(values):
+    """(r, R), 1 <= r <= R, from a message's shard field; WireError otherwise."""
+    try:
+        shard = tuple(int(value) for value in values)
+    except (TypeError, ValueError):
+        raise WireError(f"shard {values!r} is not a list of integers") from None
+    if len(shard) != 2 or not 1 <= shard[0] <= shard[1]:
+        raise WireError(f"shard {list(shard)} is not [r, R] with 1 <= r <= R")
+    return shard
 
 
 def _single(context, name, kind):
@@ -210,24 +260,33 @@ def decode_example(payload):
     handshake = Handshake(int(_single(context, "feature_dim", "int64_list")),
                           int(_single(context, "num_pdfs", "int64_list")),
                           float(_single(context, "frame_shift_ms", "float_list")), mode)
+    if handshake.feature_dim < 1 or handshake.num_pdfs < 1 or not 0 < handshake.frame_shift_ms < float("inf"):
+        raise WireError(f"handshake out of range: {handshake}")
     num_frames = int(_single(context, "num_frames", "int64_list"))
     lists = message.feature_lists.feature_list
     frames = lists["features"].feature if "features" in lists else []
     labels = lists["targets"].feature if "targets" in lists else []
     if len(frames) != num_frames or len(labels) != num_frames:
         raise WireError(f"num_frames {num_frames} but {len(frames)} feature and {len(labels)} target frames")
-    raw = b"".join(frame.bytes_list.value[0] for frame in frames)
+    raw = b"".join(_one_value(frame, "bytes_list", f"feature frame {t}") for t, frame in enumerate(frames))
     if len(raw) != num_frames * handshake.feature_dim * 4:
         raise WireError(f"{len(raw)} feature bytes for {num_frames} frames of dim {handshake.feature_dim}")
     features = np.frombuffer(raw, dtype="<f4").reshape(num_frames, handshake.feature_dim)
-    targets = np.fromiter((label.int64_list.value[0] for label in labels), dtype=np.int64, count=num_frames)
-    shard = tuple(int(value) for value in context["shard"].int64_list.value) if "shard" in context else (0, 0)
+    if not np.isfinite(features).all():
+        raise WireError("features are NaN or infinite")
+    targets = np.array([_one_value(label, "int64_list", f"target frame {t}") for t, label in enumerate(labels)],
+                       dtype=np.int64)
+    if len(targets) and (targets.min() < 0 or targets.max() >= handshake.num_pdfs):
+        raise WireError(f"a target pdf is out of range [0, {handshake.num_pdfs})")
+    epoch = int(_single(context, "epoch", "int64_list"))
+    if epoch < 0:
+        raise WireError(f"epoch {epoch}")
     return ServedExample(
-        utterance_id=_single(context, "utterance_id", "bytes_list").decode("utf-8"),
-        features=features.astype(np.float32, copy=False), targets=targets.astype(np.int32),
-        epoch=int(_single(context, "epoch", "int64_list")),
-        server_id=_single(context, "server_id", "bytes_list").decode("utf-8"), shard=shard, handshake=handshake,
-        outer=_decode_outer(message, num_frames) if mode == "seq" else None,
+        utterance_id=_utf8(_single(context, "utterance_id", "bytes_list"), "utterance_id"),
+        features=features.astype(np.float32, copy=False), targets=targets.astype(np.int32), epoch=epoch,
+        server_id=_utf8(_single(context, "server_id", "bytes_list"), "server_id"),
+        shard=_shard(context["shard"].int64_list.value) if "shard" in context else (1, 1), handshake=handshake,
+        outer=_decode_outer(message, num_frames, handshake.num_pdfs) if mode == "seq" else None,
     )
 
 
@@ -236,8 +295,10 @@ def decode_end(payload):
         value = json.loads(payload.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as error:
         raise WireError(f"malformed end message: {error}") from None
-    if not isinstance(value, dict) or "server_id" not in value:
-        raise WireError("end message without server_id")
+    if not isinstance(value, dict) or not isinstance(value.get("server_id"), str):
+        raise WireError("end message without a server_id string")
+    if "shard" in value:
+        value["shard"] = _shard(value["shard"] if isinstance(value["shard"], list) else [value["shard"], None])
     return value
 
 

@@ -41,7 +41,7 @@ def test_tensorflow_parses_the_same_message():
 
 def test_end_message_is_json_and_malformed_messages_are_refused():
     kind, payload = encode_end("s", (1, 2), served=5)
-    assert kind == END_KIND and decode_end(payload) == {"server_id": "s", "shard": [1, 2], "served": 5}
+    assert kind == END_KIND and decode_end(payload) == {"server_id": "s", "shard": (1, 2), "served": 5}
     with pytest.raises(WireError, match="unknown message kind"):
         check_kind([b"pickle", b"\x80\x04"])
     with pytest.raises(WireError, match="2"):

@@ -1,0 +1,167 @@
+"""Fuzzing the trust boundary: malformed and hostile messages give WireError (which the trainer counts
+and drops), never another exception, never NaN or out-of-range data, never an unbounded allocation."""
+
+import json
+
+import numpy as np
+import pytest
+
+from asrkit.serving.wire import (
+    OUTER_PADDING_CELLS, OUTER_PADDING_RATIO, Handshake, WireError, decode_end, decode_example, encode_end,
+    encode_example,
+)
+from asrkit.train.examples import OuterDerivatives
+
+HANDSHAKE = Handshake(feature_dim=5, num_pdfs=9, frame_shift_ms=30.0)
+SEQ = Handshake(feature_dim=5, num_pdfs=9, frame_shift_ms=30.0, mode="seq")
+
+
+def _valid(rng, seq):
+    frames = int(rng.integers(1, 12))
+    features = rng.standard_normal((frames, 5)).astype(np.float32)
+    targets = rng.integers(0, 9, frames)
+    outer = None
+    if seq:
+        entries = [(t, k, float(rng.standard_normal())) for t in range(frames)
+                   for k in rng.choice(9, size=int(rng.integers(0, 4)), replace=False).tolist()]
+        outer = OuterDerivatives.from_sparse(frames, [e[0] for e in entries], [e[1] for e in entries],
+                                             [e[2] for e in entries], 3, {"objective": 0.5})
+    return encode_example("spk-1", features, targets, 0, "host:1:1/2", (1, 2), SEQ if seq else HANDSHAKE, outer)[1]
+
+
+def _message(payload):
+    from tensorflow.core.example import example_pb2
+
+    return example_pb2.SequenceExample.FromString(payload)
+
+
+def _structured(rng, payload):
+    """A valid message with one field made hostile."""
+    message = _message(payload)
+    context = message.context.feature
+    lists = message.feature_lists.feature_list
+    choice = int(rng.integers(14))
+    if choice == 0:
+        del context[rng.choice(sorted(context.keys()))]
+    elif choice == 1:
+        name = rng.choice(sorted(lists.keys()))
+        del lists[name].feature[int(rng.integers(len(lists[name].feature)))].bytes_list.value[:]
+        del lists[name].feature[int(rng.integers(len(lists[name].feature)))].int64_list.value[:]
+    elif choice == 2:
+        context["utterance_id"].bytes_list.value[0] = b"\xff\xfe bad utf-8"
+    elif choice == 3:
+        context["server_id"].bytes_list.value[0] = bytes(rng.integers(128, 256, 5).tolist())
+    elif choice == 4:
+        context["frame_shift_ms"].float_list.value[0] = float(rng.choice([np.nan, np.inf, -30.0, 0.0]))
+    elif choice == 5:
+        del context["shard"].int64_list.value[:]
+        context["shard"].int64_list.value.extend(rng.integers(-3, 4, int(rng.integers(0, 4))).tolist())
+    elif choice == 6:
+        first = lists["features"].feature[0].bytes_list
+        first.value[0] = np.full(5, rng.choice([np.nan, np.inf]), dtype="<f4").tobytes()
+    elif choice == 7:
+        lists["targets"].feature[0].int64_list.value[0] = int(rng.choice([-1, 9, 1 << 40]))
+    elif choice == 8:
+        context[rng.choice(["feature_dim", "num_pdfs", "num_frames", "epoch"])].int64_list.value[0] = \
+            int(rng.choice([0, -1, -(1 << 40), 1 << 40]))
+    elif choice == 9 and "outer_derivative_pdfs" in lists:
+        lists["outer_derivative_pdfs"].feature[0].int64_list.value.append(int(rng.choice([-2, 9, 1 << 33])))
+        lists["outer_derivative_values"].feature[0].float_list.value.append(1.0)
+    elif choice == 10 and "outer_derivative_values" in lists:
+        frame = lists["outer_derivative_values"].feature[0].float_list
+        lists["outer_derivative_pdfs"].feature[0].int64_list.value.append(8)
+        frame.value.append(float(rng.choice([np.nan, np.inf])))
+    elif choice == 11 and "outer_derivative_pdfs" in lists:
+        # Padding amplification: many frames, one very wide (and repeated pdfs).
+        pdfs, values = lists["outer_derivative_pdfs"].feature, lists["outer_derivative_values"].feature
+        pdfs[0].int64_list.value.extend([1] * 5000)
+        values[0].float_list.value.extend([0.5] * 5000)
+    elif choice == 12 and "loss_stat_names" in context:
+        context["loss_stat_names"].bytes_list.value.append(b"\xc3\x28")
+        context["loss_stats"].float_list.value.append(1.0)
+    elif choice == 13:
+        context["mode"].bytes_list.value[0] = bytes(rng.integers(0, 256, 4).tolist())
+    return message.SerializeToString()
+
+
+def _bytewise(rng, payload):
+    data = bytearray(payload)
+    for _ in range(int(rng.integers(1, 6))):
+        action = int(rng.integers(3))
+        position = int(rng.integers(len(data) + 1))
+        if action == 0 and data:
+            data[min(position, len(data) - 1)] = int(rng.integers(256))
+        elif action == 1:
+            data[position:position] = bytes(rng.integers(0, 256, int(rng.integers(1, 9))).tolist())
+        else:
+            del data[position: position + int(rng.integers(1, 9))]
+    return bytes(data)
+
+
+def _check(served):
+    """What a decoded example promises the trainer."""
+    h = served.handshake
+    assert np.isfinite(served.features).all() and served.features.shape[1] == h.feature_dim
+    assert len(served.targets) == len(served.features)
+    assert served.targets.size == 0 or (served.targets.min() >= 0 and served.targets.max() < h.num_pdfs)
+    assert 1 <= served.shard[0] <= served.shard[1]
+    if served.outer is not None:
+        outer = served.outer
+        assert np.isfinite(outer.values).all()
+        assert outer.pdfs.min() >= 0 and outer.pdfs.max() < h.num_pdfs
+        carried = int((outer.values != 0).sum())  # fuzzed zeros can only make this smaller: a stricter check
+        assert outer.pdfs.size <= max(OUTER_PADDING_CELLS, OUTER_PADDING_RATIO * max(carried, 1)) or carried == 0
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ten_thousand_malformed_examples_give_only_wire_errors(seed):
+    rng = np.random.default_rng(seed)
+    valid = [_valid(rng, seq) for seq in (False, True) for _ in range(20)]
+    outcomes = {"decoded": 0, "refused": 0}
+    for index in range(5000):
+        payload = valid[int(rng.integers(len(valid)))]
+        payload = _structured(rng, payload) if index % 2 else _bytewise(rng, payload)
+        try:
+            served = decode_example(payload)
+        except WireError:
+            outcomes["refused"] += 1
+            continue
+        _check(served)
+        outcomes["decoded"] += 1
+    assert outcomes["refused"] > 2000 and outcomes["decoded"] > 100, outcomes
+
+
+def test_padding_is_bounded_before_it_is_allocated():
+    rng = np.random.default_rng(5)
+    frames = 20000
+    features = np.zeros((frames, 5), np.float32)
+    outer = OuterDerivatives.from_sparse(frames, [0] * 9, list(range(9)), [0.1] * 9, 1)
+    payload = encode_example("u", features, np.zeros(frames, int), 0, "s", (1, 1), SEQ, outer)[1]
+    assert decode_example(payload).outer.values.shape == (frames, 9)  # 180k cells: within the bound
+    message = _message(payload)
+    wide = message.feature_lists.feature_list
+    for name in ("outer_derivative_pdfs", "outer_derivative_values"):
+        del wide[name].feature[0].int64_list.value[:]
+        del wide[name].feature[0].float_list.value[:]
+    wide["outer_derivative_pdfs"].feature[0].int64_list.value.extend(rng.permutation(9).tolist())
+    wide["outer_derivative_values"].feature[0].float_list.value.extend([0.1] * 9)
+    assert decode_example(message.SerializeToString()).outer.values.shape == (frames, 9)
+    bigger = SEQ.__class__(5, 4096, 30.0, "seq")
+    pdfs = list(range(4096))
+    outer = OuterDerivatives.from_sparse(frames, [0] * 4096, pdfs, [0.1] * 4096, 1)
+    payload = encode_example("u", features, np.zeros(frames, int), 0, "s", (1, 1), bigger, outer)[1]
+    with pytest.raises(WireError, match="padded to 20000 x 4096"):
+        decode_example(payload)
+
+
+@pytest.mark.parametrize("end", [
+    {"server_id": 5}, {"server_id": "s", "shard": 3}, {"server_id": "s", "shard": [2, 1]},
+    {"server_id": "s", "shard": ["a", 1]}, {"server_id": "s", "shard": [1]}, ["server_id"],
+])
+def test_malformed_end_messages(end):
+    with pytest.raises(WireError):
+        decode_end(json.dumps(end).encode())
+
+
+def test_end_message_round_trip():
+    assert decode_end(encode_end("s", (2, 3), served=4)[1])["shard"] == (2, 3)

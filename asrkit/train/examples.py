@@ -121,6 +121,10 @@ class TableExamples:
 
     def load(self, utterance_id):
         features = self._feats[utterance_id]
+        if not np.isfinite(features).all():
+            # Caught here, by name, rather than as a NaN loss many steps later.
+            raise AsrkitError(f"utterance {utterance_id}: its features in {self.feats_scp} are NaN or infinite "
+                              "(featurize it again, or remove it from the data dir)")
         targets = fit_alignment(np.asarray(self._ali[utterance_id], dtype=np.int32), len(features), self.tolerance)
         if targets is None:
             # Checked when the training set was built; reaching this means the tables changed under us.

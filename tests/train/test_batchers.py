@@ -97,3 +97,29 @@ def test_bucket_batcher_pads_to_longest_in_batch_and_skips_too_long():
     for batch in batches:
         assert (batch.reset[:, 0] == 1).all() and batch.reset[:, 1:].sum() == 0
         assert (batch.targets[:, 0] == NO_LABEL).all()
+
+
+def test_table_examples_refuse_non_finite_features_by_name(tmp_path):
+    from asrkit.errors import AsrkitError
+    from asrkit.frontend.cmvn import CmvnStats
+    from asrkit.io.table import ShardWriter, write_scp
+    from asrkit.train.examples import TableExamples
+
+    feats, ali = str(tmp_path / "feats.1.h5"), str(tmp_path / "ali.1.h5")
+    good = np.ones((4, 3), np.float32)
+    bad = good.copy()
+    bad[2, 1] = np.nan
+    with ShardWriter(feats) as writer:
+        writer.write("u1", good)
+        writer.write("u2", bad)
+    with ShardWriter(ali) as writer:
+        writer.write("u1", np.zeros(4, np.int32))
+        writer.write("u2", np.zeros(4, np.int32))
+    write_scp(str(tmp_path / "feats.scp"), [feats])
+    write_scp(str(tmp_path / "ali.scp"), [ali])
+    examples = TableExamples(str(tmp_path / "feats.scp"), str(tmp_path / "ali.scp"), ["u1", "u2"], CmvnStats(3),
+                             num_epochs=1, shuffle=False)
+    assert examples.load("u1").num_frames == 4
+    with pytest.raises(AsrkitError, match=r"utterance u2: its features in .*feats.scp are NaN or infinite"):
+        list(examples)
+    examples.close()

@@ -6,6 +6,7 @@ import os
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.errors import AsrkitError
 
 COMMAND = "asrkit-score"
 
@@ -79,6 +80,9 @@ def main(ref_text, hyp_text, out_dir, lowercase, uppercase, strip_punctuation, m
     refs = kaldi_text.read_kaldi_text(ref_text)
     hyps = kaldi_text.read_kaldi_text(hyp_text)
     logger.info("read %d reference and %d hypothesis utterances", len(refs), len(hyps))
+    if not refs:
+        # A WER of 0.00 over nothing would read as a perfect score.
+        raise AsrkitError(f"{ref_text} holds no reference utterances to score")
     result = score_texts(refs, hyps, normalizer=normalizer, missing_hyp=missing_hyp)
 
     for line in report.wer_lines(result):

@@ -150,3 +150,12 @@ def test_help_shows_defaults():
     assert result.exit_code == 0
     assert "[default: all]" in result.output
     assert "--strip-punctuation" in result.output
+
+
+def test_an_empty_reference_is_an_error_not_a_perfect_score(tmp_path):
+    ref = write(tmp_path / "ref", "")
+    hyp = write(tmp_path / "hyp", "a one two\n")
+    result = run(ref, hyp)
+    assert result.exit_code != 0
+    assert "holds no reference utterances to score" in result.output + result.stderr
+    assert "%WER" not in result.stdout

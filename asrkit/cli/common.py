@@ -48,19 +48,19 @@ def asrkit_command(name):
 
 def audio_options(function):
     """The options that say how audio is read (asrkit.data.audio.AudioOptions), shared by every
-    command that reads wav.scp: --on-rate-mismatch, --channel, --allow-8bit, --raw-format.
+    command that reads wav.scp: --on-rate-mismatch, --channel, --allow-8bit, --raw-format, --pipe-timeout.
 
     The callback receives them as one `audio` argument: a function of the sample rate that
     returns the AudioOptions (the rate comes from each command's own config).
     """
 
     @functools.wraps(function)
-    def wrapper(*args, on_rate_mismatch, channel, allow_8bit, raw_format, **kwargs):
+    def wrapper(*args, on_rate_mismatch, channel, allow_8bit, raw_format, pipe_timeout, **kwargs):
         def make(sample_rate=16000):
             from asrkit.data.audio import AudioOptions
 
             return AudioOptions(sample_rate=sample_rate, on_rate_mismatch=on_rate_mismatch, channel=channel,
-                                allow_8bit=allow_8bit, raw_format=raw_format)
+                                allow_8bit=allow_8bit, raw_format=raw_format, pipe_timeout=pipe_timeout)
 
         return function(*args, audio=make, **kwargs)
 
@@ -74,6 +74,9 @@ def audio_options(function):
                      help="Read headerless audio as this soundfile subtype (PCM_16, PCM_24, FLOAT, ...), mono, "
                           "little-endian, at the expected rate. Files ending in .raw or .pcm are read as PCM_16 "
                           "without it."),
+        click.option("--pipe-timeout", default=300.0, type=click.FloatRange(min=0, min_open=True), show_default=True,
+                     help="Seconds a `command |` wav.scp entry may run; then its processes are killed and the "
+                          "utterance is refused."),
     ]):
         wrapper = option(wrapper)
     return wrapper

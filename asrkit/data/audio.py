@@ -12,6 +12,7 @@ import io
 import logging
 import math
 import os
+import signal
 import struct
 import subprocess
 from dataclasses import dataclass
@@ -57,6 +58,8 @@ class AudioOptions:
     raw_format: read headerless PCM with this soundfile subtype ('PCM_16', 'FLOAT',
         ...) at `sample_rate`, mono, little-endian.  Files ending in .raw or .pcm
         are read as raw PCM_16 even when this is None.
+    pipe_timeout: seconds a `command |` entry may run; past it the command's
+        whole process group is killed and the utterance refused.
     """
 
     sample_rate: int = 16000
@@ -64,6 +67,7 @@ class AudioOptions:
     channel: int = -1
     allow_8bit: bool = False
     raw_format: str | None = None
+    pipe_timeout: float = PIPE_TIMEOUT_S
 
     def __post_init__(self):
         if self.on_rate_mismatch not in RATE_MISMATCH_ACTIONS:
@@ -74,6 +78,8 @@ class AudioOptions:
                               f"got {self.channel}")
         if self.sample_rate <= 0:
             raise AsrkitError(f"sample_rate must be positive, got {self.sample_rate}")
+        if not self.pipe_timeout > 0:
+            raise AsrkitError(f"pipe_timeout must be positive, got {self.pipe_timeout}")
         if self.raw_format is not None and self.raw_format not in soundfile.available_subtypes("RAW"):
             raise AsrkitError(f"raw_format {self.raw_format!r} is not a raw subtype soundfile knows; "
                               f"use one of {sorted(soundfile.available_subtypes('RAW'))}")
@@ -163,7 +169,7 @@ def _open_audio(spec, options, utterance_id):
     spec = spec.strip()
     if is_pipe(spec):
         source = spec[:-1].strip()
-        data = _run_pipe(source, utterance_id)
+        data = _run_pipe(source, utterance_id, options.pipe_timeout)
         sound_file = _open_bytes(data, source, options, utterance_id)
     else:
         source = spec
@@ -172,25 +178,39 @@ def _open_audio(spec, options, utterance_id):
         yield sound_file, source
 
 
-def _run_pipe(command, utterance_id):
-    """Run a wav.scp command through the shell and return its stdout."""
+def _run_pipe(command, utterance_id, timeout=PIPE_TIMEOUT_S):
+    """Run a wav.scp command through the shell and return its stdout.
+
+    The command runs in a session of its own, so that on a timeout the shell and everything it
+    started (a pipeline, a `sleep`) are killed together, not the shell alone.
+    """
+    process = subprocess.Popen(command, shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True)
     try:
-        result = subprocess.run(command, shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                check=False, timeout=PIPE_TIMEOUT_S)
+        stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise AudioError(f"command did not finish within {PIPE_TIMEOUT_S:g} s; run it by hand to see why "
-                         "it hangs (e.g. it waits for input)", utterance_id, command) from None
-    if result.returncode != 0:
-        stderr_tail = result.stderr.decode("utf-8", "replace").strip()[-STDERR_TAIL_CHARS:]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise AudioError(f"command did not finish within {timeout:g} s (--pipe-timeout); its processes were "
+                         "killed; run it by hand to see why it hangs (e.g. it waits for input)",
+                         utterance_id, command) from None
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise
+    if process.returncode != 0:
+        stderr_tail = stderr.decode("utf-8", "replace").strip()[-STDERR_TAIL_CHARS:]
         raise AudioError(
-            f"command exited with status {result.returncode}; its stderr ends with: "
+            f"command exited with status {process.returncode}; its stderr ends with: "
             f"{stderr_tail or '(nothing)'}; run the command by hand to see what is wrong",
             utterance_id, command)
-    if not result.stdout:
+    if not stdout:
         raise AudioError("command wrote no audio to stdout (0 bytes); "
                          "check that it writes to `-` (stdout), e.g. `sox in.wav -t wav - |`",
                          utterance_id, command)
-    return result.stdout
+    return stdout
 
 
 def _wants_raw(source, options):

@@ -173,3 +173,16 @@ def test_narrowband_front_end_downsamples_and_records_it(make_data_dir, tmp_path
     upsampling = make_data_dir({"spk2-a": 1.0}, name="low", sample_rate=6000)
     low = run([upsampling, tmp_path / "l", *narrowband, "--allow-downsample"])
     assert low.exit_code == 1 and "only downsample is allowed" in low.output
+
+
+def test_a_hanging_pipe_is_killed_after_pipe_timeout_and_counted(make_data_dir, tmp_path):
+    data = make_data_dir({f"spk1-{u:02d}": 0.5 for u in range(10)})
+    scp = os.path.join(data, "wav.scp")
+    with open(scp) as handle:
+        lines = handle.read().splitlines()
+    lines[4] = lines[4].split()[0] + " sleep 30 |"
+    with open(scp, "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+    result = run([data, tmp_path / "feats", "--max-fail-ratio", "0.2", "--pipe-timeout", "0.5"])
+    assert result.exit_code == 0, result.output
+    assert "did not finish within 0.5 s" in result.output and "failed=1" in result.output

@@ -287,13 +287,31 @@ def test_utterance_without_segments(small_data_dir):
         load_utterance_audio(data_dir, "C-1")
 
 
-def test_hanging_pipe_is_stopped(monkeypatch):
-    from asrkit.data import audio
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"  # a zombie is dead, only not yet reaped
+    except FileNotFoundError:
+        return False
 
-    monkeypatch.setattr(audio, "PIPE_TIMEOUT_S", 0.5)
+
+def test_hanging_pipe_is_stopped_with_everything_it_started(tmp_path):
+    import time
+
+    pid_file = tmp_path / "child.pid"
+    # The shell starts a child and waits for it: killing the shell alone would leave the child running.
+    command = f"sleep 60 & echo $! > {pid_file}; wait |"
+    started = time.monotonic()
     with pytest.raises(AudioError, match="did not finish within 0.5 s") as caught:
-        audio.load_recording("sleep 5 |", utterance_id="u1")
-    assert "u1" in str(caught.value)
+        load_recording(command, AudioOptions(pipe_timeout=0.5), utterance_id="u1")
+    assert "u1" in str(caught.value) and time.monotonic() - started < 10
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+    with pytest.raises(AsrkitError, match="pipe_timeout must be positive"):
+        AudioOptions(pipe_timeout=0)
 
 
 def test_downsample_only_converts_higher_rates(tmp_path, tone, write_wav):

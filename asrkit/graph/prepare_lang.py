@@ -20,7 +20,7 @@ from asrkit.graph.dict_dir import read_dict_dir
 from asrkit.graph.lexicon_fst import add_disambiguation, make_lexicon_fst
 from asrkit.graph.symbols import SymbolTable, write_csl, write_symbol_list
 from asrkit.hmm.topology import make_topology
-from asrkit.io.atomic import atomic_output
+from asrkit.io.atomic import atomic_output, temporary_name
 
 logger = logging.getLogger("asrkit.prepare_lang")
 
@@ -88,7 +88,7 @@ def prepare_lang(dict_dir, oov_word, lang_dir, options=None):
     lang_dir = os.fspath(lang_dir)
     parent = os.path.dirname(os.path.abspath(lang_dir))
     os.makedirs(parent, exist_ok=True)
-    work = os.path.join(parent, f".{os.path.basename(lang_dir)}.tmp.{os.getpid()}")
+    work = temporary_name(os.path.abspath(lang_dir))
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(os.path.join(work, "phones"))
     try:

@@ -2,12 +2,43 @@
 
 import contextlib
 import os
+import socket
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 def temporary_name(path):
-    """A sibling name for the file being written (same directory, so rename is atomic)."""
+    """A sibling name for the file being written (same directory, so rename is atomic):
+    `.NAME.tmp.HOST.PID`.
+
+    A killed writer leaves its temporary file behind; the next writer of the same path on the same
+    host removes those whose process is gone.  Another host's are left alone, since its processes
+    cannot be seen from here (a shared file system under a cluster's jobs).
+    """
     directory, base = os.path.split(os.fspath(path))
-    return os.path.join(directory, f".{base}.tmp.{os.getpid()}")
+    host = socket.gethostname().replace(".", "_") or "host"
+    prefix = f".{base}.tmp.{host}."
+    with contextlib.suppress(OSError):
+        for name in os.listdir(directory or "."):
+            pid = name[len(prefix):]
+            if name.startswith(prefix) and pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                stale = os.path.join(directory, name)
+                with contextlib.suppress(OSError):
+                    if os.path.isdir(stale) and not os.path.islink(stale):
+                        import shutil
+
+                        shutil.rmtree(stale)
+                    else:
+                        os.remove(stale)
+    return os.path.join(directory, f"{prefix}{os.getpid()}")
 
 
 @contextlib.contextmanager

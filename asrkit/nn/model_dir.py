@@ -47,6 +47,7 @@ import numpy as np
 
 from asrkit.errors import AsrkitError
 from asrkit.frontend.cmvn import CmvnStats
+from asrkit.io.atomic import temporary_name
 from asrkit.nn.label_delay import delay_features, undelay_outputs
 
 FORMAT_NAME = "asrkit-acoustic-model"
@@ -85,7 +86,7 @@ def write_model_dir(model_dir, net, model_config, pdf_counts, feature_config_pat
     model_dir = os.path.abspath(os.fspath(model_dir))
     parent, base = os.path.split(model_dir)
     os.makedirs(parent, exist_ok=True)
-    building = os.path.join(parent, f".{base}.tmp.{os.getpid()}")
+    building = temporary_name(model_dir)
     shutil.rmtree(building, ignore_errors=True)
     os.makedirs(os.path.join(building, "weights"))
     try:

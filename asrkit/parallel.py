@@ -14,6 +14,7 @@ import os
 import queue
 import shutil
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 
 from asrkit.errors import AsrkitError
@@ -121,6 +122,22 @@ def _run_one(function, job, description, total, progress_sink):
         context.close()
 
 
+PARENT_POLL_SECONDS = 1.0
+
+
+def _exit_with_parent(parent_pid):
+    """Pool initializer: a worker whose parent is gone (killed, so it never shut the pool down) exits
+    instead of running on, orphaned, with the memory of a job nobody will collect."""
+
+    def watch():
+        while True:
+            time.sleep(PARENT_POLL_SECONDS)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def run_jobs(function, jobs, nj, description, items_per_job, logger):
     """Run `function(job, context)` for every job, at most `nj` at once; return the results in job order.
 
@@ -136,7 +153,11 @@ def run_jobs(function, jobs, nj, description, items_per_job, logger):
             sink = _ProgressSink(progress)
             return [_run_one(function, job, description, items_per_job(job), sink) for job in jobs]
         context = multiprocessing.get_context("spawn")
-        with context.Manager() as manager:
+        from multiprocessing.managers import SyncManager
+
+        manager = SyncManager(ctx=context)
+        manager.start(_exit_with_parent, (os.getpid(),))  # the progress queue's server process, likewise
+        with manager:
             progress_queue = manager.Queue()
             stop = threading.Event()
 
@@ -153,7 +174,8 @@ def run_jobs(function, jobs, nj, description, items_per_job, logger):
 
             drainer = threading.Thread(target=drain, daemon=True)
             drainer.start()
-            pool = ProcessPoolExecutor(max_workers=nj, mp_context=context)
+            pool = ProcessPoolExecutor(max_workers=nj, mp_context=context, initializer=_exit_with_parent,
+                                       initargs=(os.getpid(),))
             try:
                 futures = [
                     pool.submit(_run_one, function, job, description, items_per_job(job), progress_queue)

@@ -1,5 +1,6 @@
 import dataclasses
 import logging
+import os
 
 import pytest
 
@@ -67,3 +68,73 @@ def test_outputs_of_extra_jobs_are_removed_and_job_texts_merged(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hyp.1.txt", "hyp.2.txt", "hyp.5.txt"]
     merge_job_text_files([str(tmp_path / "hyp.1.txt"), str(tmp_path / "hyp.2.txt")], str(tmp_path / "hyp.txt"))
     assert (tmp_path / "hyp.txt").read_text() == "utt2 words of job 2\nutt3 words of job 1\n"
+
+
+ORPHAN_SCRIPT = """
+import logging, os, sys, time, types
+from asrkit.parallel import run_jobs
+
+def sleeper(job, context):
+    with open(job.pid_file + ".tmp", "w") as handle:
+        handle.write(str(os.getpid()))
+    os.replace(job.pid_file + ".tmp", job.pid_file)
+    time.sleep(120)
+
+if __name__ == "__main__":
+    d = sys.argv[1]
+    jobs = [types.SimpleNamespace(index=i, log_file=f"{d}/s.{i}.log", pid_file=f"{d}/w.{i}.pid") for i in (1, 2)]
+    run_jobs(sleeper, jobs, 2, "sleep", lambda job: 1, logging.getLogger("t"))
+"""
+
+
+def _running(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _children(pid):
+    children = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    if int(handle.read().split(")")[-1].split()[1]) == pid:
+                        children.append(int(entry))
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+    return children
+
+
+def test_pool_workers_exit_when_their_parent_is_killed(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "orphans.py"
+    script.write_text(ORPHAN_SCRIPT)
+    parent = subprocess.Popen([sys.executable, str(script), str(tmp_path)])
+    pid_files = [tmp_path / f"w.{i}.pid" for i in (1, 2)]
+    deadline = time.monotonic() + 120
+    try:
+        while not all(path.exists() for path in pid_files):
+            assert time.monotonic() < deadline and parent.poll() is None, "the workers did not start"
+            time.sleep(0.1)
+        workers = [int(path.read_text()) for path in pid_files]
+        assert all(_running(pid) for pid in workers)
+        # Every process the parent started: the workers, the progress queue's manager, the resource tracker.
+        workers = sorted(set(workers) | set(_children(parent.pid)))
+        assert len(workers) >= 3
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    deadline = time.monotonic() + 15
+    while any(_running(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    survivors = [pid for pid in workers if _running(pid)]
+    for pid in survivors:
+        os.kill(pid, signal.SIGKILL)
+    assert not survivors, "pool workers outlived their parent"

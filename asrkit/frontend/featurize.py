@@ -235,9 +235,15 @@ def featurize_data_dir(data_dir, feat_dir, config=None, options=None):
     with options.compute_cmvn, cmvn.h5.  Raises AsrkitError when more than
     options.max_fail_ratio of the utterances failed, naming them.
     """
+    from asrkit.data.validate import validate_data_dir
+
     config = config or FeatureConfig()
     options = options or FeaturizeOptions()
     start = time.monotonic()
+    # What Kaldi's validate_data_dir.sh refuses (unsorted files, speakers that do not prefix their
+    # utterances, utt2spk and spk2utt that disagree, ...) is refused here too, before any work: a data
+    # dir that only loads would give features that later stages cannot pair up.
+    validate_data_dir(data_dir, no_feats=True, raise_on_error=True)
     data = DataDir.load(data_dir)
     utterance_ids = list(data.utterance_ids)
     if not utterance_ids:

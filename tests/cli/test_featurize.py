@@ -186,3 +186,18 @@ def test_a_hanging_pipe_is_killed_after_pipe_timeout_and_counted(make_data_dir, 
     result = run([data, tmp_path / "feats", "--max-fail-ratio", "0.2", "--pipe-timeout", "0.5"])
     assert result.exit_code == 0, result.output
     assert "did not finish within 0.5 s" in result.output and "failed=1" in result.output
+
+
+def test_a_data_dir_that_validation_rejects_is_refused_before_any_work(make_data_dir, tmp_path):
+    data = make_data_dir({f"spk1-{u:02d}": 0.3 for u in range(3)})
+    utt2spk = os.path.join(data, "utt2spk")
+    with open(utt2spk) as handle:
+        lines = handle.read().splitlines()
+    lines[1] = lines[1].split()[0] + " spk2"  # utt2spk now disagrees with spk2utt
+    with open(utt2spk, "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+    result = run([data, tmp_path / "feats"])
+    assert result.exit_code == 1
+    assert "problem(s) found" in result.output and "spk2" in result.output
+    assert not os.path.exists(os.path.join(data, "feats.scp"))
+    assert not os.path.exists(tmp_path / "feats" / "feats.1.h5")

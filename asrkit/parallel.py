@@ -16,6 +16,7 @@ import shutil
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.managers import SyncManager
 
 from asrkit.errors import AsrkitError
 from asrkit.io.atomic import atomic_output
@@ -153,8 +154,6 @@ def run_jobs(function, jobs, nj, description, items_per_job, logger):
             sink = _ProgressSink(progress)
             return [_run_one(function, job, description, items_per_job(job), sink) for job in jobs]
         context = multiprocessing.get_context("spawn")
-        from multiprocessing.managers import SyncManager
-
         manager = SyncManager(ctx=context)
         manager.start(_exit_with_parent, (os.getpid(),))  # the progress queue's server process, likewise
         with manager:

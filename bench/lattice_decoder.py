@@ -29,9 +29,10 @@ def main():
 
     from asrkit.data.data_dir import DataDir
     from asrkit.decode import lattice_faster
-    from asrkit.decode.lattice import lattice_to_array, oracle_errors, topological
+    from asrkit.decode.lattice import lattice_to_array, oracle_errors
     from asrkit.decode.loglikes import ModelLoglikes
     from asrkit.graph.symbols import SymbolTable
+    from asrkit.sequence.lattice_graph import LatticeGraph
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--graph", required=True)
@@ -97,9 +98,11 @@ def main():
                 decoder = kaldi_decoder.LatticeSimpleDecoder(fst, config)
                 decoder.decode(kaldi_decoder.DecodableCtc(matrix))
                 _, raw = decoder.get_raw_lattice(use_final_probs=True)
-                simple_arcs += len(topological(lattice_to_array(raw), raw.start))
+                simple_arcs += LatticeGraph.from_array(lattice_to_array(raw), raw.start, len(matrix)).num_arcs
             simple_seconds = time.process_time() - start
-            ours_subset = sum(len(out.lattice) for out in outputs[: len(subset)])
+            # Both counted the same way: the arcs on some start-to-final path, final weights left out.
+            ours_subset = sum(LatticeGraph.from_array(out.lattice, 0, len(matrix)).num_arcs
+                              for out, matrix in zip(outputs, subset))
             print(f"  LatticeSimple     {subset_frames / simple_seconds:8.0f} frames/s on the first {len(subset)} "
                   f"utterances ({simple_arcs / subset_frames:.1f} arcs/frame; asrkit's "
                   f"{ours_subset / subset_frames:.1f} on them)")

@@ -59,62 +59,17 @@ def is_topological(array, start=0):
     return start == 0 and bool(np.all(arcs[:, 1] > arcs[:, 0])) and bool(np.all(np.diff(array[:, 0]) >= 0))
 
 
-def topological(array, start=0):
-    """The same lattice with its states renumbered topologically from the start (0) and its rows sorted;
-    for lattices made elsewhere (kaldi-decoder's), which number states in the order they were made."""
-    if is_topological(array, start):
-        return array
-    order = _kahn_order(array, start)
-    new = np.full(int(array[:, :2].max()) + 1, -1, dtype=np.int64)
-    new[order] = np.arange(len(order))
-    keep = new[array[:, 0].astype(np.int64)] >= 0
-    result = array[keep].copy()
-    result[:, 0] = new[result[:, 0].astype(np.int64)]
-    arcs = result[:, 1] != FINAL
-    result[arcs, 1] = new[result[arcs, 1].astype(np.int64)]
-    return result[np.argsort(result[:, 0], kind="stable")]
-
-
-def _kahn_order(array, start):
-    """States reachable from `start`, in a topological order beginning with it (Kahn's algorithm)."""
-    arcs = array[array[:, 1] != FINAL][:, :2].astype(np.int64)
-    num_states = int(array[:, :2].max()) + 1
-    successors = [[] for _ in range(num_states)]
-    indegree = np.zeros(num_states, dtype=np.int64)
-    reachable = {int(start)}
-    stack = [int(start)]
-    while stack:  # in-degrees count only arcs from states reachable from the start
-        state = stack.pop()
-        for target in arcs[arcs[:, 0] == state, 1].tolist():
-            successors[state].append(target)
-            indegree[target] += 1
-            if target not in reachable:
-                reachable.add(target)
-                stack.append(target)
-    order, ready = [], [int(start)]
-    while ready:
-        state = ready.pop()
-        order.append(state)
-        for target in successors[state]:
-            indegree[target] -= 1
-            if indegree[target] == 0:
-                ready.append(target)
-    if len(order) != len(reachable):
-        raise ValueError("the lattice has a cycle")
-    return np.array(order, dtype=np.int64)
-
-
 def best_path_words(lattice, lm_weight):
     """Word ids of the best path of a lattice array under cost = graph + acoustic / lm_weight (acoustics
     unscaled), or None when no final state is reachable.
 
     Kaldi's score.sh does the same with lattice-scale --inv-acoustic-scale=LMWT and lattice-best-path.
-    The lattice must be numbered topologically (see `topological`), as asrkit's decoder writes it.
+    The lattice must be numbered topologically, as asrkit's decoder writes it.
     """
     from asrkit.decode.lattice_faster import best_path
 
     if not is_topological(lattice):
-        raise ValueError("the lattice's states are not numbered topologically; see asrkit.decode.lattice.topological")
+        raise ValueError("the lattice's states are not numbered topologically (as asrkit's decoder writes them)")
     best = best_path(lattice, acoustic_scale=1.0 / lm_weight)
     return best[0] if best is not None else None
 
@@ -128,7 +83,7 @@ def oracle_errors(lattice, reference):
     insertion; a reference word can be deleted at any state.
     """
     if not is_topological(lattice):
-        raise ValueError("the lattice's states are not numbered topologically; see asrkit.decode.lattice.topological")
+        raise ValueError("the lattice's states are not numbered topologically (as asrkit's decoder writes them)")
     if not len(lattice):
         return None
     reference = np.asarray(reference, dtype=np.int64)

@@ -2,6 +2,7 @@
 
 import contextlib
 import os
+import shutil
 import socket
 
 
@@ -33,8 +34,6 @@ def temporary_name(path):
                 stale = os.path.join(directory, name)
                 with contextlib.suppress(OSError):
                     if os.path.isdir(stale) and not os.path.islink(stale):
-                        import shutil
-
                         shutil.rmtree(stale)
                     else:
                         os.remove(stale)

@@ -77,7 +77,7 @@ def read_latest(root):
         raise AsrkitError(f"{os.path.join(root, LATEST)} is malformed: {error}") from None
     # A snapshot is a directory of the root itself: an absolute path or one with a separator or ".."
     # would have the servers load a model from elsewhere.
-    if not isinstance(name, str) or name in ("", ".", "..") or os.path.basename(name) != name or "/" in name:
+    if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or os.sep in name:
         raise AsrkitError(f"{os.path.join(root, LATEST)} is malformed: dir {name!r} is not a directory of {root}")
     return step, os.path.join(root, name)
 

@@ -206,17 +206,6 @@ def test_more_input_labels_than_columns_is_refused():
         lattice_faster.decode(graph, np.zeros((2, 2), dtype=np.float32))
 
 
-def test_topological_renumbers_a_foreign_lattice():
-    # States made in the order 0, 2, 1 (as a decoder that creates tokens before knowing their order would).
-    array = np.array([[0, 2, 1, 7, 0.5, 1.0], [2, 1, 0, 0, 0.25, 0.0], [1, FINAL, 0, 0, 0.0, 0.0]])
-    assert not is_topological(array)
-    from asrkit.decode.lattice import topological
-
-    renumbered = topological(array)
-    assert is_topological(renumbered)
-    assert best_path_words(renumbered, 1.0) == [7]
-
-
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
     from asrkit.decode.synthetic import build_toy_task

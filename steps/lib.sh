@@ -9,10 +9,12 @@
 #   nj                    parallel jobs;  cpu_cmd, gpu_cmd: launchers (cmd.sh) with their threads
 #   overwrite             true retrains from scratch (--no-resume) instead of resuming
 #   train_options         asrkit-train-ce options of every CE training (conf/train_ce.conf, streams)
-#   mono_model, ce_model  the monophone DNN's and the LSTM's --model/--model-param options
+#   am                    the acoustic network, lstm (seed 000) or wblstm (seed 003's windowed BLSTM):
+#                         its models are exp/${am}_ce, ${am}_ce_ali, ${am}_smbr, ${am}_ce_clean
+#   mono_model, ce_model  the monophone DNN's and the acoustic network's --model/--model-param options
 #   mono_epochs, ce_epochs, num_leaves, streams, seq_steps, snapshot_every
 #   noise_styles          the multi-style training mix (a style config for the example servers)
-#   ce_prior_scale        log-prior scale of realignment with the LSTMs
+#   ce_prior_scale        log-prior scale of realignment with the CE models
 # and conf/{align,decode,train_seq}.conf of the recipe.  Each step's jobs log to $logs/stage<N>/.
 
 # Each stage starts with a header line (with the time) and ends with a line saying how long it took.
@@ -90,10 +92,25 @@ featurize() {
   done
 }
 
-# lstm_schedule: the LSTMs' learning rate (conf/train_ce.conf's) halves four times over their epochs,
+# ce_model_options CELLS: asrkit-train-ce's --model options of the acoustic network $am, two layers of
+# CELLS cells.  wblstm (seed 003) is bidirectional with half the cells per direction, over a 6+5+6
+# window: at the recipes' 30 ms frames, 180 ms of context either side of groups of 150 ms (seed 003's
+# 20+8+20 at 10 ms frames is 200 ms either side of 80 ms); a group of 5 divides the recipes' --unroll
+# 20.  Clean-only CE on voicesearch, same data and schedule: 8+4+8 test 18.75% at 5,574 frames/s, 6+6+6
+# 18.14% at 7,149 (egs/voicesearch/RESULTS).
+ce_model_options() {
+  case "$am" in
+    lstm) echo --model-param num_layers=2 --model-param num_cells="$1" ;;
+    wblstm) echo --model wblstm --model-param num_layers=2 --model-param num_cells="$(( $1 / 2 ))" \
+                 --model-param context=6 --model-param group=5 ;;
+    *) echo "ce_model_options: unknown acoustic network '$am' (lstm or wblstm)" >&2; return 1 ;;
+  esac
+}
+
+# ce_schedule: the CE models' learning rate (conf/train_ce.conf's) halves four times over their epochs,
 # continuously, so that the last epochs fine-tune at 1/16 of it; the step count comes from the
 # training set's frames, b = --num-streams and u = 20 frames a step.
-lstm_schedule() {
+ce_schedule() {
   local frames steps
   frames="$(awk '{ total += $2 } END { print total + 0 }' "$data/train/utt2num_frames")"
   steps=$(( frames * ce_epochs / (streams * 20) / 4 ))
@@ -115,46 +132,46 @@ flat_start() {
   done
 }
 
-# train_tree_and_lstm_ce STAGE: the decision tree on exp/mono_ali3, its alignments, and the LSTM's
-# multi-style CE training (seed 000): an example server noisifies (noise_styles, a new style each
-# epoch) and featurizes every utterance on the fly and streams it to the trainer -> exp/lstm_ce; then
-# the realignment with it -> exp/lstm_ce_ali (where seed 003's "+ realign" starts).
-train_tree_and_lstm_ce() {
+# train_tree_and_ce STAGE: the decision tree on exp/mono_ali3, its alignments, and the acoustic
+# network's multi-style CE training (seed 000): an example server noisifies (noise_styles, a new style
+# each epoch) and featurizes every utterance on the fly and streams it to the trainer -> exp/${am}_ce;
+# then the realignment with it -> exp/${am}_ce_ali (where seed 003's "+ realign" starts).
+train_tree_and_ce() {
   launch "$cpu_cmd" "$logs/stage$1/build_tree.log" \
     build_tree --num-leaves "$num_leaves" "$data/train" "$data/lang" "$exp/mono_ali3" "$exp/tree"
   launch "$cpu_cmd" "$logs/stage$1/convert_ali.log" convert_ali "$exp/tree" "$exp/mono_ali3" "$exp/tree_ali"
-  launch "$gpu_cmd" "$logs/stage$1/train_lstm_ce.log" \
-    asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" $(lstm_schedule) --num-epochs "$ce_epochs" \
-      --example-servers local:1 --server-styles "$noise_styles" "$data/train" "$exp/tree_ali" "$exp/lstm_ce"
-  launch "$cpu_cmd" "$logs/stage$1/align_lstm_ce.log" \
+  launch "$gpu_cmd" "$logs/stage$1/train_${am}_ce.log" \
+    asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" $(ce_schedule) --num-epochs "$ce_epochs" \
+      --example-servers local:1 --server-styles "$noise_styles" "$data/train" "$exp/tree_ali" "$exp/${am}_ce"
+  launch "$cpu_cmd" "$logs/stage$1/align_${am}_ce.log" \
     asrkit-align --config conf/align.conf --prior-scale "$ce_prior_scale" --nj "$nj" "$data/train" "$data/lang" \
-      "$exp/lstm_ce/final" "$exp/lstm_ce_ali"
+      "$exp/${am}_ce/final" "$exp/${am}_ce_ali"
 }
 
-# train_lstm_ce_clean STAGE: lstm_ce's network, data and schedule, read in-process from the clean
-# features -> exp/lstm_ce_clean, for the multi-style vs clean comparison.
-train_lstm_ce_clean() {
-  launch "$gpu_cmd" "$logs/stage$1/train_lstm_ce_clean.log" \
-    asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" $(lstm_schedule) --num-epochs "$ce_epochs" \
-      "$data/train" "$exp/tree_ali" "$exp/lstm_ce_clean"
+# train_ce_clean STAGE: ${am}_ce's network, data and schedule, read in-process from the clean
+# features -> exp/${am}_ce_clean, for the multi-style vs clean comparison.
+train_ce_clean() {
+  launch "$gpu_cmd" "$logs/stage$1/train_${am}_ce_clean.log" \
+    asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" $(ce_schedule) --num-epochs "$ce_epochs" \
+      "$data/train" "$exp/tree_ali" "$exp/${am}_ce_clean"
 }
 
-# train_smbr STAGE: the bigram graph, and sMBR sequence training of lstm_ce (seed 000 section 3) with
+# train_smbr STAGE: the bigram graph, and sMBR sequence training of ${am}_ce (seed 000 section 3) with
 # two seq-mode example servers that noisify (noise_styles), featurize, generate lattices with the
-# newest model snapshot and compute the outer derivatives; the trainer applies them -> exp/lstm_smbr.
-# The numerator is exp/$smbr_alignments (a recipe may take lstm_ce_ali, the CE model's own realignment,
+# newest model snapshot and compute the outer derivatives; the trainer applies them -> exp/${am}_smbr.
+# The numerator is exp/$smbr_alignments (a recipe may take ${am}_ce_ali, the CE model's own realignment,
 # as Kaldi's nnet sMBR does); smbr_options are more asrkit-train-seq options (e.g. --frame-smoothing).
 smbr_alignments=tree_ali
 smbr_options=()
 train_smbr() {
   launch "$cpu_cmd" "$logs/stage$1/mkgraph_bigram.log" \
-    mkgraph "$data/lang_bigram" "$exp/lstm_ce/final" "$exp/lstm_ce/graph_bigram"
+    mkgraph "$data/lang_bigram" "$exp/${am}_ce/final" "$exp/${am}_ce/graph_bigram"
   local seq_options=(--config conf/train_seq.conf --num-streams "$streams" --max-steps "$seq_steps"
                      --snapshot-every "$snapshot_every" "${smbr_options[@]}")
   $overwrite && seq_options+=(--no-resume)
-  launch "$gpu_cmd" "$logs/stage$1/train_lstm_smbr.log" \
+  launch "$gpu_cmd" "$logs/stage$1/train_${am}_smbr.log" \
     asrkit-train-seq "${seq_options[@]}" --example-servers local:2 --server-styles "$noise_styles" \
-      "$data/train" "$exp/$smbr_alignments" "$exp/lstm_ce/final" "$exp/lstm_ce/graph_bigram" "$exp/lstm_smbr"
+      "$data/train" "$exp/$smbr_alignments" "$exp/${am}_ce/final" "$exp/${am}_ce/graph_bigram" "$exp/${am}_smbr"
 }
 
 # decode MODEL GRAPH_MODEL SET STAGE [OPTION...]: decode and score data/SET with exp/MODEL/final on
@@ -225,13 +242,13 @@ pocketsphinx_decode() {
 }
 
 # make_results COMMAND_LINE RECIPE: the results table -> exp/RESULTS (steps/make_results.py), and the
-# training curves of lstm_ce and lstm_smbr -> exp/*/training.png.
+# training curves of ${am}_ce and ${am}_smbr -> exp/*/training.png.
 make_results() {
   python "$ASRKIT_ROOT/steps/make_results.py" --command "$1" --recipe "$2" "$exp" > "$exp/RESULTS.tmp"
   mv "$exp/RESULTS.tmp" "$exp/RESULTS"
   cat "$exp/RESULTS"
   local model
-  for model in lstm_ce lstm_smbr; do
+  for model in "${am}_ce" "${am}_smbr"; do
     python "$ASRKIT_ROOT/steps/plot_training.py" "$exp/$model/tensorboard" "$exp/$model/training.png" \
       || echo "note: no plot for $model (see the error above); going on" >&2
   done

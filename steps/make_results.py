@@ -33,10 +33,15 @@ WER = re.compile(r"%WER\s+([0-9.]+)")
 LM_SUMMARY = re.compile(r"make_lm summary: status=ok .*heldout_ppl=([0-9.]+) heldout_oovs=(\d+)")
 UNROLL_MODEL = re.compile(r"^unroll_(b\d+_u\d+|full)$")
 CONVERGED_WITHIN = 0.01  # held-out frame accuracy, absolute
+# The recipes' models are <network>_<role> (run.sh --am): the acoustic networks, and what each role is.
+NETWORKS = {"lstm": "LSTM", "wblstm": "windowed BLSTM"}
+ROLES = {
+    "ce": "multi-style CE (example server noisifying on the fly)",
+    "ce_clean": "clean-only CE ({network}_ce's network and schedule, clean features in-process)",
+    "smbr": "sMBR from {network}_ce (seq-mode example servers, lattices on the fly)",
+}
+MODEL_NAME = re.compile(r"^(" + "|".join(NETWORKS) + r")_(" + "|".join(ROLES) + r")$")
 DESCRIPTIONS = {
-    "lstm_ce": "multi-style CE (example server noisifying on the fly)",
-    "lstm_ce_clean": "clean-only CE (lstm_ce's network and schedule, clean features in-process)",
-    "lstm_smbr": "sMBR from lstm_ce (seq-mode example servers, lattices on the fly)",
     "pocketsphinx": "pocketsphinx 5 en-us acoustic model, this recipe's lexicon and trigram LM",
 }
 VOICE_TABLE_SET = "test"
@@ -48,6 +53,10 @@ PER_SPK_ERR_COLUMN = 8
 def describe(model):
     if model in DESCRIPTIONS:
         return DESCRIPTIONS[model]
+    match = MODEL_NAME.match(model)
+    if match:
+        network, role = match.groups()
+        return f"{NETWORKS[network]}, " + ROLES[role].format(network=network)
     match = UNROLL_MODEL.match(model)
     if match:
         kind = match.group(1)
@@ -56,6 +65,21 @@ def describe(model):
         streams, unroll = kind[1:].split("_u")
         return f"clean CE, truncated unrolling b={streams} u={unroll}"
     return model
+
+
+def comparisons(wers):
+    """(before model, after model, what, the papers' figure) of every comparison whose two models are in
+    `wers`: sMBR against CE and multi-style against clean-only CE of each network, and each role of the
+    windowed BLSTM against the LSTM's."""
+    present = {match.group(1) for match in map(MODEL_NAME.match, wers) if match}
+    pairs = []
+    for network, name in NETWORKS.items():
+        suffix = f" ({name})" if len(present) > 1 else ""
+        pairs.append((f"{network}_ce", f"{network}_smbr", f"sMBR relative to CE{suffix}", " (the papers: -10 to -20%)"))
+        pairs.append((f"{network}_ce_clean", f"{network}_ce", f"multi-style relative to clean-only CE{suffix}", ""))
+    for role in ROLES:
+        pairs.append((f"lstm_{role}", f"wblstm_{role}", f"windowed BLSTM relative to the LSTM, {role}", ""))
+    return [pair for pair in pairs if pair[0] in wers and pair[1] in wers]
 
 
 def read_wers(exp_dir):
@@ -234,9 +258,7 @@ def main():
     for model in sorted(wers):
         cells = "".join((f"{wers[model][t][0]:.2f}" if t in wers[model] else "-").rjust(14) for t in test_sets)
         out.write("# " + model.ljust(20) + cells + "\n")
-    for before_model, after_model, what, papers in (
-            ("lstm_ce", "lstm_smbr", "sMBR relative to CE", " (the papers: -10 to -20%)"),
-            ("lstm_ce_clean", "lstm_ce", "multi-style relative to clean-only CE", "")):
+    for before_model, after_model, what, papers in comparisons(wers):
         if before_model in wers and after_model in wers:
             changes = [f"{test_set} {relative(wers[before_model][test_set][0], wers[after_model][test_set][0]):+.1f}%"
                        for test_set in test_sets

@@ -52,7 +52,7 @@ class LstmLayer(tf.Module):
     def zero_state(self, batch_size):
         return (tf.zeros([batch_size, self.num_cells]), tf.zeros([batch_size, self.output_dim]))
 
-    def _input_projection(self, inputs):
+    def input_projection(self, inputs):
         """One GEMM for every time step at once: [T, b, D] -> [T, b, 4H]."""
         shape = tf.shape(inputs)
         flat = tf.reshape(inputs, [-1, self.input_dim])
@@ -77,8 +77,13 @@ class LstmLayer(tf.Module):
         keep [u, b] (1 - reset: 0 where an utterance starts, so the state before that
         step is zeroed) or None.  Returns outputs [u, b, P or H] and the final state.
         """
+        return self.window_projected(self.input_projection(inputs), state, keep)
+
+    def window_projected(self, projected, state, keep=None):
+        """`window` from the input projection [u, b, 4H] (x W + bias), for callers that compute it once for
+        several overlapping windows (asrkit.nn.wblstm)."""
         cell, output = state
-        steps = tf.unstack(self._input_projection(inputs), axis=0)
+        steps = tf.unstack(projected, axis=0)
         keeps = tf.unstack(keep[:, :, None], axis=0) if keep is not None else [None] * len(steps)
         outputs = []
         for projected_input, keep_step in zip(steps, keeps):
@@ -91,7 +96,7 @@ class LstmLayer(tf.Module):
 
     def sequence(self, inputs, state):
         """Dynamic unrolling (tf.while_loop) over inputs [T, b, D] of any length T."""
-        projected = self._input_projection(inputs)
+        projected = self.input_projection(inputs)
         num_steps = tf.shape(projected)[0]
         steps = tf.TensorArray(projected.dtype, size=num_steps).unstack(projected)
         outputs = tf.TensorArray(projected.dtype, size=num_steps)

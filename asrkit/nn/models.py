@@ -44,6 +44,11 @@ class AcousticNet(tf.Module):
     def label_delay(self):
         return self.params.label_delay
 
+    @property
+    def unroll_multiple(self):
+        """Truncated training windows must be a multiple of this many frames."""
+        return 1
+
     def window(self, features, state, reset):
         keep = 1.0 - tf.transpose(tf.cast(reset, tf.float32))
         logits, state = self.window_time_major(tf.transpose(features, [1, 0, 2]), state, keep)

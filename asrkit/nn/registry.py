@@ -12,6 +12,8 @@ Configs:
 | lstm5x768  | 5 x LSTM(768)                             | seed 000/001, Table 2 and 3 |
 | lstm5x1024 | 5 x LSTM(1024)                            | seed 000/001, Table 3       |
 | dnn        | 26 frames, 4 x 1024 ReLU                  | seed 002 (is-IS: 26x40:4x1024) |
+| wblstm     | 20+8+20 window, 2 x BLSTM(128 per direction) | seed 003's network at recipe size |
+| wblstm6x512 | 20+8+20 window, 6 x BLSTM(512 per direction) | seed 003, Tables 3-6        |
 
 Every class is also a config of its own defaults ("lstm"), except where a named
 config has its name ("dnn" is seed 002's network).
@@ -21,8 +23,9 @@ to `<exp-dir>/config.json` and to an exported model's `model.json`.
 """
 
 from asrkit.nn.models import ContextDnn, StackedLstm
+from asrkit.nn.wblstm import WindowedBlstm
 
-MODEL_CLASSES = {cls.registry_name: cls for cls in (StackedLstm, ContextDnn)}
+MODEL_CLASSES = {cls.registry_name: cls for cls in (StackedLstm, ContextDnn, WindowedBlstm)}
 
 CONFIGS = {
     "recipe": ("lstm", {"num_layers": 2, "num_cells": 256}),
@@ -30,6 +33,7 @@ CONFIGS = {
     "lstm5x768": ("lstm", {"num_layers": 5, "num_cells": 768}),
     "lstm5x1024": ("lstm", {"num_layers": 5, "num_cells": 1024}),
     "dnn": ("dnn", {"context_frames": 26, "num_layers": 4, "num_units": 1024}),
+    "wblstm6x512": ("wblstm", {"num_layers": 6, "num_cells": 512}),
 }
 # Each class is also a config of its own defaults, unless a named config already has its name
 # ("dnn" is seed 002's network, not the class defaults).

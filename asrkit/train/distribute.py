@@ -128,6 +128,10 @@ class LocalDistribution:
         """Inside a step: the sum of a tensor (or list of tensors) over the replicas that take this step."""
         return value
 
+    def gather_over_replicas(self, value):
+        """Inside a step: every replica's tensor, concatenated along axis 0 in replica order."""
+        return value
+
     def shard(self, utterance_ids):
         """The training utterances this worker reads."""
         return utterance_ids
@@ -206,6 +210,10 @@ class MultiWorkerDistribution(LocalDistribution):
         tf = self._tf
         context = tf.distribute.get_replica_context()
         return context.all_reduce(tf.distribute.ReduceOp.SUM, tf.nest.map_structure(tf.stop_gradient, value))
+
+    def gather_over_replicas(self, value):
+        context = self._tf.distribute.get_replica_context()
+        return context.all_gather(self._tf.stop_gradient(value), axis=0)
 
     def shard(self, utterance_ids):
         return utterance_ids[self.worker_index :: self.num_workers]
@@ -310,6 +318,14 @@ def check_params(strategy, params):
         raise AsrkitError("--strategy ps trains with --mode full: truncated unrolling carries each stream's LSTM "
                           "state from step to step, which asynchronous steps on several workers cannot keep "
                           "(fix: add --mode full)")
+    from asrkit.train.one_bit import QUANTIZATIONS
+
+    if params.gradient_quantization not in QUANTIZATIONS:
+        raise AsrkitError(f"--gradient-quantization must be one of {', '.join(QUANTIZATIONS)}, not "
+                          f"{params.gradient_quantization!r}")
+    if strategy == "ps" and params.gradient_quantization != "none":
+        raise AsrkitError("--gradient-quantization 1bit exchanges the gradients of synchronous replicas; "
+                          "--strategy ps applies each worker's gradients alone (fix: --strategy multiworker)")
 
 
 def make_distribution(strategy="local", cluster_file=None, environ=None):

@@ -281,7 +281,7 @@ class SequenceCriterion(CrossEntropyCriterion):
         # Only the chief publishes snapshots (and validates: run_training calls validate there only).
         self.is_chief = distribution is None or distribution.is_chief
         return SequenceSteps(net, optimizer, learning_rate, self.params.clip_norm, training_state, self.params.unroll,
-                             distribution)
+                             distribution, self.params.gradient_quantization)
 
     def initialize(self, net):
         from asrkit.nn.model_dir import WEIGHTS_PREFIX

@@ -55,8 +55,10 @@ class Steps:
     replica's batch under --strategy multiworker: the frame count and the gradients are summed).
     """
 
-    def __init__(self, net, optimizer, learning_rate, clip_norm, training_state, distribution=None):
+    def __init__(self, net, optimizer, learning_rate, clip_norm, training_state, distribution=None,
+                 gradient_quantization="none"):
         from asrkit.train.distribute import LocalDistribution
+        from asrkit.train.one_bit import OneBitExchange
 
         self.net = net
         self.optimizer = optimizer
@@ -66,6 +68,8 @@ class Steps:
         # Where the steps run (asrkit.train.distribute); local: plain tf.functions, sums over one replica.
         self.distribution = distribution or LocalDistribution()
         self.variables = list(net.trainable_variables)
+        # 1-bit SGD (asrkit.train.one_bit): the replicas exchange quantised gradients with error feedback.
+        self.one_bit = OneBitExchange(self.variables) if gradient_quantization == "1bit" else None
         optimizer.build(self.variables)
         self.truncated = self.distribution.compile(self._truncated)
         spec = [tf.TensorSpec([None, None, net.input_dim], tf.float32), tf.TensorSpec([None, None], tf.int32),
@@ -80,7 +84,11 @@ class Steps:
         return loss_sum / tf.maximum(self.distribution.sum_over_replicas(count), 1.0)
 
     def _apply(self, tape, loss):
-        gradients = self.distribution.sum_over_replicas(tape.gradient(loss, self.variables))
+        gradients = tape.gradient(loss, self.variables)
+        if self.one_bit is None:
+            gradients = self.distribution.sum_over_replicas(gradients)
+        else:
+            gradients = self.one_bit.sum_over_replicas(gradients, self.distribution)
         if self.clip_norm > 0:
             gradients, norm = tf.clip_by_global_norm(gradients, self.clip_norm)
         else:
@@ -144,8 +152,10 @@ class SequenceSteps(Steps):
     the step (of every replica's batch under --strategy multiworker, as for cross-entropy).
     """
 
-    def __init__(self, net, optimizer, learning_rate, clip_norm, training_state, unroll, distribution=None):
-        super().__init__(net, optimizer, learning_rate, clip_norm, training_state, distribution)
+    def __init__(self, net, optimizer, learning_rate, clip_norm, training_state, unroll, distribution=None,
+                 gradient_quantization="none"):
+        super().__init__(net, optimizer, learning_rate, clip_norm, training_state, distribution,
+                         gradient_quantization)
         # u is static (the LSTM unstacks over it); M, the derivatives per frame, varies from batch to batch.
         u = unroll
         spec = [tf.TensorSpec([None, u, net.input_dim], tf.float32), tf.TensorSpec([None, u], tf.int32),

@@ -78,6 +78,9 @@ def train_params():
     p.define("lr_decay_steps", 10000, "Exponential schedule: steps per lr_decay_rate factor.")
     p.define("warmup_steps", 0, "Linear learning-rate warm-up over this many steps (0: none).")
     p.define("clip_norm", 5.0, "Clip the gradients to this global norm (0: no clipping).")
+    p.define("gradient_quantization", "none", "none, or 1bit: 1-bit SGD with error feedback (seed 003 section "
+             "3.2): the replicas of --strategy multiworker exchange one bit per gradient value plus two means "
+             "per column, and each keeps its quantisation error for its next step.")
     p.define("adagrad_initial_accumulator", 0.1, "Adagrad: initial value of the squared-gradient sums.")
     p.define("adam_beta1", 0.9, "Adam: decay of the first moment.")
     p.define("adam_beta2", 0.999, "Adam: decay of the second moment.")
@@ -292,7 +295,8 @@ class CrossEntropyCriterion:
     def make_steps(self, net, optimizer, learning_rate, training_state, distribution=None):
         from asrkit.train.steps import Steps
 
-        return Steps(net, optimizer, learning_rate, self.params.clip_norm, training_state, distribution)
+        return Steps(net, optimizer, learning_rate, self.params.clip_norm, training_state, distribution,
+                     self.params.gradient_quantization)
 
     def prepare(self, data, cmvn):
         """The loaded training data (asrkit.train.training_set.TrainingData) and CMVN statistics."""
@@ -424,6 +428,9 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
             net = build_from_config(net_config, data.feature_dim, data.num_pdfs)
     except ValueError as error:
         raise AsrkitError(f"bad model config: {error}") from None
+    if params.mode == "truncated" and params.unroll % net.unroll_multiple:
+        raise AsrkitError(f"--unroll {params.unroll} is not a multiple of {net.unroll_multiple}, which model "
+                          f"{net_config['config']} needs (its frames are predicted in groups)")
     label_delay = net.label_delay
     num_parameters = sum(int(np.prod(v.shape)) for v in net.trainable_variables)
     logger.info("model %s (%s): %s, %d parameters", net_config["config"], net_config["name"],
@@ -439,6 +446,12 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
     with distribution.scope():
         training_state = TrainingState(net.zero_state(params.num_streams if params.mode == "truncated" else 1))
         steps = criterion.make_steps(net, optimizer, learning_rate, training_state, distribution=distribution)
+    if params.gradient_quantization == "1bit":
+        from asrkit.train.one_bit import bits_per_value
+
+        logger.info("1-bit SGD: %.3f bits a gradient value on the wire (32 with float all-reduce), %d replica(s)",
+                    bits_per_value([variable.shape for variable in net.trainable_variables]),
+                    distribution.num_replicas)
     checkpoint = tf.train.Checkpoint(net=net, optimizer=optimizer, training=training_state)
     manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=params.keep_checkpoints,
                                          checkpoint_name="ckpt") if chief else None

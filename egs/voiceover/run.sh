@@ -13,17 +13,19 @@
 #     --data DIR                 where data dirs go (default: data, in this directory)
 #     --exp DIR                  where features, alignments and models go (default: exp, in this directory)
 #     --overwrite                retrain the models from scratch instead of resuming
+#     --am lstm|wblstm           the acoustic network: seed 000's LSTM or seed 003's windowed BLSTM; its
+#                                models are exp/<am>_ce, <am>_ce_ali, <am>_smbr (default: lstm)
 #
 # Stages: 0 set-up (.venv, festival); 1 the games from Debian (apt-get download, dpkg-deb -x) and the
 #         data dirs -> data/{train,dev,test}; 2 dictionary: CMUdict, festival's letter-to-sound rules
 #         for the rest -> data/local/dict; 3 lang dir, bigram and trigram LMs from train's transcripts
 #         (perplexity on dev in the log) -> data/lang{,_bigram,_test}; 4 narrowband features (+ CMVN
 #         of train) -> exp/feats; 5 flat start and three rounds of monophone DNN training and
-#         realignment -> exp/mono*; 6 decision tree, multi-style CE training of the LSTM (an example
+#         realignment -> exp/mono*; 6 decision tree, multi-style CE training of the network (an example
 #         server applies narrowband styles on the fly: telephone band, G.711, 8-bit PCM, MP3, rooms,
-#         noise) -> exp/lstm_ce; 7 decoding and scoring of test (LM weight chosen on dev) ->
-#         exp/lstm_ce/decode_*; 8 sMBR sequence training with seq-mode example servers ->
-#         exp/lstm_smbr; 9 its decoding and scoring; 10 baseline: pocketsphinx's stock en-us model
+#         noise) -> exp/<am>_ce; 7 decoding and scoring of test (LM weight chosen on dev) ->
+#         exp/<am>_ce/decode_*; 8 sMBR sequence training with seq-mode example servers ->
+#         exp/<am>_smbr; 9 its decoding and scoring; 10 baseline: pocketsphinx's stock en-us model
 #         (audio resampled to 16 kHz) with the same lexicon and LM -> exp/pocketsphinx; 11 results
 #         -> exp/RESULTS.
 # The steps from the dictionary on are egs/voicesearch's, shared through steps/lib.sh.
@@ -38,8 +40,9 @@ games=
 data=data
 exp=exp
 overwrite=false
+am=lstm
 
-usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --stage) stage="$2"; shift 2 ;;
@@ -50,10 +53,12 @@ while [ $# -gt 0 ]; do
     --data) data="$2"; shift 2 ;;
     --exp) exp="$2"; shift 2 ;;
     --overwrite) overwrite=true; shift ;;
+    --am) am="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "$0: unknown option '$1' (see $0 --help)" >&2; exit 2 ;;
   esac
 done
+case "$am" in lstm|wblstm) ;; *) echo "$0: --am must be lstm or wblstm, not '$am'" >&2; exit 2 ;; esac
 case "$size" in tiny|default) ;; *) echo "$0: --size must be tiny or default, not '$size'" >&2; exit 2 ;; esac
 for value in "$stage" "$stop_stage" "$nj"; do
   case "$value" in ''|*[!0-9]*) echo "$0: --stage, --stop-stage and --nj take whole numbers, not '$value'" >&2; exit 2 ;; esac
@@ -112,10 +117,10 @@ train_fit_utts=150
 [ "$size" = tiny ] && train_fit_utts=10
 train_options=(--config conf/train_ce.conf --num-streams "$streams")
 $overwrite && train_options+=(--no-resume)
-# The frame-local monophone DNN of egs/voicesearch (see there why not an LSTM), and the LSTM.
+# The frame-local monophone DNN of egs/voicesearch (see there why not an LSTM), and the acoustic network.
 mono_model=(--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3
             --model-param num_units="$mono_units")
-ce_model=(--model-param num_layers=2 --model-param num_cells="$ce_cells")
+read -ra ce_model <<< "$(ce_model_options "$ce_cells")"
 ce_prior_scale=0.5
 noise_styles=conf/noise_styles.json
 # Narrowband: 11025 Hz audio is downsampled to 8 kHz as it is read (the config's allow_downsample;
@@ -123,10 +128,10 @@ noise_styles=conf/noise_styles.json
 # utterance's own mean is removed, as in egs/voicesearch.
 feature_options=(--config conf/fbank.json --cmvn-mean utterance)
 tuned_sets=(dev:test:train_fit)
-# sMBR's numerator is the CE LSTM's own realignment, and a tenth of the CE objective is kept (frame
+# sMBR's numerator is the CE model's own realignment, and a tenth of the CE objective is kept (frame
 # smoothing): with the monophone DNN's alignments, sMBR made dev 3.6% worse; with these, dev stays
 # within 1% of CE (egs/voiceover/RESULTS).
-smbr_alignments=lstm_ce_ali
+smbr_alignments="${am}_ce_ali"
 smbr_options=(--frame-smoothing 0.1)
 
 if run_stage 4; then
@@ -142,24 +147,24 @@ if run_stage 5; then
 fi
 
 if run_stage 6; then
-  begin_stage 6 "decision tree, multi-style CE training of the LSTM -> $exp/lstm_ce"
-  train_tree_and_lstm_ce 6
+  begin_stage 6 "decision tree, multi-style CE training of the acoustic network -> $exp/${am}_ce"
+  train_tree_and_ce 6
 fi
 
 if run_stage 7; then
-  begin_stage 7 "graph, decoding and scoring -> $exp/lstm_ce/decode_*"
-  launch "$cpu_cmd" "$logs/stage7/mkgraph.log" mkgraph "$data/lang_test" "$exp/lstm_ce/final" "$exp/lstm_ce/graph"
-  decode_tuned lstm_ce lstm_ce 7
+  begin_stage 7 "graph, decoding and scoring -> $exp/${am}_ce/decode_*"
+  launch "$cpu_cmd" "$logs/stage7/mkgraph.log" mkgraph "$data/lang_test" "$exp/${am}_ce/final" "$exp/${am}_ce/graph"
+  decode_tuned "${am}_ce" "${am}_ce" 7
 fi
 
 if run_stage 8; then
-  begin_stage 8 "bigram graph and sMBR training with seq-mode example servers -> $exp/lstm_smbr"
+  begin_stage 8 "bigram graph and sMBR training with seq-mode example servers -> $exp/${am}_smbr"
   train_smbr 8
 fi
 
 if run_stage 9; then
-  begin_stage 9 "decoding and scoring with the sMBR model -> $exp/lstm_smbr/decode_*"
-  decode_tuned lstm_smbr lstm_ce 9
+  begin_stage 9 "decoding and scoring with the sMBR model -> $exp/${am}_smbr/decode_*"
+  decode_tuned "${am}_smbr" "${am}_ce" 9
 fi
 
 if run_stage 10; then
@@ -170,7 +175,7 @@ if run_stage 10; then
 fi
 
 if run_stage 11; then
-  begin_stage 11 "results -> $exp/RESULTS, training curves -> $exp/{lstm_ce,lstm_smbr}/training.png"
+  begin_stage 11 "results -> $exp/RESULTS, training curves -> $exp/{${am}_ce,${am}_smbr}/training.png"
   make_results "$command_line" voiceover
 fi
 end_stage

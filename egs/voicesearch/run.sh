@@ -12,22 +12,24 @@
 #     --exp DIR                  where features, alignments and models go (default: exp, in this directory)
 #     --overwrite                rebuild the corpus and retrain the models from scratch instead of resuming
 #     --unroll-comparison true|false   stage 11 also compares truncated with full unrolling (default: false)
+#     --am wblstm|lstm           the acoustic network: seed 003's windowed BLSTM or seed 000's LSTM; its
+#                                models are exp/<am>_ce, <am>_smbr, <am>_ce_clean (default: wblstm)
 #
 # Stages: 0 set-up (synthesisers, .venv); 1 corpus synthesis -> data/{train,dev,test};
 #         2 dictionary -> data/local/dict; 3 noisy dev/test copies -> data/{dev,test}_noisy;
 #         4 lang dir, bigram (sequence training) and trigram (decoding) LMs -> data/lang{,_bigram,_test};
 #         5 features (+ CMVN of train) -> exp/feats; 6 flat start (end silences by energy), three
 #         rounds of frame-local monophone DNN training and realignment -> exp/mono*; 7 decision tree, tree
-#         alignments, multi-style CE training of the LSTM with an example server noisifying on the
-#         fly, realignment with it, and the accuracy of every alignment against the synthesisers'
-#         timings -> exp/tree, exp/lstm_ce, exp/lstm_ce_ali;
-#         8 graph, decoding and scoring of test and test_noisy -> exp/lstm_ce/decode_*;
+#         alignments, multi-style CE training of the acoustic network with an example server noisifying
+#         on the fly, realignment with it, and the accuracy of every alignment against the
+#         synthesisers' timings -> exp/tree, exp/<am>_ce, exp/<am>_ce_ali;
+#         8 graph, decoding and scoring of test and test_noisy -> exp/<am>_ce/decode_*;
 #         9 bigram graph and sMBR sequence training with seq-mode example servers (lattices on the
-#         fly with model snapshots) -> exp/lstm_smbr; 10 decoding and scoring with the sMBR model
-#         -> exp/lstm_smbr/decode_*; 11 comparisons: clean-only CE (and realignment with it), and
+#         fly with model snapshots) -> exp/<am>_smbr; 10 decoding and scoring with the sMBR model
+#         -> exp/<am>_smbr/decode_*; 11 comparisons: clean-only CE (and realignment with it), and
 #         with --unroll-comparison true truncated unrolling at (b,u) = (512,10), (256,20), (128,40) vs
 #         full unrolling with length buckets, all at b x u = 5120 frames a step, on at most 1500
-#         training utterances (seed 001 Tables 1 and 2) -> exp/lstm_ce_clean, exp/unroll_*;
+#         training utterances (seed 001 Tables 1 and 2) -> exp/<am>_ce_clean, exp/unroll_*;
 #         12 baseline: pocketsphinx's stock en-us model decoding test and test_noisy with the same
 #         lexicon and LM -> exp/pocketsphinx; 13 results table -> exp/RESULTS, training plots -> exp/*/training.png.
 # Every model is decoded at the LM weight a lattice sweep chose on dev (dev_noisy for test_noisy):
@@ -48,8 +50,9 @@ data=data
 exp=exp
 overwrite=false
 unroll_comparison=false
+am=wblstm
 
-usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --stage) stage="$2"; shift 2 ;;
@@ -62,11 +65,13 @@ while [ $# -gt 0 ]; do
     --exp) exp="$2"; shift 2 ;;
     --overwrite) overwrite=true; shift ;;
     --unroll-comparison) unroll_comparison="$2"; shift 2 ;;
+    --am) am="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "$0: unknown option '$1' (see $0 --help)" >&2; exit 2 ;;
   esac
 done
 case "$size" in tiny|small|default) ;; *) echo "$0: --size must be tiny, small or default, not '$size'" >&2; exit 2 ;; esac
+case "$am" in lstm|wblstm) ;; *) echo "$0: --am must be wblstm or lstm, not '$am'" >&2; exit 2 ;; esac
 case "$unroll_comparison" in true|false) ;; *) echo "$0: --unroll-comparison takes true or false, not '$unroll_comparison'" >&2; exit 2 ;; esac
 for value in "$stage" "$stop_stage" "$nj" "$seed"; do
   case "$value" in ''|*[!0-9]*) echo "$0: --stage, --stop-stage, --nj and --seed take whole numbers, not '$value'" >&2; exit 2 ;; esac
@@ -155,8 +160,8 @@ train_options=(--config conf/train_ce.conf --num-streams "$streams")
 # its zero start state.
 mono_model=(--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3
             --model-param num_units="$mono_units")
-ce_model=(--model-param num_layers=2 --model-param num_cells="$ce_cells")
-ce_prior_scale=0.5  # realigning with the LSTMs (stages 7 and 11)
+read -ra ce_model <<< "$(ce_model_options "$ce_cells")"
+ce_prior_scale=0.5  # realigning with the CE models (stages 7 and 11)
 noise_styles=conf/noise_styles.json  # the multi-style mix of CE and sMBR training
 # Each utterance's own mean is removed (the statistics in cmvn.h5 say so, and every stage and model
 # that reads them follows): the log-mel mean carries the voice's and the channel's spectral envelope,
@@ -184,18 +189,18 @@ if run_stage 6; then
 fi
 
 if run_stage 7; then
-  begin_stage 7 "decision tree, tree alignments, CE training of the LSTM -> $exp/lstm_ce"
+  begin_stage 7 "decision tree, tree alignments, CE training of the acoustic network -> $exp/${am}_ce"
   # Multi-style training (seed 000): an example server noisifies and featurizes every utterance
   # on the fly, with a new style each epoch, and streams it to the trainer; then the realignment
   # with the CE model (where seed 003's "+ realign" starts), for the report below.
-  train_tree_and_lstm_ce 7
+  train_tree_and_ce 7
   # Report only: how close each alignment pass is to the flite and festival timings (the truth).
   # Without truth (an espeak-only speaker list) or on any error it prints a note and goes on.
   truth="$data/local/corpus/timings/train.jsonl"
   if [ -s "$truth" ]; then
     python local/alignment_accuracy.py "$data/train" "$truth" \
       "$exp/mono_ali0" "$exp/mono_ali1" "$exp/mono_ali2" "$exp/mono_ali3" "$exp/tree_ali" \
-      "$exp/lstm_ce_ali" >&2 \
+      "$exp/${am}_ce_ali" >&2 \
       || echo "note: alignment accuracy could not be measured (see the error above); going on" >&2
   else
     echo "note: no synthesiser timings in $truth (no flite or festival speakers in train?): alignment accuracy not measured" >&2
@@ -203,37 +208,37 @@ if run_stage 7; then
 fi
 
 if run_stage 8; then
-  begin_stage 8 "graph, decoding and scoring -> $exp/lstm_ce/decode_*"
-  launch "$cpu_cmd" "$logs/stage8/mkgraph.log" mkgraph "$data/lang_test" "$exp/lstm_ce/final" "$exp/lstm_ce/graph"
-  decode_tuned lstm_ce lstm_ce 8
+  begin_stage 8 "graph, decoding and scoring -> $exp/${am}_ce/decode_*"
+  launch "$cpu_cmd" "$logs/stage8/mkgraph.log" mkgraph "$data/lang_test" "$exp/${am}_ce/final" "$exp/${am}_ce/graph"
+  decode_tuned "${am}_ce" "${am}_ce" 8
 fi
 
 if run_stage 9; then
-  begin_stage 9 "bigram graph and sMBR training with seq-mode example servers -> $exp/lstm_smbr"
+  begin_stage 9 "bigram graph and sMBR training with seq-mode example servers -> $exp/${am}_smbr"
   # Two servers noisify (the CE training's styles), featurize, decode and run forward-backward;
   # the trainer only applies the derivatives, so here the servers are the bottleneck.
   train_smbr 9
 fi
 
 if run_stage 10; then
-  begin_stage 10 "decoding and scoring with the sMBR model -> $exp/lstm_smbr/decode_*"
+  begin_stage 10 "decoding and scoring with the sMBR model -> $exp/${am}_smbr/decode_*"
   # Same tree as the CE model, so the same decoding graph.
-  decode_tuned lstm_smbr lstm_ce 10
+  decode_tuned "${am}_smbr" "${am}_ce" 10
 fi
 
 if run_stage 11; then
-  begin_stage 11 "clean-only CE (and with --unroll-comparison true truncated vs full unrolling) -> $exp/lstm_ce_clean"
-  # Clean-only CE: lstm_ce's network, data and schedule, read in-process from the clean features,
+  begin_stage 11 "clean-only CE (and with --unroll-comparison true truncated vs full unrolling) -> $exp/${am}_ce_clean"
+  # Clean-only CE: ${am}_ce's network, data and schedule, read in-process from the clean features,
   # for the multi-style vs clean comparison on test_noisy.  It also realigns the training set: its
   # alignments are scored against the synthesisers' timings like stage 7's.
-  train_lstm_ce_clean 11
-  decode_tuned lstm_ce_clean lstm_ce 11
-  launch "$cpu_cmd" "$logs/stage11/align_lstm_ce_clean.log" \
+  train_ce_clean 11
+  decode_tuned "${am}_ce_clean" "${am}_ce" 11
+  launch "$cpu_cmd" "$logs/stage11/align_${am}_ce_clean.log" \
     asrkit-align --config conf/align.conf --prior-scale "$ce_prior_scale" --nj "$nj" "$data/train" "$data/lang" \
-      "$exp/lstm_ce_clean/final" "$exp/lstm_ce_clean_ali"
+      "$exp/${am}_ce_clean/final" "$exp/${am}_ce_clean_ali"
   truth="$data/local/corpus/timings/train.jsonl"
   if [ -s "$truth" ]; then
-    python local/alignment_accuracy.py "$data/train" "$truth" "$exp/lstm_ce_clean_ali" >&2 \
+    python local/alignment_accuracy.py "$data/train" "$truth" "$exp/${am}_ce_clean_ali" >&2 \
       || echo "note: alignment accuracy could not be measured (see the error above); going on" >&2
   fi
 fi
@@ -241,7 +246,8 @@ fi
 # Seed 001's Tables 1 and 2: the same network trained from clean features with the same number of
 # frames a step, as b streams of u frames (truncated unrolling with saved state) or as whole
 # utterances in length buckets (full unrolling), on a subset where the training set is larger.
-# Held-out frame accuracy every 10 steps on 50 utterances gives the time to convergence.  Off by
+# Held-out frame accuracy every 10 steps on 50 utterances gives the time to convergence.  The graph is
+# ${am}_ce's (the same tree).  Off by
 # default: four trainings that took 40% of the default recipe's time and no part of its models.
 if run_stage 11 && $unroll_comparison; then
   echo "stage 11: truncated vs full unrolling at a constant b x u -> $exp/unroll_*" >&2
@@ -250,7 +256,9 @@ if run_stage 11 && $unroll_comparison; then
     comparison_data="$data/train_${comparison_utts}"
     launch "$cpu_cmd" "$logs/stage11/subset.log" subset_data_dir --seed 1 "$data/train" "$comparison_utts" "$comparison_data"
   fi
-  comparison_options=("${train_options[@]}" "${ce_model[@]}" --num-epochs "$ce_epochs" --valid-utts 50 --valid-every 10)
+  # Seed 001's experiment is the LSTM's, whatever --am is (and u = 10 is no multiple of wblstm's group).
+  read -ra lstm_model <<< "$(am=lstm ce_model_options "$ce_cells")"
+  comparison_options=("${train_options[@]}" "${lstm_model[@]}" --num-epochs "$ce_epochs" --valid-utts 50 --valid-every 10)
   frames_per_step=
   for pair in $unroll_pairs; do
     b="${pair%%:*}"; u="${pair##*:}"; frames_per_step=$((b * u))
@@ -258,12 +266,12 @@ if run_stage 11 && $unroll_comparison; then
     launch "$gpu_cmd" "$logs/stage11/train_unroll_b${b}_u${u}.log" \
       asrkit-train-ce "${comparison_options[@]}" --num-streams "$b" --unroll "$u" \
         "$comparison_data" "$exp/tree_ali" "$exp/unroll_b${b}_u${u}"
-    decode "unroll_b${b}_u${u}" lstm_ce test 11
+    decode "unroll_b${b}_u${u}" "${am}_ce" test 11
   done
   launch "$gpu_cmd" "$logs/stage11/train_unroll_full.log" \
     asrkit-train-ce "${comparison_options[@]}" --mode full --frames-per-batch "$frames_per_step" \
       "$comparison_data" "$exp/tree_ali" "$exp/unroll_full"
-  decode unroll_full lstm_ce test 11
+  decode unroll_full "${am}_ce" test 11
 fi
 
 if run_stage 12; then
@@ -274,7 +282,7 @@ if run_stage 12; then
 fi
 
 if run_stage 13; then
-  begin_stage 13 "results -> $exp/RESULTS, training curves -> $exp/{lstm_ce,lstm_smbr}/training.png"
+  begin_stage 13 "results -> $exp/RESULTS, training curves -> $exp/{${am}_ce,${am}_smbr}/training.png"
   make_results "$command_line" voicesearch
 fi
 end_stage

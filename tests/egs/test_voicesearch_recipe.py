@@ -1,6 +1,7 @@
 """egs/voicesearch/run.sh --size tiny, end to end: corpus, dictionary, noisy sets, lang and LMs, features, flat
 start and monophone training, tree, CE training of the LSTM, decoding at the LM weight chosen on dev, scoring,
-sMBR training with seq-mode example servers, decoding and scoring again, clean-only CE and the unrolling
+sMBR training with seq-mode example servers, decoding and scoring again (all with the windowed BLSTM,
+--am's default), clean-only CE and the unrolling
 comparisons, the pocketsphinx baseline, the results table and the training plots."""
 
 import json
@@ -54,8 +55,10 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert not train_texts & {line.split(maxsplit=1)[1] for line in open(data / "test" / "text")}
     # Each utterance's own mean is removed, and the models carry that with their statistics.
     assert CmvnStats.read(str(data / "train" / "cmvn.h5")).mean_norm == "utterance"
-    assert CmvnStats.read(str(exp / "lstm_ce" / "final" / "cmvn.h5")).mean_norm == "utterance"
-    for model in ("lstm_ce", "lstm_smbr", "lstm_ce_clean"):
+    assert CmvnStats.read(str(exp / "wblstm_ce" / "final" / "cmvn.h5")).mean_norm == "utterance"
+    # The acoustic network is seed 003's windowed BLSTM (--am's default).
+    assert json.load(open(exp / "wblstm_ce" / "final" / "model.json"))["model"]["name"] == "wblstm"
+    for model in ("wblstm_ce", "wblstm_smbr", "wblstm_ce_clean"):
         for dev, tests in (("dev", ("test", "train_fit")), ("dev_noisy", ("test_noisy",))):
             # The LM weight is chosen on dev by the sweep, and the test sets are decoded at it alone.
             weight = float(open(exp / model / f"decode_{dev}" / "best_lmwt").read())
@@ -64,20 +67,21 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
                 decode_dir = exp / model / f"decode_{split}"
                 assert len(open(decode_dir / "hyp.txt").read().splitlines()) == 10
                 assert not (decode_dir / "best_lmwt").exists()
-                stage = {"lstm_ce": 8, "lstm_smbr": 10}.get(model, 11)
+                stage = {"wblstm_ce": 8, "wblstm_smbr": 10}.get(model, 11)
                 log = open(exp / "log" / f"stage{stage}" / f"decode_{model}_{split}.log").read()
                 assert f"--acoustic-scale {1 / weight:g} " in log
-    smbr_log = open(exp / "log" / "stage9" / "train_lstm_smbr.log").read()
+    smbr_log = open(exp / "log" / "stage9" / "train_wblstm_smbr.log").read()
     assert "asrkit-train-seq summary: status=ok steps=20" in smbr_log
     assert "server_objective" in smbr_log and "staleness histogram" in smbr_log
-    # Stage 11: clean-only CE (decoded on both sets), and three truncated (b, u) runs at b x u = 320 and a
+    # Stage 11: clean-only CE (decoded on both sets), and three truncated (b, u) runs of the LSTM at b x u = 320 and a
     # full-unrolling run with 320-frame batches (decoded on test).
     for name in ("unroll_b32_u10", "unroll_b16_u20", "unroll_b8_u40", "unroll_full"):
         config = json.load(open(exp / name / "config.json"))["train"]
         assert config["mode"] == "full" or config["num_streams"] * config["unroll"] == 320, name
+        assert json.load(open(exp / name / "config.json"))["model"]["name"] == "lstm", name
         assert len(json.load(open(exp / name / "result.json"))["valid_history"]) >= 5, name
     assert json.load(open(exp / "unroll_full" / "config.json"))["train"]["frames_per_batch"] == 320
-    assert (exp / "lstm_ce_clean_ali" / "ali.scp").exists()
+    assert (exp / "wblstm_ce_clean_ali" / "ali.scp").exists()
     # Every launcher job left its log; each stage's summary lines were shown.
     assert (exp / "log" / "stage6" / "train_mono1.log").exists() and (exp / "log" / "stage8" / "mkgraph.log").exists()
     assert "asrkit-decode summary: status=ok" in result.stderr
@@ -88,11 +92,11 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     results = open(exp / "RESULTS").read()
     # Five decoded sets for each of three models, test for the four unrolling runs, two for pocketsphinx.
     assert results.count("%WER") == 3 * 5 + 4 + 2 and "sMBR relative to CE" in results
-    assert "# LM weight chosen on dev: lstm_ce dev " in results and "# WER (%) per test voice" in results
+    assert "# LM weight chosen on dev: wblstm_ce dev " in results and "# WER (%) per test voice" in results
     assert "# stage times (s)" in results
     assert "multi-style relative to clean-only CE" in results and "Truncated vs full unrolling" in results
     assert "%WER" in result.stdout  # the table is printed at the end
-    for model in ("lstm_ce", "lstm_smbr"):
+    for model in ("wblstm_ce", "wblstm_smbr"):
         assert (exp / model / "training.png").stat().st_size > 1000
     # Rerunning the data stages reuses every finished piece of work.
     rerun = subprocess.run(command + ["--stage", "1", "--stop-stage", "3"], capture_output=True, text=True,

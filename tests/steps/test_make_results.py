@@ -149,3 +149,19 @@ def test_recipe_name_and_lm_perplexities_from_the_make_lm_logs(tmp_path):
     assert result.stdout.startswith("# egs/voiceover results")
     assert "test_noisy" not in result.stdout.splitlines()[2]
     assert "# LM perplexity on dev (its transcripts held out from the LM): test 817.0 (3 OOV tokens)\n" in result.stdout
+
+
+def test_windowed_blstm_beside_the_lstm(tmp_path):
+    """Models of both acoustic networks (run.sh --am): each network's own comparisons, named, and the windowed
+    BLSTM's against the LSTM's role by role."""
+    exp = tmp_path / "exp"
+    for model, wer in (("lstm_ce", 40.0), ("lstm_smbr", 36.0), ("wblstm_ce", 30.0), ("wblstm_smbr", 27.0),
+                       ("wblstm_ce_clean", 25.0)):
+        _decode(exp, model, "test", wer)
+    out = _make_results(exp).stdout
+    assert "# sMBR relative to CE (LSTM): test -10.0%" in out
+    assert "# sMBR relative to CE (windowed BLSTM): test -10.0%" in out
+    assert "# multi-style relative to clean-only CE (windowed BLSTM): test +20.0%" in out
+    assert "# windowed BLSTM relative to the LSTM, ce: test -25.0%" in out
+    assert "# windowed BLSTM relative to the LSTM, smbr: test -25.0%" in out
+    assert "wblstm_ce_clean: windowed BLSTM, clean-only CE (wblstm_ce's network" in out

@@ -140,3 +140,29 @@ def test_parameter_servers_on_loopback_train_asynchronously(corpus, tmp_path, ce
         correct += (model.log_posteriors(features).argmax(axis=1) == labels).sum()
         total += len(labels)
     assert correct / total > 0.5
+
+
+def test_one_bit_sgd_across_two_multiworker_workers_keeps_them_in_sync(corpus, tmp_path, ce_cluster):
+    """--gradient-quantization 1bit: the workers exchange packed signs and column means through the strategy's
+    all-gather and apply the same sum, so their weights stay identical; ps mode refuses it."""
+    data_dir, ali_dir, _ = corpus(num_utts=12)
+    ports = ce_cluster.free_ports(2)
+    workers = [f"localhost:{port}" for port in ports]
+    clusters = [ce_cluster.write_json(tmp_path / f"cluster{index}.json",
+                                      {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
+                for index in range(2)]
+    args = [data_dir, ali_dir, str(tmp_path / "exp")] + TINY_MODEL + [
+        "--strategy", "multiworker", "--gradient-quantization", "1bit", "--num-streams", "2", "--unroll", "5",
+        "--num-epochs", "0", "--max-steps", "3", "--log-every", "1", "--valid-utts", "0"]
+    logs = [tmp_path / f"worker{index}.log" for index in range(2)]
+    processes = [ce_cluster.start(args + ["--cluster", clusters[index]], logs[index]) for index in range(2)]
+    assert ce_cluster.finish(processes) == [0, 0], "\n".join(open(log).read()[-3000:] for log in logs)
+    assert ce_cluster.logged(logs[0], r"1-bit SGD: ([0-9.]+) bits a gradient value on the wire .*2 replica")
+    digests = [ce_cluster.logged(log, r"step (\d+): weights (\w+)") for log in logs]
+    assert [step for step, _ in digests[0]] == ["1", "2", "3"] and digests[0] == digests[1]
+    assert len({digest for _, digest in digests[0]}) == 3
+    params = train_params().set(mode="full", gradient_quantization="1bit")
+    with pytest.raises(AsrkitError, match="--strategy ps applies each worker's gradients alone"):
+        check_params("ps", params)
+    with pytest.raises(AsrkitError, match="must be one of none, 1bit"):
+        check_params("local", train_params().set(gradient_quantization="2bit"))

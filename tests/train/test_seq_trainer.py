@@ -228,3 +228,22 @@ def test_sequence_training_with_full_unrolling(seq_task, tmp_path):
     with open(os.path.join(exp_dir, "snapshots", "latest")) as handle:
         assert json.load(handle)["step"] == 6
     assert os.path.exists(os.path.join(result.model_dir, "model.json"))
+
+
+def test_smbr_training_of_the_windowed_blstm(seq_task, tmp_path):
+    """Seed 003's windowed BLSTM sequence-trains through the same path (lattices from its snapshots, outer
+    derivatives per frame, truncated windows a multiple of its group)."""
+    from asrkit.train.trainer import train_ce
+
+    ce_exp = str(tmp_path / "wblstm_ce")
+    options = TrainOptions(model="wblstm", model_overrides={"context": 3, "group": 2, "num_layers": 1,
+                                                             "num_cells": 16},
+                           params={"num_epochs": 4, "num_streams": 4, "unroll": 10, "optimizer": "adam",
+                                   "learning_rate": 0.01, "valid_utts": 2, "log_every": 10})
+    ce_model = train_ce(seq_task["data"], seq_task["ali"], ce_exp, options).model_dir
+    before, frames = _expected_accuracy(seq_task, ce_model)
+    result = train_seq(seq_task["data"], seq_task["ali"], ce_model, seq_task["graph"], str(tmp_path / "smbr"),
+                       _seq_options())
+    after, _ = _expected_accuracy(seq_task, result.model_dir)
+    print(f"expected frame accuracy {before / frames:.4f} -> {after / frames:.4f}")
+    assert result.steps == 30 and after > before + 0.01 * frames, (before / frames, after / frames)

@@ -67,6 +67,9 @@ def _watch_parent(server, logger):
               help="Passes over the shard, then an end message and exit (0: until stopped).")
 @click.option("--start-epoch", default=0, type=click.IntRange(min=0),
               help="Epoch to start at (a restarted server continues where its predecessor was).")
+@click.option("--start-after", metavar="UTT",
+              help="Start the first epoch after this utterance of its order: the last one the trainer received "
+                   "from a server that died, so its successor resumes there.")
 @click.option("--max-utterances", default=0, type=click.IntRange(min=0),
               help="Stop after serving this many utterances (0: no limit); for tests and benchmarks.")
 @click.option("--max-length-mismatch", default=1, type=click.IntRange(min=0),
@@ -117,7 +120,7 @@ def _watch_parent(server, logger):
 @options_file
 @asrkit_command("asrkit-serve-examples")
 def main(data_dir, ali_dir, bind, shard, seed, styles, from_feats, cmvn, utt_list, queue_capacity, num_epochs,
-         start_epoch, max_utterances, max_length_mismatch, allow_remote, curve_secret_key, endpoint_file,
+         start_epoch, start_after, max_utterances, max_length_mismatch, allow_remote, curve_secret_key, endpoint_file,
          exit_with_parent, mode, model_dir, snapshot_dir, snapshot_check_seconds, graph_dir, criterion, acoustic_scale,
          beam, lattice_beam, boost, frame_rejection, min_posterior, one_silence_class, num_threads,
          log_interval):
@@ -145,7 +148,8 @@ def main(data_dir, ali_dir, bind, shard, seed, styles, from_feats, cmvn, utt_lis
     import_tensorflow(num_threads)
     options = ServerOptions(
         bind=bind, shard=shard, seed=seed, styles=styles, from_feats=from_feats, cmvn=cmvn, utt_list=utt_list,
-        queue_capacity=queue_capacity, num_epochs=num_epochs, start_epoch=start_epoch, max_utterances=max_utterances,
+        queue_capacity=queue_capacity, num_epochs=num_epochs, start_epoch=start_epoch, start_after=start_after,
+        max_utterances=max_utterances,
         allow_remote=allow_remote, curve_secret_key=curve_secret_key, endpoint_file=endpoint_file,
         max_length_mismatch=max_length_mismatch, num_threads=num_threads, log_interval=log_interval,
         mode=mode, model_dir=model_dir, snapshot_dir=snapshot_dir, graph_dir=graph_dir,

@@ -6,6 +6,12 @@ index `name.scp` with lines `utt path/name.k.h5:/utt`, Kaldi's scp idea with
 HDF5 behind it.  A shard is written under a temporary name and renamed into
 place when closed, so a shard that exists is whole: a killed job leaves at most
 a hidden temporary file, and the rerun simply writes the shard again.
+
+Every non-empty array is stored with HDF5's Fletcher-32 checksum filter, so a
+shard corrupted after it was written (a bad disk, a truncated copy, a stray
+write) fails its read with an error naming the utterance and the shard instead
+of handing back wrong numbers; shards written before the checksums read as
+they always did.
 """
 
 import collections
@@ -55,7 +61,10 @@ class ShardWriter:
         check_key(key)
         if key in self._file:
             raise TableError(f"duplicate key {key!r} in shard {self.path}")
-        dataset = self._file.create_dataset(key, data=np.asarray(array), compression=self.compression)
+        array = np.asarray(array)
+        # HDF5 filters need chunked storage, which scalars and empty arrays cannot have.
+        checksum = array.ndim > 0 and array.size > 0
+        dataset = self._file.create_dataset(key, data=array, compression=self.compression, fletcher32=checksum)
         for attr_name, value in (attrs or {}).items():
             dataset.attrs[attr_name] = value
         self.keys.append(key)
@@ -201,7 +210,14 @@ class TableReader:
         return shard[name]
 
     def __getitem__(self, key):
-        return self._dataset(key)[()]
+        dataset = self._dataset(key)
+        try:
+            return dataset[()]
+        except OSError as error:
+            # HDF5 reports a failed Fletcher-32 check (or an unreadable chunk) as an OSError.
+            path, _ = self._index[key]
+            raise TableError(f"{key}: its data in shard {path} (named in {self.scp_path}) is corrupt: {error}; "
+                             "write the shard again") from None
 
     def get(self, key, default=None):
         return self[key] if key in self._index else default

@@ -80,7 +80,8 @@ class ServerExamples:
         self.frames = 0
         self.bad_messages = 0
         self.ended_shards = set()
-        self.last_epoch_of_shard = {}
+        # shard -> (epoch, utterance id) of the last example received from it: where a restarted server resumes.
+        self.last_position_of_shard = {}
         self.restarts = 0  # set by whoever restarts servers
         self._queue = queue.Queue(maxsize=capacity)
         self._commands = queue.Queue()
@@ -191,7 +192,7 @@ class ServerExamples:
         self.received[served.server_id] = self.received.get(served.server_id, 0) + 1
         self.frames += len(served.features)
         self.epoch = max(self.epoch, served.epoch)
-        self.last_epoch_of_shard[served.shard] = served.epoch
+        self.last_position_of_shard[served.shard] = (served.epoch, served.utterance_id)
         return Example(served.utterance_id, served.features, served.targets, served.outer)
 
     def _put(self, item):

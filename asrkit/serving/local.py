@@ -7,8 +7,8 @@ and announced in `<exp-dir>/servers/serve.i.endpoint`; its log goes to
 connects the trainer to each announced endpoint, restarts a server that dies
 (exit status other than 0: a crash, a kill, an error), counting and logging
 every restart with the tail of its log, and gives up after `max_restarts`
-restarts of one server.  A restarted server resumes at the last epoch the
-trainer saw from its shard.  `stop()` sends SIGTERM to all and kills what is
+restarts of one server.  A restarted server resumes its shard's epoch after the
+last example the trainer received from it.  `stop()` sends SIGTERM to all and kills what is
 still alive after a grace period.
 """
 
@@ -92,10 +92,15 @@ class LocalServers:
 
     def _command(self, server):
         count = len(self.servers)
-        start_epoch = self.client.last_epoch_of_shard.get((server.index, count), 0)
+        # A replacement resumes after the last example the trainer received from the shard: the examples its
+        # predecessor had queued but not delivered are made again, none is served twice.
+        start = []
+        position = self.client.last_position_of_shard.get((server.index, count))
+        if position is not None:
+            start = ["--start-epoch", str(position[0]), "--start-after", position[1]]
         return [sys.executable, "-m", "asrkit.cli.serve_examples", self.data_dir, self.ali_dir,
                 "--bind", "tcp://127.0.0.1:*", "--endpoint-file", self.endpoint_file(server),
-                "--shard", f"{server.index}/{count}", "--start-epoch", str(start_epoch), "--exit-with-parent"] + self.server_args
+                "--shard", f"{server.index}/{count}"] + start + ["--exit-with-parent"] + self.server_args
 
     def _spawn(self, server):
         path = self.endpoint_file(server)

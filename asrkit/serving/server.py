@@ -55,6 +55,7 @@ class ServerOptions:
     queue_capacity: int = 32  # SNDHWM, in messages (utterances)
     num_epochs: int = 0  # 0: until stopped
     start_epoch: int = 0
+    start_after: str = None  # resume start_epoch after this utterance (the last one the trainer received)
     max_utterances: int = 0  # 0: no limit (tests and benchmarks stop early with it)
     allow_remote: bool = False
     curve_secret_key: str = None
@@ -283,7 +284,13 @@ class ExampleServer:
                     finished = True
                     break
                 served_before = self.served
-                for utterance_id in epoch_order(self.utterance_ids, o.seed, o.shard, epoch):
+                order = epoch_order(self.utterance_ids, o.seed, o.shard, epoch)
+                if epoch == o.start_epoch and o.start_after:
+                    order = self._resume_after(order, epoch, o.start_after)
+                    if not order:  # the trainer had received the whole epoch
+                        epoch += 1
+                        continue
+                for utterance_id in order:
                     if self.stop_requested.is_set():
                         break
                     if utterance_id in self.skipped:
@@ -325,6 +332,19 @@ class ExampleServer:
         return ServeResult(self.endpoint, self.served, self.frames, dict(self.skipped), self.skip_events,
                            epoch - o.start_epoch, self.blocked_seconds, self.waiting_seconds,
                            time.monotonic() - started, self.stop_requested.is_set() and not finished)
+
+    def _resume_after(self, order, epoch, last_received):
+        """The rest of an epoch's order after the utterance the trainer received last from this shard: a
+        restarted server neither serves again what the trainer has nor loses what its predecessor had
+        queued but not delivered."""
+        if last_received not in order:
+            logger.warning("%s, the utterance to resume after, is not in shard %d/%d: serving epoch %d whole",
+                           last_received, self.options.shard[0], self.options.shard[1], epoch + 1)
+            return order
+        rest = order[order.index(last_received) + 1 :]
+        logger.info("resuming epoch %d after %s: %d of its %d utterances left", epoch + 1, last_received,
+                    len(rest), len(order))
+        return rest
 
     def close(self):
         if self._socket is not None:

@@ -102,3 +102,37 @@ def test_binding_beyond_loopback_needs_the_flag_and_a_key(audio_corpus):
         ExampleServer(data_dir, ali_dir, ServerOptions(bind="tcp://0.0.0.0:5999"))
     with pytest.raises(AsrkitError, match="needs --curve-secret-key"):
         ExampleServer(data_dir, ali_dir, ServerOptions(bind="tcp://*:5999", allow_remote=True))
+
+
+def test_a_replacement_server_resumes_after_the_last_utterance_the_trainer_received(audio_corpus, run_server,
+                                                                                    free_endpoint, tmp_path):
+    """#19 item 8: a server restarted with --start-epoch E --start-after U serves the rest of epoch E's order
+    after U (what its predecessor had queued but not delivered is made again, nothing twice), and the
+    supervisor passes the shard's last received position to the replacement's command line."""
+    from types import SimpleNamespace
+
+    from asrkit.serving.local import LocalServers
+
+    data_dir, ali_dir = audio_corpus
+    with TableReader(os.path.join(data_dir, "feats.scp")) as feats:
+        mine = shard_utterances(feats.keys(), (1, 2))
+    order = epoch_order(mine, 5, (1, 2), 1)
+    for last_received, expected in ((order[1], order[2:]), (order[-1], []), ("not-an-utterance", order)):
+        endpoint = free_endpoint()
+        server = ExampleServer(data_dir, ali_dir, ServerOptions(bind=endpoint, shard=(1, 2), seed=5, num_epochs=2,
+                                                                start_epoch=1, start_after=last_received,
+                                                                from_feats=True))
+        threaded = run_server(server)
+        source = ServerExamples(HANDSHAKE, [endpoint], expected_servers=1, receive_timeout=30)
+        try:
+            served = [example.utterance_id for example in source]
+        finally:
+            source.close()
+        threaded.thread.join(10)
+        assert threaded.error is None and served == expected, last_received
+
+    client = SimpleNamespace(last_position_of_shard={(2, 2): (3, "spk1-u7")})
+    servers = LocalServers(client, 2, data_dir, ali_dir, str(tmp_path / "exp"))
+    fresh, replacement = (servers._command(server) for server in servers.servers)
+    assert "--start-after" not in fresh
+    assert replacement[replacement.index("--start-epoch"):][:4] == ["--start-epoch", "3", "--start-after", "spk1-u7"]

@@ -13,6 +13,8 @@
 #                         its models are exp/${am}_ce, ${am}_ce_ali, ${am}_smbr, ${am}_ce_clean
 #   mono_model, ce_model  the monophone DNN's and the acoustic network's --model/--model-param options
 #   mono_epochs, ce_epochs, num_leaves, streams, seq_steps, snapshot_every
+#   ce_from_clean         true: multi-style CE continues the clean-only model (then also
+#                         multi_style_epochs and ce_finetune_lr); default false, from scratch
 #   noise_styles          the multi-style training mix (a style config for the example servers)
 #   ce_prior_scale        log-prior scale of realignment with the CE models
 # and conf/{align,decode,train_seq}.conf of the recipe.  Each step's jobs log to $logs/stage<N>/.
@@ -107,13 +109,13 @@ ce_model_options() {
   esac
 }
 
-# ce_schedule: the CE models' learning rate (conf/train_ce.conf's) halves four times over their epochs,
-# continuously, so that the last epochs fine-tune at 1/16 of it; the step count comes from the
-# training set's frames, b = --num-streams and u = 20 frames a step.
+# ce_schedule [EPOCHS [HALVINGS]]: the CE models' learning rate halves HALVINGS times (default 4) over
+# EPOCHS epochs (default ce_epochs), continuously (with 4, the last epochs fine-tune at 1/16 of it); the
+# step count comes from the training set's frames, b = --num-streams and u = 20 frames a step.
 ce_schedule() {
-  local frames steps
+  local epochs="${1:-$ce_epochs}" halvings="${2:-4}" frames steps
   frames="$(awk '{ total += $2 } END { print total + 0 }' "$data/train/utt2num_frames")"
-  steps=$(( frames * ce_epochs / (streams * 20) / 4 ))
+  steps=$(( frames * epochs / (streams * 20) / halvings ))
   echo --lr-schedule exponential --lr-decay-rate 0.5 --lr-decay-steps $(( steps > 0 ? steps : 1 ))
 }
 
@@ -136,12 +138,21 @@ flat_start() {
 # network's multi-style CE training (seed 000): an example server noisifies (noise_styles, a new style
 # each epoch) and featurizes every utterance on the fly and streams it to the trainer -> exp/${am}_ce;
 # then the realignment with it -> exp/${am}_ce_ali (where seed 003's "+ realign" starts).
+# With ce_from_clean=true the clean-only model (train_ce_clean) is trained first and the multi-style
+# training continues it for multi_style_epochs at ce_finetune_lr, the rate halving twice.
+ce_from_clean=false
 train_tree_and_ce() {
   launch "$cpu_cmd" "$logs/stage$1/build_tree.log" \
     build_tree --num-leaves "$num_leaves" "$data/train" "$data/lang" "$exp/mono_ali3" "$exp/tree"
   launch "$cpu_cmd" "$logs/stage$1/convert_ali.log" convert_ali "$exp/tree" "$exp/mono_ali3" "$exp/tree_ali"
+  local schedule=($(ce_schedule) --num-epochs "$ce_epochs")
+  if $ce_from_clean; then
+    train_ce_clean "$1"
+    schedule=(--init-model "$exp/${am}_ce_clean/final" --learning-rate "$ce_finetune_lr"
+              $(ce_schedule "$multi_style_epochs" 2) --num-epochs "$multi_style_epochs")
+  fi
   launch "$gpu_cmd" "$logs/stage$1/train_${am}_ce.log" \
-    asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" $(ce_schedule) --num-epochs "$ce_epochs" \
+    asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" "${schedule[@]}" \
       --example-servers local:1 --server-styles "$noise_styles" "$data/train" "$exp/tree_ali" "$exp/${am}_ce"
   launch "$cpu_cmd" "$logs/stage$1/align_${am}_ce.log" \
     asrkit-align --config conf/align.conf --prior-scale "$ce_prior_scale" --nj "$nj" "$data/train" "$data/lang" \

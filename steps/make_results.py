@@ -67,6 +67,15 @@ def describe(model):
     return model
 
 
+def describe_trained(exp_dir, model):
+    """`describe`, plus the model it continued when its training started from another's weights."""
+    description = describe(model)
+    config = read_json(exp_dir, model, "config.json") or {}
+    if config.get("init_model"):
+        description += f", continuing {os.path.basename(os.path.dirname(config['init_model'].rstrip('/')))}"
+    return description
+
+
 def comparisons(wers):
     """(before model, after model, what, the papers' figure) of every comparison whose two models are in
     `wers`: sMBR against CE and multi-style against clean-only CE of each network, and each role of the
@@ -251,7 +260,7 @@ def main():
               + " (dev's WER is at its own best weight)\n\n")
     for model in sorted(wers):
         for test_set in sorted(wers[model]):
-            out.write(f"{wers[model][test_set][1]}   # {model}: {describe(model)}\n")
+            out.write(f"{wers[model][test_set][1]}   # {model}: {describe_trained(args.exp_dir, model)}\n")
     test_sets = sorted({test_set for model in wers.values() for test_set in model})
     out.write("\n# WER (%)\n")
     out.write("# " + "model".ljust(20) + "".join(test_set.rjust(14) for test_set in test_sets) + "\n")

@@ -108,13 +108,17 @@ def strategy_options(note=""):
 @click.option("--model-param", "model_params", multiple=True, metavar="NAME=VALUE",
               help="Change a model hyperparameter, e.g. --model-param num_cells=512 --model-param projection_dim=256 "
                    "--model-param label_delay=5 (--print-config lists them).")
+@click.option("--init-model", type=click.Path(exists=True, file_okay=False),
+              help="Start from the weights of this exported model (another run's final/) of the same network "
+                   "(same --model and --model-param), e.g. multi-style training continuing a clean-only model; "
+                   "the optimizer, the schedule and the priors start afresh.")
 @input_options
 @strategy_options()
 @click.option("--print-config", is_flag=True, help="Print the effective model and training config as JSON and exit.")
 @training_options(_train_params)
 @options_file
 @asrkit_command("asrkit-train-ce")
-def main(data_dir, ali_dir, exp_dir, model, model_params, cmvn, valid_data_dir, valid_ali_dir, resume,
+def main(data_dir, ali_dir, exp_dir, model, model_params, init_model, cmvn, valid_data_dir, valid_ali_dir, resume,
          example_servers, server_public_key, server_styles, server_from_feats, num_threads, strategy, cluster_file,
          print_config, **train_values):
     """Train an acoustic network with cross-entropy on DATA_DIR's features and ALI_DIR's alignments.
@@ -149,7 +153,8 @@ def main(data_dir, ali_dir, exp_dir, model, model_params, cmvn, valid_data_dir, 
                            valid_data_dir=valid_data_dir, valid_ali_dir=valid_ali_dir, resume=resume,
                            command_line=command_line(), example_servers=example_servers,
                            server_public_key=server_public_key, server_styles=server_styles,
-                           server_from_feats=server_from_feats, strategy=strategy, cluster=cluster_file)
+                           server_from_feats=server_from_feats, init_model=init_model, strategy=strategy,
+                           cluster=cluster_file)
     result = train_ce(data_dir, ali_dir, exp_dir, options)
     logger.info(summary_line(
         "asrkit-train-ce", "ok", steps=result.steps, epochs=result.epochs, frames=result.frames,

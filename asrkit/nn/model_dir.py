@@ -139,16 +139,7 @@ class AcousticModel:
         tf = import_tensorflow()
         self.model_dir = os.fspath(model_dir)
         self.weights_dir = self.model_dir  # where the weights in use were read from (reload_weights)
-        try:
-            with open(os.path.join(self.model_dir, "model.json"), encoding="utf-8") as handle:
-                self.config = json.load(handle)
-        except FileNotFoundError:
-            raise AsrkitError(f"{self.model_dir} is not an exported acoustic model: it has no model.json") from None
-        if self.config.get("format") != FORMAT_NAME or self.config.get("version") != FORMAT_VERSION:
-            raise AsrkitError(
-                f"{self.model_dir}/model.json: format {self.config.get('format')!r} version "
-                f"{self.config.get('version')!r}, expected {FORMAT_NAME!r} version {FORMAT_VERSION}"
-            )
+        self.config = read_model_json(self.model_dir)
         self.num_pdfs = int(self.config["num_pdfs"])
         self.feature_dim = int(self.config["feature_dim"])
         self.label_delay = int(self.config["label_delay"])
@@ -179,11 +170,7 @@ class AcousticModel:
         self._log_posteriors = utterance_log_posteriors
 
     def _read_weights(self, model_dir):
-        from asrkit.tf_runtime import import_tensorflow
-
-        tf = import_tensorflow()
-        status = tf.train.Checkpoint(net=self.net).read(os.path.join(model_dir, WEIGHTS_PREFIX))
-        status.assert_existing_objects_matched().expect_partial()
+        read_weights_into(self.net, model_dir)
 
     def reload_weights(self, model_dir):
         """Read the weights of another export of the same network (a sequence-training snapshot) into
@@ -233,6 +220,31 @@ class AcousticModel:
         training frames stay excluded at any scale."""
         log_priors = np.where(self.unseen, UNSEEN_PDF_LOG_PRIOR, prior_scale * self.log_priors).astype(np.float32)
         return self.log_posteriors(features) - log_priors
+
+
+def read_model_json(model_dir):
+    """An exported model's model.json, checked to be one."""
+    model_dir = os.fspath(model_dir)
+    try:
+        with open(os.path.join(model_dir, "model.json"), encoding="utf-8") as handle:
+            config = json.load(handle)
+    except FileNotFoundError:
+        raise AsrkitError(f"{model_dir} is not an exported acoustic model: it has no model.json") from None
+    except ValueError as error:
+        raise AsrkitError(f"{model_dir}/model.json is not JSON: {error}") from None
+    if not isinstance(config, dict) or config.get("format") != FORMAT_NAME or config.get("version") != FORMAT_VERSION:
+        found = config if not isinstance(config, dict) else f"{config.get('format')!r} version {config.get('version')!r}"
+        raise AsrkitError(f"{model_dir}/model.json: format {found}, expected {FORMAT_NAME!r} version {FORMAT_VERSION}")
+    return config
+
+
+def read_weights_into(net, model_dir):
+    """The weights of the exported model in model_dir into `net`, a network built from the same config."""
+    from asrkit.tf_runtime import import_tensorflow
+
+    tf = import_tensorflow()
+    status = tf.train.Checkpoint(net=net).read(os.path.join(os.fspath(model_dir), WEIGHTS_PREFIX))
+    status.assert_existing_objects_matched().expect_partial()
 
 
 def load_acoustic_model(model_dir):

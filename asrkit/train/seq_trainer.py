@@ -284,12 +284,9 @@ class SequenceCriterion(CrossEntropyCriterion):
                              distribution, self.params.gradient_quantization)
 
     def initialize(self, net):
-        from asrkit.nn.model_dir import WEIGHTS_PREFIX
-        from asrkit.tf_runtime import import_tensorflow
+        from asrkit.nn.model_dir import read_weights_into
 
-        tf = import_tensorflow()
-        status = tf.train.Checkpoint(net=net).read(os.path.join(self.ce_model_dir, WEIGHTS_PREFIX))
-        status.assert_existing_objects_matched().expect_partial()
+        read_weights_into(net, self.ce_model_dir)
         logger.info("starting from the weights of %s", self.ce_model_dir)
 
     def in_process_source(self, data, cmvn):

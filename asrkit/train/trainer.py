@@ -118,6 +118,7 @@ class TrainOptions:
     server_styles: str = None  # local servers: noise style config for on-the-fly noisification
     server_from_feats: bool = False  # local servers read feats.scp instead of featurizing audio
     server_receive_timeout: float = 300.0  # fail when no example arrives for this long
+    init_model: str = None  # an exported model (final/) of the same network whose weights training starts from
     strategy: str = "local"  # local, multiworker or ps (asrkit.train.distribute)
     cluster: str = None  # JSON cluster file in TF_CONFIG's format (None: $TF_CONFIG)
 
@@ -169,6 +170,8 @@ def _check_resumable(exp_dir, config):
     problems = []
     if previous.get("model") != config["model"]:
         problems.append(f"model {previous.get('model')} vs now {config['model']}")
+    if previous.get("init_model") != config.get("init_model"):
+        problems.append(f"init_model {previous.get('init_model')} vs now {config.get('init_model')}")
     for key in FIXED_ON_RESUME:
         if key not in config["train"]:  # a knob of another kind of training (the criterion: seq only)
             continue
@@ -289,8 +292,9 @@ class CrossEntropyCriterion:
     name = "ce"
     server_mode = "ce"
 
-    def __init__(self, params):
+    def __init__(self, params, init_model=None):
         self.params = params
+        self.init_model = init_model
 
     def make_steps(self, net, optimizer, learning_rate, training_state, distribution=None):
         from asrkit.train.steps import Steps
@@ -302,7 +306,16 @@ class CrossEntropyCriterion:
         """The loaded training data (asrkit.train.training_set.TrainingData) and CMVN statistics."""
 
     def initialize(self, net):
-        pass
+        if self.init_model:
+            from asrkit.nn.model_dir import read_model_json, read_weights_into
+
+            config = read_model_json(self.init_model)
+            if (config.get("feature_dim"), config.get("num_pdfs")) != (net.input_dim, net.num_pdfs):
+                raise AsrkitError(f"--init-model {self.init_model} has {config.get('feature_dim')}-dim inputs and "
+                                  f"{config.get('num_pdfs')} pdfs; this training set has {net.input_dim} and "
+                                  f"{net.num_pdfs}")
+            read_weights_into(net, self.init_model)
+            logger.info("starting from the weights of %s", self.init_model)
 
     def wrap_source(self, source):
         return source
@@ -358,7 +371,17 @@ def train_ce(data_dir, ali_dir, exp_dir, options=None):
         net_config = model_config(options.model, options.model_overrides)
     except KeyError as error:
         raise AsrkitError(str(error.args[0])) from None
-    return run_training(data_dir, ali_dir, exp_dir, options, params, net_config, CrossEntropyCriterion(params))
+    if options.init_model:
+        from asrkit.nn.model_dir import read_model_json
+
+        other = read_model_json(options.init_model)["model"]
+        if (other.get("name"), other.get("params")) != (net_config["name"], net_config["params"]):
+            raise AsrkitError(f"--init-model {options.init_model} holds another network ({other.get('name')} "
+                              f"{json.dumps(other.get('params'), sort_keys=True)}) than this run's ({net_config['name']} "
+                              f"{json.dumps(net_config['params'], sort_keys=True)}): give the same --model and "
+                              "--model-param options")
+    return run_training(data_dir, ali_dir, exp_dir, options, params, net_config,
+                        CrossEntropyCriterion(params, options.init_model))
 
 
 def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criterion):
@@ -411,6 +434,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
         },
         "environment": _environment(),
         "command_line": options.command_line,
+        "init_model": os.path.abspath(options.init_model) if options.init_model else None,
     }
     checkpoint_dir = os.path.join(exp_dir, "checkpoints")
     # Only the chief reads and writes the experiment dir; the other workers take its weights at the start.

@@ -13,8 +13,8 @@
 #     --data DIR                 where data dirs go (default: data, in this directory)
 #     --exp DIR                  where features, alignments and models go (default: exp, in this directory)
 #     --overwrite                retrain the models from scratch instead of resuming
-#     --am lstm|wblstm           the acoustic network: seed 000's LSTM or seed 003's windowed BLSTM; its
-#                                models are exp/<am>_ce, <am>_ce_ali, <am>_smbr (default: lstm)
+#     --am wblstm|lstm           the acoustic network: seed 003's windowed BLSTM or seed 000's LSTM; its
+#                                models are exp/<am>_ce, <am>_ce_ali, <am>_smbr (default: wblstm)
 #
 # Stages: 0 set-up (.venv, festival); 1 the games from Debian (apt-get download, dpkg-deb -x) and the
 #         data dirs -> data/{train,dev,test}; 2 dictionary: CMUdict, festival's letter-to-sound rules
@@ -40,7 +40,7 @@ games=
 data=data
 exp=exp
 overwrite=false
-am=lstm
+am=wblstm
 
 usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
@@ -58,7 +58,7 @@ while [ $# -gt 0 ]; do
     *) echo "$0: unknown option '$1' (see $0 --help)" >&2; exit 2 ;;
   esac
 done
-case "$am" in lstm|wblstm) ;; *) echo "$0: --am must be lstm or wblstm, not '$am'" >&2; exit 2 ;; esac
+case "$am" in lstm|wblstm) ;; *) echo "$0: --am must be wblstm or lstm, not '$am'" >&2; exit 2 ;; esac
 case "$size" in tiny|default) ;; *) echo "$0: --size must be tiny or default, not '$size'" >&2; exit 2 ;; esac
 for value in "$stage" "$stop_stage" "$nj"; do
   case "$value" in ''|*[!0-9]*) echo "$0: --stage, --stop-stage and --nj take whole numbers, not '$value'" >&2; exit 2 ;; esac

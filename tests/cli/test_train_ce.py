@@ -72,3 +72,35 @@ def test_windowed_blstm_trains_exports_and_decodes_like_any_network(featurized_c
         utt, features = next(iter(feats.items()))
     loglikes = model.log_likelihoods(features)
     assert loglikes.shape == (len(features), model.num_pdfs) and (loglikes == loglikes).all()
+
+
+def test_init_model_starts_from_another_runs_weights(featurized_corpus, tmp_path):
+    """--init-model: a new run (fresh optimizer and schedule) starts from another run's exported weights; a
+    different network is refused before any training."""
+    import numpy as np
+
+    from asrkit.io.table import TableReader
+    from asrkit.nn.model_dir import load_acoustic_model
+
+    data_dir, ali_dir = featurized_corpus({f"spk{s}-{u}": 0.6 + 0.15 * u for s in range(2) for u in range(4)})
+    common = ["--model-param", "num_cells=8", "--model-param", "num_layers=1", "--num-streams", "2", "--unroll", "5",
+              "--num-epochs", "0", "--valid-utts", "0", "--num-threads", "1", "--learning-rate", "0.1"]
+    first = CliRunner().invoke(main, [data_dir, ali_dir, str(tmp_path / "first"), "--max-steps", "8"] + common,
+                               catch_exceptions=False)
+    assert first.exit_code == 0, first.output
+    # One step at a zero learning rate: the exported weights are the first run's.
+    args = [data_dir, ali_dir, str(tmp_path / "second"), "--init-model", str(tmp_path / "first" / "final"),
+            "--max-steps", "1"] + common + ["--learning-rate", "0"]
+    second = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert second.exit_code == 0, second.output
+    assert "starting from the weights of" in second.output and "resumed_from=0" in second.output
+    with TableReader(os.path.join(data_dir, "feats.scp")) as feats:
+        features = next(iter(feats.items()))[1]
+    np.testing.assert_allclose(load_acoustic_model(tmp_path / "second" / "final").log_posteriors(features),
+                               load_acoustic_model(tmp_path / "first" / "final").log_posteriors(features), atol=1e-6)
+    # Resuming it without the model it started from would be another experiment: refused.
+    again = CliRunner().invoke(main, args[:3] + ["--max-steps", "2"] + args[7:])
+    assert again.exit_code == 1 and "init_model" in again.output and "--no-resume" in again.output
+    other = CliRunner().invoke(main, [data_dir, ali_dir, str(tmp_path / "third"), "--init-model",
+                                      str(tmp_path / "first" / "final"), "--max-steps", "1"] + common[2:])
+    assert other.exit_code == 1 and "holds another network" in other.output

@@ -45,15 +45,17 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert len(lexicon_words) <= len(train_words) + 1000 + 2  # + <UNK> and !SIL
     assert not {line.split()[0] for line in generated if line} - train_words  # letter-to-sound: train's only
     # The narrowband front end travels with the model.
-    front_end = json.load(open(exp / "lstm_ce" / "final" / "featurize.json"))
+    front_end = json.load(open(exp / "wblstm_ce" / "final" / "featurize.json"))
     assert (front_end["sample_rate"], front_end["compression"], front_end["allow_downsample"]) == (8000, "root10", True)
-    for model in ("lstm_ce", "lstm_smbr"):
+    # The acoustic network is seed 003's windowed BLSTM (--am's default).
+    assert json.load(open(exp / "wblstm_ce" / "final" / "model.json"))["model"]["name"] == "wblstm"
+    for model in ("wblstm_ce", "wblstm_smbr"):
         weight = float(open(exp / model / "decode_dev" / "best_lmwt").read())
         for split in ("test", "train_fit"):
             assert os.path.exists(exp / model / f"decode_{split}" / "best_wer")
-        log = open(exp / "log" / ("stage7" if model == "lstm_ce" else "stage9") / f"decode_{model}_test.log").read()
+        log = open(exp / "log" / ("stage7" if model == "wblstm_ce" else "stage9") / f"decode_{model}_test.log").read()
         assert f"--acoustic-scale {1 / weight:g} " in log
-    smbr_log = open(exp / "log" / "stage8" / "train_lstm_smbr.log").read()
+    smbr_log = open(exp / "log" / "stage8" / "train_wblstm_smbr.log").read()
     assert "asrkit-train-seq summary: status=ok steps=10" in smbr_log
     # pocketsphinx's language weight is chosen on dev too, and test is decoded at it.
     weight = open(exp / "pocketsphinx" / "decode_dev" / "best_lmwt").read().strip()
@@ -61,6 +63,6 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert f"--lm-weight {weight} " in open(exp / "log" / "stage10" / "pocketsphinx_decode_test.log").read()
     results = open(exp / "RESULTS").read()
     assert results.startswith("# egs/voiceover results")
-    for model in ("lstm_ce", "lstm_smbr", "pocketsphinx"):
+    for model in ("wblstm_ce", "wblstm_smbr", "pocketsphinx"):
         assert f"{exp}/{model}/decode_test/score/wer" in results
     assert "# stage times (s)" in results

@@ -58,6 +58,9 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert CmvnStats.read(str(exp / "wblstm_ce" / "final" / "cmvn.h5")).mean_norm == "utterance"
     # The acoustic network is seed 003's windowed BLSTM (--am's default).
     assert json.load(open(exp / "wblstm_ce" / "final" / "model.json"))["model"]["name"] == "wblstm"
+    # Multi-style CE continues the clean-only model (trained first, in stage 7).
+    assert json.load(open(exp / "wblstm_ce" / "config.json"))["init_model"] == str(exp / "wblstm_ce_clean" / "final")
+    assert (exp / "log" / "stage7" / "train_wblstm_ce_clean.log").exists()
     for model in ("wblstm_ce", "wblstm_smbr", "wblstm_ce_clean"):
         for dev, tests in (("dev", ("test", "train_fit")), ("dev_noisy", ("test_noisy",))):
             # The LM weight is chosen on dev by the sweep, and the test sets are decoded at it alone.

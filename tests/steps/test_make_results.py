@@ -158,7 +158,10 @@ def test_windowed_blstm_beside_the_lstm(tmp_path):
     for model, wer in (("lstm_ce", 40.0), ("lstm_smbr", 36.0), ("wblstm_ce", 30.0), ("wblstm_smbr", 27.0),
                        ("wblstm_ce_clean", 25.0)):
         _decode(exp, model, "test", wer)
+    (exp / "wblstm_ce" / "config.json").write_text(json.dumps({"init_model": str(exp / "wblstm_ce_clean" / "final")}))
     out = _make_results(exp).stdout
+    assert "# wblstm_ce: windowed BLSTM, multi-style CE (example server noisifying on the fly), continuing " \
+           "wblstm_ce_clean" in out
     assert "# sMBR relative to CE (LSTM): test -10.0%" in out
     assert "# sMBR relative to CE (windowed BLSTM): test -10.0%" in out
     assert "# multi-style relative to clean-only CE (windowed BLSTM): test +20.0%" in out

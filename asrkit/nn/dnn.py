@@ -45,6 +45,16 @@ def _running_max(values):
     return tf.scan(tf.maximum, values)
 
 
+def frames_before(keep, frames_seen):
+    """[T, b]: how many frames of its own utterance came before each step of a streamed window, where
+    keep [T, b] is 0 at the steps where an utterance starts and frames_seen [b] counts the frames of the
+    utterance running when the window began (saved state of the networks that look back)."""
+    time = tf.cast(tf.range(tf.shape(keep)[0]), tf.float32)[:, None]  # [T, 1]
+    starts = tf.where(keep < 0.5, time + tf.zeros_like(keep), -tf.ones_like(keep))
+    last_start = _running_max(starts)
+    return tf.where(last_start >= 0, time - last_start, frames_seen[None, :] + time)
+
+
 class ContextWindow(tf.Module):
     """Stacks each frame with its C-1 predecessors of the same utterance: [T, b, D] -> [T, b, C*D]."""
 
@@ -66,23 +76,20 @@ class ContextWindow(tf.Module):
         num_steps = tf.shape(inputs)[0]
         history = self.context_frames - 1
         full = tf.concat([past_frames, inputs], axis=0)  # [C-1+T, b, D]
-        time = tf.cast(tf.range(num_steps), tf.float32)[:, None]  # [T, 1]
         if keep is None:
-            frames_before = frames_seen[None, :] + time
+            before = frames_seen[None, :] + tf.cast(tf.range(num_steps), tf.float32)[:, None]
         else:
-            starts = tf.where(keep < 0.5, time + tf.zeros_like(keep), -tf.ones_like(keep))
-            last_start = _running_max(starts)
-            frames_before = tf.where(last_start >= 0, time - last_start, frames_seen[None, :] + time)
+            before = frames_before(keep, frames_seen)
         pieces = []
         for offset in range(history, -1, -1):  # frame t - offset, oldest first
             piece = full[history - offset : history - offset + num_steps]
             if offset:
-                valid = tf.cast(frames_before >= offset, piece.dtype)[:, :, None]
+                valid = tf.cast(before >= offset, piece.dtype)[:, :, None]
                 piece = piece * valid
             pieces.append(piece)
         stacked = tf.concat(pieces, axis=2)
         new_past = full[tf.shape(full)[0] - history :]
-        new_seen = tf.minimum(frames_before[-1] + 1.0, float(self.context_frames))
+        new_seen = tf.minimum(before[-1] + 1.0, float(self.context_frames))
         return stacked, (new_past, new_seen)
 
 

@@ -177,11 +177,7 @@ class AcousticModel:
         this model in place: no rebuild and no retracing, so an example server refreshes in milliseconds.
         The priors, CMVN and front end stay this model's (sequence training does not change them)."""
         model_dir = os.fspath(model_dir)
-        try:
-            with open(os.path.join(model_dir, "model.json"), encoding="utf-8") as handle:
-                other = json.load(handle)
-        except (FileNotFoundError, ValueError) as error:
-            raise AsrkitError(f"{model_dir}: cannot read model.json: {error}") from None
+        other = read_model_json(model_dir)
         for key in ("model", "feature_dim", "num_pdfs", "label_delay"):
             if other.get(key) != self.config.get(key):
                 raise AsrkitError(f"{model_dir} holds another network than {self.model_dir} ({key} "

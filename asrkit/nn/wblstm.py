@@ -30,7 +30,7 @@ M[tau, k] x o[tau, k], with M learnt; M starts as the centre frame alone.
 
 import numpy as np
 
-from asrkit.nn.dnn import DenseLayer
+from asrkit.nn.dnn import DenseLayer, frames_before
 from asrkit.nn.lstm import LstmLayer
 from asrkit.nn.models import AcousticNet
 from asrkit.nn.params import Params
@@ -177,10 +177,7 @@ class WindowedBlstm(AcousticNet):
         projected = _frames(self.layers[0].project(full), self.window_length, self.group)  # [ng, W, b, 8H]
         logits = self._apply(bias + (projected - bias) * same[..., None], num_groups)
         # Positions of the utterance running at the end of the window, capped at the history kept.
-        time = tf.range(num_steps, dtype=tf.float32)[:, None]
-        starts = tf.where(keep < 0.5, time + tf.zeros_like(keep), -tf.ones_like(keep))
-        last_start = tf.reduce_max(starts, axis=0)
-        run = tf.where(last_start >= 0, float(num_steps) - last_start, seen + float(num_steps))
+        run = frames_before(keep, seen)[-1] + 1.0
         return logits, (full[num_steps:], tf.minimum(run, float(history)))
 
     def sequence_time_major(self, features):

@@ -617,12 +617,18 @@ def best_path(lattice, num_states=None, graph_scale=1.0, acoustic_scale=1.0):
     Returns (word ids, graph cost, acoustic cost) along it (costs unscaled, final weight included), or None
     when no final state is reachable.
     """
-    if num_states is None:
-        num_states = int(lattice[:, :2].max()) + 1 if len(lattice) else 0
-    path, cost = _best_path(np.ascontiguousarray(lattice, dtype=np.float64), num_states, float(graph_scale),
-                            float(acoustic_scale))
+    path = best_path_rows(lattice, num_states, graph_scale, acoustic_scale)
     if not len(path):
         return None
     rows = lattice[path]
     words = [int(word) for word in rows[:, 3] if word != 0]
     return words, float(rows[:, 4].sum()), float(rows[:, 5].sum())
+
+
+def best_path_rows(lattice, num_states=None, graph_scale=1.0, acoustic_scale=1.0):
+    """The row indices of best_path's path, start to final row ([] when no final state is reachable)."""
+    if num_states is None:
+        num_states = int(lattice[:, :2].max()) + 1 if len(lattice) else 0
+    path, _ = _best_path(np.ascontiguousarray(lattice, dtype=np.float64), num_states, float(graph_scale),
+                         float(acoustic_scale))
+    return path

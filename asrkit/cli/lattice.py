@@ -1,0 +1,90 @@
+"""asrkit-lattice: N-best lists, word confidences and LM rescoring of a decode dir's lattices (Kaldi's lattice-*)."""
+
+import logging
+
+import click
+
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+
+COMMAND = "asrkit-lattice"
+
+logger = logging.getLogger(COMMAND)
+
+_ARGUMENTS = (
+    click.argument("graph_dir", type=click.Path(exists=True, file_okay=False)),
+    click.argument("decode_dir", type=click.Path(exists=True, file_okay=False)),
+    click.argument("out_dir", type=click.Path(file_okay=False)),
+    click.option("--lm-weight", default=None, type=click.FloatRange(min=0, min_open=True),
+                 help="LM weight (1 / acoustic scale) of the path costs.  [default: the inverse of the acoustic "
+                 "scale the lattices were decoded at, so the 1-best is the decode dir's]"),
+)
+
+
+def lattice_arguments(function):
+    for decorator in reversed(_ARGUMENTS):
+        function = decorator(function)
+    return function
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+def main():
+    """What the lattices of DECODE_DIR (asrkit-decode --write-lattices, on the graph GRAPH_DIR) hold beyond
+    the 1-best: `nbest` lists, word `confidence`s, and the lattices `rescore`d with another LM."""
+
+
+@main.command(context_settings=CONTEXT_SETTINGS)
+@lattice_arguments
+@click.option("-n", "--n", "count", default=10, show_default=True, type=click.IntRange(min=1),
+              help="Word sequences per utterance.")
+@asrkit_command(f"{COMMAND} nbest")
+def nbest(graph_dir, decode_dir, out_dir, lm_weight, count):
+    """The N cheapest distinct word sequences of every lattice -> OUT_DIR/nbest.txt ('utt-1 words', ...,
+    Kaldi's lattice-to-nbest naming) and OUT_DIR/nbest_costs.txt ('utt-N graph acoustic total')."""
+    import os
+
+    from asrkit.decode.lattice_dir import write_nbest
+    from asrkit.logs import summary_line
+
+    result = write_nbest(decode_dir, os.path.join(graph_dir, "words.txt"), out_dir, count, lm_weight)
+    logger.info(summary_line(f"{COMMAND} nbest", "ok", utterances=result.utterances, without_path=result.empty,
+                             n=count, lm_weight=f"{result.lm_weight:g}", out_dir=out_dir))
+
+
+@main.command(context_settings=CONTEXT_SETTINGS)
+@lattice_arguments
+@asrkit_command(f"{COMMAND} confidence")
+def confidence(graph_dir, decode_dir, out_dir, lm_weight):
+    """The best path of every lattice with word confidences -> OUT_DIR/hyp.txt and OUT_DIR/confidence.txt
+    ('utt word confidence word confidence ...'): the posterior probability of each word near its frame."""
+    import os
+
+    from asrkit.decode.lattice_dir import write_confidences
+    from asrkit.logs import summary_line
+
+    result = write_confidences(decode_dir, os.path.join(graph_dir, "words.txt"), out_dir, lm_weight)
+    logger.info(summary_line(f"{COMMAND} confidence", "ok", utterances=result.utterances,
+                             without_path=result.empty, lm_weight=f"{result.lm_weight:g}", out_dir=out_dir))
+
+
+@main.command(context_settings=CONTEXT_SETTINGS)
+@lattice_arguments
+@click.option("--old-lm", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="ARPA file of the LM the graph was made with (its costs are taken out).")
+@click.option("--new-lm", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="ARPA file of the LM whose costs go in.")
+@click.option("--lm-scale", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Scale of the cost difference new - old.")
+@asrkit_command(f"{COMMAND} rescore")
+def rescore(graph_dir, decode_dir, out_dir, lm_weight, old_lm, new_lm, lm_scale):
+    """The lattices with the new LM's costs in place of the old one's -> OUT_DIR/lat.scp (a decode dir:
+    rescore a bigram graph's lattices with a trigram, Kaldi's lmrescore.sh) and their best paths in
+    OUT_DIR/hyp.txt; score them with asrkit-score."""
+    import os
+
+    from asrkit.decode.lattice_dir import write_rescored
+    from asrkit.logs import summary_line
+
+    result = write_rescored(decode_dir, os.path.join(graph_dir, "words.txt"), old_lm, new_lm, out_dir, lm_weight,
+                            lm_scale)
+    logger.info(summary_line(f"{COMMAND} rescore", "ok", utterances=result.utterances, without_path=result.empty,
+                             lm_weight=f"{result.lm_weight:g}", out_dir=out_dir))

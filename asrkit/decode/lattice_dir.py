@@ -1,0 +1,158 @@
+"""asrkit-lattice as a library: N-best lists, word confidences and LM rescoring of a decode dir's lattices.
+
+The input is what `asrkit-decode --write-lattices` leaves: DECODE_DIR/lat.scp
+over lat.JOB.h5 shards (asrkit.decode.lattice's format), whose config records
+the acoustic scale they were decoded at.  The LM weight defaults to the inverse
+of that scale, so the N-best list's first entry and the confidences' words are
+the decode dir's own 1-best (hyp.txt); --lm-weight picks another (choose it on
+dev, e.g. the dev decode dir's best_lmwt).  Outputs, in OUT_DIR:
+
+  nbest.txt        Kaldi's lattice-to-nbest naming: 'utt-1 words', 'utt-2 words', ... best first
+  nbest_costs.txt  'utt-N graph-cost acoustic-cost total' (acoustic unscaled; total = graph + acoustic / lmwt)
+  hyp.txt          the best path, 'utt words'
+  confidence.txt   'utt word confidence word confidence ...', the best path's words with their confidences
+                   (asrkit.decode.word_lattice)
+  lat.1.h5, lat.scp  (rescore) the lattices with another LM's costs in place of the decoding LM's
+                   (asrkit.decode.lm_rescore), at the acoustic scale of the input; hyp.txt their best paths,
+                   so that OUT_DIR is a decode dir for asrkit-score and for nbest and confidence in turn
+"""
+
+import dataclasses
+import logging
+import os
+
+from asrkit.decode.word_lattice import nbest, word_confidences
+from asrkit.errors import AsrkitError
+from asrkit.graph.symbols import SymbolTable
+from asrkit.io.atomic import atomic_output
+from asrkit.io.table import ShardWriter, TableReader, parse_scp, shard_config, shard_path, write_scp
+from asrkit.logs import Progress
+
+logger = logging.getLogger("asrkit.lattice")
+
+
+@dataclasses.dataclass
+class LatticeDirResult:
+    utterances: int
+    empty: int  # lattices without a complete path: no entry in the outputs
+    lm_weight: float
+
+
+def lattice_lm_weight(decode_dir):
+    """1 / the acoustic scale the decode dir's lattices were made at."""
+    scp = os.path.join(decode_dir, "lat.scp")
+    if not os.path.isfile(scp):
+        raise AsrkitError(f"{scp} does not exist: decode with asrkit-decode --write-lattices first")
+    shards = sorted({path for path, _ in parse_scp(scp).values()})
+    scales = {float((shard_config(path) or {}).get("acoustic_scale", 0.0)) for path in shards}
+    if len(scales) != 1 or not min(scales) > 0:
+        raise AsrkitError(f"{decode_dir}: the lattice shards record no single positive acoustic scale "
+                          f"({sorted(scales)}); give --lm-weight")
+    return 1.0 / scales.pop()
+
+
+def _lattices(decode_dir):
+    with TableReader(os.path.join(decode_dir, "lat.scp")) as table:
+        keys = sorted(table.keys())
+        progress = Progress(len(keys), "lattices", logger)
+        for key in keys:
+            yield key, table[key]
+            progress.update(1)
+        progress.close()
+
+
+def _word_text(ids, words, utterance_id):
+    try:
+        return " ".join(words.symbol_of[word] for word in ids)
+    except KeyError as error:
+        raise AsrkitError(f"{utterance_id}: word id {error.args[0]} of its lattice is not in words.txt "
+                          "(is it the graph dir the lattices were decoded with?)") from None
+
+
+def _begin(decode_dir, words_txt, out_dir, lm_weight):
+    """(words, an empty result at the LM weight: the given one or the lattices' own), out_dir made."""
+    words = SymbolTable.read(words_txt)
+    result = LatticeDirResult(0, 0, lm_weight or lattice_lm_weight(decode_dir))
+    os.makedirs(out_dir, exist_ok=True)
+    return words, result
+
+
+def write_nbest(decode_dir, words_txt, out_dir, n=10, lm_weight=None):
+    """nbest.txt and nbest_costs.txt of every lattice in decode_dir; see the module docstring."""
+    words, result = _begin(decode_dir, words_txt, out_dir, lm_weight)
+    lm_weight = result.lm_weight
+    text, costs = [], []
+    for utterance_id, lattice in _lattices(decode_dir):
+        result.utterances += 1
+        hypotheses = nbest(lattice, n, lm_weight)
+        result.empty += not hypotheses
+        for rank, hypothesis in enumerate(hypotheses, start=1):
+            text.append(f"{utterance_id}-{rank} {_word_text(hypothesis.words, words, utterance_id)}".rstrip())
+            costs.append(f"{utterance_id}-{rank} {hypothesis.graph_cost:.4f} {hypothesis.acoustic_cost:.4f} "
+                         f"{hypothesis.cost(lm_weight):.4f}")
+    with atomic_output(os.path.join(out_dir, "nbest.txt")) as out:
+        out.writelines(line + "\n" for line in text)
+    with atomic_output(os.path.join(out_dir, "nbest_costs.txt")) as out:
+        out.writelines(line + "\n" for line in costs)
+    return result
+
+
+def write_confidences(decode_dir, words_txt, out_dir, lm_weight=None):
+    """hyp.txt and confidence.txt of every lattice in decode_dir; see the module docstring."""
+    words, result = _begin(decode_dir, words_txt, out_dir, lm_weight)
+    lm_weight = result.lm_weight
+    hyps, confidences = [], []
+    for utterance_id, lattice in _lattices(decode_dir):
+        result.utterances += 1
+        best = word_confidences(lattice, lm_weight)
+        if best is None:
+            result.empty += 1
+            continue
+        ids, values = best
+        hyps.append(f"{utterance_id} {_word_text(ids, words, utterance_id)}".rstrip())
+        pairs = " ".join(f"{words.symbol_of[word]} {value:.4f}" for word, value in zip(ids, values))
+        confidences.append(f"{utterance_id} {pairs}".rstrip())
+    with atomic_output(os.path.join(out_dir, "hyp.txt")) as out:
+        out.writelines(line + "\n" for line in hyps)
+    with atomic_output(os.path.join(out_dir, "confidence.txt")) as out:
+        out.writelines(line + "\n" for line in confidences)
+    return result
+
+
+def write_rescored(decode_dir, words_txt, old_arpa, new_arpa, out_dir, lm_weight=None, lm_scale=1.0):
+    """The lattices of decode_dir rescored from the LM old_arpa (the one the graph was made with) to new_arpa,
+    as a decode dir in out_dir; see the module docstring."""
+    from asrkit.decode.lattice_faster import best_path
+    from asrkit.decode.lm_rescore import LmCosts, rescore
+    from asrkit.lm.arpa import read_arpa
+
+    acoustic_scale = 1.0 / lattice_lm_weight(decode_dir)
+    words, result = _begin(decode_dir, words_txt, out_dir, lm_weight)
+    lm_weight = result.lm_weight
+    costs = LmCosts(read_arpa(old_arpa), read_arpa(new_arpa), lm_scale)
+    logger.info("rescoring from %s to %s (histories of %d words), 1-best at LM weight %g", old_arpa, new_arpa,
+                costs.history_length, lm_weight)
+    hyps = []
+    shard = shard_path(out_dir, "lat", 1)
+    arcs_in = arcs_out = 0
+    with ShardWriter(shard, config={"acoustic_scale": acoustic_scale, "rescored_from": os.path.abspath(old_arpa),
+                                    "rescored_with": os.path.abspath(new_arpa)}) as writer:
+        for utterance_id, lattice in _lattices(decode_dir):
+            result.utterances += 1
+            try:
+                rescored = rescore(lattice, costs, words.symbol_of)
+            except AsrkitError as error:
+                raise AsrkitError(f"{utterance_id}: {error}") from None
+            arcs_in, arcs_out = arcs_in + len(lattice), arcs_out + len(rescored)
+            writer.write(utterance_id, rescored, attrs={"start": 0})
+            best = best_path(rescored, acoustic_scale=1.0 / lm_weight) if len(rescored) else None
+            if best is None:
+                result.empty += 1
+                continue
+            hyps.append(f"{utterance_id} {_word_text(best[0], words, utterance_id)}".rstrip())
+    write_scp(os.path.join(out_dir, "lat.scp"), [shard])
+    with atomic_output(os.path.join(out_dir, "hyp.txt")) as out:
+        out.writelines(line + "\n" for line in hyps)
+    logger.info("rows: %d in, %d out (%.2fx, the expansion by LM history)", arcs_in, arcs_out,
+                arcs_out / max(arcs_in, 1))
+    return result

@@ -1,0 +1,161 @@
+"""What a state-level lattice says about words: arc posteriors, N-best lists and word confidences.
+
+The lattices are asrkit's (asrkit.decode.lattice): rows (state, next state, pdf + 1,
+word id, graph cost, acoustic cost), states numbered topologically from 0 and
+rows sorted by state, so every computation here is one pass over the rows, or
+two.  A path's cost is graph + acoustic / lm_weight (Kaldi's convention: the LM
+weight w is the inverse of the acoustic scale), and its posterior under that
+cost is exp(-cost) normalised over the lattice.
+
+- `arc_posteriors`: forward-backward over the rows (Kaldi's lattice-to-post).
+- `nbest`: the N cheapest distinct word sequences (Kaldi's lattice-to-nbest after
+  determinisation, which lists word sequences, not state paths).  Each state keeps
+  the N cheapest distinct word sequences that reach it; that is exact, because a
+  sequence whose prefix is not among the N best prefixes of a state it passes is
+  beaten by N distinct sequences made of those prefixes and its own suffix.
+- `word_confidences`: for each word of the best path, the posterior probability
+  that a path carries that word near the same time: the summed posteriors of the
+  arcs with that word label whose frame lies between the midpoints to the best
+  path's neighbouring words (word posteriors with a time tolerance, as in Wessel
+  et al. 2001; Kaldi's sausages align words by their full time spans instead,
+  which a state-level lattice without word alignments does not give).
+"""
+
+import dataclasses
+import heapq
+
+import numpy as np
+
+from asrkit.decode.lattice import FINAL, is_topological
+
+
+def _check(lattice):
+    if not is_topological(lattice):
+        raise ValueError("the lattice's states are not numbered topologically (as asrkit's decoder writes them)")
+
+
+def _num_states(lattice):
+    return int(lattice[:, :2].max()) + 1 if len(lattice) else 0
+
+
+def path_costs(lattice, lm_weight):
+    """Per row: graph + acoustic / lm_weight."""
+    if lm_weight <= 0:
+        raise ValueError(f"the LM weight must be positive, got {lm_weight}")
+    return lattice[:, 4] + lattice[:, 5] / lm_weight
+
+
+def state_frames(lattice):
+    """[num_states] the frame each state is at: the number of emitting arcs (pdf label > 0) on any path from
+    the start (the same on every path, since the decoder's tokens belong to frames)."""
+    frames = np.zeros(_num_states(lattice), np.int64)
+    for state, target, ilabel in lattice[:, :3].tolist():
+        if int(target) != FINAL:
+            frames[int(target)] = frames[int(state)] + (ilabel != 0)
+    return frames
+
+
+def arc_posteriors(lattice, lm_weight):
+    """(posteriors [N] per row, total log-likelihood): for an arc row, the probability that a path takes it;
+    for a final row, that a path ends there.  Rows unreachable from the start or that reach no final
+    state get 0.  Total is -inf for a lattice without a complete path (then every posterior is 0)."""
+    _check(lattice)
+    num_states = _num_states(lattice)
+    scores = -path_costs(lattice, lm_weight)
+    states = lattice[:, 0].astype(np.int64)
+    targets = lattice[:, 1].astype(np.int64)
+    alpha = np.full(num_states, -np.inf)
+    if num_states:
+        alpha[0] = 0.0
+    total = -np.inf
+    for row in range(len(lattice)):
+        reached = alpha[states[row]] + scores[row]
+        if targets[row] == FINAL:
+            total = np.logaddexp(total, reached)
+        else:
+            alpha[targets[row]] = np.logaddexp(alpha[targets[row]], reached)
+    beta = np.full(num_states, -np.inf)
+    for row in range(len(lattice) - 1, -1, -1):
+        onward = scores[row] if targets[row] == FINAL else scores[row] + beta[targets[row]]
+        beta[states[row]] = np.logaddexp(beta[states[row]], onward)
+    if not np.isfinite(total):
+        return np.zeros(len(lattice)), total
+    after = np.where(targets == FINAL, 0.0, beta[np.maximum(targets, 0)])
+    posteriors = np.exp(np.minimum(alpha[states] + scores + after - total, 0.0))
+    return np.where(np.isfinite(posteriors), posteriors, 0.0), float(total)
+
+
+@dataclasses.dataclass(frozen=True)
+class Hypothesis:
+    words: tuple  # word ids
+    graph_cost: float
+    acoustic_cost: float  # unscaled, as the lattice stores it
+
+    def cost(self, lm_weight):
+        return self.graph_cost + self.acoustic_cost / lm_weight
+
+
+def nbest(lattice, n, lm_weight):
+    """The n cheapest distinct word sequences of the lattice (fewer when it has fewer), cheapest first,
+    each with the graph and acoustic costs of its best path; [] without a complete path."""
+    _check(lattice)
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    num_states = _num_states(lattice)
+    costs = path_costs(lattice, lm_weight)
+    # kept[state]: {word tuple: (cost, graph, acoustic)} of the paths reaching it, trimmed to the n cheapest
+    # when the first row leaving the state comes up (every arc into it has been seen by then).
+    kept = [None] * num_states
+    if num_states:
+        kept[0] = {(): (0.0, 0.0, 0.0)}
+    finished = {}
+    current = -1
+    rows = lattice.tolist()
+    for row, (state, target, _, word, graph, acoustic) in enumerate(rows):
+        state, target, word = int(state), int(target), int(word)
+        if state != current:
+            current = state
+            if kept[state] is not None and len(kept[state]) > n:
+                kept[state] = dict(heapq.nsmallest(n, kept[state].items(), key=lambda item: item[1][0]))
+        here = kept[state]
+        if here is None:
+            continue
+        into = finished if target == FINAL else kept[target]
+        if into is None:
+            into = kept[target] = {}
+        for words, (cost, graph_sum, acoustic_sum) in here.items():
+            extended = words + (word,) if word else words
+            candidate = (cost + costs[row], graph_sum + graph, acoustic_sum + acoustic)
+            previous = into.get(extended)
+            if previous is None or candidate[0] < previous[0]:
+                into[extended] = candidate
+    best = heapq.nsmallest(n, finished.items(), key=lambda item: item[1][0])
+    return [Hypothesis(words, graph, acoustic) for words, (_, graph, acoustic) in best]
+
+
+def word_confidences(lattice, lm_weight):
+    """(best path's word ids, their confidences in [0, 1]) at lm_weight; None without a complete path.
+    See the module docstring for what a confidence is here."""
+    from asrkit.decode.lattice_faster import best_path_rows
+
+    _check(lattice)
+    path = best_path_rows(lattice, acoustic_scale=1.0 / lm_weight)
+    if not len(path):
+        return None
+    frames = state_frames(lattice)
+    posteriors, _ = arc_posteriors(lattice, lm_weight)
+    word_rows = [int(row) for row in path if lattice[row, 3] != 0]
+    words = [int(lattice[row, 3]) for row in word_rows]
+    at = [int(frames[int(lattice[row, 0])]) for row in word_rows]
+    labelled = np.flatnonzero(lattice[:, 3] != 0)
+    label_frames = frames[lattice[labelled, 0].astype(np.int64)]
+    label_words = lattice[labelled, 3].astype(np.int64)
+    confidences = []
+    for index, (word, frame) in enumerate(zip(words, at)):
+        # The window: from halfway to the previous best-path word to halfway to the next (the path's
+        # words at the same frame split nothing: then the window is that frame alone).
+        low = (at[index - 1] + frame) / 2.0 if index > 0 else -np.inf
+        high = (frame + at[index + 1]) / 2.0 if index + 1 < len(at) else np.inf
+        inside = (label_words == word) & (label_frames >= low) & (label_frames <= high)
+        confidences.append(float(min(1.0, posteriors[labelled[inside]].sum())))
+    return words, confidences

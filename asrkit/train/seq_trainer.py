@@ -250,6 +250,10 @@ class SequenceCriterion(CrossEntropyCriterion):
     def prepare(self, data, cmvn):
         from asrkit.frontend.config import FeatureConfig
 
+        if self.params.spec_augment_freq_masks or self.params.spec_augment_time_masks:
+            # The servers' outer derivatives belong to the features they decoded, not to masked ones.
+            raise AsrkitError("SpecAugment is for cross-entropy training; sequence training takes no "
+                              "--spec-augment-freq-masks or --spec-augment-time-masks")
         self._valid = data.valid
         self._cmvn = cmvn
         with open(data.feature_config_path, encoding="utf-8") as handle:

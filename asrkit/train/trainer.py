@@ -99,6 +99,12 @@ def train_params():
     p.define("max_length_mismatch", 1, "Frames an alignment may differ from its features (trimmed or padded by "
              "repeating the last label); more and the utterance is skipped.")
     p.define("max_skip_ratio", 0.05, "Fail when more than this share of utterances is skipped.")
+    p.define("spec_augment_freq_masks", 0, "SpecAugment (asrkit.train.spec_augment): mel-band masks per training "
+             "utterance, the same bands in every stacked copy (0: none).")
+    p.define("spec_augment_freq_width", 16, "SpecAugment: a band mask covers 0 to this many adjacent mel bands.")
+    p.define("spec_augment_time_masks", 0, "SpecAugment: frame masks per training utterance (0: none).")
+    p.define("spec_augment_time_width", 3, "SpecAugment: a frame mask covers 0 to this many frames (and the masks "
+             "together at most a fifth of the utterance).")
     p.define("prefetch", 4, "Capacity of the input queue (batches prepared ahead in a background thread).")
     return p
 
@@ -277,6 +283,24 @@ def _evaluate(steps, batches):
     return loss_sum / max(count, 1.0), correct / max(count, 1.0)
 
 
+def spec_augment_of(params, data):
+    """The SpecAugment that params ask for, fitted to the training features' bands, or None."""
+    if not (params.spec_augment_freq_masks or params.spec_augment_time_masks):
+        return None
+    from asrkit.frontend.config import FeatureConfig
+    from asrkit.train.spec_augment import SpecAugment
+
+    with open(data.feature_config_path, encoding="utf-8") as handle:
+        feature_config = FeatureConfig.from_dict(json.load(handle))
+    augment = SpecAugment(feature_config.num_mel_bins, feature_config.stack_frames,
+                          params.spec_augment_freq_masks, params.spec_augment_freq_width,
+                          params.spec_augment_time_masks, params.spec_augment_time_width)
+    augment.check_dim(data.feature_dim)
+    logger.info("SpecAugment: %d band masks of up to %d of %d mel bands, %d frame masks of up to %d frames",
+                augment.freq_masks, augment.freq_width, augment.num_bands, augment.time_masks, augment.time_width)
+    return augment
+
+
 class CrossEntropyCriterion:
     """What the training loop does where criteria differ; asrkit.train.seq_trainer has the sequence one.
 
@@ -295,6 +319,7 @@ class CrossEntropyCriterion:
     def __init__(self, params, init_model=None):
         self.params = params
         self.init_model = init_model
+        self.spec_augment = None
 
     def make_steps(self, net, optimizer, learning_rate, training_state, distribution=None):
         from asrkit.train.steps import Steps
@@ -304,6 +329,7 @@ class CrossEntropyCriterion:
 
     def prepare(self, data, cmvn):
         """The loaded training data (asrkit.train.training_set.TrainingData) and CMVN statistics."""
+        self.spec_augment = spec_augment_of(self.params, data)
 
     def initialize(self, net):
         if self.init_model:
@@ -318,7 +344,11 @@ class CrossEntropyCriterion:
             logger.info("starting from the weights of %s", self.init_model)
 
     def wrap_source(self, source):
-        return source
+        if self.spec_augment is None:
+            return source
+        from asrkit.train.spec_augment import AugmentedExamples
+
+        return AugmentedExamples(source, self.spec_augment, self.params.seed)
 
     def begin(self, step, net, writer):
         pass

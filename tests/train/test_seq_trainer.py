@@ -177,6 +177,13 @@ def test_mmi_training_resumes_after_a_stop(seq_task, tmp_path):
                   _seq_options(criterion="smbr", max_steps=20))
 
 
+def test_spec_augment_is_refused(seq_task, tmp_path):
+    # The servers' derivatives belong to the features they decoded; masked ones would not match them.
+    with pytest.raises(AsrkitError, match="SpecAugment is for cross-entropy training"):
+        train_seq(seq_task["data"], seq_task["ali"], seq_task["ce"], seq_task["graph"], str(tmp_path / "s"),
+                  _seq_options(max_steps=2, spec_augment_time_masks=1))
+
+
 def test_training_again_from_the_start_follows_its_own_snapshots(seq_task, tmp_path, caplog):
     exp_dir = str(tmp_path / "again")
     first = train_seq(seq_task["data"], seq_task["ali"], seq_task["ce"], seq_task["graph"], exp_dir,

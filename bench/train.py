@@ -19,6 +19,11 @@ alternation with its steps: the speed of this shared 2-core machine drifts by
 up to 2x within minutes, so every number compared is taken in the same rounds
 (medians of --steps rounds).
 
+With --precision bf16 (or both, the default where the machine has native bf16
+products: AMX-BF16, AVX512-BF16), asrkit's step also runs with bf16 GEMMs
+(asrkit.nn.precision) and Keras's under its mixed_bfloat16 policy (softmax in
+fp32), timed in the same rounds; the GEMM share stays the fp32 one's.
+
 Sections (all in one run, each can be left out):
 
 1. the large config: 5xLSTM(768) with 8192 outputs at b=--big-streams (256), u=20;
@@ -27,7 +32,8 @@ Sections (all in one run, each can be left out):
 
 Usage:
 
-    .venv/bin/python bench/train.py [--steps 4] [--big-streams 256] [--no-keras] [--no-table] [--no-big]
+    .venv/bin/python bench/train.py [--steps 4] [--big-streams 256] [--precision fp32|bf16|both] [--no-keras]
+        [--no-table] [--no-big]
 """
 
 import argparse
@@ -43,6 +49,7 @@ from asrkit.tf_runtime import import_tensorflow  # noqa: E402
 
 tf = import_tensorflow()
 
+from asrkit.nn.precision import bf16_support, set_precision  # noqa: E402
 from asrkit.nn.registry import build_model  # noqa: E402
 from asrkit.train.optimizers import Adagrad, LearningRate  # noqa: E402
 from asrkit.train.steps import Steps, TrainingState, cross_entropy_sums  # noqa: E402
@@ -109,18 +116,20 @@ def gemm_step(m, k, n):
     return warm(matmul, [tf.random.normal([m, k]), tf.random.normal([k, n])])
 
 
-def asrkit_step(streams, unroll, dim, cells, layers, pdfs):
+def asrkit_step(streams, unroll, dim, cells, layers, pdfs, precision="fp32"):
     net = build_model("lstm", dim, pdfs, {"num_layers": layers, "num_cells": cells})
+    set_precision(net, precision)
     state = TrainingState(net.zero_state(streams))
     runner = Steps(net, Adagrad(), LearningRate(0.01), 5.0, state)
     return warm(runner.truncated, batch(streams, unroll, dim, pdfs))
 
 
-def keras_step(streams, unroll, dim, cells, layers, pdfs):
+def keras_step(streams, unroll, dim, cells, layers, pdfs, precision="fp32"):
     import keras
 
-    lstms = [keras.layers.LSTM(cells, return_sequences=True, return_state=True) for _ in range(layers)]
-    softmax = keras.layers.Dense(pdfs)
+    policy = "mixed_bfloat16" if precision == "bf16" else "float32"
+    lstms = [keras.layers.LSTM(cells, return_sequences=True, return_state=True, dtype=policy) for _ in range(layers)]
+    softmax = keras.layers.Dense(pdfs, dtype=policy)
     inputs = batch(streams, unroll, dim, pdfs)
     # Build the layers, then train their underlying tf.Variables with the same optimizer as asrkit.
     outputs = inputs[0]
@@ -142,8 +151,8 @@ def keras_step(streams, unroll, dim, cells, layers, pdfs):
             new_states = []
             for index, lstm in enumerate(lstms):
                 outputs, h, c = lstm(outputs, initial_state=[states[2 * index], states[2 * index + 1]])
-                new_states += [h, c]
-            logits = softmax(outputs)
+                new_states += [tf.cast(h, tf.float32), tf.cast(c, tf.float32)]
+            logits = tf.cast(softmax(outputs), tf.float32)  # the softmax and the loss in fp32
             loss_sum, correct, count = cross_entropy_sums(logits, targets, mask)
             loss = loss_sum / count
         gradients = tape.gradient(loss, variables)
@@ -168,11 +177,17 @@ def main():
     parser.add_argument("--no-keras", action="store_true", help="skip the Keras 3 comparison")
     parser.add_argument("--no-table", action="store_true", help="skip the b x u table")
     parser.add_argument("--table-steps", type=int, default=2, help="timed steps per cell of the table")
+    parser.add_argument("--precision", choices=("fp32", "bf16", "both"), default=None,
+                        help="GEMM precision of the training steps (default: both where bf16 is native, else fp32)")
     args = parser.parse_args()
+    supported, reason = bf16_support()
+    precisions = {"fp32": ["fp32"], "bf16": ["bf16"], "both": ["fp32", "bf16"],
+                  None: ["fp32", "bf16"] if supported else ["fp32"]}[args.precision]
     dim, unroll = args.feature_dim, args.unroll
     started = time.perf_counter()
     print(f"TensorFlow {tf.__version__}, {os.cpu_count()} cores, intra-op threads "
-          f"{tf.config.threading.get_intra_op_parallelism_threads() or 'default'}")
+          f"{tf.config.threading.get_intra_op_parallelism_threads() or 'default'}; bf16: "
+          f"{'native, ' if supported else 'not native, '}{reason}")
 
     sizes = {
         "input projection [b*u, 768] x [768, 3072]": (args.big_streams * unroll, 768, 3072),
@@ -192,23 +207,30 @@ def main():
         configs.append(("5xLSTM(768), 8192 pdfs", args.big_streams, 768, 5, 8192))
     configs.append(("recipe 2xLSTM(256), %d pdfs" % args.recipe_pdfs, 256, 256, 2, args.recipe_pdfs))
     print(f"\nTraining step (u={unroll}, {dim}-dim input, Adagrad, clipping), frames/s:")
-    print(f"  {'model':32s} {'b':>4s} {'asrkit':>9s} {'keras3':>9s} {'ratio':>6s} {'asrkit GEMM share':>18s}")
+    print(f"  {'model':32s} {'b':>4s} {'prec':>5s} {'asrkit':>9s} {'keras3':>9s} {'ratio':>6s} {'vs fp32':>8s} "
+          f"{'asrkit GEMM share':>18s}")
     for name, streams, cells, layers, pdfs in configs:
         frames = streams * unroll
-        candidates = [asrkit_step(streams, unroll, dim, cells, layers, pdfs), gemm_step(frames, cells, 4 * cells)]
-        if not args.no_keras:
-            candidates.append(keras_step(streams, unroll, dim, cells, layers, pdfs))
+        candidates = [gemm_step(frames, cells, 4 * cells)]
+        for precision in precisions:
+            candidates.append(asrkit_step(streams, unroll, dim, cells, layers, pdfs, precision))
+            if not args.no_keras:
+                candidates.append(keras_step(streams, unroll, dim, cells, layers, pdfs, precision))
         seconds = step_seconds(candidates, args.steps)
-        ours = seconds[0]
-        gemm_rate = 2.0 * frames * cells * 4 * cells / seconds[1] / 1e9
+        gemm_rate = 2.0 * frames * cells * 4 * cells / seconds[0] / 1e9
         flops = lstm_gemm_flops(frames, dim, cells, layers, pdfs)
-        share = flops / ours / 1e9 / gemm_rate
-        keras_text, ratio_text = "-", "-"
-        if not args.no_keras:
-            theirs = seconds[2]
-            keras_text, ratio_text = f"{frames / theirs:9.0f}", f"{theirs / ours:6.2f}"
-        print(f"  {name:32s} {streams:4d} {frames / ours:9.0f} {keras_text:>9s} {ratio_text:>6s} "
-              f"{share:17.0%} ({flops / ours / 1e9:.0f} of {gemm_rate:.0f} GFLOP/s)", flush=True)
+        per_precision = 1 if args.no_keras else 2
+        first = None
+        for index, precision in enumerate(precisions):
+            ours = seconds[1 + per_precision * index]
+            first = first or ours
+            keras_text, ratio_text = "-", "-"
+            if not args.no_keras:
+                theirs = seconds[2 + per_precision * index]
+                keras_text, ratio_text = f"{frames / theirs:9.0f}", f"{theirs / ours:6.2f}"
+            share = f"{flops / ours / 1e9 / gemm_rate:17.0%} ({flops / ours / 1e9:.0f} of {gemm_rate:.0f} GFLOP/s)"
+            print(f"  {name:32s} {streams:4d} {precision:>5s} {frames / ours:9.0f} {keras_text:>9s} {ratio_text:>6s} "
+                  f"{first / ours:7.2f}x {share if precision == 'fp32' else '':s}", flush=True)
 
     if not args.no_table:
         print(f"\nRecipe model frames/s by batch b (rows) and unrolling u (columns), {args.recipe_pdfs} pdfs:")

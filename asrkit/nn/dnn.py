@@ -16,6 +16,7 @@ import re
 import numpy as np
 
 from asrkit.nn.init import glorot_uniform
+from asrkit.nn.precision import matmul
 from asrkit.tf_runtime import import_tensorflow
 
 tf = import_tensorflow()
@@ -94,6 +95,8 @@ class ContextWindow(tf.Module):
 
 
 class DenseLayer(tf.Module):
+    compute_dtype = tf.float32  # of the GEMM (asrkit.nn.precision)
+
     def __init__(self, input_dim, output_dim, activation=None, rng=None, name=None):
         super().__init__(name=name)
         rng = rng if rng is not None else np.random.default_rng(0)
@@ -105,7 +108,7 @@ class DenseLayer(tf.Module):
         """[..., input_dim] -> [..., output_dim], as one GEMM over all leading dimensions."""
         shape = tf.shape(inputs)
         flat = tf.reshape(inputs, [-1, self.kernel.shape[0]])
-        outputs = tf.matmul(flat, self.kernel) + self.bias
+        outputs = matmul(flat, self.kernel, self.compute_dtype) + self.bias
         if self.activation is not None:
             outputs = self.activation(outputs)
         return tf.reshape(outputs, tf.concat([shape[:-1], [self.kernel.shape[1]]], axis=0))

@@ -18,6 +18,7 @@ where an utterance starts, by multiplying with keep = 1 - reset before the step.
 import numpy as np
 
 from asrkit.nn.init import glorot_uniform, orthogonal
+from asrkit.nn.precision import matmul
 from asrkit.tf_runtime import import_tensorflow
 
 tf = import_tensorflow()
@@ -25,6 +26,8 @@ tf = import_tensorflow()
 
 class LstmLayer(tf.Module):
     """Gates in the order input, forget, candidate, output; no peepholes."""
+
+    compute_dtype = tf.float32  # of the GEMMs (asrkit.nn.precision)
 
     def __init__(self, input_dim, num_cells, projection_dim=0, cell_clip=0.0, forget_bias=1.0, rng=None,
                  name=None):
@@ -56,18 +59,23 @@ class LstmLayer(tf.Module):
         """One GEMM for every time step at once: [T, b, D] -> [T, b, 4H]."""
         shape = tf.shape(inputs)
         flat = tf.reshape(inputs, [-1, self.input_dim])
-        projected = tf.matmul(flat, self.kernel) + self.bias
+        projected = matmul(flat, self.kernel, self.compute_dtype) + self.bias
         return tf.reshape(projected, [shape[0], shape[1], 4 * self.num_cells])
 
-    def _step(self, projected_input, cell, output):
-        gates = projected_input + tf.matmul(output, self.recurrent_kernel)
+    def _step(self, projected_input, cell, output, recurrent_kernel):
+        """One cell step; recurrent_kernel is the recurrent kernel in the compute dtype, cast once per window."""
+        if self.compute_dtype == tf.float32:
+            gates = projected_input + tf.matmul(output, recurrent_kernel)
+        else:
+            gates = projected_input + tf.cast(tf.matmul(tf.cast(output, self.compute_dtype), recurrent_kernel),
+                                              tf.float32)
         input_gate, forget_gate, candidate, output_gate = tf.split(gates, 4, axis=1)
         cell = tf.sigmoid(forget_gate) * cell + tf.sigmoid(input_gate) * tf.tanh(candidate)
         if self.cell_clip > 0:
             cell = tf.clip_by_value(cell, -self.cell_clip, self.cell_clip)
         output = tf.sigmoid(output_gate) * tf.tanh(cell)
         if self.projection is not None:
-            output = tf.matmul(output, self.projection)
+            output = matmul(output, self.projection, self.compute_dtype)
         return cell, output
 
     def window(self, inputs, state, keep=None):
@@ -86,11 +94,12 @@ class LstmLayer(tf.Module):
         steps = tf.unstack(projected, axis=0)
         keeps = tf.unstack(keep[:, :, None], axis=0) if keep is not None else [None] * len(steps)
         outputs = []
+        recurrent_kernel = tf.cast(self.recurrent_kernel, self.compute_dtype)
         for projected_input, keep_step in zip(steps, keeps):
             if keep_step is not None:
                 cell = cell * keep_step
                 output = output * keep_step
-            cell, output = self._step(projected_input, cell, output)
+            cell, output = self._step(projected_input, cell, output, recurrent_kernel)
             outputs.append(output)
         return tf.stack(outputs, axis=0), (cell, output)
 
@@ -100,9 +109,10 @@ class LstmLayer(tf.Module):
         num_steps = tf.shape(projected)[0]
         steps = tf.TensorArray(projected.dtype, size=num_steps).unstack(projected)
         outputs = tf.TensorArray(projected.dtype, size=num_steps)
+        recurrent_kernel = tf.cast(self.recurrent_kernel, self.compute_dtype)
 
         def body(step, cell, output, outputs):
-            cell, output = self._step(steps.read(step), cell, output)
+            cell, output = self._step(steps.read(step), cell, output, recurrent_kernel)
             return step + 1, cell, output, outputs.write(step, output)
 
         _, cell, output, outputs = tf.while_loop(

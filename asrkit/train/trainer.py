@@ -81,6 +81,8 @@ def train_params():
     p.define("gradient_quantization", "none", "none, or 1bit: 1-bit SGD with error feedback (seed 003 section "
              "3.2): the replicas of --strategy multiworker exchange one bit per gradient value plus two means "
              "per column, and each keeps its quantisation error for its next step.")
+    p.define("precision", "fp32", "fp32, or bf16: the networks' GEMMs in bfloat16 with fp32 weights, states, softmax "
+             "and loss (asrkit.nn.precision); refused where the hardware has no native bf16 products.")
     p.define("adagrad_initial_accumulator", 0.1, "Adagrad: initial value of the squared-gradient sums.")
     p.define("adam_beta1", 0.9, "Adam: decay of the first moment.")
     p.define("adam_beta2", 0.999, "Adam: decay of the second moment.")
@@ -417,6 +419,7 @@ def train_ce(data_dir, ali_dir, exp_dir, options=None):
 def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criterion):
     """The training loop shared by cross-entropy and sequence training (`criterion` says how they differ)."""
     from asrkit.nn.model_dir import write_model_dir
+    from asrkit.nn.precision import set_precision
     from asrkit.nn.registry import build_from_config
     from asrkit.tf_runtime import import_tensorflow
     from asrkit.train.bucket_batcher import BucketBatcher
@@ -485,6 +488,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
     if params.mode == "truncated" and params.unroll % net.unroll_multiple:
         raise AsrkitError(f"--unroll {params.unroll} is not a multiple of {net.unroll_multiple}, which model "
                           f"{net_config['config']} needs (its frames are predicted in groups)")
+    logger.info("precision: %s", set_precision(net, params.precision))
     label_delay = net.label_delay
     num_parameters = sum(int(np.prod(v.shape)) for v in net.trainable_variables)
     logger.info("model %s (%s): %s, %d parameters", net_config["config"], net_config["name"],

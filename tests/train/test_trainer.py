@@ -130,3 +130,24 @@ def test_resume_after_sigkill(corpus, tmp_path):
         model="lstm", model_overrides=dict(TINY), resume=False, params=dict(params, max_steps=2)))
     assert again.resumed_from == 0 and again.steps == 2
     assert os.path.isdir(exp_dir / "checkpoints.old-1")
+
+
+def test_bf16_training_learns_like_fp32_and_exports_fp32_weights(corpus, tmp_path, monkeypatch, caplog):
+    import logging
+
+    from asrkit.nn import precision
+
+    caplog.set_level(logging.INFO, logger="asrkit")
+    monkeypatch.setattr(precision, "bf16_support", lambda: (True, "the test's say-so"))
+    data_dir, ali_dir, _ = corpus(num_utts=20)
+    steps = dict(max_steps=120, log_every=20, valid_every=60, checkpoint_every=60)
+    fp32 = train_ce(data_dir, ali_dir, str(tmp_path / "fp32"), options(**steps))
+    bf16 = train_ce(data_dir, ali_dir, str(tmp_path / "bf16"), options(precision="bf16", **steps))
+    assert "precision: bf16 GEMMs, fp32 weights, states and loss (the test's say-so)" in caplog.text
+    assert abs(bf16.valid_accuracy - fp32.valid_accuracy) < 0.1 and bf16.loss < 1.2 * fp32.loss
+    assert json.load(open(tmp_path / "bf16" / "config.json"))["train"]["precision"] == "bf16"
+    model = load_acoustic_model(tmp_path / "bf16" / "final")
+    assert model.log_posteriors(next(iter(corpus_features(data_dir)))).dtype == np.float32
+    monkeypatch.setattr(precision, "bf16_support", lambda: (False, "no native bf16"))
+    with pytest.raises(AsrkitError, match="--precision bf16: no native bf16"):
+        train_ce(data_dir, ali_dir, str(tmp_path / "refused"), options(precision="bf16", **steps))

@@ -54,6 +54,13 @@ def _watch_parent(server, logger):
 @click.option("--shard", default="1/1", callback=_parse_shard, metavar="r/R",
               help="Serve utterances r, r+R, r+2R, ... (1-based) of the sorted utterance list.")
 @click.option("--seed", default=1, type=int, help="Seed of the epoch orders and of the noisification.")
+@click.option("--randomisation", type=click.Choice(["shuffle", "rolling"]), default="shuffle", show_default=True,
+              help="Epoch order: a permutation of the shard, or seed 003's rolling window over blocks of "
+              "--rolling-block-utts consecutive utterances (asrkit.train.randomisation).")
+@click.option("--rolling-block-utts", default=450, show_default=True, type=click.IntRange(min=1),
+              help="Rolling randomisation: utterances per block.")
+@click.option("--rolling-window-blocks", default=20, show_default=True, type=click.IntRange(min=1),
+              help="Rolling randomisation: blocks in the window (each emits 1/this of itself per step).")
 @click.option("--styles", type=click.Path(exists=True, dir_okay=False),
               help="Noise style config (JSON, as asrkit-noisify's --styles): noisify every utterance on the fly.")
 @click.option("--from-feats", is_flag=True, help="Read DATA_DIR/feats.scp instead of featurizing the audio.")
@@ -119,7 +126,7 @@ def _watch_parent(server, logger):
 @click.option("--log-interval", default=30.0, type=click.FloatRange(min=0.1), help="Seconds between progress lines.")
 @options_file
 @asrkit_command("asrkit-serve-examples")
-def main(data_dir, ali_dir, bind, shard, seed, styles, from_feats, cmvn, utt_list, queue_capacity, num_epochs,
+def main(data_dir, ali_dir, bind, shard, seed, randomisation, rolling_block_utts, rolling_window_blocks, styles, from_feats, cmvn, utt_list, queue_capacity, num_epochs,
          start_epoch, start_after, max_utterances, max_length_mismatch, allow_remote, curve_secret_key, endpoint_file,
          exit_with_parent, mode, model_dir, snapshot_dir, snapshot_check_seconds, graph_dir, criterion, acoustic_scale,
          beam, lattice_beam, boost, frame_rejection, min_posterior, one_silence_class, num_threads,
@@ -142,12 +149,14 @@ def main(data_dir, ali_dir, bind, shard, seed, styles, from_feats, cmvn, utt_lis
     from asrkit.serving.security import check_bind_allowed
     from asrkit.serving.server import ExampleServer, ServerOptions
     from asrkit.tf_runtime import import_tensorflow
+    from asrkit.train.randomisation import Randomisation
 
     logger = logging.getLogger("asrkit-serve-examples")
     check_bind_allowed(bind, allow_remote, curve_secret_key)  # before the slow start-up
     import_tensorflow(num_threads)
     options = ServerOptions(
-        bind=bind, shard=shard, seed=seed, styles=styles, from_feats=from_feats, cmvn=cmvn, utt_list=utt_list,
+        bind=bind, shard=shard, seed=seed,
+        randomisation=Randomisation(randomisation, rolling_block_utts, rolling_window_blocks), styles=styles, from_feats=from_feats, cmvn=cmvn, utt_list=utt_list,
         queue_capacity=queue_capacity, num_epochs=num_epochs, start_epoch=start_epoch, start_after=start_after,
         max_utterances=max_utterances,
         allow_remote=allow_remote, curve_secret_key=curve_secret_key, endpoint_file=endpoint_file,

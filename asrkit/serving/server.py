@@ -2,9 +2,10 @@
 
 Shard r of R (1-based, like Kaldi's JOB) is every R-th utterance of the
 C-sorted list starting at the r-th: strided rather than contiguous, so every
-shard holds utterances of every speaker.  Epoch e serves the shard in the
-order of a permutation drawn from (seed, r, e); the noisifier's seed changes
-with the epoch too, so an utterance gets a new style each pass.
+shard holds utterances of every speaker.  Epoch e serves the shard in an order
+drawn from (seed, r, e): a permutation, or seed 003's rolling-window
+randomisation (asrkit.train.randomisation); the noisifier's seed changes with
+the epoch too, so an utterance gets a new style each pass.
 
 The PUSH socket's send high-water mark is the queue capacity: when the
 trainer does not keep up, the queue fills and sends block; the time spent
@@ -31,12 +32,11 @@ import socket as socket_module
 import threading
 import time
 
-import numpy as np
-
 from asrkit.errors import AsrkitError
 from asrkit.serving.producer import ExampleProducer, SkipUtterance
 from asrkit.serving.security import check_bind_allowed, make_curve_server
 from asrkit.serving.wire import Handshake, encode_end, encode_example
+from asrkit.train.randomisation import Randomisation
 
 logger = logging.getLogger("asrkit.serving")
 
@@ -48,6 +48,7 @@ class ServerOptions:
     bind: str = "tcp://127.0.0.1:5570"
     shard: tuple = (1, 1)  # (r, R), 1-based r
     seed: int = 1
+    randomisation: object = None  # asrkit.train.randomisation.Randomisation (None: a full shuffle)
     styles: str = None  # noise style config (asrkit.augment); None serves clean audio
     from_feats: bool = False  # read feats.scp instead of featurizing audio
     cmvn: str = None  # default <data-dir>/cmvn.h5
@@ -97,9 +98,8 @@ def shard_utterances(utterance_ids, shard):
     return list(utterance_ids)[index - 1 :: count]
 
 
-def epoch_order(utterance_ids, seed, shard, epoch):
-    permutation = np.random.default_rng([int(seed), int(shard[0]), int(epoch)]).permutation(len(utterance_ids))
-    return [utterance_ids[i] for i in permutation]
+def epoch_order(utterance_ids, seed, shard, epoch, randomisation=None):
+    return (randomisation or Randomisation()).order(utterance_ids, [int(seed), int(shard[0]), int(epoch)])
 
 
 def read_utt_list(path):
@@ -284,7 +284,7 @@ class ExampleServer:
                     finished = True
                     break
                 served_before = self.served
-                order = epoch_order(self.utterance_ids, o.seed, o.shard, epoch)
+                order = epoch_order(self.utterance_ids, o.seed, o.shard, epoch, o.randomisation)
                 if epoch == o.start_epoch and o.start_after:
                     order = self._resume_after(order, epoch, o.start_after)
                     if not order:  # the trainer had received the whole epoch

@@ -23,6 +23,7 @@ import numpy as np
 
 from asrkit.errors import AsrkitError
 from asrkit.io.table import TableReader
+from asrkit.train.randomisation import Randomisation
 
 
 @dataclasses.dataclass
@@ -94,12 +95,13 @@ def fit_alignment(targets, num_frames, tolerance):
 class TableExamples:
     """Examples read from a feats table and an ali table, epoch after epoch in a seeded shuffled order.
 
-    The order of epoch e is a permutation drawn from (seed, e) alone, so a
-    position (epoch, index) is all the state a resumed run needs.
+    The order of epoch e is drawn from (seed, e) alone (a permutation, or seed 003's rolling-window
+    randomisation: asrkit.train.randomisation), so a position (epoch, index) is all the state a
+    resumed run needs.
     """
 
     def __init__(self, feats_scp, ali_scp, utterance_ids, cmvn, seed=1, num_epochs=None, tolerance=1,
-                 shuffle=True):
+                 shuffle=True, randomisation=None):
         self.feats_scp = feats_scp
         self.ali_scp = ali_scp
         self.utterance_ids = list(utterance_ids)
@@ -108,6 +110,7 @@ class TableExamples:
         self.num_epochs = num_epochs
         self.tolerance = tolerance
         self.shuffle = shuffle
+        self.randomisation = randomisation or Randomisation()
         self.epoch = 0
         self.index = 0
         self._feats = TableReader(feats_scp)
@@ -116,8 +119,7 @@ class TableExamples:
     def order(self, epoch):
         if not self.shuffle:
             return list(self.utterance_ids)
-        permutation = np.random.default_rng([self.seed, epoch]).permutation(len(self.utterance_ids))
-        return [self.utterance_ids[i] for i in permutation]
+        return self.randomisation.order(self.utterance_ids, [self.seed, epoch])
 
     def load(self, utterance_id):
         features = self._feats[utterance_id]

@@ -57,7 +57,8 @@ logger = logging.getLogger("asrkit.train")
 MODES = ("truncated", "full")
 
 # Hyperparameters that a resumed run must share with the checkpoint it resumes from.
-FIXED_ON_RESUME = ("mode", "num_streams", "unroll", "optimizer", "seed", "criterion")
+FIXED_ON_RESUME = ("mode", "num_streams", "unroll", "optimizer", "seed", "criterion", "randomisation",
+                   "rolling_block_utts", "rolling_window_blocks")
 
 
 def train_params():
@@ -91,6 +92,13 @@ def train_params():
     p.define("num_epochs", 10, "Passes over the training set (0: no limit; then max_steps must be set).")
     p.define("max_steps", 0, "Stop after this many steps (0: no limit).")
     p.define("seed", 1, "Seed of the data order and of the held-out selection.")
+    p.define("randomisation", "shuffle", "Epoch order of the training utterances (tables and example servers): "
+             "shuffle (a permutation) or rolling (seed 003's rolling window over blocks of consecutive "
+             "utterances; asrkit.train.randomisation).")
+    p.define("rolling_block_utts", 450, "Rolling randomisation: utterances per block (450 of 2 s: the paper's "
+             "15 minutes).")
+    p.define("rolling_window_blocks", 20, "Rolling randomisation: blocks in the window; each emits 1/this of itself "
+             "per step (the paper's 5% subsampling with 20).")
     p.define("valid_utts", 50, "Utterances held out for frame accuracy (at most a tenth of the set; 0: none). "
              "Ignored with a separate held-out data dir.")
     p.define("valid_every", 500, "Held-out frame accuracy every this many steps (and at the end).")
@@ -180,10 +188,11 @@ def _check_resumable(exp_dir, config):
         problems.append(f"model {previous.get('model')} vs now {config['model']}")
     if previous.get("init_model") != config.get("init_model"):
         problems.append(f"init_model {previous.get('init_model')} vs now {config.get('init_model')}")
+    defaults = train_params().to_dict()  # what a run made before a knob existed ran with
     for key in FIXED_ON_RESUME:
         if key not in config["train"]:  # a knob of another kind of training (the criterion: seq only)
             continue
-        before, now = previous.get("train", {}).get(key), config["train"][key]
+        before, now = previous.get("train", {}).get(key, defaults.get(key)), config["train"][key]
         if before != now:
             problems.append(f"{key} {before!r} vs now {now!r}")
     for key in ("feature_dim", "num_pdfs"):
@@ -254,7 +263,9 @@ def _server_source(options, params, data, data_dir, ali_dir, exp_dir, criterion)
 
     expected = Handshake(data.feature_dim, data.num_pdfs, read_feature_config(data_dir).output_frame_shift_ms,
                          criterion.server_mode)
-    server_options = ["--max-length-mismatch", str(params.max_length_mismatch)] + criterion.server_options()
+    server_options = ["--max-length-mismatch", str(params.max_length_mismatch), "--randomisation",
+                      params.randomisation, "--rolling-block-utts", str(params.rolling_block_utts),
+                      "--rolling-window-blocks", str(params.rolling_window_blocks)] + criterion.server_options()
     if options.server_from_feats:
         server_options.append("--from-feats")
     if options.server_styles:
@@ -283,6 +294,12 @@ def _evaluate(steps, batches):
         correct += float(batch_correct)
         count += float(batch_count)
     return loss_sum / max(count, 1.0), correct / max(count, 1.0)
+
+
+def randomisation_of(params):
+    from asrkit.train.randomisation import Randomisation
+
+    return Randomisation(params.randomisation, params.rolling_block_utts, params.rolling_window_blocks)
 
 
 def spec_augment_of(params, data):
@@ -360,7 +377,8 @@ class CrossEntropyCriterion:
 
         p = self.params
         return TableExamples(data.train.feats_scp, data.train.ali_scp, data.train.utterance_ids, cmvn, seed=p.seed,
-                             num_epochs=p.num_epochs or None, tolerance=p.max_length_mismatch)
+                             num_epochs=p.num_epochs or None, tolerance=p.max_length_mismatch,
+                             randomisation=randomisation_of(p))
 
     def server_options(self):
         return []

@@ -68,6 +68,28 @@ def test_serves_and_ends_with_a_summary(served_dirs):
                                                                                           received[4:])
 
 
+def test_rolling_randomisation_serves_the_orders_it_draws(served_dirs):
+    from asrkit.serving.server import epoch_order
+    from asrkit.train.randomisation import Randomisation
+
+    data_dir, ali_dir = served_dirs
+    endpoint = free_endpoint()
+    received = []
+    client = threading.Thread(target=collect, args=(endpoint, received), daemon=True)
+    client.start()
+    result = CliRunner().invoke(main, [data_dir, ali_dir, "--bind", endpoint, "--num-epochs", "2", "--seed", "3",
+                                       "--randomisation", "rolling", "--rolling-block-utts", "2",
+                                       "--rolling-window-blocks", "2"], catch_exceptions=False)
+    client.join(30)
+    assert result.exit_code == 0, result.output
+    ids = sorted(e.utterance_id for e in received[:4])
+    rolling = Randomisation("rolling", 2, 2)
+    assert [e.utterance_id for e in received] == epoch_order(ids, 3, (1, 1), 0, rolling) + \
+        epoch_order(ids, 3, (1, 1), 1, rolling)
+    bad = CliRunner().invoke(main, [data_dir, ali_dir, "--bind", endpoint, "--randomisation", "sorted"])
+    assert bad.exit_code == 2 and "'sorted' is not one of 'shuffle', 'rolling'" in bad.output
+
+
 def test_sigterm_finishes_the_message_in_hand_and_exits_cleanly(served_dirs):
     data_dir, ali_dir = served_dirs
     endpoint = free_endpoint()

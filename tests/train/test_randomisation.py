@@ -1,0 +1,77 @@
+"""Epoch orders: the full shuffle and seed 003's rolling-window randomisation."""
+
+import numpy as np
+import pytest
+
+from asrkit.errors import AsrkitError
+from asrkit.train.randomisation import Randomisation
+
+IDS = [f"utt{i:04d}" for i in range(1000)]
+
+
+@pytest.mark.parametrize("randomisation", [Randomisation(), Randomisation("rolling", 50, 4),
+                                           Randomisation("rolling", 7, 3), Randomisation("rolling", 2000, 5)])
+def test_every_utterance_comes_once_an_epoch_and_the_order_is_the_seeds(randomisation):
+    order = randomisation.order(IDS, [1, 0])
+    assert sorted(order) == IDS
+    assert order == randomisation.order(IDS, [1, 0])
+    assert order != randomisation.order(IDS, [1, 1]) and order != IDS
+
+
+def test_rolling_windows_mix_a_few_blocks_at_a_time_and_spread_each_block():
+    block, window = 50, 4
+    order = Randomisation("rolling", block, window).order(IDS, [3, 0])
+    blocks = np.array([IDS.index(utt) // block for utt in order])
+    # A step of the window emits a block's worth from `window` blocks, so any stretch of one block's length
+    # (two steps at most) holds utterances of at most `window` + 1 blocks.
+    for start in range(0, len(order) - block, 10):
+        assert len(set(blocks[start:start + block])) <= window + 1
+    # A block comes out over about `window` blocks' worth of the order, not in one run.
+    for number in range(len(IDS) // block):
+        where = np.flatnonzero(blocks == number)
+        assert (window - 1) * block / window <= where[-1] - where[0] <= 2 * window * block
+    # Blocks are visited in a random order, and within a block the utterances are shuffled.
+    firsts = [int(np.flatnonzero(blocks == number)[0]) for number in range(len(IDS) // block)]
+    assert firsts != sorted(firsts)
+    one = [utt for utt in order if IDS.index(utt) // block == 0]
+    assert one != sorted(one)
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(AsrkitError, match="randomisation must be one of shuffle, rolling"):
+        Randomisation("sorted")
+    with pytest.raises(AsrkitError, match="at least one utterance"):
+        Randomisation("rolling", 0, 4)
+
+
+def test_tables_and_servers_take_the_same_orders_and_shuffle_keeps_the_old_permutations():
+    from asrkit.serving.server import epoch_order
+
+    rolling = Randomisation("rolling", 30, 3)
+    assert epoch_order(IDS, 5, (2, 4), 1, rolling) == rolling.order(IDS, [5, 2, 1])
+    # The shuffle is the permutation asrkit drew before rolling randomisation existed, so runs reproduce.
+    permutation = np.random.default_rng([5, 2, 1]).permutation(len(IDS))
+    assert epoch_order(IDS, 5, (2, 4), 1) == [IDS[i] for i in permutation]
+
+
+def test_training_with_rolling_randomisation_resumes_exactly(corpus, tmp_path):
+    from asrkit.nn.model_dir import load_acoustic_model
+    from asrkit.train.trainer import TrainOptions, train_ce
+
+    def options(max_steps, **params):
+        return TrainOptions(model="lstm", model_overrides={"num_layers": 1, "num_cells": 8, "label_delay": 1},
+                            params={"num_streams": 2, "unroll": 6, "num_epochs": 0, "max_steps": max_steps,
+                                    "checkpoint_every": 4, "valid_utts": 0, "randomisation": "rolling",
+                                    "rolling_block_utts": 3, "rolling_window_blocks": 2, **params})
+
+    data_dir, ali_dir, utterances = corpus(num_utts=14)
+    straight = train_ce(data_dir, ali_dir, str(tmp_path / "straight"), options(12))
+    train_ce(data_dir, ali_dir, str(tmp_path / "resumed"), options(6))
+    resumed = train_ce(data_dir, ali_dir, str(tmp_path / "resumed"), options(12))
+    assert resumed.resumed_from == 6 and straight.steps == resumed.steps == 12
+    features = next(iter(utterances.values()))[0]
+    np.testing.assert_allclose(load_acoustic_model(tmp_path / "resumed" / "final").log_posteriors(features),
+                               load_acoustic_model(tmp_path / "straight" / "final").log_posteriors(features),
+                               atol=1e-5)
+    with pytest.raises(AsrkitError, match="randomisation 'rolling' vs now 'shuffle'"):
+        train_ce(data_dir, ali_dir, str(tmp_path / "resumed"), options(14, randomisation="shuffle"))

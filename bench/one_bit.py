@@ -1,0 +1,110 @@
+"""1-bit SGD against full-precision all-reduce on loopback multiworker clusters (seed 003 Table 1; issue #17).
+
+    .venv/bin/python bench/one_bit.py --data DATA/train --ali EXP/tree_ali [--workers 2 4] [--frames 400000]
+        [--model-param num_cells=256 ...] [--work-dir DIR]
+
+For each worker count N and each of --gradient-quantization none and 1bit, N
+asrkit-train-ce processes train one network synchronously (--strategy
+multiworker on loopback ports; worker i reads every N-th utterance), each on b
+streams of u frames a step, until the cluster has seen --frames frames (the
+same for every run, so the step count is frames / (N b u)).  Reported per run:
+bytes a worker puts on the wire per step (32 bits a value for the float
+all-reduce; 1-bit: asrkit.train.one_bit.bits_per_value), the cluster's training
+frames/s (chief's summary line x N: every worker trains as many frames as the
+chief), and the held-out frame accuracy at the end (--valid-utts of the chief).
+All workers share this machine's cores, so frames/s compares the two exchanges at
+one N; it is not a scaling figure.
+"""
+
+import argparse
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("localhost", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def run_cluster(args, workers, quantization, work):
+    ports = free_ports(workers)
+    addresses = [f"localhost:{port}" for port in ports]
+    frames_per_step = workers * args.streams * args.unroll
+    steps = max(1, args.frames // frames_per_step)
+    exp = os.path.join(work, f"n{workers}_{quantization}")
+    command = [sys.executable, "-m", "asrkit.cli.train_ce", args.data, args.ali, exp, "--strategy", "multiworker",
+               "--gradient-quantization", quantization, "--num-streams", str(args.streams), "--unroll",
+               str(args.unroll), "--num-epochs", "0", "--max-steps", str(steps), "--valid-utts", str(args.valid_utts),
+               "--valid-every", str(steps), "--checkpoint-every", str(steps), "--log-every", "50",
+               "--optimizer", "adam", "--learning-rate", str(args.learning_rate), "--num-threads", "1",
+               "--model", args.model, "--no-resume"]
+    for param in args.model_param:
+        command += ["--model-param", param]
+    processes, logs = [], []
+    started = time.monotonic()
+    for index in range(workers):
+        cluster = os.path.join(work, f"n{workers}_{quantization}_cluster{index}.json")
+        with open(cluster, "w") as handle:
+            json.dump({"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}, handle)
+        logs.append(os.path.join(work, f"n{workers}_{quantization}_worker{index}.log"))
+        with open(logs[-1], "w") as log:
+            processes.append(subprocess.Popen(command + ["--cluster", cluster], stdout=log, stderr=subprocess.STDOUT))
+    codes = [process.wait() for process in processes]
+    if any(codes):
+        raise SystemExit(f"a worker failed ({codes}); see {logs}")
+    text = open(logs[0]).read()
+    fps = float(re.search(r"frames_per_second=([0-9.]+)", text).group(1))
+    accuracy = float(re.search(r"valid_accuracy=([0-9.]+)", text).group(1))
+    parameters = int(re.search(r", (\d+) parameters", text).group(1))
+    bits = 32.0
+    if quantization == "1bit":
+        bits = float(re.search(r"1-bit SGD: ([0-9.]+) bits a gradient value", text).group(1))
+    return {"steps": steps, "fps": fps * workers, "accuracy": accuracy, "bytes": parameters * bits / 8,
+            "seconds": time.monotonic() - started}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--ali", required=True)
+    parser.add_argument("--workers", type=int, nargs="+", default=[2, 4])
+    parser.add_argument("--frames", type=int, default=400000, help="frames the cluster trains on, per run")
+    parser.add_argument("--streams", type=int, default=16, help="b of each worker")
+    parser.add_argument("--unroll", type=int, default=20)
+    parser.add_argument("--learning-rate", type=float, default=0.002)
+    parser.add_argument("--valid-utts", type=int, default=50)
+    parser.add_argument("--model", default="lstm")
+    parser.add_argument("--model-param", action="append", default=None,
+                        help="NAME=VALUE, repeatable (default: num_layers=2 num_cells=256)")
+    parser.add_argument("--work-dir", default=None)
+    args = parser.parse_args()
+    args.model_param = args.model_param or ["num_layers=2", "num_cells=256"]
+    work = args.work_dir or tempfile.mkdtemp(prefix="one_bit.")
+    os.makedirs(work, exist_ok=True)
+    print(f"{args.model} {' '.join(args.model_param)}, b={args.streams} u={args.unroll} a worker, "
+          f"{args.frames} frames a run, Adam {args.learning_rate}; logs in {work}")
+    print(f"{'workers':>7s} {'exchange':>9s} {'steps':>6s} {'MB/step/worker':>15s} {'frames/s':>9s} "
+          f"{'held-out acc':>12s} {'wall s':>7s}")
+    for workers in args.workers:
+        for quantization in ("none", "1bit"):
+            result = run_cluster(args, workers, quantization, work)
+            print(f"{workers:7d} {quantization:>9s} {result['steps']:6d} {result['bytes'] / 1e6:15.2f} "
+                  f"{result['fps']:9.0f} {result['accuracy']:12.4f} {result['seconds']:7.0f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -177,6 +177,15 @@ def read_lm_weights(exp_dir, model):
     return weights
 
 
+def read_prior_scales(exp_dir):
+    """{model: prior scale} chosen on dev (exp/MODEL/decode_*/prior_scale, written by decode_tuned)."""
+    scales = {}
+    for path in sorted(glob.glob(os.path.join(exp_dir, "*", "decode_*", "prior_scale"))):
+        with open(path, encoding="utf-8") as handle:
+            scales[os.path.basename(os.path.dirname(os.path.dirname(path)))] = handle.read().strip()
+    return scales
+
+
 def read_stage_times(exp_dir):
     """{stage: seconds} from run.sh's log/stage_times ("STAGE SECONDS DATE" lines; the last run counts)."""
     path = os.path.join(exp_dir, "log", "stage_times")
@@ -279,6 +288,10 @@ def main():
         out.write("# LM weight chosen on dev: " + "; ".join(
             f"{model} " + ", ".join(f"{dev_set} {weight}" for dev_set, weight in chosen.items())
             for model, chosen in weights.items()) + "\n")
+    priors = {model: scale for model, scale in read_prior_scales(args.exp_dir).items() if model in wers}
+    if priors:
+        out.write("# prior scale chosen on dev: " + "; ".join(f"{model} {scale}" for model, scale in priors.items())
+                  + "\n")
     perplexities = read_lm_perplexities(args.exp_dir)
     if perplexities:
         out.write("# LM perplexity on dev (its transcripts held out from the LM): " + ", ".join(

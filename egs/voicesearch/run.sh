@@ -171,6 +171,9 @@ mono_model=(--model dnn --model-param context_frames=1 --model-param label_delay
 read -ra ce_model <<< "$(ce_model_options "$ce_cells")"
 ce_prior_scale=0.5  # realigning with the CE models (stages 7 and 11)
 noise_styles=conf/noise_styles.json  # the multi-style mix of CE and sMBR training
+# Decoding divides the log priors out of the posteriors at a scale chosen on dev (steps/lib.sh:
+# decode_tuned), as the LM weight is.
+prior_scales="1 0.75 0.5"
 # Each utterance's own mean is removed (the statistics in cmvn.h5 say so, and every stage and model
 # that reads them follows): the log-mel mean carries the voice's and the channel's spectral envelope,
 # most of what sets a voice never heard in training apart (clean-only CE side by side, same alignments:

@@ -73,6 +73,10 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
                 stage = {"wblstm_ce": 8, "wblstm_smbr": 10}.get(model, 11)
                 log = open(exp / "log" / f"stage{stage}" / f"decode_{model}_{split}.log").read()
                 assert f"--acoustic-scale {1 / weight:g} " in log
+                # The prior scale is chosen on dev among the recipe's three, and the others' decodes are gone.
+                prior = open(exp / model / "decode_dev" / "prior_scale").read().strip()
+                assert prior in ("1", "0.75", "0.5") and f"--prior-scale {prior}" in log
+            assert not list((exp / model).glob("decode_dev_prior*"))
     smbr_log = open(exp / "log" / "stage9" / "train_wblstm_smbr.log").read()
     assert "asrkit-train-seq summary: status=ok steps=20" in smbr_log
     assert "server_objective" in smbr_log and "staleness histogram" in smbr_log

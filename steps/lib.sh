@@ -226,6 +226,7 @@ decode_tuned() {
       done
       rm -rf "$exp/$1/decode_$dev"
       mv "$exp/$1/decode_${dev}_prior$best_prior" "$exp/$1/decode_$dev"
+      sed -i "s#/decode_${dev}_prior$best_prior/#/decode_$dev/#" "$exp/$1/decode_$dev/best_wer"
       for prior in $prior_scales; do rm -rf "$exp/$1/decode_${dev}_prior$prior"; done
       echo "$best_prior" > "$exp/$1/decode_$dev/prior_scale"
       first=false

@@ -77,6 +77,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
                 prior = open(exp / model / "decode_dev" / "prior_scale").read().strip()
                 assert prior in ("1", "0.75", "0.5") and f"--prior-scale {prior}" in log
             assert not list((exp / model).glob("decode_dev_prior*"))
+            assert f"/{model}/decode_dev/wer_" in open(exp / model / "decode_dev" / "best_wer").read()
     smbr_log = open(exp / "log" / "stage9" / "train_wblstm_smbr.log").read()
     assert "asrkit-train-seq summary: status=ok steps=20" in smbr_log
     assert "server_objective" in smbr_log and "staleness histogram" in smbr_log

@@ -39,7 +39,7 @@ def prepare_lang_command(dict_dir, oov_word, lang_dir, sil_prob, num_sil_states,
 @click.command("make_lm", context_settings=CONTEXT_SETTINGS)
 @click.argument("text", type=click.Path(exists=True, dir_okay=False))
 @click.argument("arpa", type=click.Path(dir_okay=False))
-@click.option("-o", "--order", default=3, type=click.IntRange(1, 3), help="n-gram order.")
+@click.option("-o", "--order", default=3, type=click.IntRange(1, 5), help="n-gram order.")
 @click.option("-m", "--method", default="kn", type=click.Choice(["kn", "wb"]),
               help="Smoothing: interpolated modified Kneser-Ney or Witten-Bell.")
 @click.option("--heldout", type=click.Path(exists=True, dir_okay=False), help="Held-out text for perplexity.")

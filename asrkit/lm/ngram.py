@@ -52,6 +52,10 @@ def map_oovs(sentences, vocabulary, oov_word):
     return TrainingText(mapped, tokens, len(types))
 
 
+# Every step below works at any order; beyond 5 the counts of a small corpus say nothing new.
+MAX_ORDER = 5
+
+
 def count_ngrams(sentences, order):
     """counts[k]: Counter of k-word tuples over <s> w1 ... wn </s> (<s> is history only)."""
     counts = [None] + [collections.Counter() for _ in range(order)]
@@ -132,8 +136,8 @@ def estimate_ngram_lm(sentences, order=3, method="kn", vocabulary=(), oov_word=N
     """
     if method not in METHODS:
         raise AsrkitError(f"unknown smoothing method {method!r}; choose one of {', '.join(METHODS)}")
-    if not 1 <= order <= 3:
-        raise AsrkitError(f"order {order} is not supported (1 to 3)")
+    if not 1 <= order <= MAX_ORDER:
+        raise AsrkitError(f"order {order} is not supported (1 to {MAX_ORDER})")
     sentences = [list(sentence) for sentence in sentences]
     if not sentences:
         raise AsrkitError("no training sentences")

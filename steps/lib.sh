@@ -75,6 +75,12 @@ make_lang_and_lms() {
       make_lm --order "$order" --method kn --heldout "$data/local/lm/dev_text.txt" --lang-dir "$data/lang_$name" \
         "$data/local/lm/train_text.txt" "$data/local/lm/${name}.arpa"
   done
+  # The 4-gram only rescores lattices (rescore_lm): no graph is made from it, but it needs the lang dir's
+  # vocabulary, every word a lattice can hold (run here for the OOV word, as above).
+  make_lm --order 4 --method kn --heldout "$data/local/lm/dev_text.txt" --vocab "$data/lang/words.txt" \
+    --oov-word "$(cat "$data/lang/oov.txt")" "$data/local/lm/train_text.txt" "$data/local/lm/fourgram.arpa" \
+    > "$logs/stage$1/make_lm_fourgram.log" 2>&1 || { tail "$logs/stage$1/make_lm_fourgram.log" >&2; return 1; }
+  grep -h " summary: " "$logs/stage$1/make_lm_fourgram.log" >&2 || true
 }
 
 # featurize STAGE SET...: features of data/SET into exp/feats/SET, the first set (train) with its
@@ -211,14 +217,18 @@ prior_scales="1"
 # decode_tuned MODEL GRAPH_MODEL STAGE: the prior scale chosen on the first dev set of tuned_sets (from
 # prior_scales), then for each entry of tuned_sets the LM weight of exp/MODEL chosen by the sweep on its
 # dev set, and its test sets decoded at that weight alone.  Decoding parameters are tuned on dev, never
-# on test; the chosen prior scale is in exp/MODEL/decode_DEV/prior_scale.
+# on test; the chosen prior scale is in exp/MODEL/decode_DEV/prior_scale.  With write_lattices=true the
+# decode dirs of the first entry keep their lattices (for rescore_lm).
+write_lattices=false
 decode_tuned() {
-  local sets dev weight scale split prior best_prior= best_wer= wer first=true
+  local sets dev weight scale split prior best_prior= best_wer= wer first=true lattices=()
+  $write_lattices && lattices=(--write-lattices)
   for sets in "${tuned_sets[@]}"; do
     dev="${sets%%:*}"
     if $first; then
       for prior in $prior_scales; do
-        decode_into "$1" "$2" "$dev" "decode_${dev}_prior$prior" "$3" "${dev_sweep[@]}" --prior-scale "$prior"
+        decode_into "$1" "$2" "$dev" "decode_${dev}_prior$prior" "$3" "${dev_sweep[@]}" --prior-scale "$prior" \
+          "${lattices[@]}"
         wer="$(awk '{ print $2 }' "$exp/$1/decode_${dev}_prior$prior/best_wer")"
         if [ -z "$best_wer" ] || awk -v a="$wer" -v b="$best_wer" 'BEGIN { exit !(a < b) }'; then
           best_wer="$wer"; best_prior="$prior"
@@ -227,19 +237,43 @@ decode_tuned() {
       rm -rf "$exp/$1/decode_$dev"
       mv "$exp/$1/decode_${dev}_prior$best_prior" "$exp/$1/decode_$dev"
       sed -i "s#/decode_${dev}_prior$best_prior/#/decode_$dev/#" "$exp/$1/decode_$dev/best_wer"
+      if $write_lattices; then  # the shards moved with their dir; the index names them anew
+        sed -i "s#/decode_${dev}_prior$best_prior/#/decode_$dev/#" "$exp/$1/decode_$dev/lat.scp"
+      fi
       for prior in $prior_scales; do rm -rf "$exp/$1/decode_${dev}_prior$prior"; done
       echo "$best_prior" > "$exp/$1/decode_$dev/prior_scale"
-      first=false
     else
       decode "$1" "$2" "$dev" "$3" "${dev_sweep[@]}" --prior-scale "$best_prior"
     fi
     weight="$(cat "$exp/$1/decode_$dev/best_lmwt")"
     scale="$(awk -v weight="$weight" 'BEGIN { print 1 / weight }')"
     for split in $(echo "${sets#*:}" | tr : ' '); do
-      decode "$1" "$2" "$split" "$3" --acoustic-scale "$scale" --prior-scale "$best_prior"
+      decode "$1" "$2" "$split" "$3" --acoustic-scale "$scale" --prior-scale "$best_prior" "${lattices[@]}"
       echo "$split: $(cat "$exp/$1/decode_$split/best_wer") (LM weight $weight chosen on $dev, prior scale" \
            "$best_prior on ${tuned_sets[0]%%:*})" >&2
     done
+    first=false
+    lattices=()
+  done
+}
+
+# rescore_lm MODEL GRAPH_MODEL STAGE ARPA: the lattices of the first entry of tuned_sets (decode_tuned with
+# write_lattices=true) rescored from the decoding LM (data/local/lm/test.arpa) to ARPA at the LM weight
+# chosen on dev (seed 003 section 5.1: a larger LM over the first pass's lattices) -> exp/MODEL/
+# decode_SET_rescored, scored (its best_wer puts a SET_rescored column in RESULTS).
+rescore_prune_beam=4  # each lattice pruned to this beam first (its depth sets the expansion's cost)
+rescore_lm() {
+  local sets="${tuned_sets[0]}" weight split out
+  weight="$(cat "$exp/$1/decode_${sets%%:*}/best_lmwt")"
+  for split in $(echo "$sets" | tr : ' '); do
+    out="$exp/$1/decode_${split}_rescored"
+    launch "$cpu_cmd" "$logs/stage$3/rescore_$1_$split.log" \
+      asrkit-lattice rescore --old-lm "$data/local/lm/test.arpa" --new-lm "$4" --lm-weight "$weight" \
+        --prune-beam "$rescore_prune_beam" "$exp/$2/graph" "$exp/$1/decode_$split" "$out"
+    launch "$cpu_cmd" "$logs/stage$3/score_$1_${split}_rescored.log" \
+      asrkit-score "$data/$split/text" "$out/hyp.txt" "$out/score"
+    echo "$(grep -m1 "^%WER" "$out/score/wer") $out/score/wer" > "$out/best_wer"
+    echo "$split rescored with $(basename "$4"): $(cat "$out/best_wer")" >&2
   done
 }
 

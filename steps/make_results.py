@@ -91,6 +91,9 @@ def comparisons(wers):
     return [pair for pair in pairs if pair[0] in wers and pair[1] in wers]
 
 
+RESCORED = "_rescored"  # decode_<set>_rescored: steps/lib.sh rescore_lm's lattices of decode_<set>, rescored
+
+
 def read_wers(exp_dir):
     """{model: {test set: (wer, best_wer line)}}."""
     table = {}
@@ -272,9 +275,10 @@ def main():
             out.write(f"{wers[model][test_set][1]}   # {model}: {describe_trained(args.exp_dir, model)}\n")
     test_sets = sorted({test_set for model in wers.values() for test_set in model})
     out.write("\n# WER (%)\n")
-    out.write("# " + "model".ljust(20) + "".join(test_set.rjust(14) for test_set in test_sets) + "\n")
+    widths = {test_set: max(14, len(test_set) + 2) for test_set in test_sets}
+    out.write("# " + "model".ljust(20) + "".join(test_set.rjust(widths[test_set]) for test_set in test_sets) + "\n")
     for model in sorted(wers):
-        cells = "".join((f"{wers[model][t][0]:.2f}" if t in wers[model] else "-").rjust(14) for t in test_sets)
+        cells = "".join((f"{wers[model][t][0]:.2f}" if t in wers[model] else "-").rjust(widths[t]) for t in test_sets)
         out.write("# " + model.ljust(20) + cells + "\n")
     for before_model, after_model, what, papers in comparisons(wers):
         if before_model in wers and after_model in wers:
@@ -282,6 +286,14 @@ def main():
                        for test_set in test_sets
                        if test_set in wers[before_model] and test_set in wers[after_model]]
             out.write(f"# {what}: " + ", ".join(changes) + papers + "\n")
+    for model in sorted(wers):
+        rescored = [(test_set[:-len(RESCORED)], test_set) for test_set in sorted(wers[model])
+                    if test_set.endswith(RESCORED) and test_set[:-len(RESCORED)] in wers[model]]
+        if rescored:
+            out.write(f"# lattice rescoring with the 4-gram ({model}, the LM weight chosen on dev): " + ", ".join(
+                f"{base} {wers[model][base][0]:.2f} -> {wers[model][after][0]:.2f} "
+                f"({relative(wers[model][base][0], wers[model][after][0]):+.1f}%)" for base, after in rescored)
+                + " (seed 003: -3% with a larger LM)\n")
     weights = {model: read_lm_weights(args.exp_dir, model) for model in sorted(wers)}
     weights = {model: chosen for model, chosen in weights.items() if chosen}
     if weights:

@@ -74,8 +74,11 @@ def confidence(graph_dir, decode_dir, out_dir, lm_weight):
               help="ARPA file of the LM whose costs go in.")
 @click.option("--lm-scale", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Scale of the cost difference new - old.")
+@click.option("--prune-beam", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="First prune each lattice to the paths within this beam of its best at the LM weight "
+              "(Kaldi's lattice-prune): rescoring expands a lattice by LM history, which deep lattices pay for.")
 @asrkit_command(f"{COMMAND} rescore")
-def rescore(graph_dir, decode_dir, out_dir, lm_weight, old_lm, new_lm, lm_scale):
+def rescore(graph_dir, decode_dir, out_dir, lm_weight, old_lm, new_lm, lm_scale, prune_beam):
     """The lattices with the new LM's costs in place of the old one's -> OUT_DIR/lat.scp (a decode dir:
     rescore a bigram graph's lattices with a trigram, Kaldi's lmrescore.sh) and their best paths in
     OUT_DIR/hyp.txt; score them with asrkit-score."""
@@ -85,6 +88,6 @@ def rescore(graph_dir, decode_dir, out_dir, lm_weight, old_lm, new_lm, lm_scale)
     from asrkit.logs import summary_line
 
     result = write_rescored(decode_dir, os.path.join(graph_dir, "words.txt"), old_lm, new_lm, out_dir, lm_weight,
-                            lm_scale)
+                            lm_scale, prune_beam)
     logger.info(summary_line(f"{COMMAND} rescore", "ok", utterances=result.utterances, without_path=result.empty,
                              lm_weight=f"{result.lm_weight:g}", out_dir=out_dir))

@@ -119,9 +119,13 @@ def write_confidences(decode_dir, words_txt, out_dir, lm_weight=None):
     return result
 
 
-def write_rescored(decode_dir, words_txt, old_arpa, new_arpa, out_dir, lm_weight=None, lm_scale=1.0):
+def write_rescored(decode_dir, words_txt, old_arpa, new_arpa, out_dir, lm_weight=None, lm_scale=1.0,
+                   prune_beam=None):
     """The lattices of decode_dir rescored from the LM old_arpa (the one the graph was made with) to new_arpa,
-    as a decode dir in out_dir; see the module docstring."""
+    as a decode dir in out_dir; see the module docstring.  With prune_beam, each lattice is first pruned
+    to the paths within that beam of its best at lm_weight (Kaldi's lattice-prune before lmrescore): the
+    expansion by LM history grows with the lattice's depth."""
+    from asrkit.decode.word_lattice import prune
     from asrkit.decode.lattice_faster import best_path
     from asrkit.decode.lm_rescore import LmCosts, rescore
     from asrkit.lm.arpa import read_arpa
@@ -139,6 +143,8 @@ def write_rescored(decode_dir, words_txt, old_arpa, new_arpa, out_dir, lm_weight
                                     "rescored_with": os.path.abspath(new_arpa)}) as writer:
         for utterance_id, lattice in _lattices(decode_dir):
             result.utterances += 1
+            if prune_beam is not None and len(lattice):
+                lattice = prune(lattice, lm_weight, prune_beam)
             try:
                 rescored = rescore(lattice, costs, words.symbol_of)
             except AsrkitError as error:

@@ -23,7 +23,7 @@ import numpy as np
 
 from asrkit.decode.lattice import FINAL, is_topological
 from asrkit.errors import AsrkitError
-from asrkit.lm.model import BOS, EOS, LOG10_ZERO
+from asrkit.lm.model import BOS, EOS
 
 LN10 = math.log(10.0)
 
@@ -39,10 +39,11 @@ class LmCosts:
         self._cache = {}
 
     def _cost(self, model, word, history):
-        value = model.log10_prob(word, history)
-        if value <= LOG10_ZERO:
+        if (word,) not in model.ngrams[1]:
             raise AsrkitError(f"word {word!r} has no probability in one of the LMs (is it in both vocabularies?)")
-        return -LN10 * value
+        # A context whose back-off weight is ARPA's -99 (no mass left for unseen words) gives a cost
+        # of about 228: a path that may exist, as ARPA's convention has it, at a negligible probability.
+        return -LN10 * model.log10_prob(word, history)
 
     def delta(self, word, history):
         key = (word, history)

@@ -8,6 +8,7 @@ weight w is the inverse of the acoustic scale), and its posterior under that
 cost is exp(-cost) normalised over the lattice.
 
 - `arc_posteriors`: forward-backward over the rows (Kaldi's lattice-to-post).
+- `prune`: the rows on some path within a beam of the best one (Kaldi's lattice-prune).
 - `nbest`: the N cheapest distinct word sequences (Kaldi's lattice-to-nbest after
   determinisation, which lists word sequences, not state paths).  Each state keeps
   the N cheapest distinct word sequences that reach it; that is exact, because a
@@ -83,6 +84,36 @@ def arc_posteriors(lattice, lm_weight):
     after = np.where(targets == FINAL, 0.0, beta[np.maximum(targets, 0)])
     posteriors = np.exp(np.minimum(alpha[states] + scores + after - total, 0.0))
     return np.where(np.isfinite(posteriors), posteriors, 0.0), float(total)
+
+
+def prune(lattice, lm_weight, beam):
+    """The rows that lie on some path whose cost is within `beam` of the best path's, states renumbered in
+    order (still asrkit's form: 0 the start, topological, rows sorted by state); empty when the lattice
+    has no complete path."""
+    _check(lattice)
+    num_states = _num_states(lattice)
+    costs = path_costs(lattice, lm_weight)
+    states = lattice[:, 0].astype(np.int64)
+    targets = lattice[:, 1].astype(np.int64)
+    forward = np.full(num_states, np.inf)
+    if num_states:
+        forward[0] = 0.0
+    for row in range(len(lattice)):
+        if targets[row] != FINAL:
+            forward[targets[row]] = min(forward[targets[row]], forward[states[row]] + costs[row])
+    backward = np.full(num_states, np.inf)
+    for row in range(len(lattice) - 1, -1, -1):
+        onward = costs[row] if targets[row] == FINAL else costs[row] + backward[targets[row]]
+        backward[states[row]] = min(backward[states[row]], onward)
+    if not num_states or not np.isfinite(backward[0]):
+        return lattice[:0].copy()
+    after = np.where(targets == FINAL, 0.0, backward[np.maximum(targets, 0)])
+    kept = lattice[forward[states] + costs + after <= backward[0] + beam].copy()
+    present = np.unique(np.concatenate([kept[:, 0], kept[kept[:, 1] != FINAL, 1]]))
+    kept[:, 0] = np.searchsorted(present, kept[:, 0])
+    arcs = kept[:, 1] != FINAL
+    kept[arcs, 1] = np.searchsorted(present, kept[arcs, 1])
+    return kept
 
 
 @dataclasses.dataclass(frozen=True)

@@ -75,8 +75,8 @@ def test_rescore_writes_a_decode_dir_that_nbest_reads_again(decoded, tmp_path):
     write_arpa(estimate_ngram_lm(sentences, order=1, vocabulary=words), tmp_path / "old.arpa")
     write_arpa(estimate_ngram_lm(sentences, order=3, vocabulary=words), tmp_path / "new.arpa")
     out = tmp_path / "rescored"
-    result = run("rescore", "--old-lm", tmp_path / "old.arpa", "--new-lm", tmp_path / "new.arpa", graph, decode_dir,
-                 out)
+    result = run("rescore", "--old-lm", tmp_path / "old.arpa", "--new-lm", tmp_path / "new.arpa", "--prune-beam", "5",
+                 graph, decode_dir, out)
     assert result.exit_code == 0, result.output
     assert "asrkit-lattice rescore summary: status=ok utterances=3 without_path=0 lm_weight=10" in result.stderr
     assert lines(out / "hyp.txt") == REFERENCES and (out / "lat.scp").exists()

@@ -138,3 +138,36 @@ def test_a_word_every_path_agrees_on_has_confidence_one():
     share = math.exp(-1.5) / (math.exp(-1.5) + math.exp(-2.2))
     assert words == [7] and confidences == [pytest.approx(share)]
     assert word_confidences(np.zeros((0, 6)), 1.0) is None
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("beam", [0.0, 1.5, 4.0])
+def test_pruning_keeps_every_path_within_the_beam_and_only_rows_on_such_paths(seed, beam):
+    from asrkit.decode.lattice import is_topological
+    from asrkit.decode.word_lattice import prune
+
+    lattice = full_lattice(seed)
+    lm_weight = 2.0
+    paths = row_paths(lattice)
+    costs = [path_cost(lattice, rows, lm_weight) for rows in paths]
+    best = min(costs)
+    pruned = prune(lattice, lm_weight, beam)
+    assert is_topological(pruned)
+    kept = collections.Counter(key(pruned, rows) for rows in row_paths(pruned))
+    within = collections.Counter(key(lattice, rows) for rows, cost in zip(paths, costs) if cost <= best + beam + 1e-9)
+    assert all(kept[path] >= count for path, count in within.items())
+    # Every kept row is a row of some path within the beam (compared by its labels and costs, which the
+    # renumbering leaves alone); the best path is always kept, and a zero beam drops the rest.
+    on_good = {key(lattice, [row])[0] for rows, cost in zip(paths, costs) if cost <= best + beam + 1e-9
+               for row in rows}
+    assert {key(pruned, [row])[0] for row in range(len(pruned))} <= on_good
+    assert nbest(pruned, 1, lm_weight)[0].cost(lm_weight) == pytest.approx(best)
+    if beam == 0.0 and len(set(round(cost, 6) for cost in costs)) > 1:
+        assert len(row_paths(pruned)) < len(paths)
+    assert len(prune(np.zeros((0, 6)), 1.0, 3.0)) == 0
+
+
+def key(lattice, rows):
+    """A path as its (pdf, word, graph, acoustic) sequence, which pruning's renumbering leaves alone."""
+    return tuple((int(lattice[row, 2]), int(lattice[row, 3]), round(float(lattice[row, 4]), 5),
+                  round(float(lattice[row, 5]), 5)) for row in rows)

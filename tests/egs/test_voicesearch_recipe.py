@@ -78,6 +78,13 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
                 assert prior in ("1", "0.75", "0.5") and f"--prior-scale {prior}" in log
             assert not list((exp / model).glob("decode_dev_prior*"))
             assert f"/{model}/decode_dev/wer_" in open(exp / model / "decode_dev" / "best_wer").read()
+    # Stage 10 keeps the final model's lattices of the clean sets and rescores them with the 4-gram.
+    for split in ("dev", "test", "train_fit"):
+        assert (exp / "wblstm_smbr" / f"decode_{split}" / "lat.scp").exists()
+        rescored = exp / "wblstm_smbr" / f"decode_{split}_rescored"
+        assert len(open(rescored / "hyp.txt").read().splitlines()) == 10
+        assert open(rescored / "best_wer").read().startswith("%WER ")
+    assert "4-gram" in open(exp / "RESULTS").read() and (data / "local" / "lm" / "fourgram.arpa").exists()
     smbr_log = open(exp / "log" / "stage9" / "train_wblstm_smbr.log").read()
     assert "asrkit-train-seq summary: status=ok steps=20" in smbr_log
     assert "server_objective" in smbr_log and "staleness histogram" in smbr_log
@@ -98,8 +105,9 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     for split in ("test", "test_noisy"):
         assert len(open(exp / "pocketsphinx" / f"decode_{split}" / "hyp.txt").read().splitlines()) == 10
     results = open(exp / "RESULTS").read()
-    # Five decoded sets for each of three models, test for the four unrolling runs, two for pocketsphinx.
-    assert results.count("%WER") == 3 * 5 + 4 + 2 and "sMBR relative to CE" in results
+    # Five decoded sets for each of three models, three rescored ones for the sMBR model, test for the four
+    # unrolling runs, two for pocketsphinx.
+    assert results.count("%WER") == 3 * 5 + 3 + 4 + 2 and "sMBR relative to CE" in results
     assert "# LM weight chosen on dev: wblstm_ce dev " in results and "# WER (%) per test voice" in results
     assert "# stage times (s)" in results
     assert "multi-style relative to clean-only CE" in results and "Truncated vs full unrolling" in results

@@ -126,8 +126,8 @@ def _watch_parent(server, logger):
 @click.option("--log-interval", default=30.0, type=click.FloatRange(min=0.1), help="Seconds between progress lines.")
 @options_file
 @asrkit_command("asrkit-serve-examples")
-def main(data_dir, ali_dir, bind, shard, seed, randomisation, rolling_block_utts, rolling_window_blocks, styles, from_feats, cmvn, utt_list, queue_capacity, num_epochs,
-         start_epoch, start_after, max_utterances, max_length_mismatch, allow_remote, curve_secret_key, endpoint_file,
+def main(data_dir, ali_dir, bind, shard, seed, randomisation, rolling_block_utts, rolling_window_blocks, styles,
+         from_feats, cmvn, utt_list, queue_capacity, num_epochs, start_epoch, start_after, max_utterances, max_length_mismatch, allow_remote, curve_secret_key, endpoint_file,
          exit_with_parent, mode, model_dir, snapshot_dir, snapshot_check_seconds, graph_dir, criterion, acoustic_scale,
          beam, lattice_beam, boost, frame_rejection, min_posterior, one_silence_class, num_threads,
          log_interval):
@@ -156,7 +156,8 @@ def main(data_dir, ali_dir, bind, shard, seed, randomisation, rolling_block_utts
     import_tensorflow(num_threads)
     options = ServerOptions(
         bind=bind, shard=shard, seed=seed,
-        randomisation=Randomisation(randomisation, rolling_block_utts, rolling_window_blocks), styles=styles, from_feats=from_feats, cmvn=cmvn, utt_list=utt_list,
+        randomisation=Randomisation(randomisation, rolling_block_utts, rolling_window_blocks), styles=styles,
+        from_feats=from_feats, cmvn=cmvn, utt_list=utt_list,
         queue_capacity=queue_capacity, num_epochs=num_epochs, start_epoch=start_epoch, start_after=start_after,
         max_utterances=max_utterances,
         allow_remote=allow_remote, curve_secret_key=curve_secret_key, endpoint_file=endpoint_file,

@@ -21,7 +21,9 @@ import dataclasses
 import logging
 import os
 
-from asrkit.decode.word_lattice import nbest, word_confidences
+from asrkit.decode.lattice_faster import best_path
+from asrkit.decode.lm_rescore import LmCosts, rescore
+from asrkit.decode.word_lattice import nbest, prune, word_confidences
 from asrkit.errors import AsrkitError
 from asrkit.graph.symbols import SymbolTable
 from asrkit.io.atomic import atomic_output
@@ -125,13 +127,10 @@ def write_rescored(decode_dir, words_txt, old_arpa, new_arpa, out_dir, lm_weight
     as a decode dir in out_dir; see the module docstring.  With prune_beam, each lattice is first pruned
     to the paths within that beam of its best at lm_weight (Kaldi's lattice-prune before lmrescore): the
     expansion by LM history grows with the lattice's depth."""
-    from asrkit.decode.word_lattice import prune
-    from asrkit.decode.lattice_faster import best_path
-    from asrkit.decode.lm_rescore import LmCosts, rescore
     from asrkit.lm.arpa import read_arpa
 
-    acoustic_scale = 1.0 / lattice_lm_weight(decode_dir)
-    words, result = _begin(decode_dir, words_txt, out_dir, lm_weight)
+    acoustic_scale = 1.0 / lattice_lm_weight(decode_dir)  # of the input, kept by the output
+    words, result = _begin(decode_dir, words_txt, out_dir, lm_weight or 1.0 / acoustic_scale)
     lm_weight = result.lm_weight
     costs = LmCosts(read_arpa(old_arpa), read_arpa(new_arpa), lm_scale)
     logger.info("rescoring from %s to %s (histories of %d words), 1-best at LM weight %g", old_arpa, new_arpa,

@@ -64,11 +64,7 @@ class LstmLayer(tf.Module):
 
     def _step(self, projected_input, cell, output, recurrent_kernel):
         """One cell step; recurrent_kernel is the recurrent kernel in the compute dtype, cast once per window."""
-        if self.compute_dtype == tf.float32:
-            gates = projected_input + tf.matmul(output, recurrent_kernel)
-        else:
-            gates = projected_input + tf.cast(tf.matmul(tf.cast(output, self.compute_dtype), recurrent_kernel),
-                                              tf.float32)
+        gates = projected_input + matmul(output, recurrent_kernel, self.compute_dtype)
         input_gate, forget_gate, candidate, output_gate = tf.split(gates, 4, axis=1)
         cell = tf.sigmoid(forget_gate) * cell + tf.sigmoid(input_gate) * tf.tanh(candidate)
         if self.cell_clip > 0:

@@ -98,6 +98,21 @@ def read_cluster(cluster_file=None, environ=None):
     return Cluster(jobs, task_type, task_index, source)
 
 
+def free_ports(count, host="localhost"):
+    """`count` ports free on this machine now, for a cluster on loopback (tests, benchmarks, one-machine runs).
+    All are held open until each is known, so they differ; another process may still take one later."""
+    import socket
+
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind((host, 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
 def _cluster_spec(tf, cluster):
     return tf.train.ClusterSpec(cluster.jobs)
 

@@ -51,16 +51,22 @@ def collect(endpoint, into, count=None):
         source.close()
 
 
-def test_serves_and_ends_with_a_summary(served_dirs):
+def serve_two_epochs(served_dirs, *options):
+    """Run the command for two epochs (seed 3) with a client collecting; (its result, the examples received)."""
     data_dir, ali_dir = served_dirs
     endpoint = free_endpoint()
     received = []
     client = threading.Thread(target=collect, args=(endpoint, received), daemon=True)
     client.start()
-    result = CliRunner().invoke(main, [data_dir, ali_dir, "--bind", endpoint, "--num-epochs", "2", "--seed", "3"],
-                                catch_exceptions=False)
+    result = CliRunner().invoke(main, [data_dir, ali_dir, "--bind", endpoint, "--num-epochs", "2", "--seed", "3",
+                                       *options], catch_exceptions=False)
     client.join(30)
     assert result.exit_code == 0, result.output
+    return result, received
+
+
+def test_serves_and_ends_with_a_summary(served_dirs):
+    result, received = serve_two_epochs(served_dirs)
     assert "command line:" in result.output
     assert "asrkit-serve-examples summary: status=ok" in result.output and "served=8" in result.output
     assert "epochs=2" in result.output and "stopped=done" in result.output
@@ -72,21 +78,14 @@ def test_rolling_randomisation_serves_the_orders_it_draws(served_dirs):
     from asrkit.serving.server import epoch_order
     from asrkit.train.randomisation import Randomisation
 
-    data_dir, ali_dir = served_dirs
-    endpoint = free_endpoint()
-    received = []
-    client = threading.Thread(target=collect, args=(endpoint, received), daemon=True)
-    client.start()
-    result = CliRunner().invoke(main, [data_dir, ali_dir, "--bind", endpoint, "--num-epochs", "2", "--seed", "3",
-                                       "--randomisation", "rolling", "--rolling-block-utts", "2",
-                                       "--rolling-window-blocks", "2"], catch_exceptions=False)
-    client.join(30)
-    assert result.exit_code == 0, result.output
+    _, received = serve_two_epochs(served_dirs, "--randomisation", "rolling", "--rolling-block-utts", "2",
+                                   "--rolling-window-blocks", "2")
     ids = sorted(e.utterance_id for e in received[:4])
     rolling = Randomisation("rolling", 2, 2)
     assert [e.utterance_id for e in received] == epoch_order(ids, 3, (1, 1), 0, rolling) + \
         epoch_order(ids, 3, (1, 1), 1, rolling)
-    bad = CliRunner().invoke(main, [data_dir, ali_dir, "--bind", endpoint, "--randomisation", "sorted"])
+    data_dir, ali_dir = served_dirs
+    bad = CliRunner().invoke(main, [data_dir, ali_dir, "--bind", free_endpoint(), "--randomisation", "sorted"])
     assert bad.exit_code == 2 and "'sorted' is not one of 'shuffle', 'rolling'" in bad.output
 
 

@@ -115,16 +115,9 @@ class LoopbackCluster:
 
     @staticmethod
     def free_ports(count):
-        import socket
+        from asrkit.train.distribute import free_ports
 
-        sockets = [socket.socket() for _ in range(count)]
-        try:
-            for sock in sockets:
-                sock.bind(("localhost", 0))
-            return [sock.getsockname()[1] for sock in sockets]
-        finally:
-            for sock in sockets:
-                sock.close()
+        return free_ports(count)
 
     def start(self, args, log_path, tf_config=None):
         import subprocess

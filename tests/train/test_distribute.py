@@ -166,3 +166,15 @@ def test_one_bit_sgd_across_two_multiworker_workers_keeps_them_in_sync(corpus, t
         check_params("ps", params)
     with pytest.raises(AsrkitError, match="must be one of none, 1bit"):
         check_params("local", train_params().set(gradient_quantization="2bit"))
+
+
+def test_free_ports_are_distinct_and_can_be_bound():
+    import socket
+
+    from asrkit.train.distribute import free_ports
+
+    ports = free_ports(3)
+    assert len(set(ports)) == 3
+    for port in ports:
+        with socket.socket() as sock:
+            sock.bind(("localhost", port))

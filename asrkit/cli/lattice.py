@@ -1,4 +1,5 @@
-"""asrkit-lattice: N-best lists, word confidences and LM rescoring of a decode dir's lattices (Kaldi's lattice-*)."""
+"""asrkit-lattice: N-best lists, word confidences, LM rescoring and confidence-based data selection of a decode
+dir's lattices (Kaldi's lattice-*)."""
 
 import logging
 
@@ -29,7 +30,8 @@ def lattice_arguments(function):
 @click.group(context_settings=CONTEXT_SETTINGS)
 def main():
     """What the lattices of DECODE_DIR (asrkit-decode --write-lattices, on the graph GRAPH_DIR) hold beyond
-    the 1-best: `nbest` lists, word `confidence`s, and the lattices `rescore`d with another LM."""
+    the 1-best: `nbest` lists, word `confidence`s, the lattices `rescore`d with another LM, and the utterances
+    to `select` for training when the audio has no transcripts."""
 
 
 @main.command(context_settings=CONTEXT_SETTINGS)
@@ -91,3 +93,37 @@ def rescore(graph_dir, decode_dir, out_dir, lm_weight, old_lm, new_lm, lm_scale,
                             lm_scale, prune_beam)
     logger.info(summary_line(f"{COMMAND} rescore", "ok", utterances=result.utterances, without_path=result.empty,
                              lm_weight=f"{result.lm_weight:g}", out_dir=out_dir))
+
+
+@main.command(context_settings=CONTEXT_SETTINGS)
+@click.argument("graph_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("decode_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("data_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("out_dir", type=click.Path(file_okay=False))
+@click.option("--lm-weight", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="LM weight of the best paths and posteriors.  [default: that of the lattices' acoustic scale]")
+@click.option("--tree", "tree_path", type=click.Path(exists=True, dir_okay=False),
+              help="tree.json numbering the lattices' pdfs.  [default: the one of the model GRAPH_DIR was made for]")
+@click.option("--max-per-text", default=50, show_default=True, type=click.IntRange(min=1),
+              help="Utterances kept with the same hypothesis (the most confident), for phonetic diversity.")
+@click.option("--hours", type=click.FloatRange(min=0, min_open=True),
+              help="Take the most confident utterances until this much audio (needs utt2dur).")
+@click.option("--max-utts", type=click.IntRange(min=1), help="Take at most this many utterances.")
+@click.option("--min-confidence", default=0.0, show_default=True, type=click.FloatRange(0, 1),
+              help="Leave out utterances less confident than this.")
+@asrkit_command(f"{COMMAND} select")
+def select(graph_dir, decode_dir, data_dir, out_dir, lm_weight, tree_path, max_per_text, hours, max_utts,
+           min_confidence):
+    """Untranscribed utterances to train on (seed 002): DATA_DIR's utterances, decoded into DECODE_DIR with
+    lattices, scored by the mean lattice posterior of the best path's pdf over its non-silence frames; at most
+    --max-per-text per hypothesis, the most confident first up to --hours / --max-utts -> the data dir OUT_DIR
+    with the best paths as text and OUT_DIR/utt2confidence."""
+    from asrkit.decode.lattice_dir import write_selection
+    from asrkit.logs import summary_line
+
+    result = write_selection(decode_dir, graph_dir, data_dir, out_dir, tree_path, lm_weight, max_per_text, hours,
+                             max_utts, min_confidence)
+    logger.info(summary_line(f"{COMMAND} select", "ok", utterances=result.utterances, selected=result.selected,
+                             hours=f"{result.seconds / 3600:.3f}", mean_confidence=f"{result.mean_confidence:.4f}",
+                             without_path=result.no_path, empty=result.empty, over_text_limit=result.over_text_limit,
+                             below_floor=result.below_floor, lm_weight=f"{result.lm_weight:g}", out_dir=out_dir))

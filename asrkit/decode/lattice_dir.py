@@ -15,11 +15,16 @@ dev, e.g. the dev decode dir's best_lmwt).  Outputs, in OUT_DIR:
   lat.1.h5, lat.scp  (rescore) the lattices with another LM's costs in place of the decoding LM's
                    (asrkit.decode.lm_rescore), at the acoustic scale of the input; hyp.txt their best paths,
                    so that OUT_DIR is a decode dir for asrkit-score and for nbest and confidence in turn
+
+`write_selection` (select) writes a Kaldi data dir instead: the decoded data dir's most confidently
+recognised utterances with their best paths as text (asrkit.decode.unsupervised_selection), and
+utt2confidence beside it.
 """
 
 import dataclasses
 import logging
 import os
+import shutil
 
 from asrkit.decode.lattice_faster import best_path
 from asrkit.decode.lm_rescore import LmCosts, rescore
@@ -160,4 +165,84 @@ def write_rescored(decode_dir, words_txt, old_arpa, new_arpa, out_dir, lm_weight
         out.writelines(line + "\n" for line in hyps)
     logger.info("rows: %d in, %d out (%.2fx, the expansion by LM history)", arcs_in, arcs_out,
                 arcs_out / max(arcs_in, 1))
+    return result
+
+
+@dataclasses.dataclass
+class SelectionResult:
+    utterances: int  # lattices read
+    no_path: int  # lattices without a complete path
+    empty: int  # best paths without words
+    over_text_limit: int
+    below_floor: int
+    selected: int
+    seconds: float  # audio selected (from utt2dur; 0 without it)
+    mean_confidence: float  # of the selected utterances
+    lm_weight: float
+
+
+def write_selection(decode_dir, graph_dir, data_dir, out_dir, tree_path=None, lm_weight=None, max_per_text=50,
+                    hours=None, max_utts=None, min_confidence=0.0):
+    """The data dir out_dir of the utterances of data_dir (decoded into decode_dir on graph_dir) to train on, with
+    their hypotheses as text and OUT_DIR/utt2confidence; see asrkit.decode.unsupervised_selection.  The tree
+    that numbers the lattices' pdfs is tree_path, by default the one of the model the graph was made for."""
+    import json
+
+    import numpy as np
+
+    from asrkit.data.data_dir import DataDir
+    from asrkit.data.kaldi_files import write_kaldi_map
+    from asrkit.data.split import subset_data_dir
+    from asrkit.data.validate import validate_data_dir
+    from asrkit.decode.unsupervised_selection import best_path_confidence, select
+    from asrkit.hmm.tree import ContextDependency
+
+    lm_weight = lm_weight or lattice_lm_weight(decode_dir)
+    words = SymbolTable.read(os.path.join(graph_dir, "words.txt"))
+    if tree_path is None:
+        info_path = os.path.join(graph_dir, "graph_info.json")
+        model_dir = json.load(open(info_path, encoding="utf-8")).get("model_dir") if os.path.exists(info_path) \
+            else None
+        if not model_dir:
+            raise AsrkitError(f"{graph_dir} does not say which model it was made for (graph_info.json); give the "
+                              "tree (--tree MODEL/tree.json)")
+        tree_path = os.path.join(model_dir, "tree.json")
+    with open(os.path.join(graph_dir, "phones", "silence.txt"), encoding="utf-8") as handle:
+        silence = np.array(ContextDependency.read(tree_path).pdfs_of_phones_only(handle.read().split()), np.int64)
+    data = DataDir.load(data_dir)
+    known = set(data.utterance_ids)
+    candidates, result = [], SelectionResult(0, 0, 0, 0, 0, 0, 0.0, 0.0, lm_weight)
+    for utterance_id, lattice in _lattices(decode_dir):
+        if utterance_id not in known:
+            raise AsrkitError(f"{utterance_id}: a lattice of {decode_dir} that is not an utterance of {data_dir} "
+                              "(decode that data dir)")
+        result.utterances += 1
+        candidate = best_path_confidence(utterance_id, lattice, lm_weight, silence) if len(lattice) else None
+        if candidate is None:
+            result.no_path += 1
+        else:
+            candidates.append(candidate)
+    durations = {utt: float(seconds) for utt, seconds in data.utt2dur.items()} if data.utt2dur else None
+    if hours is not None and durations is None:
+        raise AsrkitError(f"{data_dir} has no utt2dur: select by --max-utts, or write utt2dur first")
+    selection = select(candidates, durations, max_per_text, hours, max_utts, min_confidence)
+    result.empty, result.over_text_limit, result.below_floor = \
+        selection.empty, selection.over_text_limit, selection.below_floor
+    result.selected, result.seconds = len(selection.chosen), selection.seconds
+    if not selection.chosen:
+        raise AsrkitError(f"no utterance of {decode_dir} passed the selection ({result.utterances} lattices, "
+                          f"{result.no_path} without a path, {result.empty} empty, {result.below_floor} below "
+                          f"--min-confidence {min_confidence})")
+    result.mean_confidence = float(np.mean([c.confidence for c in selection.chosen]))
+    # Written aside and renamed into place: a killed run leaves no half-written data dir.
+    temporary = out_dir.rstrip("/") + ".tmp"
+    shutil.rmtree(temporary, ignore_errors=True)
+    subset_data_dir(data_dir, temporary, utt_list=[c.utterance_id for c in selection.chosen])
+    write_kaldi_map(os.path.join(temporary, "text"),
+                    {c.utterance_id: _word_text(c.words, words, c.utterance_id) for c in selection.chosen})
+    write_kaldi_map(os.path.join(temporary, "utt2confidence"),
+                    {c.utterance_id: f"{c.confidence:.4f}" for c in selection.chosen})
+    validate_data_dir(temporary, require_text=True, raise_on_error=True)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.rename(temporary, out_dir)
     return result

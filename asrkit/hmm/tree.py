@@ -117,6 +117,17 @@ class ContextDependency:
                 return leaf["pdf"]
         raise TreeError(f"no leaf of the tree covers phone window {names} pdf class {pdf_class}")
 
+    def pdfs_of_phones_only(self, phone_names):
+        """Sorted pdfs that only the phones `phone_names` emit (every leaf giving the pdf has only those phones
+        at its center), e.g. the silence pdfs that sMBR and confidence scores leave out."""
+        allowed = set(phone_names)
+        verdict = {}
+        for leaf in self.leaves:
+            center = leaf["context"][self.central_position]
+            names = {center} if isinstance(center, str) else set(center)
+            verdict[leaf["pdf"]] = verdict.get(leaf["pdf"], True) and WILDCARD not in names and names <= allowed
+        return sorted(pdf for pdf, only in verdict.items() if only)
+
     def to_dict(self):
         return {
             "format": FORMAT, "version": VERSION, "context_width": self.context_width,

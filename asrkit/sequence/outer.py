@@ -46,18 +46,6 @@ class CriterionOptions:
             raise AsrkitError(f"--min-posterior must be >= 0, not {self.min_posterior}")
 
 
-def silence_pdfs(tree, silence_phone_names):
-    """Pdfs that only silence phones emit (every leaf giving the pdf has silence phones alone at its center)."""
-    silence = set(silence_phone_names)
-    verdict = {}
-    for leaf in tree.leaves:
-        center = leaf["context"][tree.central_position]
-        names = {center} if isinstance(center, str) else set(center)
-        only_silence = "*" not in names and names <= silence
-        verdict[leaf["pdf"]] = verdict.get(leaf["pdf"], True) and only_silence
-    return np.array(sorted(pdf for pdf, only in verdict.items() if only), dtype=np.int64)
-
-
 class OuterDerivativeComputer:
     """w(t, k) for utterances with one model (refreshed in place by asrkit.sequence.snapshots) and one graph.
 
@@ -158,7 +146,8 @@ def load_outer_computer(model_dir, graph_dir, options, decoder_options):
     silence = ()
     if os.path.exists(silence_path) and os.path.exists(tree_path):
         with open(silence_path, encoding="utf-8") as handle:
-            silence = silence_pdfs(ContextDependency.read(tree_path), handle.read().split())
+            silence = np.array(ContextDependency.read(tree_path).pdfs_of_phones_only(handle.read().split()),
+                               dtype=np.int64)
     decoder_options = dataclasses.replace(decoder_options, acoustic_scale=options.acoustic_scale)
     decoder = GraphDecoder.from_file(hclg, decoder_options, lattices=True)
     return OuterDerivativeComputer(model, decoder, options, silence)

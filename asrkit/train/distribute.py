@@ -158,6 +158,12 @@ class LocalDistribution:
         """Whether any replica got a stop signal / ran out of input; called once per step by every worker."""
         return signalled, exhausted
 
+    def sum_floats(self, values):
+        """Outside a step: the sum over the workers of a short vector of Python floats (numpy float64)."""
+        import numpy as np
+
+        return np.asarray(values, dtype=np.float64)
+
     def finished(self, outputs):
         """Float outputs of the steps done since the last call: here the step just taken."""
         return [tuple(float(value) for value in outputs)]
@@ -204,6 +210,8 @@ class MultiWorkerDistribution(LocalDistribution):
         flags = tf.TensorSpec([2], tf.float32)
         self._agree = tf.function(lambda values: self.strategy.run(self._sum_flags, args=(values,)),
                                   input_signature=[flags])
+        self._sum_floats = tf.function(lambda values: self.strategy.run(self._sum_flags, args=(values,)),
+                                       input_signature=[tf.TensorSpec([None], tf.float64)])
 
     def describe(self):
         role = "the chief: writes the experiment dir" if self.is_chief else "writes no checkpoints or model"
@@ -251,6 +259,9 @@ class MultiWorkerDistribution(LocalDistribution):
     def agree(self, signalled, exhausted):
         summed = self._agree(self._tf.constant([float(signalled), float(exhausted)])).numpy()
         return bool(summed[0] > 0), bool(summed[1] > 0)
+
+    def sum_floats(self, values):
+        return self._sum_floats(self._tf.constant(values, self._tf.float64)).numpy()
 
     def digest(self, variables):
         """A short hash of the weights: equal on every worker while they stay in sync."""

@@ -8,6 +8,10 @@ is a few fused TF ops inside the training step's tf.function.
 - Adagrad (seeds 002/003, the default): acc += g^2; w -= lr * g / (sqrt(acc) + eps)
 - Adam (seed 004): bias-corrected first and second moments
 - SGD: with optional (heavy-ball) momentum
+
+`apply(..., windows=k)` is one update for k training windows' gradients at once (automatic
+minibatch-size scaling, asrkit.train.minibatch_scaling): the decays per update become decay ** k,
+so that momentum and Adam's moments keep their time constants in samples, not in updates.
 """
 
 import math
@@ -56,7 +60,8 @@ class Optimizer(tf.Module):
     """What the optimizers share: an iteration counter and slot variables.
 
     Each optimizer defines `build(variables)`, called once eagerly (slots are variables), and
-    `apply(gradients, variables, learning_rate)`, called inside the compiled training step.
+    `apply(gradients, variables, learning_rate, windows=None)`, called inside the compiled training
+    step; `windows` (a float tensor, None for 1) is how many windows of frames the update stands for.
     """
 
     def __init__(self, name=None):
@@ -78,7 +83,7 @@ class Adagrad(Optimizer):
     def build(self, variables):
         self.slots = [self._slot(v, self.initial_accumulator, "accumulator") for v in variables]
 
-    def apply(self, gradients, variables, learning_rate):
+    def apply(self, gradients, variables, learning_rate, windows=None):
         for gradient, variable, accumulator in zip(gradients, variables, self.slots):
             accumulator.assign_add(gradient * gradient)
             variable.assign_sub(learning_rate * gradient / (tf.sqrt(accumulator) + self.epsilon))
@@ -95,12 +100,16 @@ class Adam(Optimizer):
     def build(self, variables):
         self.slots = [(self._slot(v, 0.0, "m"), self._slot(v, 0.0, "v")) for v in variables]
 
-    def apply(self, gradients, variables, learning_rate):
+    def apply(self, gradients, variables, learning_rate, windows=None):
+        beta1, beta2 = (self.beta1, self.beta2) if windows is None else \
+            (tf.pow(self.beta1, windows), tf.pow(self.beta2, windows))
         count = tf.cast(self.iterations + 1, tf.float32)
-        corrected = learning_rate * tf.sqrt(1.0 - tf.pow(self.beta2, count)) / (1.0 - tf.pow(self.beta1, count))
+        # The bias correction is exact while the decays stay the same; after a change of `windows` it is off
+        # only while beta ** count is still far from 0, i.e. in the first few thousand updates.
+        corrected = learning_rate * tf.sqrt(1.0 - tf.pow(beta2, count)) / (1.0 - tf.pow(beta1, count))
         for gradient, variable, (first, second) in zip(gradients, variables, self.slots):
-            first.assign(self.beta1 * first + (1.0 - self.beta1) * gradient)
-            second.assign(self.beta2 * second + (1.0 - self.beta2) * gradient * gradient)
+            first.assign(beta1 * first + (1.0 - beta1) * gradient)
+            second.assign(beta2 * second + (1.0 - beta2) * gradient * gradient)
             variable.assign_sub(corrected * first / (tf.sqrt(second) + self.epsilon))
         self.iterations.assign_add(1)
 
@@ -113,10 +122,11 @@ class Sgd(Optimizer):
     def build(self, variables):
         self.slots = [self._slot(v, 0.0, "velocity") for v in variables] if self.momentum else []
 
-    def apply(self, gradients, variables, learning_rate):
+    def apply(self, gradients, variables, learning_rate, windows=None):
         if self.momentum:
+            momentum = self.momentum if windows is None else tf.pow(self.momentum, windows)
             for gradient, variable, velocity in zip(gradients, variables, self.slots):
-                velocity.assign(self.momentum * velocity + gradient)
+                velocity.assign(momentum * velocity + gradient)
                 variable.assign_sub(learning_rate * velocity)
         else:
             for gradient, variable in zip(gradients, variables):

@@ -3,7 +3,8 @@
 `TrainingState` holds what a checkpoint needs besides the network and the
 optimizer: the step counter, the saved LSTM state of every stream (truncated
 unrolling carries it from one step to the next, so a resumed run continues
-every stream exactly), and the batcher's position as a JSON string.
+every stream exactly), the batcher's position as a JSON string, and with
+automatic minibatch-size scaling the windows an update.
 """
 
 import json
@@ -14,12 +15,14 @@ tf = import_tensorflow()
 
 
 class TrainingState(tf.Module):
-    def __init__(self, zero_state):
+    def __init__(self, zero_state, minibatch_windows=False):
         super().__init__(name="training_state")
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         self.stream_state = [tf.Variable(tensor, trainable=False, name=f"stream_state{index}")
                              for index, tensor in enumerate(zero_state)]
         self.input_position = tf.Variable("", dtype=tf.string, trainable=False, name="input_position")
+        if minibatch_windows:  # automatic minibatch-size scaling: the size the last search chose
+            self.minibatch_windows = tf.Variable(1, dtype=tf.int64, trainable=False, name="minibatch_windows")
 
     def set_input_position(self, position):
         self.input_position.assign(json.dumps(position, sort_keys=True))
@@ -56,7 +59,7 @@ class Steps:
     """
 
     def __init__(self, net, optimizer, learning_rate, clip_norm, training_state, distribution=None,
-                 gradient_quantization="none"):
+                 gradient_quantization="none", accumulate=None):
         from asrkit.train.distribute import LocalDistribution
         from asrkit.train.one_bit import OneBitExchange
 
@@ -77,6 +80,27 @@ class Steps:
         self.full = self.distribution.compile(self._full, input_signature=spec)
         # Evaluation runs where it is called (the chief), on its own data: nothing to reduce.
         self.evaluate = tf.function(self._evaluate, input_signature=spec, jit_compile=False)
+        # Minibatches of several windows (asrkit.train.minibatch_scaling): `accumulate` is the learning-rate
+        # factor of an update of k windows, rate_factor(k); the windows' gradients are summed here and applied
+        # (and exchanged between replicas) once per minibatch.
+        self.rate_factor = accumulate
+        if accumulate is not None:
+            self.accumulators = [tf.Variable(tf.zeros_like(variable), trainable=False, name="accumulated")
+                                 for variable in self.variables]
+            self.accumulated_frames = tf.Variable(0.0, trainable=False, name="accumulated_frames")
+            self.accumulate_truncated = self.distribution.compile(self._accumulate_truncated)
+            self.accumulate_full = self.distribution.compile(self._accumulate_full, input_signature=spec)
+            self.apply_accumulated = self.distribution.compile(self._apply_accumulated,
+                                                               input_signature=[tf.TensorSpec([], tf.float32)])
+
+    def trial_variables(self):
+        """What a training step changes besides the network and the optimizer (a minibatch search puts it back)."""
+        variables = [self.state.step] + list(self.state.stream_state)
+        if self.one_bit is not None:
+            variables += list(self.one_bit.residuals)
+        if self.rate_factor is not None:
+            variables += self.accumulators + [self.accumulated_frames]
+        return variables
 
     def _mean_over_replicas(self, loss_sum, count):
         """The loss sum divided by the labelled frames of every replica's batch (of this one, locally): summed
@@ -95,6 +119,58 @@ class Steps:
             norm = tf.linalg.global_norm(gradients)
         self.optimizer.apply(gradients, self.variables, self.learning_rate(self.state.step))
         self.state.step.assign_add(1)
+        return norm
+
+    def _accumulate(self, loss_sum, count, tape):
+        for accumulator, gradient in zip(self.accumulators, tape.gradient(loss_sum, self.variables)):
+            accumulator.assign_add(gradient)
+        self.accumulated_frames.assign_add(count)
+        self.state.step.assign_add(1)
+
+    def _accumulate_truncated(self, features, targets, mask, reset):
+        """A window's gradients added to the minibatch's: (loss sum, correct frames, labelled frames)."""
+        features = tf.transpose(features, [1, 0, 2])
+        targets = _time_major_targets(targets)
+        weights = _frame_weights(targets, tf.transpose(mask))
+        keep = 1.0 - tf.transpose(reset)
+        state = tuple(variable.read_value() for variable in self.state.stream_state)
+        with tf.GradientTape() as tape:
+            logits, new_state = self.net.window_time_major(features, state, keep)
+            loss_sum, correct, count = cross_entropy_sums(logits, targets, weights)
+        self._accumulate(loss_sum, count, tape)
+        for variable, value in zip(self.state.stream_state, new_state):
+            variable.assign(value)
+        return loss_sum, correct, count
+
+    def _accumulate_full(self, features, targets, mask):
+        features = tf.transpose(features, [1, 0, 2])
+        targets = _time_major_targets(targets)
+        weights = _frame_weights(targets, tf.transpose(mask))
+        with tf.GradientTape() as tape:
+            logits = self.net.sequence_time_major(features)
+            loss_sum, correct, count = cross_entropy_sums(logits, targets, weights)
+        self._accumulate(loss_sum, count, tape)
+        return loss_sum, correct, count
+
+    def _apply_accumulated(self, windows):
+        """One update from the `windows` windows accumulated: the mean gradient over their frames (every
+        replica's) clipped as a one-window step's is, times `windows` (the sum of the windows' mean gradients),
+        at the learning rate of the step of the last window times rate_factor(windows).  Returns the norm."""
+        frames = tf.maximum(self.distribution.sum_over_replicas(self.accumulated_frames), 1.0)
+        gradients = [accumulator / frames for accumulator in self.accumulators]
+        if self.one_bit is None:
+            gradients = self.distribution.sum_over_replicas(gradients)
+        else:
+            gradients = self.one_bit.sum_over_replicas(gradients, self.distribution)
+        if self.clip_norm > 0:
+            gradients, norm = tf.clip_by_global_norm(gradients, self.clip_norm)
+        else:
+            norm = tf.linalg.global_norm(gradients)
+        rate = self.learning_rate(self.state.step - 1) * self.rate_factor(windows)
+        self.optimizer.apply([gradient * windows for gradient in gradients], self.variables, rate, windows=windows)
+        for accumulator in self.accumulators:
+            accumulator.assign(tf.zeros_like(accumulator))
+        self.accumulated_frames.assign(0.0)
         return norm
 
     def _truncated(self, features, targets, mask, reset):

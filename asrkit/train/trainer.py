@@ -35,6 +35,7 @@ unrolling only).
 
 import collections
 import dataclasses
+import itertools
 import json
 import logging
 import os
@@ -82,6 +83,15 @@ def train_params():
     p.define("gradient_quantization", "none", "none, or 1bit: 1-bit SGD with error feedback (seed 003 section "
              "3.2): the replicas of --strategy multiworker exchange one bit per gradient value plus two means "
              "per column, and each keeps its quantisation error for its next step.")
+    p.define("minibatch_search_every", 0, "Automatic minibatch-size scaling (seed 003 section 3.2; "
+             "asrkit.train.minibatch_scaling): every this many steps, try minibatches of 1, 2, 4, ... windows an "
+             "update on the upcoming windows and keep the largest that trains as well as one (0: off, one window "
+             "an update). Under --strategy multiworker a window an update is an exchange of gradients.")
+    p.define("minibatch_search_steps", 100, "Minibatch search: upcoming windows each size is tried on (the paper: "
+             "45 minutes every 72 hours of data).")
+    p.define("max_minibatch_windows", 8, "Minibatch search: the largest minibatch tried, in windows.")
+    p.define("minibatch_search_margin", 0.01, "Minibatch search: a size is kept while its training loss on the "
+             "tried windows is within this share of one window's.")
     p.define("precision", "fp32", "fp32, or bf16: the networks' GEMMs in bfloat16 with fp32 weights, states, softmax "
              "and loss (asrkit.nn.precision); refused where the hardware has no native bf16 products.")
     p.define("adagrad_initial_accumulator", 0.1, "Adagrad: initial value of the squared-gradient sums.")
@@ -160,6 +170,8 @@ class TrainResult:
     # [step, seconds since this invocation started, held-out frame accuracy] per validation: the
     # learning curve against wall time (time to convergence in recipes' RESULTS).
     valid_history: list = None
+    # Automatic minibatch-size scaling: [step, {windows: trial loss}, windows chosen] per search.
+    minibatch_searches: list = None
 
 
 def _environment():
@@ -195,6 +207,10 @@ def _check_resumable(exp_dir, config):
         before, now = previous.get("train", {}).get(key, defaults.get(key)), config["train"][key]
         if before != now:
             problems.append(f"{key} {before!r} vs now {now!r}")
+    before = previous.get("train", {}).get("minibatch_search_every", 0)
+    if "minibatch_search_every" in config["train"] and bool(before) != bool(config["train"]["minibatch_search_every"]):
+        problems.append(f"minibatch_search_every {before} vs now {config['train']['minibatch_search_every']} (the "
+                        "checkpoint holds the searched minibatch size only when a search is on)")
     for key in ("feature_dim", "num_pdfs"):
         before, now = previous.get("data", {}).get(key), config["data"][key]
         if before != now:
@@ -341,10 +357,16 @@ class CrossEntropyCriterion:
         self.spec_augment = None
 
     def make_steps(self, net, optimizer, learning_rate, training_state, distribution=None):
+        from asrkit.train.minibatch_scaling import learning_rate_factor
         from asrkit.train.steps import Steps
 
-        return Steps(net, optimizer, learning_rate, self.params.clip_norm, training_state, distribution,
-                     self.params.gradient_quantization)
+        p = self.params
+        rate_factor = None
+        if p.minibatch_search_every:
+            def rate_factor(windows):
+                return learning_rate_factor(p.optimizer, windows, p.sgd_momentum)
+        return Steps(net, optimizer, learning_rate, p.clip_norm, training_state, distribution,
+                     p.gradient_quantization, accumulate=rate_factor)
 
     def prepare(self, data, cmvn):
         """The loaded training data (asrkit.train.training_set.TrainingData) and CMVN statistics."""
@@ -449,6 +471,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
     from asrkit.train.truncated_batcher import TruncatedBatcher
     from asrkit.train.batch import PaddingStats
     from asrkit.train.distribute import check_params as check_strategy_params, make_distribution
+    from asrkit.train.minibatch_scaling import MinibatchScaler, check_params as check_scaling_params
 
     tf = import_tensorflow()
     started = time.monotonic()
@@ -458,6 +481,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
         raise AsrkitError("with num_epochs 0 (no limit) set max_steps, or training never ends")
     # Before any other TensorFlow work: joining a cluster configures the runtime.
     check_strategy_params(options.strategy, params)
+    check_scaling_params(params, criterion.name, options.strategy)
     distribution = make_distribution(options.strategy, options.cluster)
     chief = distribution.is_chief
     logger.info("%s", distribution.describe())
@@ -520,8 +544,11 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
     except ValueError as error:
         raise AsrkitError(str(error)) from None
     with distribution.scope():
-        training_state = TrainingState(net.zero_state(params.num_streams if params.mode == "truncated" else 1))
+        training_state = TrainingState(net.zero_state(params.num_streams if params.mode == "truncated" else 1),
+                                       minibatch_windows=bool(params.minibatch_search_every))
         steps = criterion.make_steps(net, optimizer, learning_rate, training_state, distribution=distribution)
+    scaler = MinibatchScaler(steps, params, distribution, params.mode, training_state.minibatch_windows) \
+        if params.minibatch_search_every else None
     if params.gradient_quantization == "1bit":
         from asrkit.train.one_bit import bits_per_value
 
@@ -594,6 +621,8 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
     def save(position):
         nonlocal last_saved
         settle()  # ps: the checkpoint holds every step scheduled so far
+        if scaler:  # a checkpoint holds no half-accumulated minibatch (every worker applies it here)
+            scaler.flush()
         last_saved = step
         if not chief:
             return
@@ -619,6 +648,30 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
         logger.info("step %d: held-out loss %.4f frame_acc %.4f%s", step, valid_loss, valid_accuracy,
                     "".join(f" {name} {value:.4f}" for name, value in extra.items()))
         writer.scalars(step, {"loss": valid_loss, "frame_accuracy": valid_accuracy, **extra}, prefix="valid/")
+
+    def interval_values():
+        values = {**interval.values(learning_rate.value(step), prefetcher.depth()), **criterion.interval_metrics()}
+        if scaler:
+            values["minibatch_windows"] = scaler.windows
+        return values
+
+    def search_minibatch(batches):
+        """The minibatch search at this step (on the upcoming windows, which then train for real); returns the
+        input with them put back in front."""
+        upcoming = list(itertools.islice(batches, params.minibatch_search_steps))
+        batches = itertools.chain(upcoming, batches)
+        # Every worker searches, or none: near the end of the input a subset may be short somewhere.
+        if distribution.sum_floats([float(len(upcoming) < params.minibatch_search_steps)])[0] > 0:
+            scaler.searched_at = step
+            logger.info("step %d: minibatch search skipped: fewer than %d windows of input left", step,
+                        params.minibatch_search_steps)
+            return batches
+        searching = time.monotonic()
+        chosen = scaler.search(step, upcoming, list(net.variables) + list(optimizer.variables)
+                               + steps.trial_variables())
+        writer.scalars(step, {"minibatch_windows": chosen}, prefix="train/")
+        interval.exclude(time.monotonic() - searching)
+        return batches
 
     position = training_state.get_input_position()
     # Batches whose step is scheduled but not yet done (ps), and time not yet given to a finished step.
@@ -653,6 +706,8 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
         with _StopRequest() as stop:
             batches = iter(prefetcher)
             while not params.max_steps or step < params.max_steps:
+                if scaler and scaler.due(step) and not stop.requested:
+                    batches = search_minibatch(batches)
                 waited = time.monotonic()
                 batch = None if stop.requested else next(batches, None)
                 stepped = time.monotonic()
@@ -661,7 +716,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
                 if signalled or exhausted:
                     stop.requested = stop.requested or signalled
                     break
-                outputs = criterion.train_step(steps, batch, step)
+                outputs = scaler.train_step(batch) if scaler else criterion.train_step(steps, batch, step)
                 unfinished.append(batch)
                 finished = distribution.finished(outputs)
                 done = time.monotonic()
@@ -672,8 +727,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
                 account(finished)
                 if step % params.log_every == 0:
                     settle()  # ps: a log line covers the steps up to its own
-                    last_values = {**interval.values(learning_rate.value(step), prefetcher.depth()),
-                                   **criterion.interval_metrics()}
+                    last_values = interval_values()
                     logger.info("step %d epoch %d: %s", step, epoch + 1, format_metrics(last_values))
                     writer.scalars(step, last_values, prefix="train/")
                     interval.reset()
@@ -691,8 +745,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
                 interval.exclude(time.monotonic() - aside)
             settle()
             if interval.steps:
-                last_values = {**interval.values(learning_rate.value(step), prefetcher.depth()),
-                               **criterion.interval_metrics()}
+                last_values = interval_values()
                 logger.info("step %d epoch %d: %s", step, epoch + 1, format_metrics(last_values))
             if step != last_saved:
                 save(position)
@@ -707,6 +760,8 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
             shutil.rmtree(scratch_dir, ignore_errors=True)
     validate()
     criterion.close()
+    if scaler:
+        logger.info("%s", scaler.summary(step - resumed_from))
     digest = distribution.digest(net.variables)
     if digest:
         logger.info("step %d: final weights %s", step, digest)
@@ -737,7 +792,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
         t_session=step_seconds_total / loop_seconds, skipped=len(data.skipped), resumed_from=resumed_from,
         model_dir=model_dir, seconds=time.monotonic() - started,
         example_servers=source.stats() if from_servers else None, valid_metrics=valid_metrics,
-        valid_history=valid_history,
+        valid_history=valid_history, minibatch_searches=scaler.history if scaler else None,
     )
     if not chief:
         return result

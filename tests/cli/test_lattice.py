@@ -88,3 +88,29 @@ def test_rescore_writes_a_decode_dir_that_nbest_reads_again(decoded, tmp_path):
     bad = run("rescore", "--old-lm", tmp_path / "old.arpa", "--new-lm", tmp_path / "tiny.arpa", graph, decode_dir,
               tmp_path / "bad")
     assert bad.exit_code == 1 and "has no probability in one of the LMs" in bad.stderr
+
+
+def test_select_writes_a_data_dir_of_the_most_confident_hypotheses(decoded, task, tmp_path):  # noqa: F811
+    graph, decode_dir = decoded
+    out = tmp_path / "selected"
+    result = run("select", "--max-utts", "2", graph, decode_dir, task["data"], out)
+    assert result.exit_code == 0, result.output
+    assert "asrkit-lattice select summary: status=ok utterances=3 selected=2" in result.stderr
+    text = lines(out / "text")
+    confidence = {utt: float(value) for utt, value in lines(out / "utt2confidence").items()}
+    assert len(text) == 2 and set(text) == set(confidence) == set(lines(out / "wav.scp"))
+    assert all(text[utt] == REFERENCES[utt] for utt in text)  # oracle log-likelihoods: the references
+    assert all(0.9 < value <= 1.0 for value in confidence.values())
+    assert not (tmp_path / "selected.tmp").exists()
+
+    # A data dir that lacks a decoded utterance, and --hours without durations, are named.
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    for name in ("wav.scp", "text", "utt2spk"):
+        kept = [line for line in open(f"{task['data']}/{name}").read().splitlines() if not line.startswith("b-1")]
+        (partial / name).write_text("".join(line + "\n" for line in kept))
+    (partial / "spk2utt").write_text("a a-1 a-2\n")
+    result = run("select", graph, decode_dir, partial, tmp_path / "none")
+    assert result.exit_code != 0 and "b-1: a lattice of" in result.output
+    result = run("select", "--hours", "1", graph, decode_dir, task["data"], tmp_path / "none")
+    assert result.exit_code != 0 and "has no utt2dur" in result.output

@@ -66,6 +66,21 @@ def test_triphone_leaves_with_wildcards_and_sets():
         tree.pdf([1, 2, 3], 1)
 
 
+def test_pdfs_only_some_phones_emit():
+    phones = {"SIL": 1, "AA": 2, "B": 3}
+    leaves = [
+        {"context": ["SIL"], "pdf_class": 0, "pdf": 0},
+        {"context": [["SIL", "AA"]], "pdf_class": 1, "pdf": 1},  # shared with a speech phone
+        {"context": ["AA"], "pdf_class": 0, "pdf": 2},
+        {"context": ["*"], "pdf_class": 2, "pdf": 3},  # any phone
+        {"context": [["SIL"]], "pdf_class": 1, "pdf": 4},
+    ]
+    tree = ContextDependency(1, 0, 5, phones, leaves)
+    assert tree.pdfs_of_phones_only(["SIL"]) == [0, 4]
+    assert tree.pdfs_of_phones_only(["SIL", "AA"]) == [0, 1, 2, 4]
+    assert tree.pdfs_of_phones_only([]) == []
+
+
 @pytest.mark.parametrize("leaf, message", [
     ({"context": ["ZZ"], "pdf_class": 0, "pdf": 0}, "unknown phone"),
     ({"context": ["AA"], "pdf_class": 0, "pdf": 7}, "not in"),

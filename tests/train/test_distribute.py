@@ -168,6 +168,31 @@ def test_one_bit_sgd_across_two_multiworker_workers_keeps_them_in_sync(corpus, t
         check_params("local", train_params().set(gradient_quantization="2bit"))
 
 
+def test_minibatch_search_across_two_multiworker_workers_chooses_one_size_and_keeps_them_in_sync(
+        corpus, tmp_path, ce_cluster):
+    """--minibatch-search-every: both workers try the sizes on their own upcoming windows, sum the tries'
+    losses, choose the same size and exchange gradients once per minibatch; the weights stay identical."""
+    data_dir, ali_dir, _ = corpus(num_utts=12)
+    ports = ce_cluster.free_ports(2)
+    workers = [f"localhost:{port}" for port in ports]
+    clusters = [ce_cluster.write_json(tmp_path / f"cluster{index}.json",
+                                      {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
+                for index in range(2)]
+    args = [data_dir, ali_dir, str(tmp_path / "exp")] + TINY_MODEL + [
+        "--strategy", "multiworker", "--num-streams", "2", "--unroll", "5", "--num-epochs", "0", "--max-steps", "16",
+        "--log-every", "4", "--valid-utts", "0", "--minibatch-search-every", "4", "--minibatch-search-steps", "4",
+        "--max-minibatch-windows", "2", "--minibatch-search-margin", "0.5"]
+    logs = [tmp_path / f"worker{index}.log" for index in range(2)]
+    processes = [ce_cluster.start(args + ["--cluster", clusters[index]], logs[index]) for index in range(2)]
+    assert ce_cluster.finish(processes) == [0, 0], "\n".join(open(log).read()[-3000:] for log in logs)
+    pattern = r"step (\d+): minibatch search over the next 4 windows: loss (.*) -> (\d+) window"
+    searches = [ce_cluster.logged(log, pattern) for log in logs]
+    assert [step for step, _, _ in searches[0]] == ["4", "8", "12"] and searches[0] == searches[1]
+    digests = [ce_cluster.logged(log, r"step (\d+): weights (\w+)") for log in logs]
+    assert [step for step, _ in digests[0]] == ["4", "8", "12", "16"] and digests[0] == digests[1]
+    assert json.load(open(tmp_path / "exp" / "config.json"))["train"]["minibatch_search_every"] == 4
+
+
 def test_free_ports_are_distinct_and_can_be_bound():
     import socket
 

@@ -115,12 +115,12 @@ ce_model_options() {
   esac
 }
 
-# ce_schedule [EPOCHS [HALVINGS]]: the CE models' learning rate halves HALVINGS times (default 4) over
-# EPOCHS epochs (default ce_epochs), continuously (with 4, the last epochs fine-tune at 1/16 of it); the
-# step count comes from the training set's frames, b = --num-streams and u = 20 frames a step.
+# ce_schedule [EPOCHS [HALVINGS [DATA_DIR]]]: the CE models' learning rate halves HALVINGS times (default 4)
+# over EPOCHS epochs (default ce_epochs), continuously (with 4, the last epochs fine-tune at 1/16 of it); the
+# step count comes from the frames of the training set (default data/train), b = --num-streams and u = 20.
 ce_schedule() {
-  local epochs="${1:-$ce_epochs}" halvings="${2:-4}" frames steps
-  frames="$(awk '{ total += $2 } END { print total + 0 }' "$data/train/utt2num_frames")"
+  local epochs="${1:-$ce_epochs}" halvings="${2:-4}" train_dir="${3:-$data/train}" frames steps
+  frames="$(awk '{ total += $2 } END { print total + 0 }' "$train_dir/utt2num_frames")"
   steps=$(( frames * epochs / (streams * 20) / halvings ))
   echo --lr-schedule exponential --lr-decay-rate 0.5 --lr-decay-steps $(( steps > 0 ? steps : 1 ))
 }
@@ -310,6 +310,87 @@ pocketsphinx_decode() {
   launch "$cpu_cmd" "$logs/stage$1/pocketsphinx_$(basename "$3").log" \
     python "$ASRKIT_ROOT/steps/pocketsphinx_decode.py" "${@:4}" --nj "$nj" "$data/$2" "$data/local/dict" \
       "$data/local/lm/test.arpa" "$3"
+}
+
+# unsupervised_demo STAGE: seed 002's training on untranscribed audio (section 3), shown on the training set.
+# unsup_fraction of train's utterances, drawn at random, lose their transcripts -> data/train_unsup (the
+# transcripts go to data/local/train_unsup_hidden.text, read only to score the selection); the rest ->
+# data/train_sup.
+#  1. exp/${am}_sup: ${am}_ce_clean's network and schedule on train_sup alone (tree_ali's alignments),
+#     decoded on the first entry of tuned_sets like the other models (prior scale and LM weight from dev);
+#  2. train_unsup decoded by it with lattices at generous beams, on a graph of a trigram of train_sup's
+#     transcripts alone (data/lang_sup), at the prior scale and LM weight chosen on dev;
+#  3. asrkit-lattice select: at most 50 utterances a hypothesis, then the most confident unsup_select_share
+#     of train_unsup -> data/train_unsup_selected (hypotheses as text, utt2confidence), scored against the
+#     hidden transcripts -> exp/${am}_semisup/selection/score;
+#  4. the selection aligned to its hypotheses by ${am}_sup, indexed with tree_ali's train_sup alignments
+#     (exp/${am}_sup_ali) -> exp/${am}_semisup_ali; exp/${am}_semisup: the same training on train_sup + the selection, decoded
+#     like ${am}_sup.
+# The flat start and the tree (stages 6-7) saw every transcript; the models and LMs of the comparison did not.
+unsup_fraction=0.5
+unsup_select_share=0.7
+unsup_decode_options=(--beam 15 --lattice-beam 8)
+unsupervised_demo() {
+  local stage_number="$1" total count dev weight prior clean_sets
+  # The first dev set and its first test set only (train_fit would mix the two halves).
+  clean_sets="$(echo "${tuned_sets[0]}" | cut -d: -f1,2)"
+  local -a tuned_sets=("$clean_sets")
+  total="$(wc -l < "$data/train/utt2spk")"
+  count="$(awk -v n="$total" -v f="$unsup_fraction" 'BEGIN { printf "%d", n * f }')"
+  launch "$cpu_cmd" "$logs/stage$stage_number/subset_unsup.log" \
+    subset_data_dir --seed 1 "$data/train" "$count" "$data/train_unsup"
+  mv "$data/train_unsup/text" "$data/local/train_unsup_hidden.text"
+  awk 'NR == FNR { unsup[$1] = 1; next } !($1 in unsup) { print $1 }' "$data/train_unsup/utt2spk" \
+    "$data/train/utt2spk" > "$data/local/train_sup.list"
+  launch "$cpu_cmd" "$logs/stage$stage_number/subset_sup.log" \
+    subset_data_dir --utt-list "$data/local/train_sup.list" "$data/train" "$data/train_sup"
+  unsupervised_train "$stage_number" "${am}_sup" "$data/train_sup" "$exp/tree_ali"
+
+  rm -rf "$data/lang_sup"
+  cp -r "$data/lang" "$data/lang_sup"
+  cut -d' ' -f2- "$data/train_sup/text" > "$data/local/lm/train_sup_text.txt"
+  launch "$cpu_cmd" "$logs/stage$stage_number/make_lm_sup.log" \
+    make_lm --order 3 --method kn --heldout "$data/local/lm/dev_text.txt" --lang-dir "$data/lang_sup" \
+      "$data/local/lm/train_sup_text.txt" "$data/local/lm/sup.arpa"
+  launch "$cpu_cmd" "$logs/stage$stage_number/mkgraph_sup.log" \
+    mkgraph "$data/lang_sup" "$exp/${am}_sup/final" "$exp/${am}_sup/graph_sup"
+  dev="${tuned_sets[0]%%:*}"
+  weight="$(cat "$exp/${am}_sup/decode_$dev/best_lmwt")"
+  prior="$(cat "$exp/${am}_sup/decode_$dev/prior_scale")"
+  launch "$cpu_cmd" "$logs/stage$stage_number/decode_${am}_sup_train_unsup.log" \
+    asrkit-decode --config conf/decode.conf "${unsup_decode_options[@]}" --write-lattices --nj "$nj" \
+      --acoustic-scale "$(awk -v w="$weight" 'BEGIN { print 1 / w }')" --prior-scale "$prior" \
+      "$exp/${am}_sup/graph_sup" "$exp/${am}_sup/final" "$data/train_unsup" "$exp/${am}_sup/decode_train_unsup"
+  count="$(awk -v n="$(wc -l < "$data/train_unsup/utt2spk")" -v f="$unsup_select_share" 'BEGIN { printf "%d", n * f }')"
+  launch "$cpu_cmd" "$logs/stage$stage_number/select_unsup.log" \
+    asrkit-lattice select --max-utts "$count" "$exp/${am}_sup/graph_sup" "$exp/${am}_sup/decode_train_unsup" \
+      "$data/train_unsup" "$data/train_unsup_selected"
+  mkdir -p "$exp/${am}_semisup/selection"
+  awk 'NR == FNR { keep[$1] = 1; next } $1 in keep' "$data/train_unsup_selected/text" \
+    "$data/local/train_unsup_hidden.text" > "$exp/${am}_semisup/selection/ref.txt"
+  launch "$cpu_cmd" "$logs/stage$stage_number/score_selection.log" \
+    asrkit-score "$exp/${am}_semisup/selection/ref.txt" "$data/train_unsup_selected/text" \
+      "$exp/${am}_semisup/selection/score"
+  echo "selected untranscribed utterances against their hidden transcripts: $(grep -m1 "^%WER" \
+    "$exp/${am}_semisup/selection/score/wer")" >&2
+
+  launch "$cpu_cmd" "$logs/stage$stage_number/align_unsup_selected.log" \
+    asrkit-align --config conf/align.conf --prior-scale "$ce_prior_scale" --nj "$nj" "$data/train_unsup_selected" \
+      "$data/lang" "$exp/${am}_sup/final" "$exp/${am}_unsup_ali"
+  launch "$cpu_cmd" "$logs/stage$stage_number/combine_data.log" \
+    combine_data "$data/train_semisup" "$data/train_sup" "$data/train_unsup_selected"
+  launch "$cpu_cmd" "$logs/stage$stage_number/subset_sup_ali.log" \
+    combine_ali_dirs --data "$data/train_sup" "$exp/${am}_sup_ali" "$exp/tree_ali"
+  launch "$cpu_cmd" "$logs/stage$stage_number/combine_ali_dirs.log" \
+    combine_ali_dirs "$exp/${am}_semisup_ali" "$exp/${am}_sup_ali" "$exp/${am}_unsup_ali"
+  unsupervised_train "$stage_number" "${am}_semisup" "$data/train_semisup" "$exp/${am}_semisup_ali"
+}
+# unsupervised_train STAGE MODEL DATA_DIR ALI_DIR: ${am}_ce_clean's training on DATA_DIR -> exp/MODEL, decoded.
+unsupervised_train() {
+  launch "$gpu_cmd" "$logs/stage$1/train_$2.log" \
+    asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" $(ce_schedule "$ce_epochs" 4 "$3") --num-epochs "$ce_epochs" \
+      "$3" "$4" "$exp/$2"
+  decode_tuned "$2" "${am}_ce" "$1"
 }
 
 # make_results COMMAND_LINE RECIPE: the results table -> exp/RESULTS (steps/make_results.py), and the

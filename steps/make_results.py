@@ -39,6 +39,9 @@ ROLES = {
     "ce": "multi-style CE (example server noisifying on the fly)",
     "ce_clean": "clean-only CE ({network}_ce's network and schedule, clean features in-process)",
     "smbr": "sMBR from {network}_ce (seq-mode example servers, lattices on the fly)",
+    "ce_clean_nojitter": "{network}_ce_clean without seed 003's jitter (utterances start on group boundaries)",
+    "sup": "clean-only CE on the transcribed half of the training set (seed 002's demonstration)",
+    "semisup": "{network}_sup's training on its half and the most confident hypotheses of the untranscribed half",
 }
 MODEL_NAME = re.compile(r"^(" + "|".join(NETWORKS) + r")_(" + "|".join(ROLES) + r")$")
 DESCRIPTIONS = {
@@ -86,6 +89,10 @@ def comparisons(wers):
         suffix = f" ({name})" if len(present) > 1 else ""
         pairs.append((f"{network}_ce", f"{network}_smbr", f"sMBR relative to CE{suffix}", " (the papers: -10 to -20%)"))
         pairs.append((f"{network}_ce_clean", f"{network}_ce", f"multi-style relative to clean-only CE{suffix}", ""))
+        pairs.append((f"{network}_ce_clean", f"{network}_ce_clean_nojitter",
+                      f"clean-only CE without jitter relative to with{suffix}", ""))
+        pairs.append((f"{network}_sup", f"{network}_semisup",
+                      f"untranscribed data: with the selected hypotheses relative to without{suffix}", ""))
     for role in ROLES:
         pairs.append((f"lstm_{role}", f"wblstm_{role}", f"windowed BLSTM relative to the LSTM, {role}", ""))
     return [pair for pair in pairs if pair[0] in wers and pair[1] in wers]
@@ -294,6 +301,13 @@ def main():
                 f"{base} {wers[model][base][0]:.2f} -> {wers[model][after][0]:.2f} "
                 f"({relative(wers[model][base][0], wers[model][after][0]):+.1f}%)" for base, after in rescored)
                 + " (seed 003: -3% with a larger LM)\n")
+    for model in sorted(wers):
+        selection = os.path.join(args.exp_dir, model, "selection", "score", "wer")
+        if os.path.exists(selection):
+            with open(selection, encoding="utf-8") as handle:
+                line = next((line.strip() for line in handle if line.startswith("%WER")), "")
+            out.write(f"# {model}'s untranscribed utterances, their hypotheses against the hidden transcripts: "
+                      f"{line}\n")
     weights = {model: read_lm_weights(args.exp_dir, model) for model in sorted(wers)}
     weights = {model: chosen for model, chosen in weights.items() if chosen}
     if weights:

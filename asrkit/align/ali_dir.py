@@ -146,3 +146,51 @@ class AliDir:
         self.pdfs.close()
         if self.phones is not None:
             self.phones.close()
+
+
+def combine_ali_dirs(out, ali_dirs, utterance_ids=None):
+    """The union of ali dirs made with one tree (Kaldi's steps/combine_ali_dirs.sh) -> `out`: ali.scp and
+    phone_ali.scp index the input dirs' shards where they are (nothing is copied but what the ids mean);
+    returns the utterance count.  With `utterance_ids` (a data dir's) only those are taken, and one dir
+    is enough (a subset).  Dirs with different trees or an utterance in two dirs are refused."""
+    from asrkit.io.table import parse_scp
+
+    wanted = None if utterance_ids is None else set(utterance_ids)
+    if len(ali_dirs) < (1 if wanted is not None else 2):
+        raise AsrkitError("give at least two ali dirs to combine (or one and the utterances to keep)")
+    if any(os.path.abspath(ali_dir) == os.path.abspath(out) for ali_dir in ali_dirs):
+        raise AsrkitError(f"the output dir {out} is one of the inputs; give a new directory")
+    trees = []
+    for ali_dir in ali_dirs:
+        path = os.path.join(ali_dir, "tree.json")
+        if not os.path.exists(path):
+            raise AsrkitError(f"{ali_dir} has no tree.json: is it an ali dir?")
+        trees.append(ContextDependency.read(path).to_dict())
+    for ali_dir, tree in zip(ali_dirs[1:], trees[1:]):
+        if tree != trees[0]:
+            raise AsrkitError(f"{ali_dir} was aligned with another tree than {ali_dirs[0]}: its pdf ids mean other "
+                              "things")
+    os.makedirs(out, exist_ok=True)
+    count = 0
+    for table in (PDF_TABLE, PHONE_TABLE):
+        entries, origin = {}, {}
+        for ali_dir in ali_dirs:
+            for key, location in parse_scp(os.path.join(ali_dir, f"{table}.scp")).items():
+                if wanted is not None and key not in wanted:
+                    continue
+                if key in entries:
+                    raise AsrkitError(f"{key}: aligned in both {origin[key]} and {ali_dir}")
+                entries[key], origin[key] = location, ali_dir
+        with atomic_output(os.path.join(out, f"{table}.scp")) as handle:
+            for key in sorted(entries):
+                path, dataset = entries[key]
+                handle.write(f"{key} {os.path.abspath(path)}:/{dataset}\n")
+        count = len(entries)
+    for name in ("tree.json", "phones.txt", "topo", "num_pdfs"):
+        shutil.copyfile(os.path.join(ali_dirs[0], name), os.path.join(out, name + ".tmp"))
+        os.replace(os.path.join(out, name + ".tmp"), os.path.join(out, name))
+    with atomic_output(os.path.join(out, "ali_info.json")) as handle:
+        json.dump({"method": "combine", "ali_dirs_in": [os.path.abspath(d) for d in ali_dirs], "utterances": count},
+                  handle, indent=2, sort_keys=True)
+        handle.write("\n")
+    return count

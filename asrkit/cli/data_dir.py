@@ -1,5 +1,5 @@
 """Data dir commands with Kaldi's names and argument orders: validate_data_dir, fix_data_dir,
-split_data, subset_data_dir (run as utils/<name>)."""
+split_data, subset_data_dir, combine_data, and combine_ali_dirs for alignments (run as utils/<name>)."""
 
 import logging
 
@@ -102,3 +102,36 @@ def subset_data_dir_command(first, last, shortest, speakers, utt_list, spk_list,
                              speakers=speakers, seed=seed)
     logging.getLogger("subset_data_dir").info(summary_line(
         "subset_data_dir", "ok", data_dir=data_dir, out_dir=out_dir, utterances=len(subset)))
+
+
+@click.command("combine_data", context_settings=CONTEXT_SETTINGS)
+@click.argument("out_dir", type=click.Path(file_okay=False))
+@click.argument("data_dirs", nargs=-1, required=True, type=DATA_DIR)
+@asrkit_command("combine_data")
+def combine_data_command(out_dir, data_dirs):
+    """Write the union of DATA_DIRS to OUT_DIR (Kaldi's utils/combine_data.sh): every table of the first dir,
+    from all of them; an id in two dirs must mean the same in both."""
+    from asrkit.data.split import combine_data_dirs
+
+    combined = combine_data_dirs(out_dir, list(data_dirs))
+    logging.getLogger("combine_data").info(summary_line(
+        "combine_data", "ok", data_dirs=len(data_dirs), out_dir=out_dir, utterances=len(combined.utterance_ids)))
+
+
+@click.command("combine_ali_dirs", context_settings=CONTEXT_SETTINGS)
+@click.option("--data", "data_dir", type=DATA_DIR,
+              help="Only the utterances of this data dir (then one ALI_DIR is enough: a subset).")
+@click.argument("out_dir", type=click.Path(file_okay=False))
+@click.argument("ali_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@asrkit_command("combine_ali_dirs")
+def combine_ali_dirs_command(data_dir, out_dir, ali_dirs):
+    """Index the alignments of ALI_DIRS (made with one tree) as one ali dir OUT_DIR (Kaldi's
+    steps/combine_ali_dirs.sh), e.g. a transcribed set's and untranscribed utterances' aligned to their
+    hypotheses; an utterance in two of them is refused."""
+    from asrkit.align.ali_dir import combine_ali_dirs
+    from asrkit.data.data_dir import DataDir
+
+    utterance_ids = DataDir.load(data_dir).utterance_ids if data_dir else None
+    count = combine_ali_dirs(out_dir, list(ali_dirs), utterance_ids)
+    logging.getLogger("combine_ali_dirs").info(summary_line(
+        "combine_ali_dirs", "ok", ali_dirs=len(ali_dirs), out_dir=out_dir, utterances=count))

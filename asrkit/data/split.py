@@ -301,3 +301,42 @@ def _choose_count(data_dir, path, all_utts, num_utts, how, seed):
             chosen.extend(by_speaker[speaker])
         return chosen
     return generator.sample(all_utts, num_utts)
+
+
+def combine_data_dirs(out, paths):
+    """Write the union of the data dirs `paths` to `out` (Kaldi's utils/combine_data.sh); return it.
+
+    Every table the first dir has must be in all of them (a table some lack would leave utterances
+    half-described); an utterance, recording or speaker id in two dirs must mean the same thing there,
+    or the dirs are refused, naming the id.  The feature config and CMVN statistics are the first dir's.
+    """
+    out = os.fspath(out)
+    if len(paths) < 2:
+        raise AsrkitError("give at least two data dirs to combine")
+    if any(os.path.abspath(path) == os.path.abspath(out) for path in paths):
+        raise AsrkitError(f"the output dir {out} is one of the inputs; give a new directory")
+    dirs = [DataDir.load(path) for path in paths]
+    names = [name for name, _ in dirs[0].tables() if name != "spk2utt"]
+    combined = {}
+    for path, data_dir in zip(paths, dirs):
+        tables = dict(data_dir.tables())
+        missing = [name for name in names if name not in tables]
+        if missing:
+            raise AsrkitError(f"{path} has no {', '.join(missing)}, which {paths[0]} has: combine dirs that "
+                              "hold the same tables")
+        for name in names:
+            merged = combined.setdefault(name, {})
+            for key, value in tables[name].items():
+                if key in merged and str(merged[key]) != str(value):
+                    raise AsrkitError(f"{key}: in {name} of two of the dirs with different values "
+                                      f"({path} and an earlier one)")
+                merged[key] = value
+    attributes = {file_name: attribute for file_name, attribute, _ in MAIN_TABLES}
+    result = DataDir(extra_tables={name: table for name, table in combined.items() if name not in attributes},
+                     **{attributes[name]: table for name, table in combined.items() if name in attributes})
+    if result.utt2spk is not None:
+        result.spk2utt = spk2utt_from_utt2spk(result.utt2spk)
+    result.write(out)
+    copy_whole_dir_files(paths[0], out)
+    logger.info("wrote %d utterances of %d data dirs to %s", len(result.utterance_ids), len(paths), out)
+    return result

@@ -59,7 +59,7 @@ MODES = ("truncated", "full")
 
 # Hyperparameters that a resumed run must share with the checkpoint it resumes from.
 FIXED_ON_RESUME = ("mode", "num_streams", "unroll", "optimizer", "seed", "criterion", "randomisation",
-                   "rolling_block_utts", "rolling_window_blocks")
+                   "rolling_block_utts", "rolling_window_blocks", "group_jitter")
 
 
 def train_params():
@@ -83,6 +83,9 @@ def train_params():
     p.define("gradient_quantization", "none", "none, or 1bit: 1-bit SGD with error feedback (seed 003 section "
              "3.2): the replicas of --strategy multiworker exchange one bit per gradient value plus two means "
              "per column, and each keeps its quantisation error for its next step.")
+    p.define("group_jitter", True, "Windowed models (wblstm): utterances start anywhere in their stream, so a frame's "
+             "place in its group changes from epoch to epoch (seed 003's jitter training); off: each starts on a "
+             "group boundary after padding, the same place every epoch.")
     p.define("minibatch_search_every", 0, "Automatic minibatch-size scaling (seed 003 section 3.2; "
              "asrkit.train.minibatch_scaling): every this many steps, try minibatches of 1, 2, 4, ... windows an "
              "update on the upcoming windows and keep the largest that trains as well as one (0: off, one window "
@@ -579,7 +582,8 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
     source = criterion.wrap_source(source)
     from_servers = bool(options.example_servers)
     if params.mode == "truncated":
-        batcher = TruncatedBatcher(source, params.num_streams, params.unroll, data.feature_dim, label_delay)
+        batcher = TruncatedBatcher(source, params.num_streams, params.unroll, data.feature_dim, label_delay,
+                                   align=1 if params.group_jitter else net.unroll_multiple)
     else:
         bounds = [int(bound) for bound in str(params.bucket_bounds).split(",")]
         batcher = BucketBatcher(source, bounds, params.frames_per_batch, data.feature_dim, label_delay)

@@ -12,6 +12,11 @@ every stream is empty.
 Label delay (asrkit.nn.label_delay) is applied per utterance before it enters
 a stream: d repeated last frames at its end, NO_LABEL targets on its first d
 frames, so a delayed label never crosses into the neighbouring utterance.
+With `align` = G > 1 (a windowed model's group, asrkit.nn.wblstm, trained without seed 003's jitter)
+each utterance starts at a stream position that is a multiple of G, after up to G-1 padding frames, so
+every frame of an utterance has the same place in its group in every epoch; by default (align 1) an
+utterance starts wherever the previous one ended, which is the jitter.
+
 Sequence training's outer derivatives (Example.outer) travel like the targets:
 delayed the same way (zero rows on the first d frames), packed into [b, u, M]
 arrays whose width M is the widest frame of the batch, with each frame's
@@ -82,7 +87,10 @@ def _pack_outer(pieces, b, u):
 class TruncatedBatcher:
     """Iterate over Batch objects of shape [num_streams, unroll]; see the module docstring."""
 
-    def __init__(self, source, num_streams, unroll, feature_dim, label_delay=0):
+    def __init__(self, source, num_streams, unroll, feature_dim, label_delay=0, align=1):
+        if align < 1 or unroll % align:
+            raise ValueError(f"the utterances' alignment {align} must be positive and divide the unrolling {unroll}")
+        self.align = align
         self.source = source
         self.num_streams = num_streams
         self.unroll = unroll
@@ -122,6 +130,9 @@ class TruncatedBatcher:
                 filled = 0
                 while filled < u:
                     if stream.remaining == 0:
+                        if filled % self.align:  # padding up to the next group boundary (no jitter)
+                            filled += self.align - filled % self.align
+                            continue
                         example = None if exhausted else next(examples, None)
                         if example is None:
                             exhausted = True

@@ -12,6 +12,11 @@
 #     --exp DIR                  where features, alignments and models go (default: exp, in this directory)
 #     --overwrite                rebuild the corpus and retrain the models from scratch instead of resuming
 #     --unroll-comparison true|false   stage 11 also compares truncated with full unrolling (default: false)
+#     --jitter-comparison true|false   stage 11 also trains the clean-only windowed BLSTM without seed 003's
+#                                jitter, for the held-out accuracy over epochs (default: false)
+#     --unsupervised-demo true|false   stage 11 also trains on half the training set with and without the
+#                                most confident hypotheses of the other half as transcripts (seed 002's
+#                                untranscribed data; default: false)
 #     --am wblstm|lstm           the acoustic network: seed 003's windowed BLSTM or seed 000's LSTM; its
 #                                models are exp/<am>_ce, <am>_smbr, <am>_ce_clean (default: wblstm)
 #
@@ -32,7 +37,10 @@
 #         -> exp/<am>_smbr/decode_*_rescored; 11 comparisons: clean-only CE decoded (and realignment with it), and
 #         with --unroll-comparison true truncated unrolling at (b,u) = (512,10), (256,20), (128,40) vs
 #         full unrolling with length buckets, all at b x u = 5120 frames a step, on at most 1500
-#         training utterances (seed 001 Tables 1 and 2) -> exp/<am>_ce_clean, exp/unroll_*;
+#         training utterances (seed 001 Tables 1 and 2) -> exp/<am>_ce_clean, exp/unroll_*, and with
+#         --unsupervised-demo true seed 002's use of untranscribed audio (steps/lib.sh unsupervised_demo)
+#         -> exp/<am>_sup, exp/<am>_semisup, and with --jitter-comparison true the clean-only windowed BLSTM
+#         without jitter -> exp/wblstm_ce_clean_nojitter, exp/jitter.png;
 #         12 baseline: pocketsphinx's stock en-us model decoding test and test_noisy with the same
 #         lexicon and LM -> exp/pocketsphinx; 13 results table -> exp/RESULTS, training plots -> exp/*/training.png.
 # Every model is decoded at the LM weight a lattice sweep chose on dev (dev_noisy for test_noisy):
@@ -53,9 +61,11 @@ data=data
 exp=exp
 overwrite=false
 unroll_comparison=false
+unsupervised_demo=false
+jitter_comparison=false
 am=wblstm
 
-usage() { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --stage) stage="$2"; shift 2 ;;
@@ -68,6 +78,8 @@ while [ $# -gt 0 ]; do
     --exp) exp="$2"; shift 2 ;;
     --overwrite) overwrite=true; shift ;;
     --unroll-comparison) unroll_comparison="$2"; shift 2 ;;
+    --unsupervised-demo) unsupervised_demo="$2"; shift 2 ;;
+    --jitter-comparison) jitter_comparison="$2"; shift 2 ;;
     --am) am="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "$0: unknown option '$1' (see $0 --help)" >&2; exit 2 ;;
@@ -76,6 +88,8 @@ done
 case "$size" in tiny|small|default) ;; *) echo "$0: --size must be tiny, small or default, not '$size'" >&2; exit 2 ;; esac
 case "$am" in lstm|wblstm) ;; *) echo "$0: --am must be wblstm or lstm, not '$am'" >&2; exit 2 ;; esac
 case "$unroll_comparison" in true|false) ;; *) echo "$0: --unroll-comparison takes true or false, not '$unroll_comparison'" >&2; exit 2 ;; esac
+case "$unsupervised_demo" in true|false) ;; *) echo "$0: --unsupervised-demo takes true or false, not '$unsupervised_demo'" >&2; exit 2 ;; esac
+case "$jitter_comparison" in true|false) ;; *) echo "$0: --jitter-comparison takes true or false, not '$jitter_comparison'" >&2; exit 2 ;; esac
 for value in "$stage" "$stop_stage" "$nj" "$seed"; do
   case "$value" in ''|*[!0-9]*) echo "$0: --stage, --stop-stage, --nj and --seed take whole numbers, not '$value'" >&2; exit 2 ;; esac
 done
@@ -291,6 +305,33 @@ if run_stage 11 && $unroll_comparison; then
     asrkit-train-ce "${comparison_options[@]}" --mode full --frames-per-batch "$frames_per_step" \
       "$comparison_data" "$exp/tree_ali" "$exp/unroll_full"
   decode unroll_full "${am}_ce" test 11
+fi
+
+# Seed 003's jitter (section 4.2, Figure 2): the clean-only windowed BLSTM trained again with every utterance
+# starting on a group boundary (--no-group-jitter), so each frame keeps its place in its group every epoch;
+# the two runs' held-out frame accuracy over epochs -> exp/jitter.png, and their WER.  Off by default: one
+# more training.
+if run_stage 11 && $jitter_comparison; then
+  echo "stage 11: the windowed BLSTM without jitter -> $exp/wblstm_ce_clean_nojitter, $exp/jitter.png" >&2
+  if [ "$am" != wblstm ]; then
+    echo "note: --jitter-comparison is for --am wblstm (the LSTM predicts no groups); skipped" >&2
+  else
+    launch "$gpu_cmd" "$logs/stage11/train_wblstm_ce_clean_nojitter.log" \
+      asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" $(ce_schedule) --num-epochs "$ce_epochs" \
+        --no-group-jitter "$data/train" "$exp/tree_ali" "$exp/wblstm_ce_clean_nojitter"
+    # Dev and test only: a subshell keeps tuned_sets for the stages after.
+    (tuned_sets=("$(echo "${tuned_sets[0]}" | cut -d: -f1,2)"); decode_tuned wblstm_ce_clean_nojitter wblstm_ce 11)
+    python "$ASRKIT_ROOT/steps/plot_held_out.py" "$exp/jitter.png" "jitter=$exp/wblstm_ce_clean" \
+      "no jitter=$exp/wblstm_ce_clean_nojitter" >&2
+  fi
+fi
+
+# Seed 002's untranscribed data: half the training set's transcripts hidden, its most confident hypotheses
+# added to the other half's training (steps/lib.sh unsupervised_demo).  Off by default: two more trainings
+# and a decoding of half the training set, and the selection pays off only when the first model is good.
+if run_stage 11 && $unsupervised_demo; then
+  echo "stage 11: untranscribed data (seed 002) -> $exp/${am}_sup, $exp/${am}_semisup" >&2
+  unsupervised_demo 11
 fi
 
 if run_stage 12; then

@@ -6,6 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 from asrkit.cli.data_dir import (
+    combine_ali_dirs_command,
+    combine_data_command,
     fix_data_dir_command,
     split_data_command,
     subset_data_dir_command,
@@ -134,8 +136,83 @@ def test_subset_usage_errors(data_dir, tmp_path):
     assert result.exit_code == 2 and "NUM_UTTS must be a number" in result.output
 
 
+def test_combine_data_takes_the_union_and_refuses_what_disagrees(data_dir, tmp_path):
+    first, second = os.fspath(tmp_path / "first"), os.fspath(tmp_path / "second")
+    assert run(subset_data_dir_command, ["--first", data_dir, "3", first]).exit_code == 0
+    assert run(subset_data_dir_command, ["--last", data_dir, "2", second]).exit_code == 0
+    write(os.path.join(second, "text"), "b-1 HELLO\nb-2 OTHER WORDS\n")
+    out = os.fspath(tmp_path / "both")
+    result = run(combine_data_command, [out, first, second])
+    assert result.exit_code == 0, result.output
+    assert summary(result).endswith("utterances=4")
+    with open(os.path.join(out, "text")) as handle:
+        assert handle.read() == "a-1 HELLO\na-2 HELLO\nb-1 HELLO\nb-2 OTHER WORDS\n"
+    with open(os.path.join(out, "spk2utt")) as handle:
+        assert handle.read() == "a a-1 a-2\nb b-1 b-2\n"
+    # b-1 says something else in the second dir; a dir without text lacks a table the first has.
+    write(os.path.join(second, "text"), "b-1 GOODBYE\nb-2 OTHER WORDS\n")
+    result = run(combine_data_command, [os.fspath(tmp_path / "bad"), first, second])
+    assert result.exit_code == 1 and "b-1: in text of two of the dirs with different values" in result.output
+    os.remove(os.path.join(second, "text"))
+    result = run(combine_data_command, [os.fspath(tmp_path / "bad"), first, second])
+    assert result.exit_code == 1 and "has no text, which" in result.output
+
+
+def test_combine_ali_dirs_indexes_both_and_refuses_other_trees(tmp_path):
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from asrkit.align.ali_dir import AliJobWriter, finish_ali_dir
+    from asrkit.hmm.tree import ContextDependency
+
+    phones = tmp_path / "phones.txt"
+    write(phones, "<eps> 0\nSIL 1\nAA 2\n")
+    write(tmp_path / "topo", "topology\n")
+
+    def ali_dir(name, utterances, num_pdfs=3):
+        tree = ContextDependency(1, 0, num_pdfs, {"SIL": 1, "AA": 2},
+                                 [{"context": ["*"], "pdf_class": 0, "pdf": num_pdfs - 1}])
+        path = os.fspath(tmp_path / name)
+        os.makedirs(path)
+        writer = AliJobWriter(path, 1)
+        for utt in utterances:
+            writer.write(utt, SimpleNamespace(pdfs=np.array([0, 1, 1], np.int32), phones=np.array([1, 2, 2], np.int32),
+                                              phone_starts=np.array([0, 1], np.int32), status="ok",
+                                              acoustic_loglike=-1.0, graph_cost=0.5, total_score=-1.5, beam=10.0), 2)
+        writer.close()
+        finish_ali_dir(path, 1, tree, os.fspath(phones), os.fspath(tmp_path / "topo"), {"utterances": len(utterances)})
+        return path
+
+    first, second = ali_dir("ali1", ["a-1", "a-2"]), ali_dir("ali2", ["b-1"])
+    out = os.fspath(tmp_path / "both")
+    result = run(combine_ali_dirs_command, [out, first, second])
+    assert result.exit_code == 0, result.output
+    assert summary(result).endswith("utterances=3")
+    from asrkit.io.table import TableReader
+
+    with TableReader(os.path.join(out, "ali.scp")) as table:
+        assert sorted(table.keys()) == ["a-1", "a-2", "b-1"]
+        np.testing.assert_array_equal(table["b-1"], [0, 1, 1])
+    assert open(os.path.join(out, "num_pdfs")).read() == "3\n"
+    result = run(combine_ali_dirs_command, [os.fspath(tmp_path / "bad"), first, first + "/../ali1"])
+    assert result.exit_code == 1 and "a-1: aligned in both" in result.output
+    # --data: only its utterances, from one dir or several.
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    write(keep / "wav.scp", "a-2 /audio/a-2.wav\nb-1 /audio/b-1.wav\n")
+    write(keep / "utt2spk", "a-2 a\nb-1 b\n")
+    result = run(combine_ali_dirs_command, ["--data", os.fspath(keep), os.fspath(tmp_path / "sub"), first])
+    assert result.exit_code == 0 and summary(result).endswith("utterances=1")
+    result = run(combine_ali_dirs_command, ["--data", os.fspath(keep), os.fspath(tmp_path / "two"), first, second])
+    assert result.exit_code == 0 and summary(result).endswith("utterances=2")
+    other = ali_dir("ali3", ["c-1"], num_pdfs=4)
+    result = run(combine_ali_dirs_command, [os.fspath(tmp_path / "bad"), first, other])
+    assert result.exit_code == 1 and "aligned with another tree" in result.output
+
+
 @pytest.mark.parametrize("script", ["validate_data_dir", "fix_data_dir", "split_data",
-                                    "subset_data_dir"])
+                                    "subset_data_dir", "combine_data", "combine_ali_dirs"])
 def test_utils_scripts_are_executable_and_run(script):
     path = os.path.join(REPO_ROOT, "utils", script)
     assert os.access(path, os.X_OK)

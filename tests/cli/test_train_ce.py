@@ -75,6 +75,13 @@ def test_windowed_blstm_trains_exports_and_decodes_like_any_network(featurized_c
         utt, features = next(iter(feats.items()))
     loglikes = model.log_likelihoods(features)
     assert loglikes.shape == (len(features), model.num_pdfs) and (loglikes == loglikes).all()
+    # Without jitter (utterances on group boundaries): the same command, and a resume with jitter is refused.
+    result = CliRunner().invoke(main, args + ["--unroll", "6", "--no-resume", "--no-group-jitter"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0 and "group_jitter" not in result.output, result.output
+    assert json.load(open(exp_dir / "config.json"))["train"]["group_jitter"] is False
+    refused = CliRunner().invoke(main, args + ["--unroll", "6", "--max-steps", "6"])
+    assert refused.exit_code == 1 and "group_jitter False vs now True" in refused.output
 
 
 def test_init_model_starts_from_another_runs_weights(featurized_corpus, tmp_path):

@@ -1,8 +1,8 @@
 """egs/voicesearch/run.sh --size tiny, end to end: corpus, dictionary, noisy sets, lang and LMs, features, flat
 start and monophone training, tree, CE training of the LSTM, decoding at the LM weight chosen on dev, scoring,
 sMBR training with seq-mode example servers, decoding and scoring again (all with the windowed BLSTM,
---am's default), clean-only CE and the unrolling
-comparisons, the pocketsphinx baseline, the results table and the training plots."""
+--am's default), clean-only CE, the unrolling, jitter and untranscribed-data comparisons, the pocketsphinx
+baseline, the results table and the training plots."""
 
 import json
 import os
@@ -23,8 +23,9 @@ SYNTHESISERS = ("flite", "festival", "espeak-ng")
 def test_tiny_recipe_runs_end_to_end(tmp_path):
     data, exp = tmp_path / "data", tmp_path / "exp"
     command = [os.path.join(ROOT, "egs", "voicesearch", "run.sh"), "--size", "tiny", "--data", str(data),
-               "--exp", str(exp), "--unroll-comparison", "true"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+               "--exp", str(exp), "--unroll-comparison", "true", "--unsupervised-demo", "true",
+               "--jitter-comparison", "true"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stderr[-3000:]
     for split in ("train", "dev", "test", "dev_noisy", "test_noisy"):
         assert validate_data_dir(str(data / split), require_text=True) == [], split
@@ -97,6 +98,23 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
         assert len(json.load(open(exp / name / "result.json"))["valid_history"]) >= 5, name
     assert json.load(open(exp / "unroll_full" / "config.json"))["train"]["frames_per_batch"] == 320
     assert (exp / "wblstm_ce_clean_ali" / "ali.scp").exists()
+    # Stage 11, seed 002's untranscribed data: train split in two halves, the second without its transcripts;
+    # the most confident 70% of its hypotheses (at most) join the first half's training.
+    sup = [line.split()[0] for line in open(data / "train_sup" / "utt2spk")]
+    unsup = [line.split()[0] for line in open(data / "train_unsup" / "utt2spk")]
+    assert len(sup) == len(unsup) == 40 and not set(sup) & set(unsup) and not (data / "train_unsup" / "text").exists()
+    selected = dict(line.rstrip("\n").split(" ", 1) for line in open(data / "train_unsup_selected" / "text"))
+    assert 0 < len(selected) <= 28 and set(selected) <= set(unsup)
+    assert [line.split()[0] for line in open(data / "train_unsup_selected" / "utt2confidence")] == sorted(selected)
+    with open(exp / "wblstm_semisup_ali" / "ali.scp") as handle:
+        assert sorted(line.split()[0] for line in handle) == sorted(sup + list(selected))
+    assert json.load(open(exp / "wblstm_semisup" / "config.json"))["data"]["train_utterances"] + 5 == \
+        len(sup) + len(selected)  # --valid-utts 5 held out
+    assert "graph_sup" in open(exp / "log" / "stage11" / "decode_wblstm_sup_train_unsup.log").read()
+    # Stage 11, seed 003's jitter: the clean-only model again with utterances on group boundaries, and the plot.
+    assert json.load(open(exp / "wblstm_ce_clean_nojitter" / "config.json"))["train"]["group_jitter"] is False
+    assert (exp / "jitter.png").stat().st_size > 1000
+    assert "no jitter: held-out frame accuracy at the end of epochs" in result.stderr
     # Every launcher job left its log; each stage's summary lines were shown.
     assert (exp / "log" / "stage6" / "train_mono1.log").exists() and (exp / "log" / "stage8" / "mkgraph.log").exists()
     assert "asrkit-decode summary: status=ok" in result.stderr
@@ -106,8 +124,11 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
         assert len(open(exp / "pocketsphinx" / f"decode_{split}" / "hyp.txt").read().splitlines()) == 10
     results = open(exp / "RESULTS").read()
     # Five decoded sets for each of three models, three rescored ones for the sMBR model, test for the four
-    # unrolling runs, two for pocketsphinx.
-    assert results.count("%WER") == 3 * 5 + 3 + 4 + 2 and "sMBR relative to CE" in results
+    # unrolling runs, dev and test for the two models of the untranscribed-data demonstration and the
+    # selection's score, dev and test without jitter, two for pocketsphinx.
+    assert results.count("%WER") == 3 * 5 + 3 + 4 + 2 * 2 + 1 + 2 + 2 and "sMBR relative to CE" in results
+    assert "clean-only CE without jitter relative to with" in results
+    assert "untranscribed data: with the selected hypotheses relative to without" in results
     assert "# LM weight chosen on dev: wblstm_ce dev " in results and "# WER (%) per test voice" in results
     assert "# stage times (s)" in results
     assert "multi-style relative to clean-only CE" in results and "Truncated vs full unrolling" in results

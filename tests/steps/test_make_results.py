@@ -168,3 +168,17 @@ def test_windowed_blstm_beside_the_lstm(tmp_path):
     assert "# windowed BLSTM relative to the LSTM, ce: test -25.0%" in out
     assert "# windowed BLSTM relative to the LSTM, smbr: test -25.0%" in out
     assert "wblstm_ce_clean: windowed BLSTM, clean-only CE (wblstm_ce's network" in out
+
+
+def test_the_untranscribed_data_demonstration(tmp_path):
+    exp = tmp_path / "exp"
+    _decode(exp, "wblstm_sup", "test", 20.0)
+    _decode(exp, "wblstm_semisup", "test", 18.0)
+    score = exp / "wblstm_semisup" / "selection" / "score"
+    score.mkdir(parents=True)
+    (score / "wer").write_text("%WER 4.00 [ 4 / 100, 1 ins, 1 del, 2 sub ]\n%SER 8.00 [ 2 / 25 ]\n")
+    result = _make_results(exp)
+    assert "# untranscribed data: with the selected hypotheses relative to without: test -10.0%" in result.stdout
+    assert ("# wblstm_semisup's untranscribed utterances, their hypotheses against the hidden transcripts: "
+            "%WER 4.00 [ 4 / 100, 1 ins, 1 del, 2 sub ]") in result.stdout
+    assert "wblstm_semisup: windowed BLSTM, wblstm_sup's training on its half" in result.stdout

@@ -53,6 +53,23 @@ def test_truncated_streams_resets_delay_and_padding():
     assert batches[1].padding_ratio == pytest.approx(3 / 8)
 
 
+def test_without_jitter_every_utterance_starts_on_a_group_boundary():
+    # One stream, u = 8, groups of 4, delay 1: u0 (4 + 1 frames), then padding to position 8; u1 (2 + 1), padding
+    # to 12; u2 (5 + 1) from 12.
+    batcher = TruncatedBatcher(ListExamples(planted([4, 2, 5])), num_streams=1, unroll=8, feature_dim=1,
+                               label_delay=1, align=4)
+    batches = list(batcher)
+    features = np.concatenate([b.features[0, :, 0] for b in batches])
+    mask = np.concatenate([b.mask[0] for b in batches])
+    reset = np.concatenate([b.reset[0] for b in batches])
+    np.testing.assert_array_equal(np.flatnonzero(reset), [0, 8, 12])
+    np.testing.assert_array_equal(mask[:18], [1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1])
+    np.testing.assert_array_equal(features[8:11], [100, 101, 101])
+    np.testing.assert_array_equal(features[12:18], [200, 201, 202, 203, 204, 204])
+    with pytest.raises(ValueError, match="must be positive and divide the unrolling"):
+        TruncatedBatcher(ListExamples(planted([4])), num_streams=1, unroll=10, feature_dim=1, align=4)
+
+
 def test_delayed_labels_never_cross_utterance_boundaries():
     examples = planted([7, 3, 9, 4, 6, 5, 8])
     delay = 3

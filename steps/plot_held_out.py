@@ -4,9 +4,9 @@
     steps/plot_held_out.py <out.png> <label>=<exp-dir> [<label>=<exp-dir> ...]
 
 Each exp dir is an asrkit-train-ce run: its result.json holds the held-out frame accuracy of every
-validation ([step, seconds, accuracy]) and its config.json the frames a step (b x u) and the training
-set's frames, which turn steps into epochs.  Prints one line a run with its accuracy at each epoch's
-end (the validation nearest it) and its last.
+validation ([step, seconds, accuracy]) and the steps and epochs of the whole run, which turn steps
+into epochs (every epoch has about the same number of steps).  Prints one line a run with its accuracy
+at each epoch's end (the validation nearest it) and its last.
 """
 
 import argparse
@@ -17,19 +17,17 @@ import sys
 
 def read_curve(exp_dir):
     """[(epoch, held-out frame accuracy)] of one run."""
-    paths = [os.path.join(exp_dir, name) for name in ("result.json", "config.json")]
-    for path in paths:
-        if not os.path.exists(path):
-            raise SystemExit(f"{path} does not exist: is {exp_dir} a finished asrkit-train-ce run?")
-    with open(paths[0], encoding="utf-8") as handle:
-        history = json.load(handle).get("valid_history") or []
-    with open(paths[1], encoding="utf-8") as handle:
-        config = json.load(handle)
-    train = config["train"]
-    if train["mode"] != "truncated":
-        raise SystemExit(f"{exp_dir}: full unrolling has no fixed frames a step; plot truncated runs")
-    frames_per_step = train["num_streams"] * train["unroll"]
-    return [(step * frames_per_step / config["data"]["train_frames"], accuracy) for step, _, accuracy in history]
+    path = os.path.join(exp_dir, "result.json")
+    if not os.path.exists(path):
+        raise SystemExit(f"{path} does not exist: is {exp_dir} a finished asrkit-train-ce run?")
+    with open(path, encoding="utf-8") as handle:
+        result = json.load(handle)
+    if result.get("resumed_from"):
+        raise SystemExit(f"{exp_dir}: its result.json is of a resumed run, whose history starts at step "
+                         f"{result['resumed_from']}; plot runs trained in one go")
+    history = result.get("valid_history") or []
+    steps_per_epoch = result["steps"] / max(result["epochs"], 1)
+    return [(step / steps_per_epoch, accuracy) for step, _, accuracy in history]
 
 
 def main():

@@ -85,6 +85,14 @@ class StackedLstm(AcousticNet):
             self.layers.append(layer)
             layer_input = layer.output_dim
         self.softmax = DenseLayer(layer_input, num_pdfs, rng=rng, name="softmax")
+        self.devices = None  # place_layers: a device a layer, pipelined over time (asrkit.nn.pipeline)
+
+    def place_layers(self, devices):
+        """Train with layer l on devices[l], the layers pipelined over the window's steps (seed 001's model
+        parallelism); None: everything where TensorFlow puts it."""
+        if devices is not None and len(devices) != len(self.layers):
+            raise ValueError(f"{len(self.layers)} layers need {len(self.layers)} devices, got {len(devices)}")
+        self.devices = devices
 
     def zero_state(self, batch_size):
         return tuple(tensor for layer in self.layers for tensor in layer.zero_state(batch_size))
@@ -93,6 +101,13 @@ class StackedLstm(AcousticNet):
         return [(state[2 * index], state[2 * index + 1]) for index in range(len(self.layers))]
 
     def window_time_major(self, features, state, keep):
+        if self.devices is not None:
+            from asrkit.nn.pipeline import pipelined_window
+
+            outputs, states = pipelined_window(self.layers, self.devices, features, self._layer_states(state), keep)
+            with tf.device(self.devices[-1]):
+                logits = self.softmax(outputs)
+            return logits, tuple(tensor for layer_state in states for tensor in layer_state)
         outputs, new_state = features, []
         for layer, layer_state in zip(self.layers, self._layer_states(state)):
             outputs, layer_state = layer.window(outputs, layer_state, keep)

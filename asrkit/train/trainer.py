@@ -95,6 +95,9 @@ def train_params():
     p.define("max_minibatch_windows", 8, "Minibatch search: the largest minibatch tried, in windows.")
     p.define("minibatch_search_margin", 0.01, "Minibatch search: a size is kept while its training loss on the "
              "tried windows is within this share of one window's.")
+    p.define("model_parallel", False, "Seed 001's model parallelism (asrkit.nn.pipeline): each LSTM layer on its own "
+             "device (a GPU each, else a logical CPU device each), the layers pipelined over the window's time steps "
+             "(lstm models, --strategy local).")
     p.define("precision", "fp32", "fp32, or bf16: the networks' GEMMs in bfloat16 with fp32 weights, states, softmax "
              "and loss (asrkit.nn.precision); refused where the hardware has no native bf16 products.")
     p.define("adagrad_initial_accumulator", 0.1, "Adagrad: initial value of the squared-gradient sums.")
@@ -315,6 +318,22 @@ def _evaluate(steps, batches):
     return loss_sum / max(count, 1.0), correct / max(count, 1.0)
 
 
+def _model_parallel_devices(params, net_config, strategy):
+    """The device of each layer with --model-parallel (asrkit.nn.pipeline), else None; refuses what it cannot do."""
+    if not params.model_parallel:
+        return None
+    if net_config["name"] != "lstm":
+        raise AsrkitError(f"--model-parallel pipelines the layers of the lstm network over time; {net_config['name']} "
+                          "has no such layers (fix: --model lstm, or leave --model-parallel off)")
+    if strategy != "local":
+        raise AsrkitError("--model-parallel places one process's layers on its devices: use it with --strategy local")
+    if params.mode != "truncated":
+        raise AsrkitError("--model-parallel pipelines the truncated training window: use it with --mode truncated")
+    from asrkit.nn.pipeline import layer_devices
+
+    return layer_devices(int(net_config["params"]["num_layers"]))
+
+
 def randomisation_of(params):
     from asrkit.train.randomisation import Randomisation
 
@@ -485,6 +504,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
     # Before any other TensorFlow work: joining a cluster configures the runtime.
     check_strategy_params(options.strategy, params)
     check_scaling_params(params, criterion.name, options.strategy)
+    layer_devices = _model_parallel_devices(params, net_config, options.strategy)  # before TensorFlow starts
     distribution = make_distribution(options.strategy, options.cluster)
     chief = distribution.is_chief
     logger.info("%s", distribution.describe())
@@ -530,6 +550,10 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
             net = build_from_config(net_config, data.feature_dim, data.num_pdfs)
     except ValueError as error:
         raise AsrkitError(f"bad model config: {error}") from None
+    if layer_devices:
+        net.place_layers(layer_devices)
+        logger.info("model parallelism: %s", ", ".join(f"{layer.name} on {device}"
+                                                      for layer, device in zip(net.layers, layer_devices)))
     if params.mode == "truncated" and params.unroll % net.unroll_multiple:
         raise AsrkitError(f"--unroll {params.unroll} is not a multiple of {net.unroll_multiple}, which model "
                           f"{net_config['config']} needs (its frames are predicted in groups)")

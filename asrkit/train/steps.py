@@ -107,16 +107,19 @@ class Steps:
         gradients then equal those of the mean over all the frames of the step."""
         return loss_sum / tf.maximum(self.distribution.sum_over_replicas(count), 1.0)
 
-    def _apply(self, tape, loss):
-        gradients = tape.gradient(loss, self.variables)
+    def _exchange(self, gradients):
+        """This replica's gradients summed with every replica's (1-bit or float), then clipped: (gradients, norm
+        before clipping)."""
         if self.one_bit is None:
             gradients = self.distribution.sum_over_replicas(gradients)
         else:
             gradients = self.one_bit.sum_over_replicas(gradients, self.distribution)
         if self.clip_norm > 0:
-            gradients, norm = tf.clip_by_global_norm(gradients, self.clip_norm)
-        else:
-            norm = tf.linalg.global_norm(gradients)
+            return tf.clip_by_global_norm(gradients, self.clip_norm)
+        return gradients, tf.linalg.global_norm(gradients)
+
+    def _apply(self, tape, loss):
+        gradients, norm = self._exchange(tape.gradient(loss, self.variables))
         self.optimizer.apply(gradients, self.variables, self.learning_rate(self.state.step))
         self.state.step.assign_add(1)
         return norm
@@ -129,26 +132,17 @@ class Steps:
 
     def _accumulate_truncated(self, features, targets, mask, reset):
         """A window's gradients added to the minibatch's: (loss sum, correct frames, labelled frames)."""
-        features = tf.transpose(features, [1, 0, 2])
-        targets = _time_major_targets(targets)
-        weights = _frame_weights(targets, tf.transpose(mask))
-        keep = 1.0 - tf.transpose(reset)
-        state = tuple(variable.read_value() for variable in self.state.stream_state)
+        features, targets, weights, keep, state = self._window_inputs(features, targets, mask, reset)
         with tf.GradientTape() as tape:
             logits, new_state = self.net.window_time_major(features, state, keep)
             loss_sum, correct, count = cross_entropy_sums(logits, targets, weights)
         self._accumulate(loss_sum, count, tape)
-        for variable, value in zip(self.state.stream_state, new_state):
-            variable.assign(value)
+        self._save_state(new_state)
         return loss_sum, correct, count
 
     def _accumulate_full(self, features, targets, mask):
-        features = tf.transpose(features, [1, 0, 2])
-        targets = _time_major_targets(targets)
-        weights = _frame_weights(targets, tf.transpose(mask))
         with tf.GradientTape() as tape:
-            logits = self.net.sequence_time_major(features)
-            loss_sum, correct, count = cross_entropy_sums(logits, targets, weights)
+            loss_sum, correct, count = self._full_sums(features, targets, mask)
         self._accumulate(loss_sum, count, tape)
         return loss_sum, correct, count
 
@@ -157,15 +151,7 @@ class Steps:
         replica's) clipped as a one-window step's is, times `windows` (the sum of the windows' mean gradients),
         at the learning rate of the step of the last window times rate_factor(windows).  Returns the norm."""
         frames = tf.maximum(self.distribution.sum_over_replicas(self.accumulated_frames), 1.0)
-        gradients = [accumulator / frames for accumulator in self.accumulators]
-        if self.one_bit is None:
-            gradients = self.distribution.sum_over_replicas(gradients)
-        else:
-            gradients = self.one_bit.sum_over_replicas(gradients, self.distribution)
-        if self.clip_norm > 0:
-            gradients, norm = tf.clip_by_global_norm(gradients, self.clip_norm)
-        else:
-            norm = tf.linalg.global_norm(gradients)
+        gradients, norm = self._exchange([accumulator / frames for accumulator in self.accumulators])
         rate = self.learning_rate(self.state.step - 1) * self.rate_factor(windows)
         self.optimizer.apply([gradient * windows for gradient in gradients], self.variables, rate, windows=windows)
         for accumulator in self.accumulators:
@@ -173,30 +159,40 @@ class Steps:
         self.accumulated_frames.assign(0.0)
         return norm
 
-    def _truncated(self, features, targets, mask, reset):
-        # Time-major inside: per-step tensors are then contiguous, and only the small int/mask
-        # tensors and the input need transposing, not the [u, b, num_pdfs] logits.
+    def _window_inputs(self, features, targets, mask, reset):
+        """A truncated window's batch time-major: (features [u, b, D], targets [u, b], weights of the labelled
+        frames, keep = 1 - reset, the streams' saved state).  Time-major inside: per-step tensors are then
+        contiguous, and only the small int/mask tensors and the input need transposing, not the logits."""
         features = tf.transpose(features, [1, 0, 2])
         targets = _time_major_targets(targets)
         weights = _frame_weights(targets, tf.transpose(mask))
         keep = 1.0 - tf.transpose(reset)
         state = tuple(variable.read_value() for variable in self.state.stream_state)
+        return features, targets, weights, keep, state
+
+    def _save_state(self, new_state):
+        for variable, value in zip(self.state.stream_state, new_state):
+            variable.assign(value)
+
+    def _truncated(self, features, targets, mask, reset):
+        features, targets, weights, keep, state = self._window_inputs(features, targets, mask, reset)
         with tf.GradientTape() as tape:
             logits, new_state = self.net.window_time_major(features, state, keep)
             loss_sum, correct, count = cross_entropy_sums(logits, targets, weights)
             loss = self._mean_over_replicas(loss_sum, count)
         norm = self._apply(tape, loss)
-        for variable, value in zip(self.state.stream_state, new_state):
-            variable.assign(value)
+        self._save_state(new_state)
         return loss_sum, correct, count, norm
 
-    def _full(self, features, targets, mask):
-        features = tf.transpose(features, [1, 0, 2])
+    def _full_sums(self, features, targets, mask):
+        """cross_entropy_sums of the network on a batch of whole utterances [b, T, ...] (inside a tape)."""
         targets = _time_major_targets(targets)
-        weights = _frame_weights(targets, tf.transpose(mask))
+        logits = self.net.sequence_time_major(tf.transpose(features, [1, 0, 2]))
+        return cross_entropy_sums(logits, targets, _frame_weights(targets, tf.transpose(mask)))
+
+    def _full(self, features, targets, mask):
         with tf.GradientTape() as tape:
-            logits = self.net.sequence_time_major(features)
-            loss_sum, correct, count = cross_entropy_sums(logits, targets, weights)
+            loss_sum, correct, count = self._full_sums(features, targets, mask)
             loss = self._mean_over_replicas(loss_sum, count)
         norm = self._apply(tape, loss)
         return loss_sum, correct, count, norm
@@ -267,8 +263,7 @@ class SequenceSteps(Steps):
             auxiliary = auxiliary_sum(logits, pdfs, values)
             loss = self._mean_over_replicas(-auxiliary, tf.reduce_sum(time_mask))
         norm = self._apply(tape, loss)
-        for variable, value in zip(self.state.stream_state, new_state):
-            variable.assign(value)
+        self._save_state(new_state)
         return self._seq_outputs(logits, targets, weights, auxiliary, norm)
 
     def _full_seq(self, features, targets, mask, pdfs, values):

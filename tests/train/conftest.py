@@ -130,6 +130,13 @@ class LoopbackCluster:
             return subprocess.Popen([sys.executable, "-m", self.module] + args, stdout=log,
                                     stderr=subprocess.STDOUT, env=env)
 
+    def worker_clusters(self, directory, count=2):
+        """Cluster files (TF_CONFIG's format) of `count` multiworker workers on free loopback ports, one a worker."""
+        workers = [f"localhost:{port}" for port in self.free_ports(count)]
+        return [self.write_json(directory / f"cluster{index}.json",
+                                {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
+                for index in range(count)]
+
     @staticmethod
     def finish(processes, timeout=180):
         """Exit codes of `processes`; kills them all when one takes longer than `timeout` seconds."""

@@ -75,11 +75,7 @@ def test_cli_refuses_multiworker_without_a_cluster(corpus, tmp_path, monkeypatch
 def test_two_multiworker_workers_on_loopback_stay_in_sync_and_resume(corpus, tmp_path, ce_cluster):
     data_dir, ali_dir, _ = corpus(num_utts=12)
     exp_dir = tmp_path / "exp"
-    ports = ce_cluster.free_ports(2)
-    workers = [f"localhost:{port}" for port in ports]
-    clusters = [ce_cluster.write_json(tmp_path / f"cluster{index}.json",
-                           {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
-                for index in range(2)]
+    clusters = ce_cluster.worker_clusters(tmp_path)
 
     def run(max_steps, tag):
         args = [data_dir, ali_dir, str(exp_dir)] + TINY_MODEL + [
@@ -146,11 +142,7 @@ def test_one_bit_sgd_across_two_multiworker_workers_keeps_them_in_sync(corpus, t
     """--gradient-quantization 1bit: the workers exchange packed signs and column means through the strategy's
     all-gather and apply the same sum, so their weights stay identical; ps mode refuses it."""
     data_dir, ali_dir, _ = corpus(num_utts=12)
-    ports = ce_cluster.free_ports(2)
-    workers = [f"localhost:{port}" for port in ports]
-    clusters = [ce_cluster.write_json(tmp_path / f"cluster{index}.json",
-                                      {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
-                for index in range(2)]
+    clusters = ce_cluster.worker_clusters(tmp_path)
     args = [data_dir, ali_dir, str(tmp_path / "exp")] + TINY_MODEL + [
         "--strategy", "multiworker", "--gradient-quantization", "1bit", "--num-streams", "2", "--unroll", "5",
         "--num-epochs", "0", "--max-steps", "3", "--log-every", "1", "--valid-utts", "0"]
@@ -173,11 +165,7 @@ def test_minibatch_search_across_two_multiworker_workers_chooses_one_size_and_ke
     """--minibatch-search-every: both workers try the sizes on their own upcoming windows, sum the tries'
     losses, choose the same size and exchange gradients once per minibatch; the weights stay identical."""
     data_dir, ali_dir, _ = corpus(num_utts=12)
-    ports = ce_cluster.free_ports(2)
-    workers = [f"localhost:{port}" for port in ports]
-    clusters = [ce_cluster.write_json(tmp_path / f"cluster{index}.json",
-                                      {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
-                for index in range(2)]
+    clusters = ce_cluster.worker_clusters(tmp_path)
     args = [data_dir, ali_dir, str(tmp_path / "exp")] + TINY_MODEL + [
         "--strategy", "multiworker", "--num-streams", "2", "--unroll", "5", "--num-epochs", "0", "--max-steps", "16",
         "--log-every", "4", "--valid-utts", "0", "--minibatch-search-every", "4", "--minibatch-search-steps", "4",

@@ -17,13 +17,10 @@ def task_args(seq_task, exp_dir):
 
 def test_two_multiworker_seq_workers_stay_in_sync_and_only_the_chief_publishes(seq_task, tmp_path, seq_cluster):
     exp_dir = tmp_path / "exp"
-    workers = [f"localhost:{port}" for port in seq_cluster.free_ports(2)]
     args = task_args(seq_task, exp_dir) + SEQ_ARGS + ["--strategy", "multiworker", "--num-streams", "2",
                                                       "--unroll", "5"]
     logs = [tmp_path / f"worker{index}.log" for index in range(2)]
-    clusters = [seq_cluster.write_json(tmp_path / f"cluster{index}.json",
-                                       {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
-                for index in range(2)]
+    clusters = seq_cluster.worker_clusters(tmp_path)
     processes = [seq_cluster.start(args + ["--cluster", clusters[index]], logs[index]) for index in range(2)]
     codes = seq_cluster.finish(processes)
     assert codes == [0, 0], "\n".join(open(log).read()[-3000:] for log in logs)

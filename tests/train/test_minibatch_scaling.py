@@ -210,3 +210,11 @@ def test_training_with_searches_learns_resumes_exactly_and_records_the_sizes(cor
                                atol=1e-5)
     with pytest.raises(AsrkitError, match="the checkpoint holds the searched minibatch size only when"):
         train_ce(data_dir, ali_dir, str(tmp_path / "resumed"), _options(max_steps=30, minibatch_search_every=0))
+
+
+def test_full_unrolling_searches_too(corpus, tmp_path):
+    data_dir, ali_dir, _ = corpus(num_utts=12)
+    result = train_ce(data_dir, ali_dir, str(tmp_path / "exp"), _options(
+        mode="full", frames_per_batch=120, bucket_bounds="20,40,70", optimizer="adam", learning_rate=0.01,
+        minibatch_search_every=4, minibatch_search_steps=4, max_minibatch_windows=2, max_steps=12))
+    assert result.steps == 12 and [search[0] for search in result.minibatch_searches] == [4, 8]

@@ -257,6 +257,15 @@ decode_tuned() {
   done
 }
 
+# decode_tuned_first MODEL GRAPH_MODEL STAGE: decode_tuned for the first dev set of tuned_sets and its first test
+# set only (the comparisons of clean models; train_fit would be part of a demonstration's training data).
+decode_tuned_first() {
+  local first
+  first="$(echo "${tuned_sets[0]}" | cut -d: -f1,2)"
+  local -a tuned_sets=("$first")
+  decode_tuned "$@"
+}
+
 # rescore_lm MODEL GRAPH_MODEL STAGE ARPA: the lattices of the first entry of tuned_sets (decode_tuned with
 # write_lattices=true) rescored from the decoding LM (data/local/lm/test.arpa) to ARPA at the LM weight
 # chosen on dev (seed 003 section 5.1: a larger LM over the first pass's lattices) -> exp/MODEL/
@@ -331,10 +340,7 @@ unsup_fraction=0.5
 unsup_select_share=0.7
 unsup_decode_options=(--beam 15 --lattice-beam 8)
 unsupervised_demo() {
-  local stage_number="$1" total count dev weight prior clean_sets
-  # The first dev set and its first test set only (train_fit would mix the two halves).
-  clean_sets="$(echo "${tuned_sets[0]}" | cut -d: -f1,2)"
-  local -a tuned_sets=("$clean_sets")
+  local stage_number="$1" total count dev weight prior
   total="$(wc -l < "$data/train/utt2spk")"
   count="$(awk -v n="$total" -v f="$unsup_fraction" 'BEGIN { printf "%d", n * f }')"
   launch "$cpu_cmd" "$logs/stage$stage_number/subset_unsup.log" \
@@ -390,7 +396,7 @@ unsupervised_train() {
   launch "$gpu_cmd" "$logs/stage$1/train_$2.log" \
     asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" $(ce_schedule "$ce_epochs" 4 "$3") --num-epochs "$ce_epochs" \
       "$3" "$4" "$exp/$2"
-  decode_tuned "$2" "${am}_ce" "$1"
+  decode_tuned_first "$2" "${am}_ce" "$1"
 }
 
 # make_results COMMAND_LINE RECIPE: the results table -> exp/RESULTS (steps/make_results.py), and the

@@ -200,9 +200,10 @@ def write_selection(decode_dir, graph_dir, data_dir, out_dir, tree_path=None, lm
     lm_weight = lm_weight or lattice_lm_weight(decode_dir)
     words = SymbolTable.read(os.path.join(graph_dir, "words.txt"))
     if tree_path is None:
-        info_path = os.path.join(graph_dir, "graph_info.json")
-        model_dir = json.load(open(info_path, encoding="utf-8")).get("model_dir") if os.path.exists(info_path) \
-            else None
+        info_path, model_dir = os.path.join(graph_dir, "graph_info.json"), None
+        if os.path.exists(info_path):
+            with open(info_path, encoding="utf-8") as handle:
+                model_dir = json.load(handle).get("model_dir")
         if not model_dir:
             raise AsrkitError(f"{graph_dir} does not say which model it was made for (graph_info.json); give the "
                               "tree (--tree MODEL/tree.json)")

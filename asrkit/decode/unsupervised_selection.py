@@ -11,7 +11,7 @@ lattices, asrkit.decode.lattice), and for an utterance:
   arc posteriors (asrkit.decode.word_lattice.arc_posteriors) of the arcs that emit that pdf at that
   frame, whatever their path (Kaldi's lattice-to-post summed per pdf);
 - its confidence is the mean of those posteriors over the frames whose best-path pdf is not a
-  silence pdf (asrkit.sequence.outer.silence_pdfs: pdfs only silence phones emit).
+  silence pdf (asrkit.hmm.tree.ContextDependency.pdfs_of_phones_only: pdfs only silence phones emit).
 
 `select` then drops empty hypotheses, keeps the `max_per_text` most confident utterances of each
 transcription, and takes the rest most confident first until the target (hours of audio, a number

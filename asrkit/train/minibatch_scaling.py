@@ -25,6 +25,7 @@ per sample (decay ** k per update, asrkit.train.optimizers), and the learning ra
 
 import logging
 import math
+import time
 
 import numpy as np
 
@@ -37,7 +38,7 @@ def learning_rate_factor(optimizer, windows, momentum=0.0):
     """What the learning rate is multiplied by for one update of `windows` windows (a float or a tensor)."""
     if optimizer == "sgd":
         if not momentum:
-            return windows * 0.0 + 1.0
+            return 1.0
         return (1.0 - momentum ** windows) / (1.0 - momentum)
     if optimizer in ("adagrad", "adam"):
         return windows ** 0.5
@@ -95,8 +96,8 @@ class Snapshot:
 class MinibatchScaler:
     """Runs the steps with `windows` windows an update and searches for the largest good `windows`.
 
-    `steps` is an asrkit.train.steps.Steps built with `accumulate=True`; `distribution` sums the tries'
-    losses over the workers so that all of them choose the same size.
+    `steps` is an asrkit.train.steps.Steps built with `accumulate` (its learning-rate factor); `distribution`
+    sums the tries' losses over the workers so that all of them choose the same size.
     """
 
     def __init__(self, steps, params, distribution, mode, windows_variable):
@@ -151,8 +152,6 @@ class MinibatchScaler:
     def search(self, step, batches, variables):
         """Tries the sizes on `batches` (the upcoming windows) from the current state, which it leaves as it found
         it; sets and returns the chosen size."""
-        import time
-
         started = time.monotonic()
         self.flush()
         self.searched_at = step

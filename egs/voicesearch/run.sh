@@ -322,8 +322,7 @@ if run_stage 11 && $jitter_comparison; then
     launch "$gpu_cmd" "$logs/stage11/train_wblstm_ce_clean_nojitter.log" \
       asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" $(ce_schedule) --num-epochs "$ce_epochs" \
         --no-group-jitter "$data/train" "$exp/tree_ali" "$exp/wblstm_ce_clean_nojitter"
-    # Dev and test only: a subshell keeps tuned_sets for the stages after.
-    (tuned_sets=("$(echo "${tuned_sets[0]}" | cut -d: -f1,2)"); decode_tuned wblstm_ce_clean_nojitter wblstm_ce 11)
+    decode_tuned_first wblstm_ce_clean_nojitter wblstm_ce 11
     python "$ASRKIT_ROOT/steps/plot_held_out.py" "$exp/jitter.png" "jitter=$exp/wblstm_ce_clean" \
       "no jitter=$exp/wblstm_ce_clean_nojitter" >&2
   fi

@@ -286,6 +286,27 @@ rescore_lm() {
   done
 }
 
+# ctc_comparison STAGE: ${am}_ce_clean's network, clean features and epochs trained with CTC over phones and a
+# blank (asrkit-train-ce --criterion ctc: whole utterances, the tree alignments' phones as targets) -> exp/${am}_ctc,
+# its graph with the CTC topology over the trigram's L o G, decoded like the clean-only CE model.  A full-mode batch
+# holds 4x the frames of a truncated step (4x b streams of 20), so the schedule counts steps of that size; CTC's
+# spiky posteriors want lower LM weights than the hybrid's, and dev chooses whether to divide by the label priors
+# (Eesen does) and how much.
+ctc_lm_weights=(--min-lmwt 0.5 --max-lmwt 3 --lmwt-step 0.25)
+ctc_prior_scales="1 0.5 0"
+ctc_comparison() {
+  local batch_streams=$(( streams * 4 ))
+  launch "$gpu_cmd" "$logs/stage$1/train_${am}_ctc.log" \
+    asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" --criterion ctc --mode full \
+      --frames-per-batch $(( batch_streams * 20 )) $(streams="$batch_streams" ce_schedule) --num-epochs "$ce_epochs" \
+      "$data/train" "$exp/tree_ali" "$exp/${am}_ctc"
+  launch "$cpu_cmd" "$logs/stage$1/mkgraph_${am}_ctc.log" \
+    mkgraph "$data/lang_test" "$exp/${am}_ctc/final" "$exp/${am}_ctc/graph"
+  local prior_scales="$ctc_prior_scales"
+  local -a dev_sweep=(--lmwt-sweep --sweep-method lattice "${ctc_lm_weights[@]}")
+  decode_tuned_first "${am}_ctc" "${am}_ctc" "$1"
+}
+
 # pocketsphinx_baseline STAGE SET...: pocketsphinx's stock en-us model (trained on real speech by
 # another toolkit) decoding data/SET with the same lexicon and trigram LM -> exp/pocketsphinx: the
 # reference every WER of the recipe is read against.  With pocketsphinx_lm_weights set (e.g. "6.5 10

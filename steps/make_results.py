@@ -42,6 +42,10 @@ ROLES = {
     "ce_clean_nojitter": "{network}_ce_clean without seed 003's jitter (utterances start on group boundaries)",
     "sup": "clean-only CE on the transcribed half of the training set (seed 002's demonstration)",
     "semisup": "{network}_sup's training on its half and the most confident hypotheses of the untranscribed half",
+    "g1": "clean-only CE at seed 003's 20+1+20 (the recipe's cells and layers, the unrolling comparison's subset)",
+    "g8": "clean-only CE at seed 003's 20+8+20 (the recipe's cells and layers, the unrolling comparison's subset)",
+    "ctc": "CTC over phones and a blank ({network}_ce_clean's network, features and epochs; whole utterances; "
+           "graph with the CTC topology)",
 }
 MODEL_NAME = re.compile(r"^(" + "|".join(NETWORKS) + r")_(" + "|".join(ROLES) + r")$")
 DESCRIPTIONS = {
@@ -93,6 +97,10 @@ def comparisons(wers):
                       f"clean-only CE without jitter relative to with{suffix}", ""))
         pairs.append((f"{network}_sup", f"{network}_semisup",
                       f"untranscribed data: with the selected hypotheses relative to without{suffix}", ""))
+        pairs.append((f"{network}_g1", f"{network}_g8", f"20+8+20 relative to 20+1+20{suffix}",
+                      " (seed 003 Table 5: +13% on Hub5'00 without jitter, -1% with it)"))
+        pairs.append((f"{network}_ce_clean", f"{network}_ctc", f"CTC relative to the clean-only CE hybrid{suffix}",
+                      ""))
     for role in ROLES:
         pairs.append((f"lstm_{role}", f"wblstm_{role}", f"windowed BLSTM relative to the LSTM, {role}", ""))
     return [pair for pair in pairs if pair[0] in wers and pair[1] in wers]

@@ -300,11 +300,14 @@ def _energy_features(data_dir):
 def align_data_dir(data_dir, lang_dir, model_dir, ali_dir, source, options=None):
     """Viterbi alignments of every utterance of data_dir with the tree of model_dir on `source`'s
     log-likelihoods; returns AlignResult."""
-    from asrkit.graph.hclg import check_phones_compatible, read_num_pdfs
+    from asrkit.graph.hclg import check_phones_compatible, model_outputs, read_num_pdfs
     from asrkit.graph.symbols import SymbolTable
 
     options = options or AlignOptions()
     model_dir, lang_dir = os.fspath(model_dir), os.fspath(lang_dir)
+    if model_outputs(model_dir) != "pdfs":
+        raise AsrkitError(f"{model_dir} is a CTC model (its outputs are phones and a blank, not HMM states): it "
+                          "cannot align; align with an HMM model (asrkit-train-ce --criterion ce)")
     tree_path = os.path.join(model_dir, TREE_FILE)
     tree = ContextDependency.read(tree_path)
     read_num_pdfs(model_dir)

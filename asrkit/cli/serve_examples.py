@@ -64,6 +64,9 @@ def _watch_parent(server, logger):
 @click.option("--styles", type=click.Path(exists=True, dir_okay=False),
               help="Noise style config (JSON, as asrkit-noisify's --styles): noisify every utterance on the fly.")
 @click.option("--from-feats", is_flag=True, help="Read DATA_DIR/feats.scp instead of featurizing the audio.")
+@click.option("--targets", type=click.Choice(["pdfs", "phones"]), default="pdfs", show_default=True,
+              help="The targets served: pdfs (ALI_DIR/ali.scp) or phones (ALI_DIR/phone_ali.scp, for "
+                   "asrkit-train-ce --criterion ctc, which asks its local:N servers for them).")
 @click.option("--cmvn", type=click.Path(exists=True, dir_okay=False),
               help="CMVN statistics [default: DATA_DIR/cmvn.h5].")
 @click.option("--utt-list", type=click.Path(exists=True, dir_okay=False),
@@ -127,11 +130,11 @@ def _watch_parent(server, logger):
 @options_file
 @asrkit_command("asrkit-serve-examples")
 def main(data_dir, ali_dir, bind, shard, seed, randomisation, rolling_block_utts, rolling_window_blocks, styles,
-         from_feats, cmvn, utt_list, queue_capacity, num_epochs, start_epoch, start_after, max_utterances, max_length_mismatch, allow_remote, curve_secret_key, endpoint_file,
+         from_feats, targets, cmvn, utt_list, queue_capacity, num_epochs, start_epoch, start_after, max_utterances, max_length_mismatch, allow_remote, curve_secret_key, endpoint_file,
          exit_with_parent, mode, model_dir, snapshot_dir, snapshot_check_seconds, graph_dir, criterion, acoustic_scale,
          beam, lattice_beam, boost, frame_rejection, min_posterior, one_silence_class, num_threads,
          log_interval):
-    """Serve training examples of DATA_DIR with the targets in ALI_DIR (ali.scp, num_pdfs).
+    """Serve training examples of DATA_DIR with the targets in ALI_DIR (ali.scp, num_pdfs; or phone_ali.scp).
 
     Audio is read, noisified (--styles), featurized with DATA_DIR/conf/featurize.json and normalised
     with the CMVN statistics; one tf.train.SequenceExample per utterance goes out on a ZeroMQ PUSH
@@ -157,7 +160,7 @@ def main(data_dir, ali_dir, bind, shard, seed, randomisation, rolling_block_utts
     options = ServerOptions(
         bind=bind, shard=shard, seed=seed,
         randomisation=Randomisation(randomisation, rolling_block_utts, rolling_window_blocks), styles=styles,
-        from_feats=from_feats, cmvn=cmvn, utt_list=utt_list,
+        from_feats=from_feats, targets=targets, cmvn=cmvn, utt_list=utt_list,
         queue_capacity=queue_capacity, num_epochs=num_epochs, start_epoch=start_epoch, start_after=start_after,
         max_utterances=max_utterances,
         allow_remote=allow_remote, curve_secret_key=curve_secret_key, endpoint_file=endpoint_file,

@@ -9,11 +9,13 @@ from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
 from asrkit.cli.options_file import options_file
 
 CHOICES = {"mode": ("truncated", "full"), "optimizer": ("adagrad", "adam", "sgd"),
-           "lr_schedule": ("constant", "exponential"), "criterion": ("smbr", "mmi", "mmi-fr", "bmmi")}
+           "lr_schedule": ("constant", "exponential"), "criterion": ("ce", "ctc")}
 
 
-def training_options(params_function):
-    """A decorator adding one --option per hyperparameter of params_function(), with its help text and default."""
+def training_options(params_function, choices=None):
+    """A decorator adding one --option per hyperparameter of params_function(), with its help text and default;
+    `choices` replaces entries of CHOICES (the values an option takes)."""
+    choices = {**CHOICES, **(choices or {})}
 
     def decorate(function):
         for name, default, description in reversed(params_function().describe()):
@@ -23,7 +25,7 @@ def training_options(params_function):
                 function = click.option(f"{flag}/{off}", name, default=None,
                                         help=f"{description} [default: {flag if default else off}]")(function)
                 continue
-            kind = click.Choice(CHOICES[name]) if name in CHOICES else type(default)
+            kind = click.Choice(choices[name]) if name in choices else type(default)
             function = click.option(flag, name, type=kind, default=None, show_default=False,
                                     help=f"{description} [default: {default}]")(function)
         return function
@@ -32,9 +34,9 @@ def training_options(params_function):
 
 
 def _train_params():
-    from asrkit.train.trainer import train_params
+    from asrkit.train.trainer import ce_params
 
-    return train_params()
+    return ce_params()
 
 
 def _model_choices():
@@ -124,13 +126,13 @@ def main(data_dir, ali_dir, exp_dir, model, model_params, init_model, cmvn, vali
     """Train an acoustic network with cross-entropy on DATA_DIR's features and ALI_DIR's alignments.
 
     DATA_DIR is featurized (feats.scp, conf/featurize.json, cmvn.h5); ALI_DIR holds ali.scp and
-    num_pdfs.  Writes EXP_DIR/config.json, checkpoints/, tensorboard/ and the exported model final/.
+    num_pdfs (with --criterion ctc: phone_ali.scp and phones.txt).  Writes EXP_DIR/config.json, checkpoints/, tensorboard/ and the exported model final/.
     """
     from asrkit.errors import AsrkitError
     from asrkit.logs import command_line, summary_line
     from asrkit.nn.registry import model_config, parse_overrides
     from asrkit.tf_runtime import import_tensorflow
-    from asrkit.train.trainer import TrainOptions, train_ce, train_params
+    from asrkit.train.trainer import TrainOptions, ce_params, train_ce
 
     from asrkit.train.distribute import serve_forever, serves_only
 
@@ -145,7 +147,7 @@ def main(data_dir, ali_dir, exp_dir, model, model_params, init_model, cmvn, vali
         train_overrides = {name: value for name, value in train_values.items() if value is not None}
         if print_config:
             click.echo(json.dumps({"model": model_config(model, overrides),
-                                   "train": train_params().set(**train_overrides).to_dict()}, indent=2, sort_keys=True))
+                                   "train": ce_params().set(**train_overrides).to_dict()}, indent=2, sort_keys=True))
             return
     except (KeyError, ValueError) as error:
         raise AsrkitError(str(error.args[0]) if error.args else str(error)) from None

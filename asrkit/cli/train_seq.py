@@ -26,7 +26,7 @@ def _seq_params():
 @strategy_options("Only the chief publishes snapshots; every worker's servers follow them in "
                   "EXP_DIR/snapshots, so workers on other machines need EXP_DIR on a shared file system.")
 @click.option("--print-config", is_flag=True, help="Print the effective training config as JSON and exit.")
-@training_options(_seq_params)
+@training_options(_seq_params, {"criterion": ("smbr", "mmi", "mmi-fr", "bmmi")})
 @options_file
 @asrkit_command("asrkit-train-seq")
 def main(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, cmvn, valid_data_dir, valid_ali_dir, resume,

@@ -195,12 +195,14 @@ def write_selection(decode_dir, graph_dir, data_dir, out_dir, tree_path=None, lm
     from asrkit.data.split import subset_data_dir
     from asrkit.data.validate import validate_data_dir
     from asrkit.decode.unsupervised_selection import best_path_confidence, select
+    from asrkit.graph.hclg import model_outputs
     from asrkit.hmm.tree import ContextDependency
 
     lm_weight = lm_weight or lattice_lm_weight(decode_dir)
     words = SymbolTable.read(os.path.join(graph_dir, "words.txt"))
+    model_dir = None
     if tree_path is None:
-        info_path, model_dir = os.path.join(graph_dir, "graph_info.json"), None
+        info_path = os.path.join(graph_dir, "graph_info.json")
         if os.path.exists(info_path):
             with open(info_path, encoding="utf-8") as handle:
                 model_dir = json.load(handle).get("model_dir")
@@ -209,7 +211,13 @@ def write_selection(decode_dir, graph_dir, data_dir, out_dir, tree_path=None, lm
                               "tree (--tree MODEL/tree.json)")
         tree_path = os.path.join(model_dir, "tree.json")
     with open(os.path.join(graph_dir, "phones", "silence.txt"), encoding="utf-8") as handle:
-        silence = np.array(ContextDependency.read(tree_path).pdfs_of_phones_only(handle.read().split()), np.int64)
+        silence_phones = handle.read().split()
+    if model_dir and model_outputs(model_dir) == "ctc-phones":
+        # A CTC model's outputs are phone ids (asrkit.train.ctc): the silence phones' own; the blank is no silence.
+        phones = SymbolTable.read(os.path.join(graph_dir, "phones.txt"))
+        silence = np.array([phones[name] for name in silence_phones], np.int64)
+    else:
+        silence = np.array(ContextDependency.read(tree_path).pdfs_of_phones_only(silence_phones), np.int64)
     data = DataDir.load(data_dir)
     known = set(data.utterance_ids)
     candidates, result = [], SelectionResult(0, 0, 0, 0, 0, 0, 0.0, 0.0, lm_weight)

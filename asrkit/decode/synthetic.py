@@ -1,4 +1,5 @@
-"""Synthetic decoding tasks for tests and benchmarks: dict dirs, texts, and oracle-like log-likelihoods.
+"""Synthetic decoding tasks for tests and benchmarks: dict dirs, texts, oracle-like log-likelihoods, and a
+featurized toy corpus whose features carry their pdfs (write_toy_corpus).
 
 Oracle-like log-likelihoods come from a known alignment: every frame gets
 `correct` for the pdf of its aligned HMM state and `wrong` for every other pdf,
@@ -6,9 +7,13 @@ plus Gaussian noise, so a decoder that works recovers the words (up to
 homophones) and a noisy one makes errors the way a weak model does.
 """
 
+import json
 import os
+import shutil
 
 import numpy as np
+
+TOY_FEATURE_DIM = 12
 
 
 def write_dict_dir(path, lexicon, nonsilence_phones=None, oov_word="<UNK>"):
@@ -109,3 +114,51 @@ def build_toy_task(directory, lexicon=None, sentences=None, order=2, method="kn"
     write_monophone_model_dir(paths["lang"], paths["model"])
     make_graph(paths["lang"], paths["model"], paths["graph"])
     return paths
+
+
+def write_toy_corpus(root, task, num_utts=40, seed=0, feature_dim=TOY_FEATURE_DIM):
+    """root/data (features, CMVN, text, utt2spk) and root/ali (ali.scp, num_pdfs, tree.json; phone_ali.scp and
+    phones.txt) for toy sentences of build_toy_task's `task`: each frame's feature is its pdf's random centre
+    plus noise, along an oracle alignment.  Returns (data_dir, ali_dir)."""
+    from asrkit.frontend.cmvn import CmvnStats
+    from asrkit.hmm.tree import ContextDependency
+    from asrkit.io.table import ShardWriter, write_scp
+
+    rng = np.random.default_rng(seed)
+    tree = ContextDependency.read(os.path.join(task["model"], "tree.json"))
+    pdf_of_phone = monophone_pdf_of_phone(tree)
+    phone_of_pdf = {pdf: tree.phones[name] for name, pdf in pdf_of_phone.items()}
+    lexicon = {line.split()[0]: line.split()[1:] for line in open(os.path.join(task["dict"], "lexicon.txt"))}
+    centres = rng.standard_normal((tree.num_pdfs, feature_dim)) * 3.0
+    data_dir, ali_dir = os.path.join(root, "data"), os.path.join(root, "ali")
+    os.makedirs(os.path.join(data_dir, "conf"))
+    os.makedirs(ali_dir)
+    texts, cmvn = {}, CmvnStats(feature_dim)
+    feats_shard = os.path.join(root, "feats", "feats.1.h5")
+    ali_shard, phone_shard = os.path.join(ali_dir, "ali.1.h5"), os.path.join(ali_dir, "phone_ali.1.h5")
+    with ShardWriter(feats_shard) as feats, ShardWriter(ali_shard) as ali, ShardWriter(phone_shard) as phone_ali:
+        for index in range(num_utts):
+            utt = f"spk{index % 4}-{index:03d}"
+            words = TOY_SENTENCES[index % len(TOY_SENTENCES)].split()
+            alignment = oracle_alignment(words, lexicon, pdf_of_phone, rng, min_frames=2, max_frames=4)
+            features = (centres[alignment] + 0.5 * rng.standard_normal((len(alignment), feature_dim))).astype(np.float32)
+            feats.write(utt, features)
+            ali.write(utt, alignment)
+            phone_ali.write(utt, np.array([phone_of_pdf[pdf] for pdf in alignment], np.int32))
+            cmvn.accumulate(features)
+            texts[utt] = " ".join(words)
+    write_scp(os.path.join(data_dir, "feats.scp"), [feats_shard])
+    write_scp(os.path.join(ali_dir, "ali.scp"), [ali_shard])
+    write_scp(os.path.join(ali_dir, "phone_ali.scp"), [phone_shard])
+    cmvn.write(os.path.join(data_dir, "cmvn.h5"))
+    with open(os.path.join(data_dir, "conf", "featurize.json"), "w") as out:
+        json.dump({"num_mel_bins": feature_dim, "stack_frames": 1, "subsample": 1}, out)
+    with open(os.path.join(data_dir, "text"), "w") as out:
+        out.writelines(f"{utt} {text}\n" for utt, text in sorted(texts.items()))
+    with open(os.path.join(data_dir, "utt2spk"), "w") as out:
+        out.writelines(f"{utt} {utt.split('-')[0]}\n" for utt in sorted(texts))
+    with open(os.path.join(ali_dir, "num_pdfs"), "w") as out:
+        out.write(f"{tree.num_pdfs}\n")
+    shutil.copyfile(os.path.join(task["model"], "tree.json"), os.path.join(ali_dir, "tree.json"))
+    shutil.copyfile(os.path.join(task["lang"], "phones.txt"), os.path.join(ali_dir, "phones.txt"))
+    return data_dir, ali_dir

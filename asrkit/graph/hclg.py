@@ -57,7 +57,10 @@ class GraphInfo:
 
 
 def read_num_pdfs(model_dir):
-    """num_pdfs of a model dir: from tree.json, checked against the `num_pdfs` file when that exists."""
+    """num_pdfs of a model dir: from tree.json, checked against the `num_pdfs` file when that exists (a CTC
+    model's outputs, which have no tree: its `num_pdfs` file)."""
+    if model_outputs(model_dir) == "ctc-phones":
+        return read_num_pdfs_file(os.path.join(model_dir, "num_pdfs"))
     tree = ContextDependency.read(os.path.join(model_dir, TREE_FILE))
     path = os.path.join(model_dir, "num_pdfs")
     if os.path.exists(path):
@@ -106,13 +109,27 @@ def compose_lg(lang_dir):
     return lg
 
 
+def model_outputs(model_dir):
+    """What a model dir's outputs are: "pdfs" (the tree's), or model.json's "outputs" ("ctc-phones")."""
+    path = os.path.join(model_dir, "model.json")
+    if not os.path.exists(path):
+        return "pdfs"  # an alignment or tree dir: its tree's pdfs
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle).get("outputs", "pdfs")
+
+
 def make_graph(lang_dir, model_dir, graph_dir, options=None):
-    """Build graph_dir/HCLG.fst and its companions; returns GraphInfo."""
+    """Build graph_dir/HCLG.fst and its companions; returns GraphInfo.  A CTC model's graph is T o L o G
+    (asrkit.graph.ctc_topology)."""
     import kaldifst
 
     options = options or GraphOptions()
     start = time.monotonic()
     lang_dir, model_dir, graph_dir = map(os.fspath, (lang_dir, model_dir, graph_dir))
+    if model_outputs(model_dir) == "ctc-phones":
+        from asrkit.graph.ctc_topology import make_ctc_graph
+
+        return make_ctc_graph(lang_dir, model_dir, graph_dir)
     phone_table = SymbolTable.read(os.path.join(lang_dir, "phones.txt"))
     tree = ContextDependency.read(os.path.join(model_dir, TREE_FILE))
     read_num_pdfs(model_dir)
@@ -144,10 +161,16 @@ def make_graph(lang_dir, model_dir, graph_dir, options=None):
     arrays = remove_input_symbols(fst_to_arrays(hclg), h.disambig_input_labels)
     del hclg
     arrays = add_self_loops(arrays, h.self_loop_probs, options.self_loop_scale)
-    if arrays.num_arcs and arrays.ilabel.max() > tree.num_pdfs:
-        raise AsrkitError(f"internal error: HCLG has input label {arrays.ilabel.max()} > num_pdfs {tree.num_pdfs}")
-    hclg = arrays_to_fst(arrays)
+    return write_graph_dir(graph_dir, arrays, tree.num_pdfs, lang_dir, model_dir, dataclasses.asdict(options),
+                           sizes, start)
 
+
+def write_graph_dir(graph_dir, arrays, num_pdfs, lang_dir, model_dir, options, sizes, start):
+    """graph_dir/HCLG.fst from the graph's arrays, with the lang dir's symbol tables, num_pdfs and
+    graph_info.json; returns GraphInfo."""
+    if arrays.num_arcs and arrays.ilabel.max() > num_pdfs:
+        raise AsrkitError(f"internal error: HCLG has input label {arrays.ilabel.max()} > num_pdfs {num_pdfs}")
+    hclg = arrays_to_fst(arrays)
     os.makedirs(graph_dir, exist_ok=True)
     with atomic_path(os.path.join(graph_dir, "HCLG.fst")) as tmp:
         if not hclg.write(tmp):
@@ -158,14 +181,14 @@ def make_graph(lang_dir, model_dir, graph_dir, options=None):
     shutil.rmtree(phones_out, ignore_errors=True)
     shutil.copytree(os.path.join(lang_dir, "phones"), phones_out)
     with atomic_output(os.path.join(graph_dir, "num_pdfs")) as out:
-        out.write(f"{tree.num_pdfs}\n")
+        out.write(f"{num_pdfs}\n")
 
     info = GraphInfo(
-        num_pdfs=tree.num_pdfs, num_states=arrays.num_states, num_arcs=arrays.num_arcs,
+        num_pdfs=num_pdfs, num_states=arrays.num_states, num_arcs=arrays.num_arcs,
         seconds=time.monotonic() - start, peak_memory_mib=_peak_memory_mib(), sizes=sizes,
     )
     with atomic_output(os.path.join(graph_dir, "graph_info.json")) as out:
-        json.dump(dataclasses.asdict(info) | {"options": dataclasses.asdict(options),
+        json.dump(dataclasses.asdict(info) | {"options": options,
                                                "lang_dir": os.path.abspath(lang_dir),
                                                "model_dir": os.path.abspath(model_dir)},
                   out, indent=2)

@@ -17,6 +17,9 @@ and renamed into place), holding:
 | `tree.json`, `phones.txt` | copies from the alignment dir when it has them: the pdfs' phonetic meaning |
 |                           | (utils/mkgraph builds the decoding graph for the model from them)          |
 
+A CTC model (asrkit.train.ctc) has no tree.json: its model.json says `"outputs": "ctc-phones"`
+(output k is phone k of its phones.txt, output 0 the blank), and its priors are label frequencies.
+
 Why a checkpoint plus a JSON config rather than a SavedModel: it is written in
 milliseconds with no tracing (sequence training will publish snapshots every
 few hundred steps in this same layout), it holds plain named arrays that
@@ -74,11 +77,12 @@ def _write_lines(path, values, fmt):
 
 
 def write_model_dir(model_dir, net, model_config, pdf_counts, feature_config_path, cmvn_path, prior_floor=1e-8,
-                    provenance=None, context_files=()):
+                    provenance=None, context_files=(), outputs=None):
     """Export `net` with its config, priors, pdf count, feature config and CMVN copy into `model_dir`.
 
     context_files: paths copied in as they are, e.g. the alignment's tree.json and phones.txt,
-    which utils/mkgraph and asrkit-decode read from the model dir.
+    which utils/mkgraph and asrkit-decode read from the model dir.  outputs: what the outputs are when
+    they are not the tree's pdfs (model.json's "outputs"; "ctc-phones": asrkit.train.ctc).
     """
     from asrkit.tf_runtime import import_tensorflow
 
@@ -111,6 +115,8 @@ def write_model_dir(model_dir, net, model_config, pdf_counts, feature_config_pat
             "prior_floor": prior_floor,
             "provenance": provenance or {},
         }
+        if outputs:
+            info["outputs"] = outputs
         with open(os.path.join(building, "model.json"), "w", encoding="utf-8") as out:
             json.dump(info, out, indent=2, sort_keys=True)
             out.write("\n")

@@ -50,11 +50,11 @@ def read_feature_config(data_dir):
 
 class ExampleProducer:
     def __init__(self, data_dir, ali_dir, utterance_ids=None, cmvn_path=None, from_feats=False, styles_path=None,
-                 seed=1, tolerance=1, num_threads=1, babble_pool_size=50):
+                 seed=1, tolerance=1, num_threads=1, babble_pool_size=50, targets="pdfs"):
         from asrkit.data.data_dir import DataDir
         from asrkit.frontend.cmvn import CmvnStats
         from asrkit.io.table import TableReader
-        from asrkit.train.training_set import read_num_pdfs
+        from asrkit.train.training_set import alignment_targets
 
         if from_feats and styles_path:
             raise AsrkitError("--styles noisifies audio; it cannot be combined with --from-feats")
@@ -63,15 +63,12 @@ class ExampleProducer:
         self.seed = seed
         self.tolerance = tolerance
         self.feature_config = read_feature_config(data_dir)
-        self.num_pdfs = read_num_pdfs(ali_dir)
+        ali_scp, self.num_pdfs = alignment_targets(ali_dir, targets)
         cmvn_path = cmvn_path or os.path.join(data_dir, "cmvn.h5")
         if not os.path.exists(cmvn_path):
             raise AsrkitError(f"{cmvn_path} does not exist (fix: featurize {data_dir} with --compute-cmvn or pass "
                               "--cmvn)")
         self.cmvn = CmvnStats.read(cmvn_path)
-        ali_scp = os.path.join(ali_dir, "ali.scp")
-        if not os.path.exists(ali_scp):
-            raise AsrkitError(f"{ali_scp} does not exist (the alignment dir must hold ali.scp and num_pdfs)")
         self._alignments = TableReader(ali_scp)
         self._feats = self._data = self._extractor = self.noisifier = None
         if from_feats:

@@ -64,6 +64,7 @@ class ServerOptions:
     max_length_mismatch: int = 1
     num_threads: int = 1
     babble_pool_size: int = 50
+    targets: str = "pdfs"  # "phones": phone_ali.scp (CTC training, asrkit.train.ctc)
     log_interval: float = 30.0
     drain_seconds: float = 2.0  # after a stop request: how long the message in hand may wait for the trainer
     end_linger_seconds: float = 10.0  # after the last epoch: how long queued messages may wait to be taken
@@ -117,7 +118,7 @@ class ExampleServer:
         self.stop_requested = threading.Event()
         wanted = read_utt_list(o.utt_list) if o.utt_list else None
         self.producer = ExampleProducer(data_dir, ali_dir, wanted, o.cmvn, o.from_feats, o.styles, o.seed,
-                                        o.max_length_mismatch, o.num_threads, o.babble_pool_size)
+                                        o.max_length_mismatch, o.num_threads, o.babble_pool_size, o.targets)
         self.utterance_ids = shard_utterances(self.producer.utterance_ids, o.shard)
         if self.producer.missing_alignment:
             logger.warning("%d utterances have no alignment and are not served (first: %s)",

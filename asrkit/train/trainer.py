@@ -206,7 +206,8 @@ def _check_resumable(exp_dir, config):
         problems.append(f"model {previous.get('model')} vs now {config['model']}")
     if previous.get("init_model") != config.get("init_model"):
         problems.append(f"init_model {previous.get('init_model')} vs now {config.get('init_model')}")
-    defaults = train_params().to_dict()  # what a run made before a knob existed ran with
+    # What a run made before a knob existed ran with (a CE run's config had no criterion before CTC came).
+    defaults = {**train_params().to_dict(), "criterion": "ce"}
     for key in FIXED_ON_RESUME:
         if key not in config["train"]:  # a knob of another kind of training (the criterion: seq only)
             continue
@@ -372,23 +373,30 @@ class CrossEntropyCriterion:
 
     name = "ce"
     server_mode = "ce"
+    targets = "pdfs"  # which alignments are the targets (asrkit.train.training_set.alignment_targets)
+    model_outputs = None  # model.json's "outputs" when they are not the tree's pdfs
+    context_files = ("tree.json", "phones.txt")  # copied from the alignment dir into the exported model
 
     def __init__(self, params, init_model=None):
         self.params = params
         self.init_model = init_model
         self.spec_augment = None
 
+    def steps_class(self):
+        from asrkit.train.steps import Steps
+
+        return Steps
+
     def make_steps(self, net, optimizer, learning_rate, training_state, distribution=None):
         from asrkit.train.minibatch_scaling import learning_rate_factor
-        from asrkit.train.steps import Steps
 
         p = self.params
         rate_factor = None
         if p.minibatch_search_every:
             def rate_factor(windows):
                 return learning_rate_factor(p.optimizer, windows, p.sgd_momentum)
-        return Steps(net, optimizer, learning_rate, p.clip_norm, training_state, distribution,
-                     p.gradient_quantization, accumulate=rate_factor)
+        return self.steps_class()(net, optimizer, learning_rate, p.clip_norm, training_state, distribution,
+                                  p.gradient_quantization, accumulate=rate_factor)
 
     def prepare(self, data, cmvn):
         """The loaded training data (asrkit.train.training_set.TrainingData) and CMVN statistics."""
@@ -454,12 +462,20 @@ class CrossEntropyCriterion:
         pass
 
 
+def ce_params():
+    """train_params() plus asrkit-train-ce's criterion."""
+    p = train_params()
+    p.define("criterion", "ce", "ce: frame cross-entropy on the tree's pdfs; ctc: CTC over phones and a blank "
+             "(seeds 000/001 section 3; asrkit.train.ctc), on the alignment dir's phone_ali.scp, --mode full.")
+    return p
+
+
 def train_ce(data_dir, ali_dir, exp_dir, options=None):
-    """Train with cross-entropy; see the module docstring.  Returns a TrainResult."""
+    """Train with cross-entropy (or CTC); see the module docstring.  Returns a TrainResult."""
     from asrkit.nn.registry import model_config
 
     options = options or TrainOptions()
-    params = train_params()
+    params = ce_params()
     try:
         params.set(**options.params)
         net_config = model_config(options.model, options.model_overrides)
@@ -474,8 +490,15 @@ def train_ce(data_dir, ali_dir, exp_dir, options=None):
                               f"{json.dumps(other.get('params'), sort_keys=True)}) than this run's ({net_config['name']} "
                               f"{json.dumps(net_config['params'], sort_keys=True)}): give the same --model and "
                               "--model-param options")
-    return run_training(data_dir, ali_dir, exp_dir, options, params, net_config,
-                        CrossEntropyCriterion(params, options.init_model))
+    if params.criterion == "ctc":
+        from asrkit.train.ctc import CtcCriterion
+
+        criterion = CtcCriterion(params, options.init_model)
+    elif params.criterion == "ce":
+        criterion = CrossEntropyCriterion(params, options.init_model)
+    else:
+        raise AsrkitError(f"criterion must be ce or ctc, not {params.criterion!r}")
+    return run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criterion)
 
 
 def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criterion):
@@ -511,7 +534,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
 
     data = load_training_data(
         data_dir, ali_dir, options.cmvn, params.valid_utts, options.valid_data_dir, options.valid_ali_dir,
-        params.max_length_mismatch, params.max_skip_ratio, params.seed,
+        params.max_length_mismatch, params.max_skip_ratio, params.seed, targets=criterion.targets,
     )
     logger.info(
         "training set: %d utterances, %d frames, %d-dim features, %d pdfs; held-out: %s; skipped: %d",
@@ -806,8 +829,9 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
             data.cmvn_path, params.prior_floor,
             provenance={"steps": step, "epochs": epoch, "exp_dir": os.path.abspath(exp_dir),
                         "train_frames": data.train.num_frames, "created": time.strftime("%Y-%m-%d %H:%M:%S")},
-            context_files=[path for path in (os.path.join(ali_dir, "tree.json"),
-                                             os.path.join(ali_dir, "phones.txt")) if os.path.exists(path)],
+            context_files=[path for path in (os.path.join(ali_dir, name) for name in criterion.context_files)
+                           if os.path.exists(path)],
+            outputs=criterion.model_outputs,
         )
         logger.info("exported the model to %s", model_dir)
     else:

@@ -53,6 +53,25 @@ def read_num_pdfs(ali_dir):
     return read_num_pdfs_file(path)
 
 
+def alignment_targets(ali_dir, targets="pdfs"):
+    """(alignment table, number of classes) of an alignment dir for the given targets: "pdfs" (ali.scp,
+    num_pdfs), or "phones" (phone_ali.scp; classes are the ids of phones.txt, 0 being <eps>: CTC's blank)."""
+    if targets == "pdfs":
+        ali_scp, num_classes = os.path.join(ali_dir, "ali.scp"), read_num_pdfs(ali_dir)
+    elif targets == "phones":
+        from asrkit.graph.symbols import SymbolTable
+
+        ali_scp = os.path.join(ali_dir, "phone_ali.scp")
+        phones = _require(os.path.join(ali_dir, "phones.txt"), "phone targets need the phone table",
+                          "align with asrkit-align or utils/convert_ali, which write it")
+        table = SymbolTable.read(phones)
+        num_classes = 1 + max(phone_id for name, phone_id in table.items() if not name.startswith("#"))
+    else:
+        raise AsrkitError(f"targets must be pdfs or phones, not {targets!r}")
+    _require(ali_scp, f"the alignment dir has no {os.path.basename(ali_scp)}", "run asrkit-align")
+    return ali_scp, num_classes
+
+
 def _require(path, what, fix):
     if not os.path.exists(path):
         raise AsrkitError(f"{path} does not exist: {what} (fix: {fix})")
@@ -86,16 +105,16 @@ def _check_utterances(feats, ali, utterance_ids, num_pdfs, tolerance, skipped, c
 
 
 def load_training_data(data_dir, ali_dir, cmvn_path=None, valid_utts=0, valid_data_dir=None, valid_ali_dir=None,
-                       tolerance=1, max_skip_ratio=0.05, seed=1):
-    """Pair and check features and alignments; hold out `valid_utts` utterances or use `valid_data_dir`."""
+                       tolerance=1, max_skip_ratio=0.05, seed=1, targets="pdfs"):
+    """Pair and check features and alignments; hold out `valid_utts` utterances or use `valid_data_dir`.
+    targets: "pdfs" (ali.scp) or "phones" (phone_ali.scp, for CTC), as alignment_targets reads them."""
     feats_scp = _require(os.path.join(data_dir, "feats.scp"), "the data dir is not featurized",
                          f"run asrkit-featurize {data_dir} <feat-dir> --compute-cmvn")
     feature_config_path = _require(os.path.join(data_dir, "conf", "featurize.json"), "no feature config",
                                    f"featurize {data_dir} with asrkit-featurize")
     cmvn_path = cmvn_path or os.path.join(data_dir, "cmvn.h5")
     _require(cmvn_path, "no CMVN statistics", "featurize the training set with --compute-cmvn or pass --cmvn")
-    ali_scp = _require(os.path.join(ali_dir, "ali.scp"), "the alignment dir has no ali.scp", "run asrkit-align")
-    num_pdfs = read_num_pdfs(ali_dir)
+    ali_scp, num_pdfs = alignment_targets(ali_dir, targets)
 
     skipped = {}
     counts = np.zeros(num_pdfs, np.int64)
@@ -132,8 +151,8 @@ def load_training_data(data_dir, ali_dir, cmvn_path=None, valid_utts=0, valid_da
     if valid_data_dir is not None:
         valid_feats = _require(os.path.join(valid_data_dir, "feats.scp"), "the held-out data dir is not featurized",
                                f"run asrkit-featurize on {valid_data_dir}")
-        valid_ali = _require(os.path.join(valid_ali_dir or ali_dir, "ali.scp"), "no alignments for the held-out set",
-                             "pass --valid-ali-dir")
+        valid_ali = _require(os.path.join(valid_ali_dir or ali_dir, os.path.basename(ali_scp)),
+                             "no alignments for the held-out set", "pass --valid-ali-dir")
         with TableReader(valid_feats) as feats, TableReader(valid_ali) as ali:
             keys = feats.keys()
             if keys and feats.shape(keys[0])[1] != feature_dim:

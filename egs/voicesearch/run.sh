@@ -17,8 +17,13 @@
 #     --unsupervised-demo true|false   stage 11 also trains on half the training set with and without the
 #                                most confident hypotheses of the other half as transcripts (seed 002's
 #                                untranscribed data; default: false)
+#     --ctc-comparison true|false   stage 11 also trains the clean-only network with CTC over phones
+#                                (seeds 000/001) and decodes it with a CTC-topology graph (default: false)
+#     --group-comparison true|false   stage 11 also trains the clean-only windowed BLSTM at seed 003's 20+1+20
+#                                and 20+8+20 on the unrolling comparison's subset (default: false)
 #     --am wblstm|lstm           the acoustic network: seed 003's windowed BLSTM or seed 000's LSTM; its
-#                                models are exp/<am>_ce, <am>_smbr, <am>_ce_clean (default: wblstm)
+#                                models are exp/<am>_ce, <am>_smbr, <am>_ce_clean (default: wblstm; the LSTM
+#                                gets twice the CE epochs, the same training time)
 #
 # Stages: 0 set-up (synthesisers, .venv); 1 corpus synthesis -> data/{train,dev,test};
 #         2 dictionary -> data/local/dict; 3 noisy dev/test copies -> data/{dev,test}_noisy;
@@ -40,7 +45,9 @@
 #         training utterances (seed 001 Tables 1 and 2) -> exp/<am>_ce_clean, exp/unroll_*, and with
 #         --unsupervised-demo true seed 002's use of untranscribed audio (steps/lib.sh unsupervised_demo)
 #         -> exp/<am>_sup, exp/<am>_semisup, and with --jitter-comparison true the clean-only windowed BLSTM
-#         without jitter -> exp/wblstm_ce_clean_nojitter, exp/jitter.png;
+#         without jitter -> exp/wblstm_ce_clean_nojitter, exp/jitter.png, and with --ctc-comparison true
+#         CTC over phones -> exp/<am>_ctc, and with --group-comparison true the windowed BLSTM at 20+1+20 and
+#         20+8+20 -> exp/wblstm_g1, exp/wblstm_g8;
 #         12 baseline: pocketsphinx's stock en-us model decoding test and test_noisy with the same
 #         lexicon and LM -> exp/pocketsphinx; 13 results table -> exp/RESULTS, training plots -> exp/*/training.png.
 # Every model is decoded at the LM weight a lattice sweep chose on dev (dev_noisy for test_noisy):
@@ -63,6 +70,8 @@ overwrite=false
 unroll_comparison=false
 unsupervised_demo=false
 jitter_comparison=false
+ctc_comparison=false
+group_comparison=false
 am=wblstm
 
 usage() { sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
@@ -80,6 +89,8 @@ while [ $# -gt 0 ]; do
     --unroll-comparison) unroll_comparison="$2"; shift 2 ;;
     --unsupervised-demo) unsupervised_demo="$2"; shift 2 ;;
     --jitter-comparison) jitter_comparison="$2"; shift 2 ;;
+    --ctc-comparison) ctc_comparison="$2"; shift 2 ;;
+    --group-comparison) group_comparison="$2"; shift 2 ;;
     --am) am="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "$0: unknown option '$1' (see $0 --help)" >&2; exit 2 ;;
@@ -90,6 +101,8 @@ case "$am" in lstm|wblstm) ;; *) echo "$0: --am must be wblstm or lstm, not '$am
 case "$unroll_comparison" in true|false) ;; *) echo "$0: --unroll-comparison takes true or false, not '$unroll_comparison'" >&2; exit 2 ;; esac
 case "$unsupervised_demo" in true|false) ;; *) echo "$0: --unsupervised-demo takes true or false, not '$unsupervised_demo'" >&2; exit 2 ;; esac
 case "$jitter_comparison" in true|false) ;; *) echo "$0: --jitter-comparison takes true or false, not '$jitter_comparison'" >&2; exit 2 ;; esac
+case "$ctc_comparison" in true|false) ;; *) echo "$0: --ctc-comparison takes true or false, not '$ctc_comparison'" >&2; exit 2 ;; esac
+case "$group_comparison" in true|false) ;; *) echo "$0: --group-comparison takes true or false, not '$group_comparison'" >&2; exit 2 ;; esac
 for value in "$stage" "$stop_stage" "$nj" "$seed"; do
   case "$value" in ''|*[!0-9]*) echo "$0: --stage, --stop-stage, --nj and --seed take whole numbers, not '$value'" >&2; exit 2 ;; esac
 done
@@ -167,6 +180,12 @@ esac
 # epochs against 4: dev WER 20.98 -> 19.26, test 16.66 -> 15.49 (RESULTS), for about 2 minutes.
 ce_from_clean=true
 ce_finetune_lr=0.001
+# Seed 003 compares its windowed BLSTM with the LSTM at equal training time.  The recipe's LSTM steps at
+# about 1.85x the windowed BLSTM's frames/s (bench/wblstm.py: 6+5+6 trains at 0.54x), so --am lstm gets
+# twice the CE epochs, the windowed BLSTM's training wall time (each run's seconds are in RESULTS).
+if [ "$am" = lstm ] && [ "$size" != tiny ]; then
+  ce_epochs=$(( ce_epochs * 2 )); multi_style_epochs=$(( multi_style_epochs * 2 ))
+fi
 # Stage 11's unrolling comparisons: (b,u) pairs at one b x u (the paper's 5120 frames a step; the tiny
 # corpus, about 5000 frames in all, gets 320), on at most comparison_utts training utterances.
 case "$size" in
@@ -174,6 +193,14 @@ case "$size" in
   *)    unroll_pairs="512:10 256:20 128:40" ;;
 esac
 comparison_utts=1500
+# comparison_subset STAGE: comparison_data = the training set, or a subset of comparison_utts utterances of it.
+comparison_subset() {
+  comparison_data="$data/train"
+  if [ "$(wc -l < "$data/train/utt2spk")" -gt "$comparison_utts" ]; then
+    comparison_data="$data/train_${comparison_utts}"
+    launch "$cpu_cmd" "$logs/stage$1/subset.log" subset_data_dir --seed 1 "$data/train" "$comparison_utts" "$comparison_data"
+  fi
+}
 train_fit_utts=150
 [ "$size" = tiny ] && train_fit_utts=10
 # Each command's options are in conf/<command>.conf (Kaldi's conf/); what depends on the corpus size
@@ -287,11 +314,7 @@ fi
 # default: four trainings that took 40% of the default recipe's time and no part of its models.
 if run_stage 11 && $unroll_comparison; then
   echo "stage 11: truncated vs full unrolling at a constant b x u -> $exp/unroll_*" >&2
-  comparison_data="$data/train"
-  if [ "$(wc -l < "$data/train/utt2spk")" -gt "$comparison_utts" ]; then
-    comparison_data="$data/train_${comparison_utts}"
-    launch "$cpu_cmd" "$logs/stage11/subset.log" subset_data_dir --seed 1 "$data/train" "$comparison_utts" "$comparison_data"
-  fi
+  comparison_subset 11
   # Seed 001's experiment is the LSTM's, whatever --am is (and u = 10 is no multiple of wblstm's group).
   read -ra lstm_model <<< "$(am=lstm ce_model_options "$ce_cells")"
   comparison_options=("${train_options[@]}" "${lstm_model[@]}" --num-epochs "$ce_epochs" --valid-utts 50 --valid-every 10)
@@ -334,6 +357,32 @@ fi
 if run_stage 11 && $unsupervised_demo; then
   echo "stage 11: untranscribed data (seed 002) -> $exp/${am}_sup, $exp/${am}_semisup" >&2
   unsupervised_demo 11
+fi
+
+# Seed 003's frame grouping at the paper's sizes: the clean-only windowed BLSTM (the recipe's cells and layers) at
+# 20+1+20 and at 20+8+20 on the unrolling comparison's subset, u = 40 (a multiple of 8) with half the streams
+# (the same frames a step); their WER and decoding frames/s.  Off by default: 20+1+20 trains at about 1/6 the
+# speed of 20+8+20 (bench/wblstm.py), too slow for the whole training set in the recipe's hour.
+if run_stage 11 && $group_comparison; then
+  echo "stage 11: the windowed BLSTM at 20+1+20 and 20+8+20 (seed 003) -> $exp/wblstm_g1, $exp/wblstm_g8" >&2
+  comparison_subset 11
+  for group in 1 8; do
+    launch "$gpu_cmd" "$logs/stage11/train_wblstm_g$group.log" \
+      asrkit-train-ce "${train_options[@]}" --model wblstm --model-param num_layers=2 \
+        --model-param num_cells=$(( ce_cells / 2 )) --model-param context=20 --model-param group="$group" \
+        --num-streams $(( streams / 2 )) --unroll 40 $(ce_schedule "$ce_epochs" 4 "$comparison_data") \
+        --num-epochs "$ce_epochs" "$comparison_data" "$exp/tree_ali" "$exp/wblstm_g$group"
+    decode_tuned_first "wblstm_g$group" "${am}_ce" 11
+    echo "wblstm_g$group: decoding $(grep -ho 'frames_per_second=[0-9]*' "$logs/stage11/decode_wblstm_g${group}_test.log")" >&2
+  done
+fi
+
+# Seeds 000/001's CTC: clean-only CE's network, features and epochs trained with CTC over phones and a blank on
+# whole utterances (asrkit.train.ctc), decoded with its own graph (the CTC topology over L o G, the same trigram;
+# steps/lib.sh ctc_comparison).  Off by default: one more training.
+if run_stage 11 && $ctc_comparison; then
+  echo "stage 11: CTC over phones (seeds 000/001) -> $exp/${am}_ctc" >&2
+  ctc_comparison 11
 fi
 
 if run_stage 12; then

@@ -1,8 +1,8 @@
 """egs/voicesearch/run.sh --size tiny, end to end: corpus, dictionary, noisy sets, lang and LMs, features, flat
 start and monophone training, tree, CE training of the LSTM, decoding at the LM weight chosen on dev, scoring,
 sMBR training with seq-mode example servers, decoding and scoring again (all with the windowed BLSTM,
---am's default), clean-only CE, the unrolling, jitter and untranscribed-data comparisons, the pocketsphinx
-baseline, the results table and the training plots."""
+--am's default), clean-only CE, the unrolling, jitter, untranscribed-data, CTC and frame-grouping
+comparisons, the pocketsphinx baseline, the results table and the training plots."""
 
 import json
 import os
@@ -24,7 +24,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     data, exp = tmp_path / "data", tmp_path / "exp"
     command = [os.path.join(ROOT, "egs", "voicesearch", "run.sh"), "--size", "tiny", "--data", str(data),
                "--exp", str(exp), "--unroll-comparison", "true", "--unsupervised-demo", "true",
-               "--jitter-comparison", "true"]
+               "--jitter-comparison", "true", "--ctc-comparison", "true", "--group-comparison", "true"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stderr[-3000:]
     for split in ("train", "dev", "test", "dev_noisy", "test_noisy"):
@@ -115,6 +115,16 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert json.load(open(exp / "wblstm_ce_clean_nojitter" / "config.json"))["train"]["group_jitter"] is False
     assert (exp / "jitter.png").stat().st_size > 1000
     assert "no jitter: held-out frame accuracy at the end of epochs" in result.stderr
+    # Stage 11, CTC: phone targets on whole utterances, a model without a tree and its own CTC-topology graph.
+    ctc_config = json.load(open(exp / "wblstm_ctc" / "final" / "model.json"))
+    assert ctc_config["outputs"] == "ctc-phones" and not (exp / "wblstm_ctc" / "final" / "tree.json").exists()
+    assert json.load(open(exp / "wblstm_ctc" / "graph" / "graph_info.json"))["options"] == {"topology": "ctc"}
+    assert (exp / "wblstm_ctc" / "decode_test" / "best_wer").exists()
+    # Stage 11, seed 003's frame grouping: 20+1+20 and 20+8+20, their test WER and decoding speed.
+    for group in (1, 8):
+        params = json.load(open(exp / f"wblstm_g{group}" / "config.json"))["model"]["params"]
+        assert (params["context"], params["group"]) == (20, group)
+        assert f"wblstm_g{group}: decoding frames_per_second=" in result.stderr
     # Every launcher job left its log; each stage's summary lines were shown.
     assert (exp / "log" / "stage6" / "train_mono1.log").exists() and (exp / "log" / "stage8" / "mkgraph.log").exists()
     assert "asrkit-decode summary: status=ok" in result.stderr
@@ -125,8 +135,9 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     results = open(exp / "RESULTS").read()
     # Five decoded sets for each of three models, three rescored ones for the sMBR model, test for the four
     # unrolling runs, dev and test for the two models of the untranscribed-data demonstration and the
-    # selection's score, dev and test without jitter, two for pocketsphinx.
-    assert results.count("%WER") == 3 * 5 + 3 + 4 + 2 * 2 + 1 + 2 + 2 and "sMBR relative to CE" in results
+    # selection's score, dev and test without jitter, of the CTC model and of the two groupings, two for pocketsphinx.
+    assert results.count("%WER") == 3 * 5 + 3 + 4 + 2 * 2 + 1 + 2 + 2 + 2 * 2 + 2 and "sMBR relative to CE" in results
+    assert "CTC relative to the clean-only CE hybrid" in results and "20+8+20 relative to 20+1+20" in results
     assert "clean-only CE without jitter relative to with" in results
     assert "untranscribed data: with the selected hypotheses relative to without" in results
     assert "# LM weight chosen on dev: wblstm_ce dev " in results and "# WER (%) per test voice" in results

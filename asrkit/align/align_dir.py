@@ -311,7 +311,7 @@ def align_data_dir(data_dir, lang_dir, model_dir, ali_dir, source, options=None)
     tree_path = os.path.join(model_dir, TREE_FILE)
     tree = ContextDependency.read(tree_path)
     read_num_pdfs(model_dir)
-    check_phones_compatible(tree, SymbolTable.read(os.path.join(lang_dir, "phones.txt")), lang_dir, model_dir)
+    check_phones_compatible(tree.phones, SymbolTable.read(os.path.join(lang_dir, "phones.txt")), lang_dir, tree_path)
     if source.num_pdfs() != tree.num_pdfs:
         raise AsrkitError(f"the log-likelihoods ({source.describe()}) have {source.num_pdfs()} columns but the tree "
                           f"of {model_dir} has {tree.num_pdfs} pdfs; they do not come from this model")

@@ -195,7 +195,7 @@ def write_selection(decode_dir, graph_dir, data_dir, out_dir, tree_path=None, lm
     from asrkit.data.split import subset_data_dir
     from asrkit.data.validate import validate_data_dir
     from asrkit.decode.unsupervised_selection import best_path_confidence, select
-    from asrkit.graph.hclg import model_outputs
+    from asrkit.graph.hclg import CTC_OUTPUTS, model_outputs
     from asrkit.hmm.tree import ContextDependency
 
     lm_weight = lm_weight or lattice_lm_weight(decode_dir)
@@ -212,7 +212,7 @@ def write_selection(decode_dir, graph_dir, data_dir, out_dir, tree_path=None, lm
         tree_path = os.path.join(model_dir, "tree.json")
     with open(os.path.join(graph_dir, "phones", "silence.txt"), encoding="utf-8") as handle:
         silence_phones = handle.read().split()
-    if model_dir and model_outputs(model_dir) == "ctc-phones":
+    if model_dir and model_outputs(model_dir) == CTC_OUTPUTS:
         # A CTC model's outputs are phone ids (asrkit.train.ctc): the silence phones' own; the blank is no silence.
         phones = SymbolTable.read(os.path.join(graph_dir, "phones.txt"))
         silence = np.array([phones[name] for name in silence_phones], np.int64)

@@ -19,7 +19,7 @@ import time
 
 from asrkit.errors import AsrkitError
 from asrkit.graph.fst_arrays import build_fst, fst_to_arrays
-from asrkit.graph.hclg import _size, compose_lg, write_graph_dir
+from asrkit.graph.hclg import _size, check_phones_compatible, compose_lg, write_graph_dir
 from asrkit.graph.self_loops import remove_input_symbols
 from asrkit.graph.symbols import SymbolTable, read_int_list
 from asrkit.hmm.num_pdfs import read_num_pdfs_file
@@ -59,13 +59,8 @@ def make_ctc_graph(lang_dir, model_dir, graph_dir):
     model_phones_path = os.path.join(model_dir, "phones.txt")
     if not os.path.exists(model_phones_path):
         raise AsrkitError(f"{model_phones_path} does not exist: a CTC model dir holds the phone table of its outputs")
-    model_phones = {name: phone_id for name, phone_id in SymbolTable.read(model_phones_path).items()
-                    if phone_id > 0 and not name.startswith("#")}
-    phones = {name: phone_id for name, phone_id in lang_phones.items() if phone_id > 0 and not name.startswith("#")}
-    if phones != model_phones:
-        differ = sorted(set(phones.items()) ^ set(model_phones.items()))[:5]
-        raise AsrkitError(f"the phones of {lang_dir}/phones.txt and of {model_phones_path} differ (e.g. {differ}); "
-                          "the model was trained with another lang dir")
+    phones = SymbolTable.read(model_phones_path).phones()
+    check_phones_compatible(phones, lang_phones, lang_dir, model_phones_path)
     num_outputs = read_num_pdfs_file(os.path.join(model_dir, "num_pdfs"))
     if num_outputs != 1 + max(phones.values()):
         raise AsrkitError(f"{model_dir}/num_pdfs says {num_outputs} outputs; a CTC model over {model_phones_path} "

@@ -59,7 +59,7 @@ class GraphInfo:
 def read_num_pdfs(model_dir):
     """num_pdfs of a model dir: from tree.json, checked against the `num_pdfs` file when that exists (a CTC
     model's outputs, which have no tree: its `num_pdfs` file)."""
-    if model_outputs(model_dir) == "ctc-phones":
+    if model_outputs(model_dir) == CTC_OUTPUTS:
         return read_num_pdfs_file(os.path.join(model_dir, "num_pdfs"))
     tree = ContextDependency.read(os.path.join(model_dir, TREE_FILE))
     path = os.path.join(model_dir, "num_pdfs")
@@ -70,14 +70,14 @@ def read_num_pdfs(model_dir):
     return tree.num_pdfs
 
 
-def check_phones_compatible(tree, phone_table, lang_dir, model_dir):
-    """Kaldi's check_phones_compatible.sh: the tree's phones must be the lang dir's (names and ids)."""
-    lang_phones = {name: phone_id for name, phone_id in phone_table.items()
-                   if phone_id > 0 and not name.startswith("#")}
-    if lang_phones != tree.phones:
-        differ = sorted(set(lang_phones.items()) ^ set(tree.phones.items()))[:5]
+def check_phones_compatible(model_phones, phone_table, lang_dir, model_file):
+    """Kaldi's check_phones_compatible.sh: the model's phones ({name: id}, from model_file: its tree.json, or a
+    CTC model's phones.txt) must be the lang dir's (names and ids)."""
+    lang_phones = phone_table.phones()
+    if lang_phones != model_phones:
+        differ = sorted(set(lang_phones.items()) ^ set(model_phones.items()))[:5]
         raise AsrkitError(
-            f"the phones of {lang_dir}/phones.txt and of {model_dir}/{TREE_FILE} differ (e.g. {differ}); "
+            f"the phones of {lang_dir}/phones.txt and of {model_file} differ (e.g. {differ}); "
             "the model was built with another lang dir"
         )
 
@@ -109,6 +109,9 @@ def compose_lg(lang_dir):
     return lg
 
 
+CTC_OUTPUTS = "ctc-phones"  # model.json's "outputs" of a CTC model (asrkit.train.ctc)
+
+
 def model_outputs(model_dir):
     """What a model dir's outputs are: "pdfs" (the tree's), or model.json's "outputs" ("ctc-phones")."""
     path = os.path.join(model_dir, "model.json")
@@ -126,14 +129,14 @@ def make_graph(lang_dir, model_dir, graph_dir, options=None):
     options = options or GraphOptions()
     start = time.monotonic()
     lang_dir, model_dir, graph_dir = map(os.fspath, (lang_dir, model_dir, graph_dir))
-    if model_outputs(model_dir) == "ctc-phones":
+    if model_outputs(model_dir) == CTC_OUTPUTS:
         from asrkit.graph.ctc_topology import make_ctc_graph
 
         return make_ctc_graph(lang_dir, model_dir, graph_dir)
     phone_table = SymbolTable.read(os.path.join(lang_dir, "phones.txt"))
     tree = ContextDependency.read(os.path.join(model_dir, TREE_FILE))
     read_num_pdfs(model_dir)
-    check_phones_compatible(tree, phone_table, lang_dir, model_dir)
+    check_phones_compatible(tree.phones, phone_table, lang_dir, os.path.join(model_dir, TREE_FILE))
     topo_path = os.path.join(model_dir, "topo")
     topology = Topology.read(topo_path if os.path.exists(topo_path) else os.path.join(lang_dir, "topo"))
     disambig_phones = read_int_list(os.path.join(lang_dir, "phones", "disambig.int"))

@@ -52,6 +52,10 @@ class SymbolTable:
         """(symbol, id) pairs in increasing id order."""
         return sorted(self.id_of.items(), key=lambda pair: pair[1])
 
+    def phones(self):
+        """{phone: id} of a phone table without <eps> (id 0) and the disambiguation symbols (#...)."""
+        return {name: phone_id for name, phone_id in self.items() if phone_id > 0 and not name.startswith("#")}
+
     def write(self, path):
         with atomic_output(path) as out:
             for symbol, symbol_id in self.items():

@@ -179,6 +179,4 @@ def monophone_tree(phone_table, topology, phones=None):
         for pdf_class in sorted({state.pdf_class for state in entry.states if state.pdf_class is not None}):
             leaves.append({"context": [names[phone_id]], "pdf_class": pdf_class, "pdf": pdf})
             pdf += 1
-    real_phones = {name: phone_id for name, phone_id in phone_table.items()
-                   if phone_id > 0 and not name.startswith("#")}
-    return ContextDependency(1, 0, pdf, real_phones, leaves)
+    return ContextDependency(1, 0, pdf, phone_table.phones(), leaves)

@@ -28,6 +28,8 @@ import logging
 import numpy as np
 
 from asrkit.errors import AsrkitError
+from asrkit.graph.ctc_topology import BLANK
+from asrkit.graph.hclg import CTC_OUTPUTS
 from asrkit.io.table import TableReader
 from asrkit.tf_runtime import import_tensorflow
 from asrkit.train.examples import fit_alignment
@@ -38,8 +40,6 @@ tf = import_tensorflow()
 
 logger = logging.getLogger("asrkit.train")
 
-BLANK = 0
-OUTPUTS = "ctc-phones"  # model.json's "outputs" of a CTC model
 
 
 def label_sequence(frame_phones):
@@ -107,7 +107,7 @@ class CtcCriterion(CrossEntropyCriterion):
 
     name = "ctc"
     targets = "phones"
-    model_outputs = OUTPUTS
+    model_outputs = CTC_OUTPUTS
     context_files = ("phones.txt",)  # no tree.json: the outputs are phones, not the tree's pdfs
 
     def __init__(self, params, init_model=None):

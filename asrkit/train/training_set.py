@@ -64,8 +64,7 @@ def alignment_targets(ali_dir, targets="pdfs"):
         ali_scp = os.path.join(ali_dir, "phone_ali.scp")
         phones = _require(os.path.join(ali_dir, "phones.txt"), "phone targets need the phone table",
                           "align with asrkit-align or utils/convert_ali, which write it")
-        table = SymbolTable.read(phones)
-        num_classes = 1 + max(phone_id for name, phone_id in table.items() if not name.startswith("#"))
+        num_classes = 1 + max(SymbolTable.read(phones).phones().values())
     else:
         raise AsrkitError(f"targets must be pdfs or phones, not {targets!r}")
     _require(ali_scp, f"the alignment dir has no {os.path.basename(ali_scp)}", "run asrkit-align")

@@ -43,7 +43,7 @@ def build_tree_dir(data_dir, lang_dir, ali_dir, tree_dir, options=None, feature_
     options = options or TreeOptions()
     lang_dir, tree_dir = os.fspath(lang_dir), os.fspath(tree_dir)
     phones = SymbolTable.read(os.path.join(lang_dir, "phones.txt"))
-    phone_names = {name: phone for name, phone in phones.items() if phone > 0 and not name.startswith("#")}
+    phone_names = phones.phones()
     alignments = AliDir(ali_dir)
     if alignments.tree.phones != phone_names:
         raise AsrkitError(f"the phones of {ali_dir}/tree.json and {lang_dir}/phones.txt differ; align with this "

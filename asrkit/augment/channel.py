@@ -17,8 +17,13 @@ import io
 
 import numpy as np
 
+from asrkit.errors import AudioError
+
 MU = 255.0
 A = 87.6
+# libsndfile 1.2 refuses MP3 compression levels above 0.9999 ("Error set compression level"); a
+# style's range may end at 1 (the smallest stream), so levels are capped just below that.
+MP3_MAX_COMPRESSION_LEVEL = 0.999
 
 
 def bandpass(samples, sample_rate, low_hz, high_hz, order=4):
@@ -69,12 +74,17 @@ def mp3(samples, sample_rate, compression_level):
     """
     import soundfile
 
+    level = min(float(compression_level), MP3_MAX_COMPRESSION_LEVEL)
     buffer = io.BytesIO()
-    with soundfile.SoundFile(buffer, "w", samplerate=sample_rate, channels=1, format="MP3",
-                             subtype="MPEG_LAYER_III", compression_level=float(compression_level)) as encoder:
-        encoder.write(np.clip(samples, -1.0, 1.0))
-    buffer.seek(0)
-    decoded, _ = soundfile.read(buffer, dtype="float32")
+    try:
+        with soundfile.SoundFile(buffer, "w", samplerate=sample_rate, channels=1, format="MP3",
+                                 subtype="MPEG_LAYER_III", compression_level=level) as encoder:
+            encoder.write(np.clip(samples, -1.0, 1.0))
+        buffer.seek(0)
+        decoded, _ = soundfile.read(buffer, dtype="float32")
+    except soundfile.LibsndfileError as error:
+        # An AudioError: the example server serves the utterance clean instead of dying on it.
+        raise AudioError(f"MP3 channel at {sample_rate} Hz, compression level {level:g}: {error}") from None
     output = np.zeros(len(samples), dtype=np.float32)
     output[:min(len(samples), len(decoded))] = decoded[:len(samples)]
     return output

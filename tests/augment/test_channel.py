@@ -7,6 +7,7 @@ import pytest
 from asrkit.augment import channel
 from asrkit.augment.noisifier import Noisifier
 from asrkit.augment.styles import parse_style_config
+from asrkit.errors import AudioError
 
 RATE = 8000
 
@@ -53,6 +54,18 @@ def test_mp3_round_trip_keeps_length_and_most_of_the_signal():
     out = channel.mp3(clean, RATE, 0.9)
     assert out.shape == clean.shape and out.dtype == np.float32
     assert np.sqrt(np.mean(out[4000:-4000] ** 2)) == pytest.approx(0.3 / np.sqrt(2), rel=0.2)
+
+
+@pytest.mark.parametrize("level", [0.99998, 1.0])
+def test_mp3_at_the_top_of_the_range_is_the_smallest_stream_libsndfile_encodes(level):
+    # libsndfile refuses levels above 0.9999; a style drawn from [0.6, 1.0] once killed a server.
+    clean = tone(440, seconds=1.0)
+    assert np.array_equal(channel.mp3(clean, RATE, level), channel.mp3(clean, RATE, channel.MP3_MAX_COMPRESSION_LEVEL))
+
+
+def test_mp3_that_libsndfile_cannot_encode_is_an_audio_error():
+    with pytest.raises(AudioError, match="MP3 channel at 1000 Hz, compression level 0.5"):
+        channel.mp3(tone(100, seconds=0.5), 1000, 0.5)
 
 
 def test_noisifier_applies_the_channel_after_the_noise_and_records_it():

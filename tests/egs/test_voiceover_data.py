@@ -69,3 +69,49 @@ def test_held_out_characters_and_sentences():
     assert dropped == [("fotaq-sec-1", "sentence also in train", "NO")]
     with pytest.raises(AsrkitError, match="characters that say nothing here: WEDGE"):
         prepare_data.assign_splits(utterances, {"WEDGE": "dev"}, [])
+
+
+@pytest.mark.parametrize("actor, character", [
+    ("JOE", "JOE"), ("X10_JOE", "JOE"), ("FAYE-H", "FAYE"), ("ANDSON-E", "AND"), ("ANDERSON", "AND"),
+    ("MAN2", "MAN"), ("PRINCESS1", "PRIN"), ("AZURA-H", "PRIN"), ("LOLA_SHOWER", "LOLA"), ("JIMMY", "JIM"),
+    ("SPARKY-F", "SPARKY"), ("TMPD", "TMPD")])
+def test_scene_actors_are_named_as_the_dialogues_name_characters(actor, character):
+    assert prepare_data.character_of_actor(actor) == character
+
+
+class FakeBundle:
+    def read(self, name):
+        return b"mp3 of " + name.encode()
+
+
+def test_scene_lines_train_only_when_no_held_out_character_may_speak_them(tmp_path, monkeypatch):
+    segment = prepare_data.amazon_queen_scenes.SceneSegment
+    monkeypatch.setattr(prepare_data.amazon_queen_scenes, "scene_segments", lambda bundle: [
+        segment("JOE00411.SB", ("JOE",), "It's a lamp", "QUEEN2.JAS description 1"),
+        segment("C1___021.SB", ("SPARKY", "SPARKY-F"), "Hi there", "C1.CUT record 2"),
+        segment("C1___031.SB", ("FRANK", "ANDERSON"), "Farewell King!", "C1.CUT record 3"),
+        segment("C1___041.SB", ("SECRETARY",), "Leave my pencil alone!", "C1.CUT record 4"),
+        segment("C1___051.SB", (), "SMASH!", "C1.CUT record 5"),
+        segment("C1___061.SB", ("JOE",), "<gulp>", "C1.CUT record 6")])
+    dropped = []
+    utterances = prepare_data.scene_utterances(FakeBundle(), str(tmp_path), {"FRANK": "test", "SEC": "dev"},
+                                               dropped)
+    assert [utterance[:4] for utterance in utterances] == [
+        ("fotaq-joe-joe00411", "fotaq-joe", "JOE", "IT'S A LAMP"),
+        ("fotaq-sparky-c1___021", "fotaq-sparky", "SPARKY", "HI THERE")]
+    assert (tmp_path / "joe00411.mp3").read_bytes() == b"mp3 of JOE00411.SB"
+    assert dropped == [
+        ("fotaq-c1___031", "scene line a held-out character may speak", "AND/FRANK: Farewell King!"),
+        ("fotaq-c1___041", "scene line a held-out character may speak", "SEC: Leave my pencil alone!"),
+        ("fotaq-c1___051", "scene line of an unknown speaker", "SMASH!"),
+        ("fotaq-c1___061", "no usable words", "<gulp>")]
+
+
+def test_scene_lines_saying_a_dev_or_test_sentence_stay_out_of_train():
+    utterances = [("fotaq-joe-1", "fotaq-joe", "JOE", "HELLO", "a"), ("fotaq-sec-1", "fotaq-sec", "SEC", "GO AWAY", "b")]
+    scene_lines = [("fotaq-bob-c1", "fotaq-bob", "BOB", "GO AWAY", "c"), ("fotaq-bob-c2", "fotaq-bob", "BOB", "HI", "d")]
+    dropped = []
+    splits = prepare_data.assign_splits(utterances, {"SEC": "dev"}, dropped, extra_train=scene_lines)
+    assert [u[0] for u in splits["train"]] == ["fotaq-joe-1", "fotaq-bob-c2"]
+    assert [u[0] for u in splits["dev"]] == ["fotaq-sec-1"]
+    assert dropped == [("fotaq-bob-c1", "scene line saying a dev or test sentence", "GO AWAY")]

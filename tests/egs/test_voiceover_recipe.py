@@ -1,5 +1,5 @@
 """egs/voiceover/run.sh --size tiny, end to end on the real game packages from Debian: fetching and
-unpacking, data dirs split by character, dictionary with letter-to-sound pronunciations, LMs,
+unpacking, data dirs split by character (dialogues, scenes and object descriptions), dictionary with letter-to-sound pronunciations, LMs,
 narrowband features (MP3 at 11025 Hz downsampled to 8 kHz), flat start, tree, multi-style CE with
 narrowband styles on the fly, decoding at the LM weight chosen on dev, sMBR, decoding again, the
 pocketsphinx baseline and the results table."""
@@ -34,6 +34,11 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert "fotaq-joe" in speakers["train"]
     assert not speakers["train"] & (speakers["dev"] | speakers["test"])
     assert not speakers["dev"] & speakers["test"]
+    # The cutaway scenes and Joe's object descriptions train too (their speech files are named by
+    # letters, the dialogues' by digits: fotaq-faye-c18a_031, fotaq-joe-joe00411, fotaq-joe-03sssj1).
+    train_utterances = [line.split()[0] for line in open(data / "train" / "text")]
+    assert any(utterance.split("-", 2)[2][0].isalpha() for utterance in train_utterances)
+    assert any(utterance.split("-", 2)[2][0].isdigit() for utterance in train_utterances)
     train_texts = {line.split(maxsplit=1)[1] for line in open(data / "train" / "text")}
     assert not train_texts & {line.split(maxsplit=1)[1] for line in open(data / "test" / "text")}
     generated = open(data / "local" / "dict" / "generated_lexicon.txt").read().split("\n")

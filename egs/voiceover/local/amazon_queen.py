@@ -25,8 +25,8 @@ the game pads with zeros and upper-cases).  A segment whose file is not in the b
 the game and is left out here.  The person who speaks a dialogue's P files is the character the
 dialogue file is named after (APE.DOG, BOB1.DOG ... BOB5.DOG).
 
-The cutaway scenes (*.CUT) and object descriptions (QUEEN.JAS) speak more files; they are not read
-here (their text-to-file mapping goes through the game's logic tables).
+The cutaway scenes (*.CUT) and object descriptions (QUEEN.JAS) speak more files; amazon_queen_scenes.py
+reads them.
 """
 
 import dataclasses
@@ -127,7 +127,7 @@ def split_segments(sentence):
     return segments
 
 
-def _string(data, offset, align, where):
+def length_prefixed_string(data, offset, align, where):
     """A length-prefixed string at offset: (bytes, offset after it, padded to `align`)."""
     if offset >= len(data):
         raise QueenFormatError(f"{where}: string at offset {offset} lies past the end ({len(data)} bytes)")
@@ -148,7 +148,7 @@ def _sentences(data, offset, count, where):
         if offset + 4 > len(data):
             raise QueenFormatError(f"{where}: sentence header at offset {offset} lies past the end")
         (identifier,) = struct.unpack_from(">h", data, offset + 2)
-        text, offset = _string(data, offset + 4, 4, where)
+        text, offset = length_prefixed_string(data, offset + 4, 4, where)
         sentences.append((identifier, text))
     return sentences
 
@@ -171,8 +171,8 @@ def dialogue_sentences(dog, name):
         out.append(("SSSS" if number == 0 else f"{identifier:4x}", "J", text))
     for identifier, text in _sentences(data, person_offset, person_count, where):
         out.append((f"{identifier:4x}", "P", text))
-    greeting, after = _string(data, greeting_offset, 2, where)
-    answer, _ = _string(data, after, 2, where)
+    greeting, after = length_prefixed_string(data, greeting_offset, 2, where)
+    answer, _ = length_prefixed_string(data, after, 2, where)
     out += [("XXXX", "P", greeting), ("XXXX", "J", answer)]
     return [(f"{talk_key:2d}{key}{who}".replace(" ", "0").upper(), who, text) for key, who, text in out]
 

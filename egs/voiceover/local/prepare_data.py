@@ -9,8 +9,16 @@ bundle to <data-dir>/local/audio/<game>/ (wav.scp points at it; asrkit reads MP3
 its subtitle is normalised (local/transcripts.py; lines left without usable words are dropped and
 counted), its speaker is the character.  Characters go to dev and test as conf/split.txt lists
 them, never to train; dev and test lines whose transcript also occurs in train ("No.", "Hmmm...")
-are dropped, so that test sentences are new too.  --size tiny keeps a few dozen utterances a set
-for the tests.  Also writes <data-dir>/local/corpus/{characters.txt, dropped.txt}.
+are dropped, so that test sentences are new too.
+
+The cutaway scenes and Joe's object descriptions (local/amazon_queen_scenes.py) add training
+utterances: their actors are named as the dialogues name characters (ACTOR_CHARACTERS), a line
+goes to train only when every actor who may speak it is a training character, and lines whose
+transcript is a dev or test sentence are dropped.  Dev and test keep to the dialogues, so that
+they stay the sets earlier results were measured on.
+
+--size tiny keeps a few dozen utterances a set for the tests.  Also writes
+<data-dir>/local/corpus/{characters.txt, dropped.txt}.
 """
 
 import argparse
@@ -18,6 +26,7 @@ import collections
 import logging
 import os
 import random
+import re
 import sys
 
 import soundfile
@@ -31,6 +40,7 @@ from asrkit.io.atomic import atomic_output  # noqa: E402
 from asrkit.logs import log_command_line, setup_logging, summary_line  # noqa: E402
 
 import amazon_queen  # noqa: E402
+import amazon_queen_scenes  # noqa: E402
 import transcripts  # noqa: E402
 
 logger = logging.getLogger("prepare_data")
@@ -38,6 +48,12 @@ logger = logging.getLogger("prepare_data")
 SPLITS = ("train", "dev", "test")
 QUEEN_BUNDLE = "usr/share/scummvm/flight-of-the-amazon-queen/queen.1c"
 TINY_UTTERANCES = {"train": 60, "dev": 12, "test": 12}
+# The scenes' actor names that differ from the dialogues' character names (after the variants of
+# one character are folded: "X4_RITA", "FAYE-H", "APE2", "LOLA_SHOWER").  The princesses and
+# Azura are all taken for PRIN, the princess of the dialogues, and both men for MAN, so that no
+# line of a possible held-out character trains.
+ACTOR_CHARACTERS = {"ANDERSON": "AND", "ANDSON": "AND", "JIMMY": "JIM", "JOHAN": "JOHN", "SECRETARY": "SEC",
+                    "TAMMY": "TAM", "WEDGEWOOD": "WEDGE", "PRINCESS": "PRIN", "AZURA": "PRIN"}
 
 
 def read_split(path):
@@ -59,31 +75,66 @@ def read_split(path):
 
 
 def queen_utterances(games_dir, audio_dir, dropped):
-    """(utterance id, speaker id, character, transcript, audio path) of every usable dialogue line."""
+    """The bundle, and (utterance id, speaker id, character, transcript, audio path) of every usable
+    dialogue line."""
     bundle_path = os.path.join(games_dir, QUEEN_BUNDLE)
     if not os.path.exists(bundle_path):
         raise AsrkitError(f"{bundle_path} is missing: run local/fetch_games.sh {games_dir}")
     bundle = amazon_queen.Bundle(bundle_path)
     os.makedirs(audio_dir, exist_ok=True)
+    utterances = [_utterance(bundle, segment.speech_file, segment.speaker, segment.text, audio_dir, dropped)
+                  for segment in amazon_queen.spoken_segments(bundle)]
+    return bundle, [utterance for utterance in utterances if utterance]
+
+
+def character_of_actor(actor):
+    """The dialogues' name for a scene's actor: "X10_JOE" -> JOE, "ANDSON-E" -> AND, "MAN2" -> MAN."""
+    name = re.sub(r"^X\d+_|-[A-Z]$|\d+$|_SHOWER$", "", actor.upper())
+    return ACTOR_CHARACTERS.get(name, name)
+
+
+def scene_utterances(bundle, audio_dir, assignment, dropped):
+    """Training utterances from the scenes and object descriptions: those whose every possible
+    speaker is a training character (the rest are dropped and counted)."""
     utterances = []
-    for segment in amazon_queen.spoken_segments(bundle):
+    for segment in amazon_queen_scenes.scene_segments(bundle):
         stem = segment.speech_file.rsplit(".", 1)[0].lower()
-        text = transcripts.normalize(segment.text)
-        if text is None:
-            dropped.append((f"fotaq-{stem}", "no usable words", segment.text))
-            continue
-        path = os.path.join(audio_dir, stem + ".mp3")
-        data = bundle.read(segment.speech_file)
-        if not os.path.exists(path) or os.path.getsize(path) != len(data):
-            with atomic_output(path, mode="wb") as handle:
-                handle.write(data)
-        speaker = f"fotaq-{segment.speaker.lower()}"
-        utterances.append((f"{speaker}-{stem}", speaker, segment.speaker, text, path))
+        characters = sorted({character_of_actor(actor) for actor in segment.candidates})
+        if not characters:
+            dropped.append((f"fotaq-{stem}", "scene line of an unknown speaker", segment.text))
+        elif any(character in assignment for character in characters):
+            dropped.append((f"fotaq-{stem}", "scene line a held-out character may speak",
+                            f"{'/'.join(characters)}: {segment.text}"))
+        else:
+            character = characters[0] if len(characters) == 1 else \
+                character_of_actor(segment.candidates[0])  # the game's first choice
+            utterance = _utterance(bundle, segment.speech_file, character, segment.text, audio_dir, dropped)
+            if utterance:
+                utterances.append(utterance)
     return utterances
 
 
-def assign_splits(utterances, assignment, dropped):
-    """{split: [utterance]}: characters by the split file, dev/test lines already said in train dropped."""
+def _utterance(bundle, speech_file, character, subtitle, audio_dir, dropped):
+    """(utterance id, speaker id, character, transcript, audio path), the MP3 copied out; None (and
+    counted) when the subtitle has no usable words."""
+    stem = speech_file.rsplit(".", 1)[0].lower()
+    text = transcripts.normalize(subtitle)
+    if text is None:
+        dropped.append((f"fotaq-{stem}", "no usable words", subtitle))
+        return None
+    path = os.path.join(audio_dir, stem + ".mp3")
+    data = bundle.read(speech_file)
+    if not os.path.exists(path) or os.path.getsize(path) != len(data):
+        with atomic_output(path, mode="wb") as handle:
+            handle.write(data)
+    speaker = f"fotaq-{character.lower()}"
+    return (f"{speaker}-{stem}", speaker, character, text, path)
+
+
+def assign_splits(utterances, assignment, dropped, extra_train=()):
+    """{split: [utterance]}: characters by the split file, dev/test lines already said in train
+    dropped; then `extra_train` (the scenes' lines of training characters) joins train, less the
+    lines that say a dev or test sentence."""
     characters = {utterance[2] for utterance in utterances}
     unknown = sorted(set(assignment) - characters)
     if unknown:
@@ -100,6 +151,12 @@ def assign_splits(utterances, assignment, dropped):
             else:
                 kept.append(utterance)
         splits[split] = kept
+    held_out_texts = {utterance[3] for split in ("dev", "test") for utterance in splits[split]}
+    for utterance in extra_train:
+        if utterance[3] in held_out_texts:
+            dropped.append((utterance[0], "scene line saying a dev or test sentence", utterance[3]))
+        else:
+            splits["train"].append(utterance)
     return splits
 
 
@@ -115,9 +172,11 @@ def main(argv=None):
     log_command_line(logger)
     try:
         dropped = []
-        utterances = queen_utterances(args.games_dir, os.path.join(args.data_dir, "local", "audio", "fotaq"),
-                                      dropped)
-        splits = assign_splits(utterances, read_split(args.split), dropped)
+        audio_dir = os.path.join(args.data_dir, "local", "audio", "fotaq")
+        assignment = read_split(args.split)
+        bundle, utterances = queen_utterances(args.games_dir, audio_dir, dropped)
+        scenes = scene_utterances(bundle, audio_dir, assignment, dropped)
+        splits = assign_splits(utterances, assignment, dropped, extra_train=scenes)
         if args.size == "tiny":
             generator = random.Random(args.seed)
             splits = {split: generator.sample(items, min(TINY_UTTERANCES[split], len(items)))

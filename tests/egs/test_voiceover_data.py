@@ -108,8 +108,10 @@ def test_scene_lines_train_only_when_no_held_out_character_may_speak_them(tmp_pa
 
 
 def test_scene_lines_saying_a_dev_or_test_sentence_stay_out_of_train():
-    utterances = [("fotaq-joe-1", "fotaq-joe", "JOE", "HELLO", "a"), ("fotaq-sec-1", "fotaq-sec", "SEC", "GO AWAY", "b")]
-    scene_lines = [("fotaq-bob-c1", "fotaq-bob", "BOB", "GO AWAY", "c"), ("fotaq-bob-c2", "fotaq-bob", "BOB", "HI", "d")]
+    utterances = [("fotaq-joe-1", "fotaq-joe", "JOE", "HELLO", "a"),
+                  ("fotaq-sec-1", "fotaq-sec", "SEC", "GO AWAY", "b")]
+    scene_lines = [("fotaq-bob-c1", "fotaq-bob", "BOB", "GO AWAY", "c"),
+                   ("fotaq-bob-c2", "fotaq-bob", "BOB", "HI", "d")]
     dropped = []
     splits = prepare_data.assign_splits(utterances, {"SEC": "dev"}, dropped, extra_train=scene_lines)
     assert [u[0] for u in splits["train"]] == ["fotaq-joe-1", "fotaq-bob-c2"]

@@ -34,7 +34,7 @@ import struct
 import amazon_queen
 from amazon_queen import QueenFormatError
 
-BANK_HEADER_SIZE = 20
+BANK_HEADER_SIZE = amazon_queen.DOG_BANK_HEADER_SIZE  # the Amiga bank header every game file starts with
 JOE_RESPONSES = 40
 VERBS = 12
 JOE_INK = 14

@@ -42,25 +42,11 @@ def dialogue(talk_key, hero, person, greeting=b"", answer=b"", levels=1):
     return b"AmBk" + b"\0" * 8 + b"Datas   " + body
 
 
-def bundle(tmp_path, files):
-    """queen.1c with these {name: bytes} files after a QTBL table."""
-    header_size, entry_size = 15, 21
-    offset = header_size + entry_size * len(files)
-    table, data = b"", b""
-    for name, content in files.items():
-        table += name.encode().ljust(12, b"\0") + b"\x01" + struct.pack(">II", offset + len(data), len(content))
-        data += content
-    blob = b"QTBL" + b"CEM10\0" + b"\0\0\x01" + struct.pack(">H", len(files)) + table + data
-    path = tmp_path / "queen.1c"
-    path.write_bytes(blob)
-    return str(path)
-
-
-def test_segments_map_to_speech_files_and_speakers(tmp_path):
+def test_segments_map_to_speech_files_and_speakers(queen_bundle):
     dog = dialogue(3, hero=[(0, b"Ummm....*06Hi, I'm Joe.*03"), (0x1e, b"Where is it?*WT*XY00(237,112)Over there.")],
                    person=[(6, b"*01*01Ooop oop!"), (9, b"Missing file.")],
                    greeting=b"Hello again.", answer=b"Hi.")
-    path = bundle(tmp_path, {
+    path = queen_bundle({
         "03SSSSJ1.SB": b"a", "03SSSSJ2.SB": b"b", "03001EJ1.SB": b"c", "03001EJ3.SB": b"d",
         "030006P3.SB": b"e", "03XXXXP1.SB": b"f", "03XXXXJ1.SB": b"g", "APE2.DOG": dog})
     segments = amazon_queen.spoken_segments(amazon_queen.Bundle(path))
@@ -82,7 +68,7 @@ def test_split_segments_counts_every_command():
     assert amazon_queen.character_of("BOB3.DOG") == "BOB" and amazon_queen.character_of("APE.DOG") == "APE"
 
 
-def test_bad_bundles_are_refused_naming_file_and_offset(tmp_path):
+def test_bad_bundles_are_refused_naming_file_and_offset(tmp_path, queen_bundle):
     path = tmp_path / "queen.1c"
     path.write_bytes(b"RIFF" + b"\0" * 40)
     with pytest.raises(QueenFormatError, match="no QTBL table at offset 0"):
@@ -90,12 +76,12 @@ def test_bad_bundles_are_refused_naming_file_and_offset(tmp_path):
     path.write_bytes(b"QTBLCEM10\0\0\0\x01" + struct.pack(">H", 50) + b"\0" * 30)
     with pytest.raises(QueenFormatError, match="table of 50 entries runs past the end"):
         amazon_queen.Bundle(str(path))
-    good = bundle(tmp_path, {"A.SB": b"xyz"})
+    good = queen_bundle({"A.SB": b"xyz"})
     blob = bytearray(open(good, "rb").read())
     blob[15 + 13:15 + 21] = struct.pack(">II", 10_000, 3)
     path.write_bytes(bytes(blob))
     with pytest.raises(QueenFormatError, match=r"table entry 0 \(A.SB, at offset 15\) points at bytes 10000"):
         amazon_queen.Bundle(str(path))
-    short = bundle(tmp_path, {"X.DOG": b"AmBk" + b"\0" * 30})
+    short = queen_bundle({"X.DOG": b"AmBk" + b"\0" * 30})
     with pytest.raises(QueenFormatError, match="X.DOG: 34 bytes, too short"):
         amazon_queen.spoken_segments(amazon_queen.Bundle(short))

@@ -90,30 +90,22 @@ def cutaway(entry, records):
     return BANK_HEADER + header + body + text
 
 
-def bundle(tmp_path, files):
-    """queen.1c with these {name: bytes} files after a QTBL table."""
-    offset = 15 + 21 * len(files)
-    table, data = b"", b""
-    for name, content in files.items():
-        table += name.encode().ljust(12, b"\0") + b"\x01" + struct.pack(">II", offset + len(data), len(content))
-        data += content
-    path = tmp_path / "queen.1c"
-    path.write_bytes(b"QTBL" + b"CEM10\0" + b"\0\0\x01" + struct.pack(">H", len(files)) + table + data)
-    return amazon_queen.Bundle(str(path))
+def open_bundle(queen_bundle, files):
+    return amazon_queen.Bundle(queen_bundle(files))
 
 
 def speech(*names):
     return {name: b"mp3" for name in names}
 
 
-def test_responses_and_descriptions_are_joes_and_scene_names_are_not_speech(tmp_path):
+def test_responses_and_descriptions_are_joes_and_scene_names_are_not_speech(queen_bundle):
     files = game_tables()
     # Response 1 has segments 1 (text) and 4 (after *16, *03 and *WT); description 3 is number 43.
     files.update(speech("JOE00011.SB", "JOE00014.SB", "JOE00021.SB", "JOE00411.SB", "JOE00421.SB",
                         "JOE00431.SB", "JOE00432.SB"))
     found = {segment.speech_file: (segment.candidates, segment.text, segment.source)
-             for segment in scenes.description_segments(bundle(tmp_path, files),
-                                                        scenes.GameTables(bundle(tmp_path, files)))}
+             for segment in scenes.description_segments(open_bundle(queen_bundle, files),
+                                                        scenes.GameTables(open_bundle(queen_bundle, files)))}
     assert found == {
         "JOE00011.SB": (("JOE",), "Hello there...", "QUEEN2.JAS response 1"),
         "JOE00014.SB": (("JOE",), "It won't talk to me", "QUEEN2.JAS response 1"),
@@ -124,7 +116,7 @@ def test_responses_and_descriptions_are_joes_and_scene_names_are_not_speech(tmp_
     }  # JOE00421.SB would speak "c2c.CUT", which starts a scene
 
 
-def test_cutaway_records_speak_by_type_and_speaker(tmp_path):
+def test_cutaway_records_speak_by_type_and_speaker(queen_bundle):
     files = game_tables()
     files["C6C.CUT"] = cutaway(b"*FR", [
         record(0, b"Hey, relax pal!*01Easy."),  # Joe: C6C__01 + segments 1 and 2
@@ -139,7 +131,7 @@ def test_cutaway_records_speak_by_type_and_speaker(tmp_path):
     ])
     files.update(speech("C6C__011.SB", "C6C__012.SB", "C6C__021.SB", "C6C__031.SB", "C6C__041.SB",
                         "C6C__051.SB", "C6C__061.SB", "C6C__071.SB", "C6C__081.SB", "C6C__091.SB"))
-    queen = bundle(tmp_path, files)
+    queen = open_bundle(queen_bundle, files)
     found = {segment.speech_file: (segment.candidates, segment.text, segment.source)
              for segment in scenes.cutaway_segments(queen, scenes.GameTables(queen), "C6C.CUT")}
     assert found == {
@@ -153,29 +145,29 @@ def test_cutaway_records_speak_by_type_and_speaker(tmp_path):
     }
 
 
-def test_scene_segments_read_every_scene_and_each_file_once(tmp_path):
+def test_scene_segments_read_every_scene_and_each_file_once(queen_bundle):
     files = game_tables()
     files["C1.CUT"] = cutaway(b"", [record(0, b"One"), record(2, b"Two")])
     files["C103G.CUT"] = cutaway(b"*FL", [record(0, b"Three")])
     files.update(speech("C1___011.SB", "C1___021.SB", "C103G011.SB", "JOE00411.SB"))
-    segments = scenes.scene_segments(bundle(tmp_path, files))
+    segments = scenes.scene_segments(open_bundle(queen_bundle, files))
     assert [(segment.speech_file, segment.candidates) for segment in segments] == [
         ("JOE00411.SB", ("JOE",)), ("C1___011.SB", ("JOE",)), ("C1___021.SB", ("KLUNK",)),
         ("C103G011.SB", ("JOE",))]
 
 
-def test_bad_tables_and_scenes_name_the_file(tmp_path):
+def test_bad_tables_and_scenes_name_the_file(queen_bundle):
     with pytest.raises(QueenFormatError, match=r"QUEEN.JAS .*expected CEM10 .* found b'CEM11'"):
-        scenes.GameTables(bundle(tmp_path, game_tables(version=b"CEM11")))
+        scenes.GameTables(open_bundle(queen_bundle, game_tables(version=b"CEM11")))
     with pytest.raises(QueenFormatError, match="QUEEN2.JAS: 68 lines, QUEEN.JAS's counts call for 67"):
-        scenes.GameTables(bundle(tmp_path, game_tables(extra_line=True)))
+        scenes.GameTables(open_bundle(queen_bundle, game_tables(extra_line=True)))
     files = game_tables()
     files["C9.CUT"] = cutaway(b"", [record(0, b"Cut short")])[:-20]
-    queen = bundle(tmp_path, files)
+    queen = open_bundle(queen_bundle, files)
     with pytest.raises(QueenFormatError, match=r"C9.CUT \(after its bank header\): .*past the end"):
         scenes.cutaway_segments(queen, scenes.GameTables(queen), "C9.CUT")
     files = game_tables()
     files["C9.CUT"] = cutaway(b"", [record(9, b"Who?")])
-    queen = bundle(tmp_path, files)
+    queen = open_bundle(queen_bundle, files)
     with pytest.raises(QueenFormatError, match="C9.CUT record 1: object 9 of 4"):
         scenes.cutaway_segments(queen, scenes.GameTables(queen), "C9.CUT")

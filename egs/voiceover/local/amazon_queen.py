@@ -190,11 +190,20 @@ def spoken_segments(bundle):
     for dialogue in bundle.names(".DOG"):
         character = character_of(dialogue)
         for prefix, who, sentence in dialogue_sentences(bundle.read(dialogue), dialogue):
-            for index, text in split_segments(sentence):
-                speech_file = f"{prefix}{index + 1:x}".upper() + ".SB"
-                if speech_file in seen or speech_file not in bundle.entries or not text.strip():
-                    continue
-                seen.add(speech_file)
-                segments.append(SpokenSegment(speech_file, HERO if who == "J" else character,
-                                              text.decode("latin-1").strip(), dialogue))
+            for speech_file, text in speech_files(bundle, prefix, sentence):
+                if speech_file not in seen:
+                    seen.add(speech_file)
+                    segments.append(SpokenSegment(speech_file, HERO if who == "J" else character, text, dialogue))
     return segments
+
+
+def speech_files(bundle, prefix, sentence):
+    """[(speech file, text)] of a sentence's segments that speak: segment k plays prefix + k (one hex
+    digit, from 1), upper-cased; segments without text or without a file in the bundle are silent."""
+    found = []
+    for index, text in split_segments(sentence):
+        speech_file = f"{prefix}{index + 1:x}".upper() + ".SB"
+        text = text.decode("latin-1").strip()
+        if text and speech_file in bundle.entries:
+            found.append((speech_file, text))
+    return found

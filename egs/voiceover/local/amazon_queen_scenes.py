@@ -171,13 +171,8 @@ class GameTables:
 
 def _speech_files(bundle, prefix, sentence, candidates, source):
     """The segments of a person's sentence that have speech files."""
-    segments = []
-    for index, text in amazon_queen.split_segments(sentence):
-        speech_file = f"{prefix}{index + 1:x}".upper() + ".SB"
-        text = text.decode("latin-1").strip()
-        if text and speech_file in bundle.entries:
-            segments.append(SceneSegment(speech_file, candidates, text, source))
-    return segments
+    return [SceneSegment(speech_file, candidates, text, source)
+            for speech_file, text in amazon_queen.speech_files(bundle, prefix, sentence)]
 
 
 def description_segments(bundle, tables):

@@ -201,10 +201,11 @@ decode_into() {
       "$exp/$1/$4"
 }
 
-# The LM weights a dev sweep tries: acoustic scales 1/1 .. 1/5 (30 ms frames want about three times
-# Kaldi's 10 ms scale of 0.1), as Kaldi's score.sh does it: one lattice per utterance (asrkit's
-# lattice decoder at conf/decode.conf's beams) and its best path at each weight.
-dev_sweep=(--lmwt-sweep --sweep-method lattice --min-lmwt 1 --max-lmwt 5 --lmwt-step 0.5)
+# The LM weights a dev sweep tries: acoustic scales 1/0.5 .. 1/5 (30 ms frames want about three times
+# Kaldi's 10 ms scale of 0.1; voicesearch's CE models tie at 0.5 and 1), as Kaldi's score.sh does it: one
+# lattice per utterance (asrkit's lattice decoder at conf/decode.conf's beams) and its best path at each
+# weight.
+dev_sweep=(--lmwt-sweep --sweep-method lattice --min-lmwt 0.5 --max-lmwt 5 --lmwt-step 0.5)
 # Which sets each dev set tunes: "DEV:TEST[:TEST...]" entries (a recipe may set its own).
 tuned_sets=(dev:test:train_fit dev_noisy:test_noisy)
 

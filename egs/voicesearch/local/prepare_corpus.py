@@ -268,10 +268,10 @@ def run(args):
     if unknown:
         raise AsrkitError(f"{args.speakers}: voices not available: {', '.join(unknown)} (flite -lv lists flite's; "
                           f"piper knows {', '.join(sorted(synthesis.PIPER_VOICES))})")
-    unseen = speaker_list.unseen_test_voices(speakers)
-    logger.info("%d speakers (%s); test voices never heard in train: %s", len(speakers),
+    logger.info("%d speakers (%s); voices never heard in train: dev %s, test %s", len(speakers),
                 ", ".join(f"{split} {sum(s.split == split for s in speakers)}" for split in speaker_list.SPLITS),
-                ", ".join(unseen) or "none")
+                ", ".join(speaker_list.unheard_voices(speakers, "dev")) or "none",
+                ", ".join(speaker_list.unheard_voices(speakers, "test")) or "none")
 
     pronunciations = load_pronunciations(args.pronunciations)
     vocabulary = frequent_words(args.vocabulary_size, pronunciations)

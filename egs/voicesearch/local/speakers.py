@@ -83,10 +83,10 @@ def check_speakers(speakers, source="speakers"):
             raise SpeakerListError(f"{source}: no speaker for the {split} split")
 
 
-def unseen_test_voices(speakers):
-    """Voices heard in test but nowhere in train."""
+def unheard_voices(speakers, split):
+    """Voices of `split` (dev or test) heard nowhere in train."""
     train = {s.voice_key for s in speakers if s.split == "train"}
-    return sorted({s.voice_key for s in speakers if s.split == "test"} - train)
+    return sorted({s.voice_key for s in speakers if s.split == split} - train)
 
 
 def assign_speakers(speakers, count):

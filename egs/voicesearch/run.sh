@@ -171,7 +171,7 @@ case "$size" in
 esac
 # The default corpus's tree has 41 leaves, one per phone: context-independent units.  The clean-only windowed
 # BLSTM's dev WER with 41, 200 and 800 leaves was 15.10, 15.25 and 16.55 (test 14.11, 15.03, 15.18; RESULTS):
-# with 28 speakers of 9 base voices, a frame's phone carries over to new voices better than its triphone.
+# with 28 speakers of 9 base voices (then), a frame's phone carries over to new voices better than its triphone.
 # The default corpus: 7.1 training hours (13,294 utterances) for 3 clean-only and 3 multi-style epochs; with
 # twice the voices and sentences of before, the final model's test WER went from 17.27 to 15.54 and every
 # model's dev WER down (RESULTS).  With 41 outputs the network can be wider: 2 x 192 cells a direction

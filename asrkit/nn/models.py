@@ -39,6 +39,18 @@ class AcousticNet(tf.Module):
         self.params = params
         self.input_dim = input_dim
         self.num_pdfs = num_pdfs
+        self.dropout = 0.0
+
+    def set_dropout(self, rate):
+        """Drop this share of each hidden layer's outputs (the next layer's and the softmax's inputs) in the
+        training path, `window`, scaling the rest up (inverted dropout); `sequence`, the path of decoding,
+        evaluation and alignment, never drops.  Set before the training step is traced."""
+        if not 0.0 <= rate < 1.0:
+            raise ValueError(f"the dropout rate must be in [0, 1), not {rate:g}")
+        self.dropout = float(rate)
+
+    def _drop(self, outputs):
+        return tf.nn.dropout(outputs, rate=self.dropout) if self.dropout > 0 else outputs
 
     @property
     def label_delay(self):
@@ -111,6 +123,7 @@ class StackedLstm(AcousticNet):
         outputs, new_state = features, []
         for layer, layer_state in zip(self.layers, self._layer_states(state)):
             outputs, layer_state = layer.window(outputs, layer_state, keep)
+            outputs = self._drop(outputs)
             new_state.extend(layer_state)
         return self.softmax(outputs), tuple(new_state)
 
@@ -160,15 +173,16 @@ class ContextDnn(AcousticNet):
     def zero_state(self, batch_size):
         return self.context.zero_state(batch_size)
 
-    def _feed_forward(self, stacked):
+    def _feed_forward(self, stacked, drop=False):
         outputs = stacked
         for layer in self.hidden:
             outputs = layer(outputs)
+            outputs = self._drop(outputs) if drop else outputs
         return self.softmax(outputs)
 
     def window_time_major(self, features, state, keep):
         stacked, state = self.context(features, state, keep)
-        return self._feed_forward(stacked), state
+        return self._feed_forward(stacked, drop=True), state
 
     def sequence_time_major(self, features):
         stacked, _ = self.context(features, self.context.zero_state(tf.shape(features)[1]))

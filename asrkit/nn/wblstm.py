@@ -132,23 +132,24 @@ class WindowedBlstm(AcousticNet):
         # end of the window; float so that all state is float32)
         return (tf.zeros([2 * self.context, batch_size, self.input_dim]), tf.zeros([batch_size]))
 
-    def _groups(self, projected):
+    def _groups(self, projected, drop=False):
         """The first layer's input projections of a window [W, n, 8H] (W = 2T+G) -> logits [G, n, num_pdfs] of
-        the G group frames."""
+        the G group frames (drop: with the training path's dropout between the layers)."""
         outputs = self.layers[0].from_projection(projected)
         for layer in self.layers[1:]:
-            outputs = layer(outputs)
+            outputs = layer(self._drop(outputs) if drop else outputs)
+        outputs = self._drop(outputs) if drop else outputs
         if self.mixture is None:
             return self.softmax(outputs[self.context : self.context + self.group])
         positions = _frames(self.softmax(outputs), 2 * self.context + 1, 1)  # [G, 2T+1, n, K]
         return tf.einsum("gtnk,tk->gnk", positions, self.mixture)
 
-    def _apply(self, windows, num_groups):
+    def _apply(self, windows, num_groups, drop=False):
         """windows [ng, W, b, 8H] of first-layer projections (group k's window starts at stream position
         k*G - 2T) -> logits [ng*G, b, num_pdfs], one row per stream position."""
         batch = tf.shape(windows)[2]
         windows = tf.reshape(tf.transpose(windows, [1, 0, 2, 3]), [self.window_length, -1, windows.shape[-1]])
-        logits = tf.reshape(self._groups(windows), [self.group, num_groups, batch, self.num_pdfs])
+        logits = tf.reshape(self._groups(windows, drop), [self.group, num_groups, batch, self.num_pdfs])
         return tf.reshape(tf.transpose(logits, [1, 0, 2, 3]), [num_groups * self.group, batch, self.num_pdfs])
 
     def window_time_major(self, features, state, keep):
@@ -175,7 +176,7 @@ class WindowedBlstm(AcousticNet):
         # A zeroed frame's projection is the bias.
         bias = self.layers[0].projected_bias
         projected = _frames(self.layers[0].project(full), self.window_length, self.group)  # [ng, W, b, 8H]
-        logits = self._apply(bias + (projected - bias) * same[..., None], num_groups)
+        logits = self._apply(bias + (projected - bias) * same[..., None], num_groups, drop=True)
         # Positions of the utterance running at the end of the window, capped at the history kept.
         run = frames_before(keep, seen)[-1] + 1.0
         return logits, (full[num_steps:], tf.minimum(run, float(history)))

@@ -100,6 +100,9 @@ def train_params():
              "(lstm models, --strategy local).")
     p.define("precision", "fp32", "fp32, or bf16: the networks' GEMMs in bfloat16 with fp32 weights, states, softmax "
              "and loss (asrkit.nn.precision); refused where the hardware has no native bf16 products.")
+    p.define("dropout", 0.0, "Share of each hidden layer's outputs dropped in training steps (inverted dropout between "
+             "the layers and before the softmax; AcousticNet.set_dropout); decoding, held-out evaluation and the "
+             "exported model never drop.  0: none.")
     p.define("adagrad_initial_accumulator", 0.1, "Adagrad: initial value of the squared-gradient sums.")
     p.define("adam_beta1", 0.9, "Adam: decay of the first moment.")
     p.define("adam_beta2", 0.999, "Adam: decay of the second moment.")
@@ -330,6 +333,8 @@ def _model_parallel_devices(params, net_config, strategy):
         raise AsrkitError("--model-parallel places one process's layers on its devices: use it with --strategy local")
     if params.mode != "truncated":
         raise AsrkitError("--model-parallel pipelines the truncated training window: use it with --mode truncated")
+    if params.dropout:
+        raise AsrkitError("--model-parallel's pipelined layers do not drop: leave --dropout at 0 with it")
     from asrkit.nn.pipeline import layer_devices
 
     return layer_devices(int(net_config["params"]["num_layers"]))
@@ -581,6 +586,12 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
         raise AsrkitError(f"--unroll {params.unroll} is not a multiple of {net.unroll_multiple}, which model "
                           f"{net_config['config']} needs (its frames are predicted in groups)")
     logger.info("precision: %s", set_precision(net, params.precision))
+    if params.dropout:
+        try:
+            net.set_dropout(params.dropout)
+        except ValueError as error:
+            raise AsrkitError(f"--dropout: {error}") from None
+        logger.info("dropout: %g of each hidden layer's outputs in training steps", params.dropout)
     label_delay = net.label_delay
     num_parameters = sum(int(np.prod(v.shape)) for v in net.trainable_variables)
     logger.info("model %s (%s): %s, %d parameters", net_config["config"], net_config["name"],

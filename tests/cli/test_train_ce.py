@@ -41,12 +41,12 @@ def test_print_config_and_bad_model_param(tmp_path):
     ali_dir.mkdir()
     result = CliRunner().invoke(main, [str(data_dir), str(ali_dir), str(tmp_path / "e"), "--model", "lstm5x768",
                                        "--optimizer", "adam", "--spec-augment-freq-masks", "2", "--precision", "bf16",
-                                       "--print-config"])
+                                       "--dropout", "0.1", "--print-config"])
     assert result.exit_code == 0, result.output
     config = json.loads(result.output[result.output.index("{"):])
     assert config["model"]["params"]["num_cells"] == 768 and config["train"]["optimizer"] == "adam"
     assert config["train"]["spec_augment_freq_masks"] == 2 and config["train"]["spec_augment_time_masks"] == 0
-    assert config["train"]["precision"] == "bf16"
+    assert config["train"]["precision"] == "bf16" and config["train"]["dropout"] == 0.1
     bad = CliRunner().invoke(main, [str(data_dir), str(ali_dir), str(tmp_path / "e"), "--model-param", "cels=3"])
     assert bad.exit_code == 1 and "bad model parameter" in bad.output
     missing = CliRunner().invoke(main, [str(data_dir), str(ali_dir), str(tmp_path / "e")])

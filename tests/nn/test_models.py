@@ -95,3 +95,43 @@ def test_truncated_unrolling_with_state_saving_equals_full_unrolling(config, ove
         truncated = np.stack(outputs[example.utterance_id])
         assert truncated.shape == full.shape
         np.testing.assert_allclose(truncated, full, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("config,overrides", [
+    ("lstm", {"num_layers": 2, "num_cells": 10}),
+    ("dnn", {"context_frames": 3, "num_layers": 2, "num_units": 12}),
+    ("wblstm", {"num_layers": 2, "num_cells": 6, "context": 2, "group": 2}),
+])
+def test_dropout_acts_in_training_windows_only(config, overrides):
+    from asrkit.tf_runtime import import_tensorflow
+
+    tf = import_tensorflow()
+    rng = np.random.default_rng(3)
+    features = rng.standard_normal((4, 6, 5)).astype(np.float32)
+    reset = np.zeros((4, 6), np.float32)
+    reset[:, 0] = 1.0
+    net = build_model(config, 5, 7, overrides)
+    window = net.window(features, net.zero_state(4), reset)[0].numpy()
+    sequence = net.sequence(features).numpy()
+    with pytest.raises(ValueError, match=r"dropout rate must be in \[0, 1\)"):
+        net.set_dropout(1.0)
+    net.set_dropout(0.5)
+    tf.random.set_seed(7)
+    dropped = [net.window(features, net.zero_state(4), reset)[0].numpy() for _ in range(2)]
+    # Each training window draws its own mask; the inference path is the network without dropout.
+    assert not np.allclose(dropped[0], window) and not np.allclose(dropped[0], dropped[1])
+    np.testing.assert_array_equal(net.sequence(features).numpy(), sequence)
+
+
+def test_inverted_dropout_keeps_the_softmax_inputs_expected_value():
+    # One hidden layer: the dropout is on the softmax's inputs alone, and the logits are linear in them, so
+    # over many masks they average out at the undropped logits.
+    rng = np.random.default_rng(4)
+    features = rng.standard_normal((2, 5, 4)).astype(np.float32)
+    reset = np.zeros((2, 5), np.float32)
+    net = build_model("dnn", 4, 3, {"context_frames": 2, "num_layers": 1, "num_units": 16})
+    plain = net.window(features, net.zero_state(2), reset)[0].numpy()
+    net.set_dropout(0.3)
+    mean = np.mean([net.window(features, net.zero_state(2), reset)[0].numpy() for _ in range(2000)], axis=0)
+    assert np.abs(mean - plain).max() < 0.1 * np.abs(plain).max()
+    assert np.abs(net.window(features, net.zero_state(2), reset)[0].numpy() - plain).max() > 0.1 * np.abs(plain).max()

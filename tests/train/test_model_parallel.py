@@ -86,6 +86,8 @@ def test_what_model_parallelism_refuses():
         _model_parallel_devices(on, model_config("lstm"), "multiworker")
     with pytest.raises(AsrkitError, match="use it with --mode truncated"):
         _model_parallel_devices(train_params().set(model_parallel=True, mode="full"), model_config("lstm"), "local")
+    with pytest.raises(AsrkitError, match="leave --dropout at 0"):
+        _model_parallel_devices(train_params().set(model_parallel=True, dropout=0.2), model_config("lstm"), "local")
     # Too late in this process (TensorFlow has started): a clear error, not a crash.
     from asrkit.tf_runtime import import_tensorflow
 

@@ -56,6 +56,24 @@ def test_loss_decreases_and_the_export_decodes_the_training_data(corpus, tmp_pat
     assert counts.sum() == config["data"]["train_frames"] < sum(len(labels) for _, labels in utterances.values())
 
 
+def test_dropout_trains_and_is_recorded_but_not_exported(corpus, tmp_path, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="asrkit")
+    data_dir, ali_dir, utterances = corpus(num_utts=20)
+    steps = dict(max_steps=120, log_every=20, valid_every=60, checkpoint_every=60)
+    result = train_ce(data_dir, ali_dir, str(tmp_path / "exp"), options(dropout=0.2, **steps))
+    assert "dropout: 0.2 of each hidden layer's outputs in training steps" in caplog.text
+    assert result.valid_accuracy > 0.6
+    assert json.load(open(tmp_path / "exp" / "config.json"))["train"]["dropout"] == 0.2
+    # The exported model decodes without dropout: the same posteriors every time.
+    model = load_acoustic_model(tmp_path / "exp" / "final")
+    features = next(iter(utterances.values()))[0]
+    np.testing.assert_array_equal(model.log_posteriors(features), model.log_posteriors(features))
+    with pytest.raises(AsrkitError, match=r"--dropout: the dropout rate must be in \[0, 1\), not 1"):
+        train_ce(data_dir, ali_dir, str(tmp_path / "bad"), options(dropout=1.0, **steps))
+
+
 def test_full_unrolling_mode_trains(corpus, tmp_path):
     data_dir, ali_dir, _ = corpus(num_utts=12)
     result = train_ce(data_dir, ali_dir, str(tmp_path / "exp"),

@@ -1,4 +1,4 @@
-"""The per-utterance chain: VTLP, then reverberation, then additive noise, as one style picks them.
+"""The per-utterance chain: speed, VTLP, then reverberation, then additive noise, as one style picks them.
 
 Noisifier(config, seed).apply(samples, utterance_id, sample_rate) is what the
 example servers call for every utterance and what asrkit-noisify calls
@@ -14,6 +14,7 @@ from asrkit.augment import channel
 from asrkit.augment import rir as rir_module
 from asrkit.augment.levels import active_frame_mask, frame_powers
 from asrkit.augment.noise import NoiseList, colored_noise, mix_at_snr
+from asrkit.augment.speed import change_speed, quantize_factor
 from asrkit.augment.styles import utterance_rng
 from asrkit.augment.vtlp import Vtlp
 from asrkit.errors import AsrkitError, AudioError
@@ -80,7 +81,8 @@ class Noisifier:
         return self._rir_lists[name, sample_rate]
 
     def apply(self, samples, utterance_id, sample_rate=16000):
-        """(noisy float32 samples of the same length, parameters dict) for one utterance.
+        """(noisy float32 samples, parameters dict) for one utterance: as long as the input, but for a style
+        with speed perturbation (params["speed"] is then the factor applied).
 
         Raises SilentUtteranceError when a noise style meets an utterance
         without active speech (no SNR is defined), NonFiniteAudioError for
@@ -95,6 +97,10 @@ class Noisifier:
         params = {"style": style.name}
         output = samples
         try:
+            if style.speed is not None:
+                factor = quantize_factor(style.speed.sample(rng))
+                output = change_speed(output, factor)
+                params["speed"] = factor
             if style.vtlp is not None:
                 alpha = style.vtlp.alpha.sample(rng)
                 output = self._vtlp_for(sample_rate, style.vtlp.window_seconds).apply(output, alpha)

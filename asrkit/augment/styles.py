@@ -15,9 +15,12 @@ A config is a JSON file:
       ]
     }
 
-A range is a number (fixed) or [low, high] (uniform).  Each of vtlp, reverb
-and noise is optional in a style; they are applied in that order (speaker
-variability before the room, the room before the noise).  reverb "type" is
+A range is a number (fixed) or [low, high] (uniform).  Each of speed, vtlp,
+reverb and noise is optional in a style; they are applied in that order (speaker
+variability before the room, the room before the noise).  "speed" is a range of
+speed-perturbation factors (asrkit.augment.speed: 1.1 plays the utterance 10%
+faster, shorter and higher, as sox speed does), e.g. "speed": [0.9, 1.1]; it is
+the one step that changes an utterance's length.  reverb "type" is
 "image" (generated per utterance, the default) or "list" with "list": a name
 in rir_lists.  noise "type" is white, pink, brown, babble (with "talkers", a
 range of integers, default [3, 7]) or "list" with "list": a name in
@@ -44,7 +47,7 @@ from asrkit.augment.rir import ABSORPTION_FORMULAS
 from asrkit.errors import AsrkitError
 
 NOISE_TYPES = NOISE_COLORS + ("babble", "list")
-STYLE_KEYS = {"name", "weight", "vtlp", "reverb", "noise", "channel"}
+STYLE_KEYS = {"name", "weight", "speed", "vtlp", "reverb", "noise", "channel"}
 CHANNEL_KEYS = {"bandpass": {"type", "low_hz", "high_hz"}, "mulaw": {"type"}, "alaw": {"type"},
                 "quantize": {"type", "bits"}, "mp3": {"type", "compression_level"}}
 VTLP_KEYS = {"alpha", "window_seconds"}
@@ -119,6 +122,7 @@ class Style:
     reverb: ReverbStyle | None = None
     noise: NoiseStyle | None = None
     channel: tuple = ()
+    speed: Range | None = None
 
 
 @dataclasses.dataclass
@@ -247,7 +251,8 @@ def parse_style_config(data, source="<config>", base_dir=None, extra_noise_lists
         styles.append(Style(name, weight, _parse_vtlp(parser, where, raw.get("vtlp")),
                             _parse_reverb(parser, where, raw.get("reverb"), lists["rir_lists"]),
                             _parse_noise(parser, where, raw.get("noise"), lists["noise_lists"]),
-                            _parse_channel(parser, where, raw.get("channel"))))
+                            _parse_channel(parser, where, raw.get("channel")),
+                            parser.range(f"{where}.speed", raw["speed"], 0.5, 2.0) if "speed" in raw else None))
     return StyleConfig(styles, lists["noise_lists"], lists["rir_lists"], source, dict(data))
 
 

@@ -131,7 +131,7 @@ class ExampleProducer:
     def _features(self, utterance_id, epoch):
         if self.from_feats:
             try:
-                return np.asarray(self._feats[utterance_id], dtype=np.float32), None
+                return np.asarray(self._feats[utterance_id], dtype=np.float32), {}
             except Exception as error:  # h5py raises several kinds for a damaged shard
                 raise SkipUtterance(f"cannot read its features: {error}") from None
         from asrkit.data.audio import load_utterance_audio
@@ -140,34 +140,42 @@ class ExampleProducer:
             samples = load_utterance_audio(self._data, utterance_id, self.audio_options())
         except AudioError as error:
             raise SkipUtterance(str(error)) from None
-        style = None
+        params = {}
         if self.noisifier is not None:
             self.noisifier.seed = epoch_seed(self.seed, epoch)
             try:
                 samples, params = self.noisifier.apply(samples, utterance_id, self.feature_config.sample_rate)
-                style = params.get("style")
             except AudioError as error:
                 # A silent utterance has no SNR to aim at: train on it clean rather than not at all.
                 logger.debug("noisify %s: %s; serving it clean", utterance_id, error)
-                style = "clean (noisify failed)"
+                params = {"style": "clean (noisify failed)"}
         features = self._extractor(samples)
         if len(features) == 0:
             raise SkipUtterance(f"{len(samples)} samples is shorter than one analysis window")
-        return features, style
+        return features, params
 
     def produce(self, utterance_id, epoch):
         """(normalised features [T, D] float32, targets [T] int32, style or None)."""
+        from asrkit.augment.speed import stretch_alignment
         from asrkit.train.examples import fit_alignment
 
-        features, style = self._features(utterance_id, epoch)
+        features, params = self._features(utterance_id, epoch)
         raw_targets = np.asarray(self._alignments[utterance_id], dtype=np.int32)
+        if "speed" in params:
+            # Speed perturbation re-timed the utterance: its alignment follows, frame for relative time, once
+            # its length says it is this utterance's (one more frame of slack for the rounding).
+            expected = len(raw_targets) / params["speed"]
+            if abs(len(features) - expected) > self.tolerance + 1:
+                raise SkipUtterance(f"alignment has {len(raw_targets)} frames, so about {expected:.0f} at speed "
+                                    f"{params['speed']:g}, but the features have {len(features)}")
+            raw_targets = stretch_alignment(raw_targets, len(features))
         targets = fit_alignment(raw_targets, len(features), self.tolerance)
         if targets is None:
             raise SkipUtterance(f"alignment has {len(raw_targets)} frames, features {len(features)} "
                                 f"(more than {self.tolerance} apart)")
         if targets.min() < 0 or targets.max() >= self.num_pdfs:
             raise SkipUtterance(f"pdf id outside [0, {self.num_pdfs})")
-        return self.cmvn.normalize(features), targets, style
+        return self.cmvn.normalize(features), targets, params.get("style")
 
     def close(self):
         self._alignments.close()

@@ -65,6 +65,19 @@ def test_writes_a_valid_noisy_data_dir_with_params(make_data_dir, tmp_path):
     assert os.path.exists(out / "log" / "noisify.2.log")
 
 
+def test_speed_perturbed_audio_gets_its_own_durations(make_data_dir, tmp_path):
+    durations = utterances(2)
+    data = make_data_dir(durations)
+    out = tmp_path / "fast"
+    result = run([data, out, "--styles", styles_file(tmp_path, {"styles": [{"name": "fast", "speed": [1.1, 1.2]}]})])
+    assert result.exit_code == 0, result.output
+    assert validate_data_dir(out) == []
+    records = {r["source_utt"]: r for r in map(json.loads, open(out / "noisify_params.jsonl"))}
+    for utt, seconds in durations.items():
+        assert 1.1 <= records[utt]["speed"] <= 1.2
+        assert abs(float(read_map(out / "utt2dur")[utt]) - seconds / records[utt]["speed"]) < 1e-3
+
+
 def test_rerun_skips_finished_utterances_and_output_does_not_depend_on_nj(make_data_dir, tmp_path):
     data = make_data_dir(utterances())
     styles = styles_file(tmp_path)

@@ -7,8 +7,6 @@ fraction (100 / (100 x factor)) for the polyphase filter.  stretch_alignment map
 the original onto the perturbed utterance's frames, as the example servers do for their targets.
 """
 
-import math
-
 import numpy as np
 
 FACTOR_STEP = 0.01
@@ -23,13 +21,9 @@ def change_speed(samples, factor):
     """float32 samples played `factor` times as fast (a quantize_factor value): about len / factor samples."""
     from scipy.signal import resample_poly
 
+    # resample_poly reduces the ratio by its gcd itself, and copies the input for a factor of 1.
     samples = np.asarray(samples, dtype=np.float32)
-    up, down = round(1 / FACTOR_STEP), round(factor / FACTOR_STEP)
-    divisor = math.gcd(up, down)
-    up, down = up // divisor, down // divisor
-    if up == down or len(samples) == 0:
-        return samples
-    return resample_poly(samples, up, down).astype(np.float32)
+    return resample_poly(samples, round(1 / FACTOR_STEP), round(factor / FACTOR_STEP)).astype(np.float32, copy=False)
 
 
 def stretch_alignment(targets, num_frames):

@@ -16,6 +16,7 @@ import os
 
 import numpy as np
 
+from asrkit.augment.speed import stretch_alignment
 from asrkit.errors import AsrkitError, AudioError
 
 logger = logging.getLogger("asrkit.serving")
@@ -156,7 +157,6 @@ class ExampleProducer:
 
     def produce(self, utterance_id, epoch):
         """(normalised features [T, D] float32, targets [T] int32, style or None)."""
-        from asrkit.augment.speed import stretch_alignment
         from asrkit.train.examples import fit_alignment
 
         features, params = self._features(utterance_id, epoch)

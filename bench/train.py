@@ -1,23 +1,28 @@
 #!/usr/bin/env python3
-"""Frames/s of asrkit's CE training step, next to Keras 3's LSTM and the machine's GEMM peak, in one run.
+"""Frames/s of asrkit's CE training step, next to Keras 3's and the machine's GEMM peak, in one run.
 
 What is timed is one training step (forward, backward, clipping, Adagrad update)
 on batches already in memory: the input pipeline is not part of it (the
 trainer logs t_session for that).  asrkit's step is the one asrkit-train-ce
-runs (asrkit.train.steps.Steps.truncated: state saving and per-step resets).
-The Keras step is keras.layers.LSTM layers (return_sequences, initial and
-final states passed, so it also saves state) and a Dense softmax, trained in
-the same kind of tf.function with the same loss and the same Adagrad on the
-same data; Keras has no per-step reset, so it skips that multiply.
+runs (asrkit.train.steps.Steps.truncated: state saving and per-step resets),
+with its LSTM cells as the fused kernel (asrkit.nn.fused_lstm) and, beside it,
+as TensorFlow ops ("TF ops"), to show what the kernel buys.  The Keras step is
+keras.layers.LSTM layers (return_sequences, initial and final states passed,
+so it also saves state) and a Dense softmax, trained in the same kind of
+tf.function with the same Adagrad on the same data, with the loss and accuracy
+Keras computes (the fused sparse softmax cross-entropy op, argmax); Keras has
+no per-step reset, so it skips that multiply.  The windowed BLSTM's Keras
+counterpart is keras.layers.Bidirectional(LSTM) over the same windows of
+2T+G frames (tf.signal.frame), the softmax at the G group frames.
 
 GEMM peak: tf.matmul at the sizes the large model's step uses (the input
 projection of a whole window, the per-step recurrent product, the softmax),
 best of several runs.  A model's share of the peak is its GEMM FLOPs per step
-(3x the forward GEMMs: forward, and two backward products) over its step time,
-against the rate of a tf.matmul of its input-projection size timed in
-alternation with its steps: the speed of this shared 2-core machine drifts by
-up to 2x within minutes, so every number compared is taken in the same rounds
-(medians of --steps rounds).
+(forward, and the two backward products, except the input gradient of the
+first layer, which nothing needs) over its step time, against the rate of a
+tf.matmul of its input-projection size timed in alternation with its steps:
+the speed of this shared 2-core machine drifts by up to 2x within minutes, so
+every number compared is taken in the same rounds (medians of --steps rounds).
 
 With --precision bf16 (or both, the default where the machine has native bf16
 products: AMX-BF16, AVX512-BF16), asrkit's step also runs with bf16 GEMMs
@@ -27,8 +32,10 @@ fp32), timed in the same rounds; the GEMM share stays the fp32 one's.
 Sections (all in one run, each can be left out):
 
 1. the large config: 5xLSTM(768) with 8192 outputs at b=--big-streams (256), u=20;
-2. the recipe model (2xLSTM(256), --recipe-pdfs outputs) at b=256, u=20;
-3. the frames/s table of the recipe model for b in 64..512 x u in 10, 20, 40 (seed 001 Figure 3).
+2. the recipe LSTM (2xLSTM(256), --recipe-pdfs outputs) at b=256, u=20, and at the recipe's b=32 with 41
+   outputs; the recipe's final model, the windowed BLSTM 6+5+6 with 2 x 192 cells a direction, 41 outputs,
+   b=32, u=20 (egs/voicesearch);
+3. the frames/s table of the recipe LSTM for b in 64..512 x u in 10, 20, 40 (seed 001 Figure 3).
 
 Usage:
 
@@ -49,10 +56,12 @@ from asrkit.tf_runtime import import_tensorflow  # noqa: E402
 
 tf = import_tensorflow()
 
+from asrkit.nn.fused_lstm import usable as fused_usable  # noqa: E402
+from asrkit.nn.lstm import LstmLayer  # noqa: E402
 from asrkit.nn.precision import bf16_support, set_precision  # noqa: E402
 from asrkit.nn.registry import build_model  # noqa: E402
 from asrkit.train.optimizers import Adagrad, LearningRate  # noqa: E402
-from asrkit.train.steps import Steps, TrainingState, cross_entropy_sums  # noqa: E402
+from asrkit.train.steps import Steps, TrainingState  # noqa: E402
 
 
 def gemm_gflops(m, k, n, repeats=5):
@@ -69,14 +78,15 @@ def gemm_gflops(m, k, n, repeats=5):
 
 
 def lstm_gemm_flops(frames, input_dim, cells, layers, pdfs):
-    """GEMM FLOPs of one training step (3x forward: forward, input gradient, weight gradient)."""
+    """GEMM FLOPs of one training step: 3x forward (forward, input gradient, weight gradient), less the input
+    gradient of the first layer's input projection, which the step does not compute."""
     forward = 0
     layer_input = input_dim
     for _ in range(layers):
         forward += 2 * frames * (layer_input + cells) * 4 * cells
         layer_input = cells
     forward += 2 * frames * cells * pdfs
-    return 3 * forward
+    return 3 * forward - 2 * frames * input_dim * 4 * cells
 
 
 def batch(streams, unroll, dim, pdfs, seed=0):
@@ -116,44 +126,87 @@ def gemm_step(m, k, n):
     return warm(matmul, [tf.random.normal([m, k]), tf.random.normal([k, n])])
 
 
-def asrkit_step(streams, unroll, dim, cells, layers, pdfs, precision="fp32"):
-    net = build_model("lstm", dim, pdfs, {"num_layers": layers, "num_cells": cells})
+def asrkit_step(streams, unroll, dim, cells, layers, pdfs, precision="fp32", fused=None, model="lstm",
+                overrides=None):
+    net = build_model(model, dim, pdfs, {"num_layers": layers, "num_cells": cells, **(overrides or {})})
     set_precision(net, precision)
+    for module in net.submodules:
+        if isinstance(module, LstmLayer):
+            module.fused = fused  # None: the kernel where it can be used (asrkit's default)
     state = TrainingState(net.zero_state(streams))
     runner = Steps(net, Adagrad(), LearningRate(0.01), 5.0, state)
     return warm(runner.truncated, batch(streams, unroll, dim, pdfs))
 
 
-def keras_step(streams, unroll, dim, cells, layers, pdfs, precision="fp32"):
+def keras_sums(logits, targets, mask):
+    """What Keras 3's SparseCategoricalCrossentropy(from_logits=True) and SparseCategoricalAccuracy compute on
+    TensorFlow: the fused sparse softmax cross-entropy op, and argmax against the label."""
+    losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=targets, logits=logits)
+    correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), targets), tf.float32)
+    return tf.reduce_sum(losses * mask), tf.reduce_sum(correct * mask), tf.reduce_sum(mask)
+
+
+def keras_lstm(streams, dim, cells, layers, pdfs, policy):
+    """(layers, forward(features) -> (logits, new saved state), saved state variables) of Keras's stacked LSTM."""
     import keras
 
-    policy = "mixed_bfloat16" if precision == "bf16" else "float32"
     lstms = [keras.layers.LSTM(cells, return_sequences=True, return_state=True, dtype=policy) for _ in range(layers)]
     softmax = keras.layers.Dense(pdfs, dtype=policy)
+    states = [tf.Variable(tf.zeros([streams, cells]), trainable=False) for _ in range(2 * layers)]
+
+    def forward(features):
+        outputs, new_states = features, []
+        for index, lstm in enumerate(lstms):
+            outputs, h, c = lstm(outputs, initial_state=[states[2 * index], states[2 * index + 1]])
+            new_states += [tf.cast(h, tf.float32), tf.cast(c, tf.float32)]
+        return softmax(outputs), new_states
+
+    return lstms + [softmax], forward, states
+
+
+def keras_wblstm(streams, unroll, dim, cells, layers, pdfs, policy, context, group):
+    """The windowed BLSTM in Keras: Bidirectional(LSTM) layers over windows of 2T+G frames cut from the saved
+    2T frames and the u new ones, the softmax at the G group frames."""
+    import keras
+
+    length = 2 * context + group
+    blstms = [keras.layers.Bidirectional(keras.layers.LSTM(cells, return_sequences=True, dtype=policy), dtype=policy)
+              for _ in range(layers)]
+    softmax = keras.layers.Dense(pdfs, dtype=policy)
+    history = tf.Variable(tf.zeros([streams, 2 * context, dim]), trainable=False)
+
+    def forward(features):
+        full = tf.concat([history, features], axis=1)  # [b, 2T+u, D]
+        outputs = tf.reshape(tf.signal.frame(full, length, group, axis=1), [-1, length, dim])
+        for layer in blstms:
+            outputs = layer(outputs)
+        logits = softmax(outputs[:, context:context + group])
+        return tf.reshape(logits, [streams, unroll, pdfs]), [full[:, unroll:]]
+
+    return blstms + [softmax], forward, [history]
+
+
+def keras_step(streams, unroll, dim, cells, layers, pdfs, precision="fp32", model="lstm", overrides=None):
+    policy = "mixed_bfloat16" if precision == "bf16" else "float32"
+    if model == "lstm":
+        keras_layers, forward, states = keras_lstm(streams, dim, cells, layers, pdfs, policy)
+    else:
+        keras_layers, forward, states = keras_wblstm(streams, unroll, dim, cells, layers, pdfs, policy, **overrides)
     inputs = batch(streams, unroll, dim, pdfs)
     # Build the layers, then train their underlying tf.Variables with the same optimizer as asrkit.
-    outputs = inputs[0]
-    for lstm in lstms:
-        outputs = lstm(outputs)[0]
-    softmax(outputs)
-    keras_variables = [v for layer in lstms + [softmax] for v in layer.trainable_variables]
-    variables = [getattr(v, "value", v) for v in keras_variables]
+    forward(inputs[0])
+    variables = [getattr(v, "value", v) for layer in keras_layers for v in layer.trainable_variables]
     optimizer = Adagrad()
     optimizer.build(variables)
-    states = [tf.Variable(tf.zeros([streams, cells]), trainable=False) for _ in range(2 * layers)]
     step_counter = tf.Variable(0, dtype=tf.int64)
     rate = LearningRate(0.01)
 
     @tf.function(jit_compile=False)
     def step(features, targets, mask, reset):
         with tf.GradientTape() as tape:
-            outputs = features
-            new_states = []
-            for index, lstm in enumerate(lstms):
-                outputs, h, c = lstm(outputs, initial_state=[states[2 * index], states[2 * index + 1]])
-                new_states += [tf.cast(h, tf.float32), tf.cast(c, tf.float32)]
-            logits = tf.cast(softmax(outputs), tf.float32)  # the softmax and the loss in fp32
-            loss_sum, correct, count = cross_entropy_sums(logits, targets, mask)
+            logits, new_states = forward(features)
+            # The softmax and the loss in fp32.
+            loss_sum, correct, count = keras_sums(tf.cast(logits, tf.float32), targets, mask)
             loss = loss_sum / count
         gradients = tape.gradient(loss, variables)
         gradients, norm = tf.clip_by_global_norm(gradients, 5.0)
@@ -202,35 +255,45 @@ def main():
     print(f"  best: {peak:.1f} GFLOP/s.  The share below is against a GEMM of the model's input-projection size "
           "timed in alternation with its steps, because the speed of this shared machine drifts")
 
-    configs = []
+    wblstm = {"context": 6, "group": 5}
+    configs = []  # (name, b, cells, layers, pdfs, model, its overrides)
     if not args.no_big:
-        configs.append(("5xLSTM(768), 8192 pdfs", args.big_streams, 768, 5, 8192))
-    configs.append(("recipe 2xLSTM(256), %d pdfs" % args.recipe_pdfs, 256, 256, 2, args.recipe_pdfs))
-    print(f"\nTraining step (u={unroll}, {dim}-dim input, Adagrad, clipping), frames/s:")
-    print(f"  {'model':32s} {'b':>4s} {'prec':>5s} {'asrkit':>9s} {'keras3':>9s} {'ratio':>6s} {'vs fp32':>8s} "
-          f"{'asrkit GEMM share':>18s}")
-    for name, streams, cells, layers, pdfs in configs:
+        configs.append(("5xLSTM(768), 8192 pdfs", args.big_streams, 768, 5, 8192, "lstm", None))
+    configs += [("recipe 2xLSTM(256), %d pdfs" % args.recipe_pdfs, 256, 256, 2, args.recipe_pdfs, "lstm", None),
+                ("recipe 2xLSTM(256), 41 pdfs", 32, 256, 2, 41, "lstm", None),
+                ("recipe wblstm 6+5+6 2x192, 41 pdfs", 32, 192, 2, 41, "wblstm", wblstm)]
+    fused = fused_usable()
+    print(f"\nTraining step (u={unroll}, {dim}-dim input, Adagrad, clipping), frames/s; asrkit's LSTM cells as the "
+          f"fused kernel{'' if fused else ' (NOT AVAILABLE here: see the warning above; both columns are TF ops)'} "
+          "and as TF ops:")
+    print(f"  {'model':36s} {'b':>4s} {'prec':>5s} {'asrkit':>8s} {'TF ops':>8s} {'keras3':>8s} {'ratio':>6s} "
+          f"{'vs fp32':>8s} {'asrkit GEMM share':>18s}")
+    for name, streams, cells, layers, pdfs, model, overrides in configs:
         frames = streams * unroll
         candidates = [gemm_step(frames, cells, 4 * cells)]
         for precision in precisions:
-            candidates.append(asrkit_step(streams, unroll, dim, cells, layers, pdfs, precision))
+            for use_fused in (None, False):
+                candidates.append(asrkit_step(streams, unroll, dim, cells, layers, pdfs, precision, use_fused, model,
+                                              overrides))
             if not args.no_keras:
-                candidates.append(keras_step(streams, unroll, dim, cells, layers, pdfs, precision))
+                candidates.append(keras_step(streams, unroll, dim, cells, layers, pdfs, precision, model, overrides))
         seconds = step_seconds(candidates, args.steps)
         gemm_rate = 2.0 * frames * cells * 4 * cells / seconds[0] / 1e9
-        flops = lstm_gemm_flops(frames, dim, cells, layers, pdfs)
-        per_precision = 1 if args.no_keras else 2
+        per_precision = 2 if args.no_keras else 3
         first = None
         for index, precision in enumerate(precisions):
-            ours = seconds[1 + per_precision * index]
+            ours, tf_ops = seconds[1 + per_precision * index : 3 + per_precision * index]
             first = first or ours
             keras_text, ratio_text = "-", "-"
             if not args.no_keras:
-                theirs = seconds[2 + per_precision * index]
-                keras_text, ratio_text = f"{frames / theirs:9.0f}", f"{theirs / ours:6.2f}"
-            share = f"{flops / ours / 1e9 / gemm_rate:17.0%} ({flops / ours / 1e9:.0f} of {gemm_rate:.0f} GFLOP/s)"
-            print(f"  {name:32s} {streams:4d} {precision:>5s} {frames / ours:9.0f} {keras_text:>9s} {ratio_text:>6s} "
-                  f"{first / ours:7.2f}x {share if precision == 'fp32' else '':s}", flush=True)
+                theirs = seconds[3 + per_precision * index]
+                keras_text, ratio_text = f"{frames / theirs:8.0f}", f"{theirs / ours:6.2f}"
+            share = ""
+            if model == "lstm" and precision == "fp32":
+                flops = lstm_gemm_flops(frames, dim, cells, layers, pdfs) / ours / 1e9
+                share = f"{flops / gemm_rate:17.0%} ({flops:.0f} of {gemm_rate:.0f} GFLOP/s)"
+            print(f"  {name:36s} {streams:4d} {precision:>5s} {frames / ours:8.0f} {frames / tf_ops:8.0f} "
+                  f"{keras_text:>8s} {ratio_text:>6s} {first / ours:7.2f}x {share}", flush=True)
 
     if not args.no_table:
         print(f"\nRecipe model frames/s by batch b (rows) and unrolling u (columns), {args.recipe_pdfs} pdfs:")

@@ -108,7 +108,7 @@ class DenseLayer(tf.Module):
         """[..., input_dim] -> [..., output_dim], as one GEMM over all leading dimensions."""
         shape = tf.shape(inputs)
         flat = tf.reshape(inputs, [-1, self.kernel.shape[0]])
-        outputs = matmul(flat, self.kernel, self.compute_dtype) + self.bias
+        outputs = tf.nn.bias_add(matmul(flat, self.kernel, self.compute_dtype), self.bias)
         if self.activation is not None:
             outputs = self.activation(outputs)
         return tf.reshape(outputs, tf.concat([shape[:-1], [self.kernel.shape[1]]], axis=0))

@@ -60,7 +60,7 @@ def pipelined_window(layers, devices, features, states, keep=None):
                 cell, output = states[index]
                 if keep_step is not None:
                     cell, output = cell * keep_step, output * keep_step
-                projected = matmul(below, layer.kernel, layer.compute_dtype) + layer.bias
+                projected = tf.nn.bias_add(matmul(below, layer.kernel, layer.compute_dtype), layer.bias)
                 states[index] = list(layer._step(projected, cell, output, recurrent[index]))
                 below = states[index][1]
         outputs.append(below)

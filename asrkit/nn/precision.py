@@ -25,11 +25,12 @@ _DTYPES = {"fp32": tf.float32, "bf16": tf.bfloat16}
 _CPU_FLAGS = ("amx_bf16", "avx512_bf16")
 
 
-def matmul(a, b, dtype):
-    """a @ b of fp32 tensors, computed in `dtype`, returned as fp32."""
+def matmul(a, b, dtype, transpose_a=False, transpose_b=False):
+    """a @ b (either transposed) of fp32 tensors, computed in `dtype`, returned as fp32."""
     if dtype == tf.float32:
-        return tf.matmul(a, b)
-    return tf.cast(tf.matmul(tf.cast(a, dtype), tf.cast(b, dtype)), tf.float32)
+        return tf.matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
+    product = tf.matmul(tf.cast(a, dtype), tf.cast(b, dtype), transpose_a=transpose_a, transpose_b=transpose_b)
+    return tf.cast(product, tf.float32)
 
 
 def cpu_flags(path="/proc/cpuinfo"):

@@ -10,6 +10,7 @@ automatic minibatch-size scaling the windows an update.
 import json
 
 from asrkit.tf_runtime import import_tensorflow
+from asrkit.train.cross_entropy import label_is_best, softmax_cross_entropy
 
 tf = import_tensorflow()
 
@@ -35,8 +36,8 @@ class TrainingState(tf.Module):
 def cross_entropy_sums(logits, targets, weights):
     """Summed CE, correct frames and labelled frames, over frames with weight 1 (label and no padding)."""
     labels = tf.maximum(targets, 0)
-    losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
-    correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), labels), tf.float32)
+    losses = softmax_cross_entropy(logits, labels)
+    correct = label_is_best(logits, labels)
     return tf.reduce_sum(losses * weights), tf.reduce_sum(correct * weights), tf.reduce_sum(weights)
 
 
@@ -246,8 +247,7 @@ class SequenceSteps(Steps):
         return pdfs, tf.transpose(values, [1, 0, 2])
 
     def _seq_outputs(self, logits, targets, weights, auxiliary, norm):
-        labels = tf.maximum(targets, 0)
-        correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), labels), tf.float32)
+        correct = label_is_best(logits, tf.maximum(targets, 0))
         return -auxiliary, tf.reduce_sum(correct * weights), tf.reduce_sum(weights), norm
 
     def _truncated_seq(self, features, targets, mask, reset, pdfs, values):

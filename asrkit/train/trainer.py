@@ -508,6 +508,7 @@ def train_ce(data_dir, ali_dir, exp_dir, options=None):
 
 def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criterion):
     """The training loop shared by cross-entropy and sequence training (`criterion` says how they differ)."""
+    from asrkit.nn.lstm import describe_cells
     from asrkit.nn.model_dir import write_model_dir
     from asrkit.nn.precision import set_precision
     from asrkit.nn.registry import build_from_config
@@ -586,6 +587,9 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
         raise AsrkitError(f"--unroll {params.unroll} is not a multiple of {net.unroll_multiple}, which model "
                           f"{net_config['config']} needs (its frames are predicted in groups)")
     logger.info("precision: %s", set_precision(net, params.precision))
+    cells = describe_cells(net)
+    if cells:
+        logger.info("LSTM cells: %s", cells)
     if params.dropout:
         try:
             net.set_dropout(params.dropout)

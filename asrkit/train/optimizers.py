@@ -2,8 +2,11 @@
 
 Written here rather than taken from Keras so that the slots live in the same
 tf.train.Checkpoint as the network (a resumed run continues with the same
-accumulators), nothing depends on Keras 3's variable wrappers, and the update
-is a few fused TF ops inside the training step's tf.function.
+accumulators) and nothing depends on Keras 3's variable wrappers.  Each
+variable's update is one of TensorFlow's fused kernels (ResourceApplyAdagradV2,
+-Adam, -Momentum, -GradientDescent) inside the training step's tf.function: one
+pass over the variable and its slots, where the same formula as separate ops
+takes five or six (at the paper's 28 M parameters, tens of milliseconds a step).
 
 - Adagrad (seeds 002/003, the default): acc += g^2; w -= lr * g / (sqrt(acc) + eps)
 - Adam (seed 004): bias-corrected first and second moments
@@ -56,6 +59,11 @@ class LearningRate:
         return rate
 
 
+def _like(value, variable):
+    """A scalar operand of TensorFlow's fused update kernels, in the variable's dtype."""
+    return tf.cast(value, variable.dtype)
+
+
 class Optimizer(tf.Module):
     """What the optimizers share: an iteration counter and slot variables.
 
@@ -85,8 +93,9 @@ class Adagrad(Optimizer):
 
     def apply(self, gradients, variables, learning_rate, windows=None):
         for gradient, variable, accumulator in zip(gradients, variables, self.slots):
-            accumulator.assign_add(gradient * gradient)
-            variable.assign_sub(learning_rate * gradient / (tf.sqrt(accumulator) + self.epsilon))
+            tf.raw_ops.ResourceApplyAdagradV2(var=variable.handle, accum=accumulator.handle,
+                                              lr=_like(learning_rate, variable), epsilon=_like(self.epsilon, variable),
+                                              grad=tf.convert_to_tensor(gradient))
         self.iterations.assign_add(1)
 
 
@@ -106,11 +115,14 @@ class Adam(Optimizer):
         count = tf.cast(self.iterations + 1, tf.float32)
         # The bias correction is exact while the decays stay the same; after a change of `windows` it is off
         # only while beta ** count is still far from 0, i.e. in the first few thousand updates.
-        corrected = learning_rate * tf.sqrt(1.0 - tf.pow(beta2, count)) / (1.0 - tf.pow(beta1, count))
+        # TensorFlow's kernel applies the bias correction lr * sqrt(1 - beta2 ** count) / (1 - beta1 ** count).
+        beta1_power, beta2_power = tf.pow(beta1, count), tf.pow(beta2, count)
         for gradient, variable, (first, second) in zip(gradients, variables, self.slots):
-            first.assign(beta1 * first + (1.0 - beta1) * gradient)
-            second.assign(beta2 * second + (1.0 - beta2) * gradient * gradient)
-            variable.assign_sub(corrected * first / (tf.sqrt(second) + self.epsilon))
+            tf.raw_ops.ResourceApplyAdam(var=variable.handle, m=first.handle, v=second.handle,
+                                         beta1_power=_like(beta1_power, variable),
+                                         beta2_power=_like(beta2_power, variable), lr=_like(learning_rate, variable),
+                                         beta1=_like(beta1, variable), beta2=_like(beta2, variable),
+                                         epsilon=_like(self.epsilon, variable), grad=tf.convert_to_tensor(gradient))
         self.iterations.assign_add(1)
 
 
@@ -126,11 +138,14 @@ class Sgd(Optimizer):
         if self.momentum:
             momentum = self.momentum if windows is None else tf.pow(self.momentum, windows)
             for gradient, variable, velocity in zip(gradients, variables, self.slots):
-                velocity.assign(momentum * velocity + gradient)
-                variable.assign_sub(learning_rate * velocity)
+                # velocity = momentum * velocity + gradient; variable -= learning_rate * velocity
+                tf.raw_ops.ResourceApplyMomentum(var=variable.handle, accum=velocity.handle,
+                                                 lr=_like(learning_rate, variable), grad=tf.convert_to_tensor(gradient),
+                                                 momentum=_like(momentum, variable))
         else:
             for gradient, variable in zip(gradients, variables):
-                variable.assign_sub(learning_rate * gradient)
+                tf.raw_ops.ResourceApplyGradientDescent(var=variable.handle, alpha=_like(learning_rate, variable),
+                                                        delta=tf.convert_to_tensor(gradient))
         self.iterations.assign_add(1)
 
 

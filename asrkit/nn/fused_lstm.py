@@ -147,8 +147,9 @@ def window(projected, state, keep, recurrent_kernel, compute_dtype, reverse=Fals
 
     projected [u, b, 4H] (u static), state (cell, output) [b, H], keep [u, b] or None, recurrent_kernel [H, 4H].
     Autodiff would compute the recurrent kernel's gradient as u small products summed with AddN, a pass over
-    [H, 4H] per step (at the paper's size a quarter of the non-GEMM time); here it is one GEMM over the window,
-    and the backward of each step is the kernel and one product.  Returns (outputs [u, b, H], (cell, output)).
+    [H, 4H] per step (at the paper's size the largest cost besides the GEMMs in a profile); here it is one GEMM
+    over the window, and the backward of each step is the kernel and one product (1.05-1.12x the step with the
+    per-step gradient, bench/train.py's configurations).  Returns (outputs [u, b, H], (cell, output)).
     """
     num_steps = projected.shape[0]
     keep = tf.ones(tf.shape(projected)[:2]) if keep is None else keep

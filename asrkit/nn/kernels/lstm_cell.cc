@@ -2,15 +2,13 @@
 //
 // TensorFlow runs the cell's gate nonlinearities and products as about 14 ops forward and 25
 // backward, each a pass over [b, H] or [b, 4H] tensors in memory; at the paper's size (H = 768,
-// b = 256) that traffic, not the GEMMs, is what keeps the training step under the machine's GEMM
-// rate.  These kernels read each input once and write each output once, in row blocks shared out
+// b = 256) that traffic is much of what keeps the training step under the machine's GEMM rate.
+// These kernels read each input once and write each output once, in row blocks shared out
 // over the intra-op threads, with Eigen's vectorised logistic and tanh (the functions TensorFlow's
 // own Sigmoid and Tanh kernels use).  Built and loaded by asrkit/nn/fused_lstm.py.
 //
 // Gate order is asrkit's: input, forget, candidate, output (asrkit/nn/lstm.py).  No cell clipping
 // (a layer with cell_clip > 0 uses TensorFlow's ops).
-
-#include <algorithm>
 
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
@@ -24,7 +22,6 @@ using tensorflow::OpKernel;
 using tensorflow::OpKernelConstruction;
 using tensorflow::OpKernelContext;
 using tensorflow::Tensor;
-using tensorflow::TensorShape;
 using tensorflow::int64;
 using tensorflow::shape_inference::InferenceContext;
 
@@ -42,7 +39,7 @@ Vector Gate(float* base, int64 row, int64 h, int gates, int k) { return Vector(b
 // Work shared out by rows over the intra-op threads.  The cost per row given to TensorFlow's cost
 // model is 8H cycles (about 4H vectorised nonlinearities and products): batches below about 100,000
 // cycles of work stay on one thread, since the step's other ops (the other layer's or direction's
-// steps) usually keep the other core busy.  Measured in bench/train.py against H and 4H a row.
+// steps) usually keep the other core busy.  Measured with bench/train.py's steps against H and 16H.
 template <typename Work>
 void ForRows(OpKernelContext* context, int64 rows, int64 cost_per_row, Work work) {
   auto* workers = context->device()->tensorflow_cpu_worker_threads();

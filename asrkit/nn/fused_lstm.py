@@ -18,6 +18,7 @@ GPU (the kernel is CPU-only), a layer with cell clipping, or ASRKIT_FUSED_LSTM=0
 """
 
 import fcntl
+import functools
 import hashlib
 import logging
 import os
@@ -103,11 +104,17 @@ def library(source=SOURCE):
     return _loaded[key]
 
 
+@functools.cache
+def _gpu_visible():
+    # Asked once: every cell step of every traced window asks `usable`, and devices do not change in a process.
+    return bool(tf.config.list_logical_devices("GPU"))
+
+
 def why_not(cell_clip=0.0):
     """None where a layer with this cell clip runs its cells with the kernel here, else the reason."""
     if cell_clip > 0:
         return "the kernel does not clip cells (cell_clip)"
-    if tf.config.list_logical_devices("GPU"):
+    if _gpu_visible():
         return "the kernel is CPU-only and a GPU is visible"
     if library() is None:
         return _reasons[str(SOURCE)]

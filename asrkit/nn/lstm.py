@@ -146,7 +146,9 @@ def describe_cells(net):
     layers = [module for module in net.submodules if isinstance(module, LstmLayer)]
     if not layers:
         return None
-    reasons = sorted({fused_lstm.why_not(layer.cell_clip) or "" for layer in layers if not layer._fused_cell()})
-    if not reasons:
+    unfused = [layer for layer in layers if not layer._fused_cell()]
+    if not unfused:
         return "the fused CPU kernel (asrkit.nn.fused_lstm)"
-    return "TensorFlow ops" + (f" ({'; '.join(reason for reason in reasons if reason)})" if any(reasons) else "")
+    # A layer told fused=False has no reason to give.
+    reasons = sorted({fused_lstm.why_not(layer.cell_clip) for layer in unfused} - {None})
+    return "TensorFlow ops" + (f" ({'; '.join(reasons)})" if reasons else "")

@@ -1,124 +1,38 @@
-"""The LSTM cell step as one CPU kernel forward and one backward, compiled on first use.
+"""The LSTM cell step as one CPU kernel forward and one backward.
 
 TensorFlow runs the elementwise part of a cell step (gate nonlinearities, the
 cell and output products) as about 14 ops forward and 25 backward, each a pass
 over memory.  asrkit/nn/kernels/lstm_cell.cc does each direction in one pass;
-the GEMMs stay TensorFlow's (oneDNN).  The kernel is built with the machine's
-compiler against the installed TensorFlow's headers the first time a layer
-needs it (about 10 s), for this CPU (-march=native), and cached under
-$ASRKIT_CACHE (default ~/.cache/asrkit)/kernels/<key>, the key naming the
-source, TensorFlow's version and build flags and the CPU, so a shared home
-directory serves machines of different kinds.  Concurrent first uses wait for
-one build (a file lock); the library is written under a temporary name and
-renamed.
+the GEMMs stay TensorFlow's (oneDNN).  The kernel is compiled on first use and
+cached (asrkit.nn.cpu_kernels).
 
 Where it cannot be used the layers run TensorFlow's ops, with the same
 results: no compiler or a failed build (the reason is logged once), a visible
 GPU (the kernel is CPU-only), a layer with cell clipping, or ASRKIT_FUSED_LSTM=0.
 """
 
-import fcntl
-import functools
-import hashlib
-import logging
-import os
-import platform
-import subprocess
-import time
-from pathlib import Path
-
-from asrkit.nn.precision import cpu_flags, matmul
+from asrkit.nn import cpu_kernels
+from asrkit.nn.precision import matmul
 from asrkit.tf_runtime import import_tensorflow
 
 tf = import_tensorflow()
 
-SOURCE = Path(__file__).with_name("kernels") / "lstm_cell.cc"
-SWITCH = "ASRKIT_FUSED_LSTM"
-
-log = logging.getLogger("asrkit.nn.fused_lstm")
-_loaded = {}  # source path -> the op library module, or None when it could not be had
-_reasons = {}  # source path -> why it could not be had
+KERNEL = "lstm_cell"
+SWITCH = cpu_kernels.SWITCHES[KERNEL][0]
 
 
-def cache_dir():
-    return Path(os.environ.get("ASRKIT_CACHE") or Path.home() / ".cache" / "asrkit") / "kernels"
-
-
-def _compiler_command(source, target):
-    flags = ["-O3", "-march=native", "-shared", "-fPIC", "-w"]
-    if "avx512_fp16" in cpu_flags():
-        # TensorFlow's bundled Eigen does not compile with GCC 12's AVX512-FP16 types; the kernel is fp32.
-        flags.append("-mno-avx512fp16")
-    return ([os.environ.get("CXX", "g++")] + flags + [str(source), "-o", str(target)]
-            + tf.sysconfig.get_compile_flags() + tf.sysconfig.get_link_flags())
-
-
-def _key(source):
-    digest = hashlib.sha256(Path(source).read_bytes())
-    for part in (tf.__version__, " ".join(_compiler_command("", "")), platform.machine(),
-                 " ".join(sorted(cpu_flags()))):
-        digest.update(part.encode("utf-8"))
-    return digest.hexdigest()[:16]
-
-
-def build(source=SOURCE, directory=None):
-    """The path of the compiled library for `source`, building it unless the cache has it.
-    Raises RuntimeError with the compiler's message when the build fails."""
-    directory = Path(directory or cache_dir()) / _key(source)
-    directory.mkdir(parents=True, exist_ok=True)
-    target = directory / (Path(source).stem + ".so")
-    with open(directory / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building it right now
-        if target.exists():
-            return target
-        partial = directory / f"{target.name}.{os.getpid()}.tmp"
-        started = time.time()
-        try:
-            result = subprocess.run(_compiler_command(source, partial), capture_output=True, text=True)
-        except OSError as error:  # no compiler
-            raise RuntimeError(f"cannot run the C++ compiler: {error}") from error
-        if result.returncode != 0:
-            partial.unlink(missing_ok=True)
-            message = (result.stderr.strip().splitlines() or ["(no message)"])[-1]
-            raise RuntimeError(f"compiling {source} failed (exit {result.returncode}): {message}")
-        os.replace(partial, target)
-        log.info("built the fused LSTM cell kernel in %.0f s: %s", time.time() - started, target)
-    return target
-
-
-def library(source=SOURCE):
-    """The op library (a module with asrkit_lstm_cell and asrkit_lstm_cell_grad), or None where it is switched
-    off or cannot be built; the reason is logged once per process (and kept for `why_not`)."""
-    key = str(source)
-    if key not in _loaded:
-        if os.environ.get(SWITCH, "1") == "0":
-            _loaded[key], _reasons[key] = None, f"{SWITCH}=0"
-            log.info("%s=0: LSTM cells run as TensorFlow ops", SWITCH)
-        else:
-            try:
-                _loaded[key] = tf.load_op_library(str(build(source)))
-            except (RuntimeError, OSError, tf.errors.OpError) as error:
-                _loaded[key], _reasons[key] = None, f"the kernel is not available: {error}"
-                log.warning("the fused LSTM cell kernel is not available, so LSTM cells run as TensorFlow ops "
-                            "(slower): %s", error)
-    return _loaded[key]
-
-
-@functools.cache
-def _gpu_visible():
-    # Asked once: every cell step of every traced window asks `usable`, and devices do not change in a process.
-    return bool(tf.config.list_logical_devices("GPU"))
+def library():
+    """The op library (a module with asrkit_lstm_cell and asrkit_lstm_cell_grad), or None (asrkit.nn.cpu_kernels)."""
+    return cpu_kernels.load(KERNEL)
 
 
 def why_not(cell_clip=0.0):
     """None where a layer with this cell clip runs its cells with the kernel here, else the reason."""
     if cell_clip > 0:
         return "the kernel does not clip cells (cell_clip)"
-    if _gpu_visible():
+    if cpu_kernels.gpu_visible():
         return "the kernel is CPU-only and a GPU is visible"
-    if library() is None:
-        return _reasons[str(SOURCE)]
-    return None
+    return cpu_kernels.reason(KERNEL)
 
 
 def usable(cell_clip=0.0):
@@ -206,8 +120,3 @@ def window(projected, state, keep, recurrent_kernel, compute_dtype, reverse=Fals
 
     outputs, cell, output = run(projected, state[0], state[1], keep, tf.convert_to_tensor(recurrent_kernel))
     return outputs, (cell, output)
-
-
-if __name__ == "__main__":  # python -m asrkit.nn.fused_lstm: build (or find) the kernel and say where
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    print(build())

@@ -391,11 +391,12 @@ def serve_forever(cluster):
     from asrkit.tf_runtime import import_tensorflow
 
     tf = import_tensorflow()
-    # The chief's functions run here and may hold the fused LSTM cell ops: register them in this process (a
-    # task without the kernel fails with "Op type not registered"; ASRKIT_FUSED_LSTM=0 on the chief avoids it).
-    from asrkit.nn import fused_lstm
+    # The chief's functions run here and may hold the CPU kernels' ops (the LSTM cell, the frame loss): register
+    # them in this process (a task without them fails with "Op type not registered"; ASRKIT_FUSED_LSTM=0 and
+    # ASRKIT_FUSED_LOSS=0 on the chief avoid them).
+    from asrkit.nn import cpu_kernels
 
-    fused_lstm.library()
+    cpu_kernels.load_all()
     server = tf.distribute.Server(_cluster_spec(tf, cluster), job_name=cluster.task_type,
                                   task_index=cluster.task_index, protocol="grpc", start=True)
     logger.info("strategy ps, task %s: serving at %s for the chief at %s (stop with SIGTERM)", cluster.task,

@@ -10,7 +10,7 @@ automatic minibatch-size scaling the windows an update.
 import json
 
 from asrkit.tf_runtime import import_tensorflow
-from asrkit.train.cross_entropy import label_is_best, softmax_cross_entropy
+from asrkit.train.cross_entropy import label_is_best, losses_and_correct
 
 tf = import_tensorflow()
 
@@ -36,8 +36,7 @@ class TrainingState(tf.Module):
 def cross_entropy_sums(logits, targets, weights):
     """Summed CE, correct frames and labelled frames, over frames with weight 1 (label and no padding)."""
     labels = tf.maximum(targets, 0)
-    losses = softmax_cross_entropy(logits, labels)
-    correct = label_is_best(logits, labels)
+    losses, correct = losses_and_correct(logits, labels)
     return tf.reduce_sum(losses * weights), tf.reduce_sum(correct * weights), tf.reduce_sum(weights)
 
 

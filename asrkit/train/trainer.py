@@ -514,6 +514,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
     from asrkit.nn.registry import build_from_config
     from asrkit.tf_runtime import import_tensorflow
     from asrkit.train.bucket_batcher import BucketBatcher
+    from asrkit.train.cross_entropy import describe as describe_frame_loss
     from asrkit.train.metrics import IntervalMetrics, ScalarWriter, finite, format_metrics
     from asrkit.train.optimizers import LearningRate, make_optimizer
     from asrkit.train.prefetch import Prefetcher
@@ -590,6 +591,8 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
     cells = describe_cells(net)
     if cells:
         logger.info("LSTM cells: %s", cells)
+    if criterion.name == "ce":
+        logger.info("frame loss: %s", describe_frame_loss())
     if params.dropout:
         try:
             net.set_dropout(params.dropout)

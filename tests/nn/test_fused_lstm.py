@@ -6,7 +6,7 @@ import logging
 import numpy as np
 import pytest
 
-from asrkit.nn import fused_lstm
+from asrkit.nn import cpu_kernels, fused_lstm
 from asrkit.nn.lstm import LstmLayer, describe_cells
 from asrkit.nn.registry import build_model
 from asrkit.tf_runtime import import_tensorflow
@@ -71,32 +71,13 @@ def test_the_kernel_refuses_mismatched_shapes():
         cell(tf.zeros([2, 12]), tf.zeros([2, 12]), tf.zeros([2, 3]), tf.ones([3]))
 
 
-def test_build_is_cached_and_a_failed_build_falls_back_with_the_reason(tmp_path, monkeypatch, caplog):
-    built = fused_lstm.build(fused_lstm.SOURCE, tmp_path)
-    assert built.exists() and built.parent.parent == tmp_path
-    stamp = built.stat().st_mtime_ns
-    assert fused_lstm.build(fused_lstm.SOURCE, tmp_path) == built and built.stat().st_mtime_ns == stamp
-    assert not list(built.parent.glob("*.tmp"))
-
-    broken = tmp_path / "broken.cc"
-    broken.write_text("this is not C++\n")
-    with pytest.raises(RuntimeError, match="failed"):
-        fused_lstm.build(broken, tmp_path)
-    assert not list(tmp_path.glob("*/broken*"))  # neither a library nor a partial one
-    monkeypatch.setattr(fused_lstm, "_loaded", {})
-    monkeypatch.setenv("ASRKIT_CACHE", str(tmp_path))
-    with caplog.at_level(logging.WARNING, logger="asrkit.nn.fused_lstm"):
-        assert fused_lstm.library(broken) is None
-    assert "not available" in caplog.text and "failed" in caplog.text
-
-
 def test_the_switch_turns_the_kernel_off_and_the_log_line_says_how_cells_run(monkeypatch):
     net = build_model("lstm", 8, 5, {"num_layers": 2, "num_cells": 4})
     assert describe_cells(net) == "the fused CPU kernel (asrkit.nn.fused_lstm)"
     assert describe_cells(build_model("dnn", 8, 5, {"num_layers": 1, "num_units": 4})) is None
     clipped = build_model("lstm", 8, 5, {"num_layers": 1, "num_cells": 4, "cell_clip": 3.0})
     assert describe_cells(clipped) == "TensorFlow ops (the kernel does not clip cells (cell_clip))"
-    monkeypatch.setattr(fused_lstm, "_loaded", {})
+    monkeypatch.setattr(cpu_kernels, "_loaded", {})
     monkeypatch.setenv(fused_lstm.SWITCH, "0")
     assert fused_lstm.library() is None and not fused_lstm.usable()
     assert describe_cells(net) == "TensorFlow ops (ASRKIT_FUSED_LSTM=0)"

@@ -163,6 +163,7 @@ def test_bf16_training_learns_like_fp32_and_exports_fp32_weights(corpus, tmp_pat
     bf16 = train_ce(data_dir, ali_dir, str(tmp_path / "bf16"), options(precision="bf16", **steps))
     assert "precision: bf16 GEMMs, fp32 weights, states and loss (the test's say-so)" in caplog.text
     assert "LSTM cells: the fused CPU kernel" in caplog.text
+    assert "frame loss: the fused CPU kernel" in caplog.text
     assert abs(bf16.valid_accuracy - fp32.valid_accuracy) < 0.1 and bf16.loss < 1.2 * fp32.loss
     assert json.load(open(tmp_path / "bf16" / "config.json"))["train"]["precision"] == "bf16"
     model = load_acoustic_model(tmp_path / "bf16" / "final")

@@ -5,7 +5,8 @@
 // b = 256) that traffic is much of what keeps the training step under the machine's GEMM rate.
 // These kernels read each input once and write each output once, in row blocks shared out
 // over the intra-op threads, with Eigen's vectorised logistic and tanh (the functions TensorFlow's
-// own Sigmoid and Tanh kernels use).  Built and loaded by asrkit/nn/fused_lstm.py.
+// own Sigmoid and Tanh kernels use).  Built and loaded by asrkit/nn/cpu_kernels.py, used by
+// asrkit/nn/fused_lstm.py.
 //
 // Gate order is asrkit's: input, forget, candidate, output (asrkit/nn/lstm.py).  No cell clipping
 // (a layer with cell_clip > 0 uses TensorFlow's ops).

@@ -1,0 +1,133 @@
+"""asrkit's CPU kernels (asrkit/nn/kernels/*.cc), compiled on first use and loaded as TensorFlow op libraries.
+
+Two kernels: lstm_cell.cc (the LSTM cell step, asrkit.nn.fused_lstm) and
+softmax_cross_entropy.cc (the frame loss, its gradient and accuracy,
+asrkit.train.cross_entropy).  Each is built with the machine's compiler
+against the installed TensorFlow's headers the first time it is needed (about
+10 s), for this CPU (-march=native), and cached under $ASRKIT_CACHE (default
+~/.cache/asrkit)/kernels/<key>, the key naming the source, TensorFlow's
+version and build flags and the CPU, so a shared home directory serves
+machines of different kinds.  Concurrent first uses wait for one build (a file
+lock); the library is written under a temporary name and renamed.
+
+Where a kernel cannot be had (no compiler or a failed build, or its switch
+set to 0 in the environment) its users run TensorFlow's ops, with the same
+results, and the reason is logged once.  `python -m asrkit.nn.cpu_kernels`
+builds them all (bin/setup-env does, so that no training waits for a build).
+"""
+
+import fcntl
+import functools
+import hashlib
+import logging
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+from asrkit.nn.precision import cpu_flags
+from asrkit.tf_runtime import import_tensorflow
+
+tf = import_tensorflow()
+
+KERNELS = Path(__file__).with_name("kernels")
+# name -> (the environment variable that switches it off with 0, what runs where it cannot be had)
+SWITCHES = {
+    "lstm_cell": ("ASRKIT_FUSED_LSTM", "LSTM cells run as TensorFlow ops (slower)"),
+    "softmax_cross_entropy": ("ASRKIT_FUSED_LOSS", "the frame loss runs as TensorFlow ops (slower)"),
+}
+
+log = logging.getLogger("asrkit.nn.cpu_kernels")
+_loaded = {}  # kernel name -> the op library module, or None when it could not be had
+_reasons = {}  # kernel name -> why it could not be had
+
+
+def cache_dir():
+    return Path(os.environ.get("ASRKIT_CACHE") or Path.home() / ".cache" / "asrkit") / "kernels"
+
+
+def source(name):
+    return KERNELS / f"{name}.cc"
+
+
+def _compiler_command(source_path, target):
+    flags = ["-O3", "-march=native", "-shared", "-fPIC", "-w"]
+    if "avx512_fp16" in cpu_flags():
+        # TensorFlow's bundled Eigen does not compile with GCC 12's AVX512-FP16 types; the kernels are fp32.
+        flags.append("-mno-avx512fp16")
+    return ([os.environ.get("CXX", "g++")] + flags + [str(source_path), "-o", str(target)]
+            + tf.sysconfig.get_compile_flags() + tf.sysconfig.get_link_flags())
+
+
+def _key(source_path):
+    digest = hashlib.sha256(Path(source_path).read_bytes())
+    for part in (tf.__version__, " ".join(_compiler_command("", "")), platform.machine(),
+                 " ".join(sorted(cpu_flags()))):
+        digest.update(part.encode("utf-8"))
+    return digest.hexdigest()[:16]
+
+
+def build(source_path, directory=None):
+    """The path of the compiled library for `source_path`, building it unless the cache has it.
+    Raises RuntimeError with the compiler's message when the build fails."""
+    directory = Path(directory or cache_dir()) / _key(source_path)
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / (Path(source_path).stem + ".so")
+    with open(directory / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building it right now
+        if target.exists():
+            return target
+        partial = directory / f"{target.name}.{os.getpid()}.tmp"
+        started = time.time()
+        try:
+            result = subprocess.run(_compiler_command(source_path, partial), capture_output=True, text=True)
+        except OSError as error:  # no compiler
+            raise RuntimeError(f"cannot run the C++ compiler: {error}") from error
+        if result.returncode != 0:
+            partial.unlink(missing_ok=True)
+            message = (result.stderr.strip().splitlines() or ["(no message)"])[-1]
+            raise RuntimeError(f"compiling {source_path} failed (exit {result.returncode}): {message}")
+        os.replace(partial, target)
+        log.info("built the CPU kernel %s in %.0f s: %s", Path(source_path).stem, time.time() - started, target)
+    return target
+
+
+def load(name):
+    """The op library of kernel `name` (SWITCHES), or None where it is switched off or cannot be built; the
+    reason is logged once per process (and kept for `reason`)."""
+    if name not in _loaded:
+        switch, fallback = SWITCHES[name]
+        if os.environ.get(switch, "1") == "0":
+            _loaded[name], _reasons[name] = None, f"{switch}=0"
+            log.info("%s=0: %s", switch, fallback)
+        else:
+            try:
+                _loaded[name] = tf.load_op_library(str(build(source(name))))
+            except (RuntimeError, OSError, tf.errors.OpError) as error:
+                _loaded[name], _reasons[name] = None, f"the kernel is not available: {error}"
+                log.warning("the CPU kernel %s is not available, so %s: %s", name, fallback, error)
+    return _loaded[name]
+
+
+def reason(name):
+    """Why kernel `name` could not be loaded (None where it was)."""
+    return None if load(name) is not None else _reasons[name]
+
+
+def load_all():
+    """Every kernel that can be had, loaded: a process that runs functions traced elsewhere (a parameter-server
+    task) needs their ops registered."""
+    return {name: load(name) for name in SWITCHES}
+
+
+@functools.cache
+def gpu_visible():
+    # Asked once: every traced cell step asks, and devices do not change in a process.  The kernels are CPU-only.
+    return bool(tf.config.list_logical_devices("GPU"))
+
+
+if __name__ == "__main__":  # python -m asrkit.nn.cpu_kernels: build (or find) every kernel and say where
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    for kernel in SWITCHES:
+        print(build(source(kernel)))

@@ -1,0 +1,42 @@
+"""Building and loading asrkit's CPU kernels: the build cache, a failed build, the switches."""
+
+import logging
+
+import pytest
+
+from asrkit.nn import cpu_kernels
+
+
+def test_build_is_cached_and_leaves_no_partial_file(tmp_path):
+    built = cpu_kernels.build(cpu_kernels.source("softmax_cross_entropy"), tmp_path)
+    assert built.exists() and built.parent.parent == tmp_path
+    stamp = built.stat().st_mtime_ns
+    assert cpu_kernels.build(cpu_kernels.source("softmax_cross_entropy"), tmp_path) == built
+    assert built.stat().st_mtime_ns == stamp
+    assert not list(built.parent.glob("*.tmp"))
+
+
+def test_a_failed_build_raises_and_loading_falls_back_with_the_reason(tmp_path, monkeypatch, caplog):
+    broken = tmp_path / "kernels" / "broken.cc"
+    broken.parent.mkdir()
+    broken.write_text("this is not C++\n")
+    with pytest.raises(RuntimeError, match="failed"):
+        cpu_kernels.build(broken, tmp_path / "cache")
+    assert not list((tmp_path / "cache").glob("*/broken*"))  # neither a library nor a partial one
+    monkeypatch.setattr(cpu_kernels, "_loaded", {})
+    monkeypatch.setattr(cpu_kernels, "KERNELS", broken.parent)
+    monkeypatch.setitem(cpu_kernels.SWITCHES, "broken", ("ASRKIT_BROKEN", "the other thing runs"))
+    monkeypatch.setenv("ASRKIT_CACHE", str(tmp_path / "cache"))
+    with caplog.at_level(logging.WARNING, logger="asrkit.nn.cpu_kernels"):
+        assert cpu_kernels.load("broken") is None
+    assert "not available, so the other thing runs" in caplog.text and "failed" in caplog.text
+    assert cpu_kernels.reason("broken").startswith("the kernel is not available: compiling")
+
+
+def test_a_switch_set_to_0_turns_its_kernel_off_alone(monkeypatch):
+    monkeypatch.setattr(cpu_kernels, "_loaded", {})
+    monkeypatch.setenv("ASRKIT_FUSED_LOSS", "0")
+    loaded = cpu_kernels.load_all()
+    assert loaded["softmax_cross_entropy"] is None and loaded["lstm_cell"] is not None
+    assert cpu_kernels.reason("softmax_cross_entropy") == "ASRKIT_FUSED_LOSS=0"
+    assert cpu_kernels.reason("lstm_cell") is None

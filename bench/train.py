@@ -127,8 +127,10 @@ def gemm_step(m, k, n):
 
 
 def asrkit_step(streams, unroll, dim, cells, layers, pdfs, precision="fp32", fused=None, model="lstm",
-                overrides=None):
+                overrides=None, split_window=True):
     net = build_model(model, dim, pdfs, {"num_layers": layers, "num_cells": cells, **(overrides or {})})
+    if model == "lstm":
+        net.split_window = split_window
     set_precision(net, precision)
     for module in net.submodules:
         if isinstance(module, LstmLayer):
@@ -294,6 +296,16 @@ def main():
                 share = f"{flops / gemm_rate:17.0%} ({flops:.0f} of {gemm_rate:.0f} GFLOP/s)"
             print(f"  {name:36s} {streams:4d} {precision:>5s} {frames / ours:8.0f} {frames / tf_ops:8.0f} "
                   f"{keras_text:>8s} {ratio_text:>6s} {first / ours:7.2f}x {share}", flush=True)
+
+    print("\nThe stacked LSTM's window in two halves of time (layer l's second half beside layer l+1's first, "
+          "asrkit's default) against the window in one piece, fp32, frames/s:")
+    for streams, cells, layers, pdfs in ((32, 256, 2, 41), (256, 256, 2, args.recipe_pdfs)):
+        candidates = [asrkit_step(streams, unroll, dim, cells, layers, pdfs, split_window=split)
+                      for split in (True, False)]
+        halves, whole = step_seconds(candidates, max(args.steps, 20))  # short steps: more of them
+        frames = streams * unroll
+        print(f"  {layers}xLSTM({cells}), {pdfs} pdfs, b={streams}: {frames / halves:8.0f} halves {frames / whole:8.0f} "
+              f"one piece  {whole / halves:.2f}x", flush=True)
 
     if not args.no_table:
         print(f"\nRecipe model frames/s by batch b (rows) and unrolling u (columns), {args.recipe_pdfs} pdfs:")

@@ -97,6 +97,32 @@ def test_truncated_unrolling_with_state_saving_equals_full_unrolling(config, ove
         np.testing.assert_allclose(truncated, full, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("num_steps", [6, 5])
+def test_an_lstm_window_in_two_halves_of_time_equals_the_window_in_one_piece(num_steps):
+    """The stacked LSTM runs a window as two halves (for concurrency); values, states and gradients are the
+    window's, with utterance starts in either half.  An odd window runs in one piece."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(4)
+    net = build_model("lstm", 5, 7, {"num_layers": 3, "num_cells": 6})
+    features = tf.constant(rng.standard_normal((2, num_steps, 5)).astype(np.float32))
+    reset = np.zeros((2, num_steps), np.float32)
+    reset[0, 1] = reset[1, 4] = 1.0
+    state = tuple(tf.constant(rng.standard_normal(tensor.shape).astype(np.float32)) for tensor in net.zero_state(2))
+    weights = rng.standard_normal((2, num_steps, 7)).astype(np.float32)
+    results = {}
+    for split in (True, False):
+        net.split_window = split
+        with tf.GradientTape() as tape:
+            tape.watch(state)
+            logits, new_state = net.window(features, state, tf.constant(reset))
+            loss = tf.reduce_sum(logits * weights) + tf.reduce_sum(new_state[-1])
+        gradients = tape.gradient(loss, list(net.trainable_variables) + list(state))
+        results[split] = [logits, *new_state, *gradients]
+    for split_value, whole_value in zip(results[True], results[False]):
+        np.testing.assert_allclose(split_value.numpy(), whole_value.numpy(), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("config,overrides", [
     ("lstm", {"num_layers": 2, "num_cells": 10}),
     ("dnn", {"context_frames": 3, "num_layers": 2, "num_units": 12}),

@@ -23,6 +23,10 @@ first layer, which nothing needs) over its step time, against the rate of a
 tf.matmul of its input-projection size timed in alternation with its steps:
 the speed of this shared 2-core machine drifts by up to 2x within minutes, so
 every number compared is taken in the same rounds (medians of --steps rounds).
+Beside the large config runs a step of its GEMMs alone, in the step's own
+dependence chains and nothing else (gemm_skeleton_step): its share is the bound
+of any step of this structure here, since the per-step recurrent products at
+b=256 run below the large GEMMs' rate.
 
 With --precision bf16 (or both, the default where the machine has native bf16
 products: AMX-BF16, AVX512-BF16), asrkit's step also runs with bf16 GEMMs
@@ -35,7 +39,8 @@ Sections (all in one run, each can be left out):
 2. the recipe LSTM (2xLSTM(256), --recipe-pdfs outputs) at b=256, u=20, and at the recipe's b=32 with 41
    outputs; the recipe's final model, the windowed BLSTM 6+5+6 with 2 x 192 cells a direction, 41 outputs,
    b=32, u=20 (egs/voicesearch);
-3. the frames/s table of the recipe LSTM for b in 64..512 x u in 10, 20, 40 (seed 001 Figure 3).
+3. the recipe LSTM's window in two halves of time (asrkit's default) against one piece;
+4. the frames/s table of the recipe LSTM for b in 64..512 x u in 10, 20, 40 (seed 001 Figure 3).
 
 Usage:
 
@@ -124,6 +129,47 @@ def gemm_step(m, k, n):
     """A tf.matmul of the model's input-projection size, timed like a step (same call overhead)."""
     matmul = tf.function(lambda x, y: (tf.reduce_sum(tf.matmul(x, y)),))
     return warm(matmul, [tf.random.normal([m, k]), tf.random.normal([k, n])])
+
+
+def gemm_skeleton_step(streams, unroll, dim, cells, layers, pdfs):
+    """The GEMMs of an LSTM training step alone: the same products in the same dependence chains (per-step
+    recurrent products forward and backward, window-sized input projections, weight gradients and softmax),
+    with nothing else that a step must do (no cell nonlinearities, loss or update).  Its share of the GEMM
+    rate bounds what any step of this structure can reach on the machine."""
+    frames, gates = streams * unroll, 4 * cells
+    inputs = [tf.random.normal([dim if index == 0 else cells, gates]) * 0.03 for index in range(layers)]
+    recurrents = [tf.random.normal([cells, gates]) * 0.03 for _ in range(layers)]
+    softmax = tf.random.normal([cells, pdfs]) * 0.03
+
+    @tf.function
+    def step(features):
+        below, saved = features, []
+        for kernel, recurrent in zip(inputs, recurrents):
+            projected = tf.reshape(tf.matmul(below, kernel), [unroll, streams, gates])
+            output, outputs = tf.zeros([streams, cells]), []
+            for t in range(unroll):
+                output = (projected[t] + tf.matmul(output, recurrent))[:, :cells]
+                outputs.append(output)
+            saved.append((below, tf.reshape(tf.stack(outputs), [frames, cells])))
+            below = saved[-1][1]
+        logits_grad = tf.matmul(below, softmax) * 1e-6
+        total = tf.reduce_sum(tf.matmul(below, logits_grad, transpose_a=True)[0])
+        above = tf.matmul(logits_grad, softmax, transpose_b=True)
+        for index in reversed(range(layers)):
+            layer_input, outputs = saved[index]
+            steps = tf.reshape(tf.tile(above, [1, 4]), [unroll, streams, gates])  # stands in for the cell gradient
+            recurrent_grad, step_grads = tf.zeros([streams, cells]), []
+            for t in reversed(range(unroll)):
+                step_grads.append(steps[t] + recurrent_grad[:, :1])
+                recurrent_grad = tf.matmul(step_grads[-1], recurrents[index], transpose_b=True)
+            preactivation_grad = tf.reshape(tf.stack(step_grads[::-1]), [frames, gates])
+            total += tf.reduce_sum(tf.matmul(outputs, preactivation_grad, transpose_a=True)[0])
+            total += tf.reduce_sum(tf.matmul(layer_input, preactivation_grad, transpose_a=True)[0])
+            if index > 0:
+                above = tf.matmul(preactivation_grad, inputs[index], transpose_b=True)
+        return (total,)
+
+    return warm(step, [tf.random.normal([frames, dim])])
 
 
 def asrkit_step(streams, unroll, dim, cells, layers, pdfs, precision="fp32", fused=None, model="lstm",
@@ -279,6 +325,9 @@ def main():
                                               overrides))
             if not args.no_keras:
                 candidates.append(keras_step(streams, unroll, dim, cells, layers, pdfs, precision, model, overrides))
+        bound = model == "lstm" and streams * cells >= 256 * 768  # the paper's size: where the share is a target
+        if bound:
+            candidates.append(gemm_skeleton_step(streams, unroll, dim, cells, layers, pdfs))
         seconds = step_seconds(candidates, args.steps)
         gemm_rate = 2.0 * frames * cells * 4 * cells / seconds[0] / 1e9
         per_precision = 2 if args.no_keras else 3
@@ -296,6 +345,11 @@ def main():
                 share = f"{flops / gemm_rate:17.0%} ({flops:.0f} of {gemm_rate:.0f} GFLOP/s)"
             print(f"  {name:36s} {streams:4d} {precision:>5s} {frames / ours:8.0f} {frames / tf_ops:8.0f} "
                   f"{keras_text:>8s} {ratio_text:>6s} {first / ours:7.2f}x {share}", flush=True)
+        if bound:
+            flops = lstm_gemm_flops(frames, dim, cells, layers, pdfs) / seconds[-1] / 1e9
+            print(f"  {'  its GEMMs alone (the bound)':36s} {streams:4d} {'fp32':>5s} {frames / seconds[-1]:8.0f} "
+                  f"{'':>8s} {'':>8s} {'':>6s} {'':>8s} {flops / gemm_rate:17.0%} ({flops:.0f} of {gemm_rate:.0f} "
+                  "GFLOP/s)", flush=True)
 
     print("\nThe stacked LSTM's window in two halves of time (layer l's second half beside layer l+1's first, "
           "asrkit's default) against the window in one piece, fp32, frames/s:")

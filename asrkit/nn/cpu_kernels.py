@@ -62,6 +62,8 @@ def _compiler_command(source_path, target):
 
 def _key(source_path):
     digest = hashlib.sha256(Path(source_path).read_bytes())
+    for header in sorted(Path(source_path).parent.glob("*.h")):  # what the kernels include from their directory
+        digest.update(header.read_bytes())
     for part in (tf.__version__, " ".join(_compiler_command("", "")), platform.machine(),
                  " ".join(sorted(cpu_flags()))):
         digest.update(part.encode("utf-8"))

@@ -40,3 +40,14 @@ def test_a_switch_set_to_0_turns_its_kernel_off_alone(monkeypatch):
     assert loaded["softmax_cross_entropy"] is None and loaded["lstm_cell"] is not None
     assert cpu_kernels.reason("softmax_cross_entropy") == "ASRKIT_FUSED_LOSS=0"
     assert cpu_kernels.reason("lstm_cell") is None
+
+
+def test_the_cache_key_changes_with_a_header_the_kernels_include(tmp_path):
+    for path in cpu_kernels.KERNELS.iterdir():
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    kernel = tmp_path / "lstm_cell.cc"
+    before = cpu_kernels._key(kernel)
+    assert before == cpu_kernels._key(cpu_kernels.source("lstm_cell"))
+    with open(tmp_path / "rows.h", "a") as header:
+        header.write("// changed\n")
+    assert cpu_kernels._key(kernel) != before

@@ -11,24 +11,11 @@
 // Gate order is asrkit's: input, forget, candidate, output (asrkit/nn/lstm.py).  No cell clipping
 // (a layer with cell_clip > 0 uses TensorFlow's ops).
 
-#include "tensorflow/core/framework/op.h"
-#include "tensorflow/core/framework/op_kernel.h"
-#include "tensorflow/core/framework/shape_inference.h"
-#include "tensorflow/core/util/work_sharder.h"
-#include "unsupported/Eigen/CXX11/Tensor"
+#include "rows.h"
+
+using namespace asrkit;  // NOLINT: the kernels' shared vocabulary (rows.h)
 
 namespace {
-
-using tensorflow::OpKernel;
-using tensorflow::OpKernelConstruction;
-using tensorflow::OpKernelContext;
-using tensorflow::Tensor;
-using tensorflow::int64;
-using tensorflow::shape_inference::InferenceContext;
-
-using Vector = Eigen::Map<Eigen::Array<float, Eigen::Dynamic, 1>>;
-using ConstVector = Eigen::Map<const Eigen::Array<float, Eigen::Dynamic, 1>>;
-using Buffer = Eigen::Array<float, Eigen::Dynamic, 1>;
 
 // Gate k (of `gates` gates of width h) of row `row` of a row-major [b, gates * h] buffer: contiguous,
 // so every expression below runs on whole SIMD packets (each row's keep is a scalar).
@@ -37,30 +24,10 @@ ConstVector Gate(const float* base, int64 row, int64 h, int gates, int k) {
 }
 Vector Gate(float* base, int64 row, int64 h, int gates, int k) { return Vector(base + (row * gates + k) * h, h); }
 
-// Work shared out by rows over the intra-op threads.  The cost per row given to TensorFlow's cost
-// model is 8H cycles (about 4H vectorised nonlinearities and products): batches below about 100,000
-// cycles of work stay on one thread, since the step's other ops (the other layer's or direction's
-// steps) usually keep the other core busy.  Measured with bench/train.py's steps against H and 16H.
-template <typename Work>
-void ForRows(OpKernelContext* context, int64 rows, int64 cost_per_row, Work work) {
-  auto* workers = context->device()->tensorflow_cpu_worker_threads();
-  tensorflow::Shard(workers->num_threads, workers->workers, rows, cost_per_row, work);
-}
-
-tensorflow::Status CheckShape(const Tensor& tensor, int64 rows, int64 columns, const char* name) {
-  if (tensor.dims() == 2 && tensor.dim_size(0) == rows && tensor.dim_size(1) == columns) {
-    return tensorflow::OkStatus();
-  }
-  return tensorflow::errors::InvalidArgument(name, " must be [", rows, ", ", columns, "], not ",
-                                             tensor.shape().DebugString());
-}
-
-tensorflow::Status CheckVector(const Tensor& tensor, int64 rows, const char* name) {
-  if (tensor.dims() == 1 && tensor.dim_size(0) == rows) {
-    return tensorflow::OkStatus();
-  }
-  return tensorflow::errors::InvalidArgument(name, " must be [", rows, "], not ", tensor.shape().DebugString());
-}
+// The cost per row given to ForRows is 8H cycles (about 4H vectorised nonlinearities and products):
+// batches below about 100,000 cycles of work stay on one thread, since the step's other ops (the other
+// layer's or direction's steps) usually keep the other core busy.  Measured with bench/train.py's steps
+// against H and 16H.
 
 }  // namespace
 

@@ -12,32 +12,9 @@
 
 #include <cmath>
 
-#include "tensorflow/core/framework/op.h"
-#include "tensorflow/core/framework/op_kernel.h"
-#include "tensorflow/core/framework/shape_inference.h"
-#include "tensorflow/core/util/work_sharder.h"
-#include "unsupported/Eigen/CXX11/Tensor"
+#include "rows.h"
 
-namespace {
-
-using tensorflow::OpKernel;
-using tensorflow::OpKernelConstruction;
-using tensorflow::OpKernelContext;
-using tensorflow::Tensor;
-using tensorflow::int64;
-using tensorflow::shape_inference::InferenceContext;
-
-using Row = Eigen::Map<Eigen::Array<float, Eigen::Dynamic, 1>>;
-using ConstRow = Eigen::Map<const Eigen::Array<float, Eigen::Dynamic, 1>>;
-
-// Rows shared out over the intra-op threads; about 8 cycles per logit (a vectorised exp, max, sum, scale).
-template <typename Work>
-void ForRows(OpKernelContext* context, int64 rows, int64 cost_per_row, Work work) {
-  auto* workers = context->device()->tensorflow_cpu_worker_threads();
-  tensorflow::Shard(workers->num_threads, workers->workers, rows, cost_per_row, work);
-}
-
-}  // namespace
+using namespace asrkit;  // NOLINT: the kernels' shared vocabulary (rows.h)
 
 REGISTER_OP("AsrkitSoftmaxCrossEntropy")
     .Input("logits: float")
@@ -79,9 +56,7 @@ class SoftmaxCrossEntropyOp : public OpKernel {
                 tensorflow::errors::InvalidArgument("logits must be [frames, pdfs], not ",
                                                     logits.shape().DebugString()));
     const int64 rows = logits.dim_size(0), columns = logits.dim_size(1);
-    OP_REQUIRES(context, labels.dims() == 1 && labels.dim_size(0) == rows,
-                tensorflow::errors::InvalidArgument("labels must be [", rows, "], not ",
-                                                    labels.shape().DebugString()));
+    OP_REQUIRES_OK(context, CheckVector(labels, rows, "labels"));
     OP_REQUIRES(context, columns > 0 || rows == 0,
                 tensorflow::errors::InvalidArgument("logits have no pdfs: ", logits.shape().DebugString()));
     const int32_t* label = labels.flat<int32_t>().data();
@@ -98,12 +73,13 @@ class SoftmaxCrossEntropyOp : public OpKernel {
     float* out = gradient->flat<float>().data();  // may be `in`: each row is read before it is written
     float* loss = losses->flat<float>().data();
     float* hit = correct->flat<float>().data();
-    ForRows(context, rows, /*cost_per_row=*/8 * columns, [&](int64 start, int64 end) {
+    ForRows(context, rows, /*cost_per_row=*/8 * columns,  // a vectorised exp, max, sum and scale a logit
+            [&](int64 start, int64 end) {
       for (int64 row = start; row < end; ++row) {
-        const ConstRow z(in + row * columns, columns);
+        const ConstVector z(in + row * columns, columns);
         const float best = z.maxCoeff();
         const float picked = z(label[row]);
-        Row g(out + row * columns, columns);
+        Vector g(out + row * columns, columns);
         g = (z - best).exp();
         const float total = g.sum();
         g *= 1.0f / total;
@@ -125,9 +101,7 @@ class ScaleRowsOp : public OpKernel {
     OP_REQUIRES(context, values.dims() == 2,
                 tensorflow::errors::InvalidArgument("values must be [n, k], not ", values.shape().DebugString()));
     const int64 rows = values.dim_size(0), columns = values.dim_size(1);
-    OP_REQUIRES(context, scales.dims() == 1 && scales.dim_size(0) == rows,
-                tensorflow::errors::InvalidArgument("scales must be [", rows, "], not ",
-                                                    scales.shape().DebugString()));
+    OP_REQUIRES_OK(context, CheckVector(scales, rows, "scales"));
     Tensor* scaled = nullptr;
     OP_REQUIRES_OK(context, context->forward_input_or_allocate_output({0}, 0, values.shape(), &scaled));
     const float* in = values.flat<float>().data();
@@ -135,7 +109,7 @@ class ScaleRowsOp : public OpKernel {
     float* out = scaled->flat<float>().data();
     ForRows(context, rows, /*cost_per_row=*/2 * columns, [&](int64 start, int64 end) {
       for (int64 row = start; row < end; ++row) {
-        Row(out + row * columns, columns) = ConstRow(in + row * columns, columns) * scale[row];
+        Vector(out + row * columns, columns) = ConstVector(in + row * columns, columns) * scale[row];
       }
     });
   }

@@ -82,6 +82,15 @@ def _frames(values, length, step):
     return tf.signal.frame(values, length, step, axis=0)
 
 
+def _windows(values, length, step):
+    """[L, ...] -> [length, n, ...]: the windows of `length` starting every `step` positions, position-major
+    (position w of window k at [w, k]), so that a batch of windows is [length, n * b, ...] by a reshape, where
+    _frames' layout needs a transpose (a copy forward and backward)."""
+    total = values.shape[0] if values.shape[0] is not None else tf.shape(values)[0]
+    starts = tf.range((total - length) // step + 1) * step
+    return tf.gather(values, tf.range(length)[:, None] + starts[None, :])
+
+
 class WindowedBlstm(AcousticNet):
     """num_layers bidirectional LSTM layers over a window of context+group+context frames."""
 
@@ -152,10 +161,10 @@ class WindowedBlstm(AcousticNet):
         return tf.einsum("gtnk,tk->gnk", positions, self.mixture)
 
     def _apply(self, windows, num_groups, drop=False):
-        """windows [ng, W, b, 8H] of first-layer projections (group k's window starts at stream position
+        """windows [W, ng, b, 8H] of first-layer projections (group k's window starts at stream position
         k*G - 2T) -> logits [ng*G, b, num_pdfs], one row per stream position."""
         batch = tf.shape(windows)[2]
-        windows = tf.reshape(tf.transpose(windows, [1, 0, 2, 3]), [self.window_length, -1, windows.shape[-1]])
+        windows = tf.reshape(windows, [self.window_length, -1, windows.shape[-1]])
         logits = tf.reshape(self._groups(windows, drop), [self.group, num_groups, batch, self.num_pdfs])
         return tf.reshape(tf.transpose(logits, [1, 0, 2, 3]), [num_groups * self.group, batch, self.num_pdfs])
 
@@ -178,12 +187,12 @@ class WindowedBlstm(AcousticNet):
         num_groups = num_steps // self.group
         owner_positions = np.arange(num_groups) * self.group + self.group - 1 + self.context
         owners = tf.gather(utterance, owner_positions)  # [ng, b]
-        window_utterance = _frames(utterance, self.window_length, self.group)  # [ng, W, b]
-        same = tf.cast(tf.equal(window_utterance, owners[:, None, :]), full.dtype)
+        window_utterance = _windows(utterance, self.window_length, self.group)  # [W, ng, b]
+        same = tf.cast(tf.equal(window_utterance, owners[None]), full.dtype)
         # A zeroed frame's projection is the bias: zero the framed products, then add the bias (BiasAdd's
         # gradient is a fast kernel, where a broadcast add's is a slow reduction).
-        projected = _frames(self.layers[0].project(full, bias=False), self.window_length, self.group)
-        projected = tf.nn.bias_add(projected * same[..., None], self.layers[0].projected_bias)  # [ng, W, b, 8H]
+        projected = _windows(self.layers[0].project(full, bias=False), self.window_length, self.group)
+        projected = tf.nn.bias_add(projected * same[..., None], self.layers[0].projected_bias)  # [W, ng, b, 8H]
         logits = self._apply(projected, num_groups, drop=True)
         # Positions of the utterance running at the end of the window, capped at the history kept.
         run = frames_before(keep, seen)[-1] + 1.0
@@ -197,4 +206,4 @@ class WindowedBlstm(AcousticNet):
         padding = num_groups * self.group - num_steps
         full = tf.pad(features, [[2 * self.context, padding], [0, 0], [0, 0]])
         projected = self.layers[0].project(full)
-        return self._apply(_frames(projected, self.window_length, self.group), num_groups)[:num_steps]
+        return self._apply(_windows(projected, self.window_length, self.group), num_groups)[:num_steps]

@@ -113,7 +113,10 @@ def load(name):
 
 
 def reason(name):
-    """Why kernel `name` could not be loaded (None where it was)."""
+    """Why kernel `name` cannot be used here (None where it can): the kernels are CPU-only, so a visible GPU
+    rules them out (their ops would pull the tensors to the host), as does a library that could not be loaded."""
+    if gpu_visible():
+        return "the kernel is CPU-only and a GPU is visible"
     return None if load(name) is not None else _reasons[name]
 
 
@@ -125,7 +128,7 @@ def load_all():
 
 @functools.cache
 def gpu_visible():
-    # Asked once: every traced cell step asks, and devices do not change in a process.  The kernels are CPU-only.
+    # Asked once: every traced cell step asks, and devices do not change in a process.
     return bool(tf.config.list_logical_devices("GPU"))
 
 

@@ -30,8 +30,6 @@ def why_not(cell_clip=0.0):
     """None where a layer with this cell clip runs its cells with the kernel here, else the reason."""
     if cell_clip > 0:
         return "the kernel does not clip cells (cell_clip)"
-    if cpu_kernels.gpu_visible():
-        return "the kernel is CPU-only and a GPU is visible"
     return cpu_kernels.reason(KERNEL)
 
 

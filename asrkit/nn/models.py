@@ -123,7 +123,7 @@ class StackedLstm(AcousticNet):
             return logits, tuple(tensor for layer_state in states for tensor in layer_state)
         # The window in halves of time, each through every layer: layer l's second half and layer l+1's first
         # depend on nothing of each other's, so TensorFlow runs their recurrences at once, two chains of small
-        # GEMMs and cell steps that keep both cores busier than one.  At u=20 the training step runs 1.09-1.12x
+        # GEMMs and cell steps that keep both cores busier than one.  At u=20 the training step runs 1.07-1.13x
         # at b=32, 1.01-1.05x at b=256 (2xLSTM(256)) and 1.00-1.01x at the paper's size (bench/train.py).
         num_steps = features.shape[0]
         halves = 2 if self.split_window and num_steps and num_steps % 2 == 0 else 1

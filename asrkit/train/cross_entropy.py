@@ -75,21 +75,14 @@ def label_is_best(logits, labels):
 KERNEL = "softmax_cross_entropy"
 
 
-def why_not_fused():
-    """None where `losses_and_correct` runs the compiled kernel here, else the reason."""
-    if cpu_kernels.gpu_visible():
-        return "the kernel is CPU-only and a GPU is visible"
-    return cpu_kernels.reason(KERNEL)
-
-
 def fused_usable():
     """Whether `losses_and_correct` runs the compiled kernel here."""
-    return why_not_fused() is None
+    return cpu_kernels.reason(KERNEL) is None
 
 
 def describe():
     """How the frame loss runs, for the training log."""
-    reason = why_not_fused()
+    reason = cpu_kernels.reason(KERNEL)
     return "TensorFlow ops (%s)" % reason if reason else "the fused CPU kernel (asrkit.train.cross_entropy)"
 
 

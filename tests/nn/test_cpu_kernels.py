@@ -51,3 +51,14 @@ def test_the_cache_key_changes_with_a_header_the_kernels_include(tmp_path):
     with open(tmp_path / "rows.h", "a") as header:
         header.write("// changed\n")
     assert cpu_kernels._key(kernel) != before
+
+
+def test_a_visible_gpu_rules_every_kernel_out_for_its_users(monkeypatch):
+    from asrkit.nn import fused_lstm
+    from asrkit.train import cross_entropy
+
+    monkeypatch.setattr(cpu_kernels, "gpu_visible", lambda: True)
+    for name in cpu_kernels.SWITCHES:
+        assert cpu_kernels.reason(name) == "the kernel is CPU-only and a GPU is visible"
+    assert not fused_lstm.usable() and not cross_entropy.fused_usable()
+    assert cross_entropy.describe() == "TensorFlow ops (the kernel is CPU-only and a GPU is visible)"

@@ -1,0 +1,88 @@
+"""Online i-vectors of every utterance of a feature table, written as a table (Kaldi's ivector_online.scp).
+
+Each entry is [ceil(frames / period), R]: row k is the i-vector of frames
+[kN, (k+1)N), estimated from the frames so far (see asrkit.ivector.online);
+with `per_frame` each frame gets its own row.  The period is stored in the
+file `ivector_period` and as each shard's config, as Kaldi does.  With speaker
+carry-over, a speaker's utterances are taken in order and each starts from the
+statistics of the ones before it.
+"""
+
+import dataclasses
+import logging
+import os
+import time
+
+from asrkit.errors import IvectorError
+from asrkit.io.atomic import atomic_output
+from asrkit.io.table import ShardWriter, shard_path, write_scp
+from asrkit.ivector.extractor import IvectorExtractor
+from asrkit.ivector.feature_source import FeatureSource
+from asrkit.ivector.online import OnlineOptions, SpeakerState, expand_to_frames, online_ivectors
+
+logger = logging.getLogger("asrkit.ivector.extract")
+
+TABLE_NAME = "ivector_online"
+
+
+@dataclasses.dataclass
+class ExtractOptions:
+    online: OnlineOptions = dataclasses.field(default_factory=OnlineOptions)
+    per_speaker: bool = False
+    per_frame: bool = False
+
+
+@dataclasses.dataclass
+class ExtractResult:
+    utterances: int
+    frames: int
+    ivector_dim: int
+    extract_seconds: float  # in the extractor alone, not reading or writing
+    audio_seconds: float  # None when the frame shift is unknown
+
+
+def utterance_order(source, per_speaker):
+    """(utterance, speaker) pairs: by speaker, then utterance, with carry-over; else table order."""
+    keys = source.keys()
+    if not per_speaker:
+        return [(key, None) for key in keys]
+    utt2spk = source.utt2spk()
+    missing = [key for key in keys if key not in utt2spk]
+    if missing:
+        raise IvectorError(f"utterance {missing[0]} (and {len(missing) - 1} more) of {source.scp} has no speaker "
+                           "in utt2spk; extract without --per-speaker or fix the data dir")
+    return sorted(((key, utt2spk[key]) for key in keys), key=lambda pair: (pair[1], pair[0]))
+
+
+def extract_ivectors(feats, extractor_path, out_dir, options):
+    """Write out_dir/ivector_online.1.h5, ivector_online.scp and ivector_period; returns ExtractResult."""
+    extractor = IvectorExtractor.load(extractor_path)
+    config = {"ivector_period": options.online.ivector_period, "per_frame": options.per_frame,
+              "per_speaker": options.per_speaker, "online": options.online.to_dict(),
+              "extractor": os.path.abspath(extractor_path), "ivector_dim": extractor.ivector_dim}
+    os.makedirs(out_dir, exist_ok=True)
+    shard = shard_path(out_dir, TABLE_NAME, 1)
+    frames = 0
+    seconds = 0.0
+    with FeatureSource(feats) as source, ShardWriter(shard, config=config) as writer:
+        order = utterance_order(source, options.per_speaker)
+        states = {}
+        for key, speaker in order:
+            features = source.read(key)
+            begin = time.perf_counter()
+            state = states.setdefault(speaker, SpeakerState(extractor, options.online)) if speaker else None
+            ivectors, stats = online_ivectors(extractor, features, options.online,
+                                              state.stats if state else None, where=f"utterance {key} in {source.scp}")
+            if state is not None:
+                state.update(stats)
+            if options.per_frame:
+                ivectors = expand_to_frames(ivectors, len(features), options.online.ivector_period)
+            seconds += time.perf_counter() - begin
+            writer.write(key, ivectors.astype("float32"), attrs={"num_frames": len(features)})
+            frames += len(features)
+        shift = source.frame_shift_seconds()
+    write_scp(os.path.join(out_dir, f"{TABLE_NAME}.scp"), [shard])
+    with atomic_output(os.path.join(out_dir, "ivector_period")) as handle:
+        handle.write(f"{1 if options.per_frame else options.online.ivector_period}\n")
+    return ExtractResult(len(order), frames, extractor.ivector_dim, seconds,
+                         None if shift is None else frames * shift)

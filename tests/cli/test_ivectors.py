@@ -1,0 +1,99 @@
+import json
+import os
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from asrkit.cli.extract_ivectors import main as extract_main
+from asrkit.cli.train_ivector_extractor import main as train_main
+from asrkit.io.table import TableReader
+from asrkit.ivector.extractor import IvectorExtractor
+from asrkit.ivector.online import OnlineOptions, SpeakerState, online_ivectors
+
+
+def run(command, args):
+    return CliRunner().invoke(command, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture(name="featurized")
+def featurized_fixture(make_data_dir, tmp_path):
+    """A data dir of two speakers featurized into 2 x 16 log-mel bins (two 10 ms frames stacked) every 10 ms."""
+    from asrkit.frontend.config import FeatureConfig
+    from asrkit.frontend.featurize import featurize_data_dir
+
+    data_dir = make_data_dir({f"spk{s}-{u}": 0.6 + 0.1 * u for s in "AB" for u in range(3)})
+    config = FeatureConfig(num_mel_bins=16, stack_frames=2, subsample=1)
+    featurize_data_dir(data_dir, str(tmp_path / "feats"), config)
+    return data_dir
+
+
+def test_train_then_extract_on_a_featurized_data_dir(featurized, tmp_path):
+    exp = tmp_path / "extractor"
+    result = run(train_main, [featurized, exp, "--num-gauss", 4, "--ivector-dim", 3, "--ubm-iters", 3,
+                              "--tv-iters", 3, "--use-dims", 16, "--num-gselect", 2])
+    assert result.exit_code == 0, result.output
+    assert "asrkit-train-ivector-extractor summary: status=ok utterances=6" in result.output
+    objectives = json.load(open(exp / "objectives.json"))
+    assert len(objectives["ubm_log_likelihood_per_frame"]) == 4 and len(objectives["tv_objective_per_frame"]) == 4
+    tv = objectives["tv_objective_per_frame"]
+    assert all(b >= a - 1e-9 for a, b in zip(tv, tv[1:]))
+    extractor = IvectorExtractor.load(exp / "final.ie")
+    assert (extractor.ubm.num_gauss, extractor.feature_dim, extractor.ivector_dim) == (4, 16, 3)
+
+    out = tmp_path / "ivectors"
+    result = run(extract_main, [featurized, exp, out, "--ivector-period", 5, "--per-speaker", "--posterior-scale", 0.1])
+    assert result.exit_code == 0, result.output
+    assert "utterances=6" in result.output and "x_real_time=" in result.output
+    assert (out / "ivector_period").read_text() == "5\n"
+    state = SpeakerState(extractor, OnlineOptions(ivector_period=5, posterior_scale=0.1))
+    with TableReader(os.path.join(featurized, "feats.scp")) as feats, TableReader(out / "ivector_online.scp") as table:
+        assert table.keys() == feats.keys()
+        for key in ["spkB-0", "spkB-1", "spkB-2"]:  # a speaker's utterances carry over in order
+            expected, stats = online_ivectors(extractor, feats[key], state.options, state.stats)
+            state.update(stats)
+            assert table.shape(key) == (-(-len(feats[key]) // 5), 3)
+            np.testing.assert_allclose(table[key], expected, rtol=1e-5, atol=1e-6)
+
+    per_frame = tmp_path / "per_frame"
+    result = run(extract_main, [os.path.join(featurized, "feats.scp"), exp / "final.ie", per_frame, "--per-frame"])
+    assert result.exit_code == 0, result.output
+    assert (per_frame / "ivector_period").read_text() == "1\n"
+    with TableReader(per_frame / "ivector_online.scp") as table:
+        assert table.shape("spkA-0") == (TableReader(os.path.join(featurized, "feats.scp")).shape("spkA-0")[0], 3)
+
+
+def test_a_feature_dimension_mismatch_fails_naming_the_utterance(featurized, tmp_path, random_features_table):
+    exp = tmp_path / "extractor"
+    assert run(train_main, [random_features_table(dim=5), exp, "--num-gauss", 2, "--ivector-dim", 2,
+                            "--ubm-iters", 1, "--tv-iters", 1]).exit_code == 0
+    result = run(extract_main, [featurized, exp, tmp_path / "out"])
+    assert result.exit_code == 1
+    assert "utterance spkA-0 in" in result.output and "features have dimension 32" in result.output
+    assert "status=failed error=IvectorError" in result.output
+    assert not (tmp_path / "out" / "ivector_online.scp").exists()
+
+
+def test_bad_inputs_are_named_errors(tmp_path, random_features_table):
+    result = run(train_main, [tmp_path, tmp_path / "exp"])
+    assert result.exit_code == 1 and "feats.scp does not exist" in result.output
+    result = run(extract_main, [random_features_table(dim=5), tmp_path / "nowhere", tmp_path / "out"])
+    assert result.exit_code == 1 and "does not exist" in result.output
+    result = run(train_main, [random_features_table(dim=5, frames=3), tmp_path / "exp", "--num-gauss", 64])
+    assert result.exit_code == 1 and "cannot train 64 Gaussians" in result.output
+
+
+@pytest.fixture(name="random_features_table")
+def random_features_table_fixture(tmp_path):
+    from asrkit.io.table import ShardWriter, write_scp
+
+    def make(dim, frames=40, name="random"):
+        rng = np.random.default_rng(0)
+        shard = str(tmp_path / name / "feats.1.h5")
+        with ShardWriter(shard) as writer:
+            for key in ("u1", "u2", "u3"):
+                writer.write(key, rng.normal(size=(frames, dim)).astype(np.float32))
+        write_scp(str(tmp_path / name / "feats.scp"), [shard])
+        return str(tmp_path / name / "feats.scp")
+
+    return make

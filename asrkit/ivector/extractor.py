@@ -55,9 +55,16 @@ class IvectorExtractor:
         self.projections = projections
         # S_c^-1 T_c, flattened over (c, d) for the linear term.
         self._scaled = projections / self.ubm.variances[:, :, None]
-        self._scaled_flat = self._scaled.reshape(-1, self.ivector_dim)
-        # T_c' S_c^-1 T_c for every c, flattened to [C, R*R] for the precision.
-        self._quadratic = np.einsum("cdr,cds->crs", projections, self._scaled).reshape(self.ubm.num_gauss, -1)
+        self._scaled_flat = np.ascontiguousarray(self._scaled.reshape(-1, self.ivector_dim))
+        # T_c' S_c^-1 T_c' S_c^-1 mu_c, to centre first-order sums after the product instead of before.
+        self._mean_terms = np.ascontiguousarray(np.einsum("cd,cdr->cr", self.ubm.means, self._scaled))
+        # T_c' S_c^-1 T_c for every c, its upper triangle flattened to [C, R(R+1)/2] for the precision: the
+        # [K, C] x [C, R(R+1)/2] product that dominates online extraction, half the size of the full one.
+        rank = self.ivector_dim
+        self._upper = np.triu_indices(rank)
+        quadratic = np.einsum("cdr,cds->crs", projections, self._scaled)
+        # Contiguous, or scipy.sparse copies them at every product.
+        self._quadratic_upper = np.ascontiguousarray(quadratic[:, self._upper[0], self._upper[1]])
 
     @property
     def ivector_dim(self):
@@ -67,10 +74,19 @@ class IvectorExtractor:
     def feature_dim(self):
         return self.ubm.dim
 
+    def precision_terms(self, zeroth):
+        """sum_c N_c T_c' S_c^-1 T_c for each row of zeroth [K, C] (dense or sparse), as upper triangles."""
+        return zeroth @ self._quadratic_upper
+
     def precisions(self, zeroth, prior_scale=1.0):
         """L for each row of zeroth [K, C]: [K, R, R]; prior_scale [K] or scalar multiplies the prior's I."""
-        zeroth = np.atleast_2d(zeroth)
-        precision = (zeroth @ self._quadratic).reshape(-1, self.ivector_dim, self.ivector_dim)
+        return self.precisions_of_terms(self.precision_terms(np.atleast_2d(zeroth)), prior_scale)
+
+    def precisions_of_terms(self, upper, prior_scale=1.0):
+        """L from precision_terms [K, R(R+1)/2]: [K, R, R]."""
+        precision = np.empty((len(upper), self.ivector_dim, self.ivector_dim))
+        precision[:, self._upper[0], self._upper[1]] = upper
+        precision[:, self._upper[1], self._upper[0]] = upper
         precision += np.asarray(prior_scale, dtype=np.float64).reshape(-1, 1, 1) * np.eye(self.ivector_dim)
         return precision
 
@@ -79,10 +95,23 @@ class IvectorExtractor:
         first = np.asarray(first, dtype=np.float64)
         return first.reshape(len(first), -1) @ self._scaled_flat
 
+    def linear_terms_of_sums(self, zeroth, sums):
+        """The linear terms of uncentred first-order sums sum_t gamma_tc x_t, flattened to [K, C*D] (dense or
+        sparse), with zeroth [K, C]."""
+        return sums @ self._scaled_flat - zeroth @ self._mean_terms
+
     def posterior_means(self, zeroth, first, prior_scale=1.0):
         """The i-vectors (posterior means) of K sets of statistics: [K, R]."""
-        precision = self.precisions(zeroth, prior_scale)
-        return np.linalg.solve(precision, self.linear_terms(first)[:, :, None])[:, :, 0]
+        return self.solve_means(zeroth, self.linear_terms(first), prior_scale)
+
+    def solve_means(self, zeroth, linear, prior_scale=1.0):
+        """Posterior means from zeroth-order statistics [K, C] and linear terms [K, R]."""
+        return self.solve_means_of_terms(self.precision_terms(np.atleast_2d(zeroth)), linear, prior_scale)
+
+    def solve_means_of_terms(self, upper, linear, prior_scale=1.0):
+        """Posterior means from precision_terms [K, R(R+1)/2] and linear terms [K, R]."""
+        precision = self.precisions_of_terms(upper, prior_scale)
+        return np.linalg.solve(precision, np.asarray(linear)[:, :, None])[:, :, 0]
 
     def posteriors(self, zeroth, first):
         """(means [K, R], covariances [K, R, R], log det L [K], linear terms [K, R]) for training."""

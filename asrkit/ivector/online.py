@@ -15,7 +15,8 @@ import dataclasses
 
 import numpy as np
 
-from asrkit.ivector.stats import BaumWelchStats, frame_posteriors, prefix_stats, stats_from_posteriors
+from asrkit.ivector.diag_gmm import sparse_posteriors
+from asrkit.ivector.stats import BaumWelchStats, sparse_block_sums
 
 
 @dataclasses.dataclass
@@ -54,15 +55,33 @@ def online_ivectors(extractor, features, options, carried=None, where="features"
     `carried`: BaumWelchStats from the speaker's earlier utterances, added to every prefix.
     """
     frames = extractor.input_frames(features, where).astype(np.float64)
-    posteriors = frame_posteriors(extractor.ubm, frames, _posterior_options(extractor, options))
+    posterior = _posterior_options(extractor, options)
+    indices, posts = sparse_posteriors(extractor.ubm, frames, posterior.num_gselect, posterior.min_post)
+    posts = posts * posterior.posterior_scale
     ends = period_ends(len(frames), options.ivector_period)
-    zeroth, first = prefix_stats(extractor.ubm, frames, posteriors, ends)
+    # One more block for the frames after the last period's start, so the utterance's statistics come along.
+    block_zeroth, block_sums = sparse_block_sums(frames, indices, posts, np.append(ends, len(frames)),
+                                                 extractor.ubm.num_gauss)
+    stats = _utterance_stats(extractor.ubm, block_zeroth, block_sums, len(frames))
+    if not len(ends):
+        return np.zeros((0, extractor.ivector_dim)), stats
+    block_zeroth, block_sums = block_zeroth[:-1], block_sums[:-1]
+    # Both terms of the posterior are linear in the statistics, so each block's are taken once (from the
+    # few Gaussians its frames selected) and summed over blocks in the i-vector's space.
+    upper = np.cumsum(extractor.precision_terms(block_zeroth), axis=0)
+    linear = np.cumsum(extractor.linear_terms_of_sums(block_zeroth, block_sums), axis=0)
+    counts = np.cumsum(np.asarray(block_zeroth.sum(axis=1)).reshape(-1))
     if carried is not None:
-        zeroth = zeroth + carried.zeroth
-        first = first + carried.first
-    scales = prior_scales(zeroth.sum(axis=1), options.max_count)
-    ivectors = extractor.posterior_means(zeroth, first, scales) if len(ends) else np.zeros((0, extractor.ivector_dim))
-    return ivectors, stats_from_posteriors(extractor.ubm, frames, posteriors)
+        upper += extractor.precision_terms(carried.zeroth[None])
+        linear += extractor.linear_terms(carried.first[None])
+        counts += carried.count
+    return extractor.solve_means_of_terms(upper, linear, prior_scales(counts, options.max_count)), stats
+
+
+def _utterance_stats(ubm, block_zeroth, block_sums, num_frames):
+    zeroth = np.asarray(block_zeroth.sum(axis=0)).reshape(-1)
+    first = np.asarray(block_sums.sum(axis=0)).reshape(ubm.num_gauss, ubm.dim) - zeroth[:, None] * ubm.means
+    return BaumWelchStats(zeroth, first, num_frames)
 
 
 def expand_to_frames(ivectors, num_frames, period):

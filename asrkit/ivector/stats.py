@@ -10,6 +10,7 @@ from independent, and unscaled counts make the i-vector posterior overconfident)
 import dataclasses
 
 import numpy as np
+import scipy.sparse
 
 from asrkit.ivector.diag_gmm import sparse_posteriors
 
@@ -67,18 +68,23 @@ def baum_welch_stats(gmm, frames, options):
     return stats_from_posteriors(gmm, frames, frame_posteriors(gmm, frames, options))
 
 
-def prefix_stats(gmm, frames, posteriors, ends):
-    """Statistics of frames [0, e) for every e in the increasing `ends`: zeroth [K, C], first [K, C, D].
+def sparse_block_sums(frames, indices, posts, ends, num_gauss):
+    """Per block of frames [e_(k-1), e_k) (e_(-1) = 0), from each frame's selected Gaussians (indices,
+    posts [T, k]), as sparse matrices: posterior sums [K, C] and uncentred first-order sums
+    sum_t gamma_tc x_t flattened to [K, C*D].
 
-    The frames are cut into the blocks between consecutive ends, each block's statistics are one
-    product, and a cumulative sum over blocks gives every prefix at once.
+    A block of N frames touches at most N * num_gselect Gaussians, so the products that follow cost
+    in proportion to those instead of to all C.  Frames at or after ends[-1] are left out.
     """
     frames = np.asarray(frames, dtype=np.float64)
-    bounds = np.concatenate([[0], ends])
-    if not len(ends):
-        return np.zeros((0, gmm.num_gauss)), np.zeros((0, gmm.num_gauss, gmm.dim))
-    zeroth = np.stack([posteriors[a:b].sum(axis=0) for a, b in zip(bounds[:-1], bounds[1:])])
-    first = np.stack([posteriors[a:b].T @ frames[a:b] for a, b in zip(bounds[:-1], bounds[1:])])
-    zeroth = np.cumsum(zeroth, axis=0)
-    first = np.cumsum(first, axis=0) - zeroth[:, :, None] * gmm.means[None]
+    dim = frames.shape[1]
+    used = int(ends[-1]) if len(ends) else 0
+    block = np.searchsorted(ends, np.arange(used), side="right")
+    rows = np.repeat(block, indices.shape[1])
+    gauss = indices[:used].reshape(-1)
+    weights = posts[:used].reshape(-1)
+    zeroth = scipy.sparse.csr_matrix((weights, (rows, gauss)), shape=(len(ends), num_gauss))
+    values = (posts[:used, :, None] * frames[:used, None, :]).reshape(-1)
+    columns = (gauss[:, None] * dim + np.arange(dim)).reshape(-1)
+    first = scipy.sparse.csr_matrix((values, (np.repeat(rows, dim), columns)), shape=(len(ends), num_gauss * dim))
     return zeroth, first

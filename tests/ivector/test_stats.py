@@ -1,7 +1,7 @@
 import numpy as np
 
 from asrkit.ivector.diag_gmm import sparse_posteriors
-from asrkit.ivector.stats import PosteriorOptions, baum_welch_stats, frame_posteriors, prefix_stats
+from asrkit.ivector.stats import PosteriorOptions, baum_welch_stats, sparse_block_sums
 
 
 def test_baum_welch_stats_match_a_loop(random_gmm, frames_from):
@@ -21,14 +21,16 @@ def test_baum_welch_stats_match_a_loop(random_gmm, frames_from):
     assert stats.num_frames == 40 and np.isclose(stats.count, 20.0)
 
 
-def test_prefix_stats_are_the_stats_of_each_prefix(random_gmm, frames_from):
+def test_sparse_block_sums_are_the_sums_of_each_block(random_gmm, frames_from):
     gmm = random_gmm(5, 2)
     frames = frames_from(gmm, 23)
+    indices, posts = sparse_posteriors(gmm, frames, 2, 0.0)
+    ends = np.array([1, 1, 11, 21])
+    zeroth, sums = sparse_block_sums(frames, indices, posts, ends, gmm.num_gauss)
+    assert zeroth.shape == (4, 5) and sums.shape == (4, 10)
     options = PosteriorOptions(num_gselect=2, min_post=0.0)
-    posteriors = frame_posteriors(gmm, frames, options)
-    ends = np.array([1, 1, 11, 21, 23])
-    zeroth, first = prefix_stats(gmm, frames, posteriors, ends)
-    for k, end in enumerate(ends):
-        expected = baum_welch_stats(gmm, frames[:end], options)
-        np.testing.assert_allclose(zeroth[k], expected.zeroth, atol=1e-12)
-        np.testing.assert_allclose(first[k], expected.first, atol=1e-10)
+    for k, (start, end) in enumerate(zip([0, 1, 1, 11], ends)):
+        expected = baum_welch_stats(gmm, frames[start:end], options)
+        np.testing.assert_allclose(zeroth[k].toarray()[0], expected.zeroth, atol=1e-12)
+        uncentred = expected.first + expected.zeroth[:, None] * gmm.means
+        np.testing.assert_allclose(sums[k].toarray().reshape(5, 2), uncentred, atol=1e-10)

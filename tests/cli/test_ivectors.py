@@ -97,3 +97,33 @@ def random_features_table_fixture(tmp_path):
         return str(tmp_path / name / "feats.scp")
 
     return make
+
+
+def test_train_ce_appends_online_ivectors_to_the_network_input(featurized_corpus, tmp_path):
+    from asrkit.cli.train_ce import main as train_ce_main
+
+    data_dir, ali_dir = featurized_corpus({f"spk{s}-{u}": 0.6 + 0.15 * u for s in range(2) for u in range(4)})
+    exp = tmp_path / "extractor"
+    assert run(train_main, [data_dir, exp, "--num-gauss", 4, "--ivector-dim", 3, "--ubm-iters", 2, "--tv-iters", 2,
+                            "--use-dims", 128]).exit_code == 0
+    ivector_dir = tmp_path / "ivectors"
+    assert run(extract_main, [data_dir, exp, ivector_dir, "--ivector-period", 4]).exit_code == 0
+    args = [data_dir, ali_dir, tmp_path / "am", "--model-param", "num_cells=8", "--model-param", "num_layers=1",
+            "--num-streams", "2", "--unroll", "5", "--max-steps", "2", "--num-epochs", "0", "--valid-utts", "2",
+            "--num-threads", "1", "--online-ivector-dir", ivector_dir]
+    result = run(train_ce_main, args)
+    assert result.exit_code == 0, result.output
+    assert "online i-vectors of dimension 3 every 4 frames" in result.output
+    config = json.load(open(tmp_path / "am" / "config.json"))
+    assert config["data"]["ivector_dim"] == 3 and config["data"]["feature_dim"] == 512
+    assert json.load(open(tmp_path / "am" / "final" / "model.json"))["feature_dim"] == 515
+
+    # A table without some training utterances is refused, naming one; so are example servers.
+    os.remove(ivector_dir / "ivector_online.scp")
+    with open(ivector_dir / "ivector_online.scp", "w") as scp:
+        scp.write(f"spk0-0 {ivector_dir}/ivector_online.1.h5:/spk0-0\n")
+    result = run(train_ce_main, [a if a != tmp_path / "am" else tmp_path / "am2" for a in args])
+    assert result.exit_code == 1 and "have no i-vectors in" in result.output and "the first spk0-1" in result.output
+    result = run(train_ce_main, [a if a != tmp_path / "am" else tmp_path / "am3" for a in args]
+                 + ["--example-servers", "local:1"])
+    assert result.exit_code == 1 and "example servers would have to extract i-vectors" in result.output

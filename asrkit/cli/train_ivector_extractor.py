@@ -27,14 +27,17 @@ COMMAND = "asrkit-train-ivector-extractor"
               help="Gaussians selected per frame for the statistics (Kaldi's --num-gselect).")
 @click.option("--min-post", default=0.025, type=click.FloatRange(0, 1, max_open=True),
               help="Posteriors below this are pruned (the best of each frame is kept).")
-@click.option("--posterior-scale", default=1.0, type=click.FloatRange(min=0, min_open=True),
-              help="Scale on the frame posteriors when training T (Kaldi's online extraction uses 0.1).")
+@click.option("--posterior-scale", default=0.1, type=click.FloatRange(min=0, min_open=True),
+              help="Scale on the frame posteriors, for the correlation of neighbouring frames (Kaldi's online "
+                   "recipes: 0.1); stored with the extractor, so extraction uses it too unless told otherwise.")
+@click.option("--subsample", default=2, type=click.IntRange(min=1),
+              help="T's statistics from every n-th frame, the posteriors scaled up by n to make up (Kaldi: 2).")
 @click.option("--variance-floor", default=0.01, type=click.FloatRange(min=0, min_open=True),
               help="UBM variance floor as a fraction of the global variance of each dimension.")
 @click.option("--seed", default=0, type=int, help="Seed of the frame subset and the initialisations.")
 @asrkit_command(COMMAND)
 def main(feats, out_dir, num_gauss, ivector_dim, ubm_iters, tv_iters, ubm_frames, max_utterances, use_dims,
-         num_gselect, min_post, posterior_scale, variance_floor, seed):
+         num_gselect, min_post, posterior_scale, subsample, variance_floor, seed):
     """Train an i-vector extractor on the features of a data dir (its feats.scp) or a feats .scp.
 
     Writes <extractor-dir>/final.ie (the UBM, T and the posterior options) and
@@ -51,7 +54,7 @@ def main(feats, out_dir, num_gauss, ivector_dim, ubm_iters, tv_iters, ubm_frames
         ubm=UbmOptions(num_gauss=num_gauss, num_iters=ubm_iters, variance_floor=variance_floor, seed=seed),
         tv=TvOptions(ivector_dim=ivector_dim, num_iters=tv_iters, seed=seed),
         posterior=PosteriorOptions(num_gselect=num_gselect, min_post=min_post, posterior_scale=posterior_scale),
-        use_dims=use_dims, ubm_frames=ubm_frames, max_utterances=max_utterances, seed=seed,
+        use_dims=use_dims, ubm_frames=ubm_frames, max_utterances=max_utterances, subsample=subsample, seed=seed,
     )
     result = train_extractor(feats, out_dir, options)
     logging.getLogger(COMMAND).info(summary_line(

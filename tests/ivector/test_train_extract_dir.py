@@ -7,7 +7,9 @@ from asrkit.errors import IvectorError
 from asrkit.io.table import ShardWriter, TableReader, write_scp
 from asrkit.ivector.extract_dir import ExtractOptions, extract_ivectors, utterance_order
 from asrkit.ivector.feature_source import FeatureSource
-from asrkit.ivector.train_dir import TrainOptions, sample_frames, train_extractor
+from asrkit.ivector.extractor import IvectorExtractor
+from asrkit.ivector.stats import PosteriorOptions, baum_welch_stats
+from asrkit.ivector.train_dir import TrainOptions, sample_frames, train_extractor, utterance_stats
 from asrkit.ivector.tv_train import TvOptions
 from asrkit.ivector.ubm import UbmOptions
 
@@ -67,3 +69,18 @@ def test_extraction_of_empty_utterances_and_without_utt2spk(tmp_path):
     assert result.utterances == 6 and result.frames == 250 and result.audio_seconds is None
     with TableReader(str(tmp_path / "iv" / "ivector_online.scp")) as table:
         assert table.shape("spk1-3") == (0, 2) and table.shape("spk0-0") == (5, 2)
+
+
+def test_subsampled_statistics_are_every_nth_frame_scaled_up(tmp_path):
+    data = feature_dir(tmp_path)
+    train_extractor(data, str(tmp_path / "exp"), TrainOptions(UbmOptions(num_gauss=3, num_iters=1),
+                                                               TvOptions(ivector_dim=2, num_iters=1)))
+    ubm = IvectorExtractor.load(tmp_path / "exp" / "final.ie").ubm
+    posterior = PosteriorOptions(num_gselect=2, posterior_scale=0.1)
+    with FeatureSource(data) as source:
+        zeroth, first, counts = utterance_stats(source, ["spk0-0"], ubm, posterior, None, subsample=3)
+        frames = source.read("spk0-0")
+    expected = baum_welch_stats(ubm, frames[::3], PosteriorOptions(num_gselect=2, posterior_scale=0.3))
+    np.testing.assert_allclose(zeroth[0], expected.zeroth)
+    np.testing.assert_allclose(first[0], expected.first, rtol=1e-5, atol=1e-6)
+    assert counts[0] == 50

@@ -16,8 +16,10 @@ import numpy as np
 
 from asrkit.errors import IvectorError
 from asrkit.io.table import TableReader
-from asrkit.ivector.extract_dir import TABLE_NAME
-from asrkit.ivector.online import expand_to_frames, online_ivectors
+from asrkit.io.json_file import read_json
+from asrkit.ivector.extract_dir import CONFIG_FILE, TABLE_NAME
+from asrkit.ivector.extractor import IvectorExtractor
+from asrkit.ivector.online import OnlineOptions, expand_to_frames, online_ivectors
 
 
 def append_ivectors(features, ivectors):
@@ -43,6 +45,13 @@ class IvectorTable:
         self.table = TableReader(self.scp)
         keys = self.table.keys()
         self.ivector_dim = self.table.shape(keys[0])[1] if keys else 0
+        self.config_file = os.path.join(self.ivector_dir, CONFIG_FILE)
+
+    def model_files(self):
+        """What a model trained on these i-vectors carries into its exported dir: the extractor and ivector.json
+        (whose "extractor" then names the copy), so that a decoder can extract them the same way."""
+        config = read_json(self.config_file)
+        return [config["extractor"], self.config_file]
 
     def check_covers(self, utterance_ids, what):
         """IvectorError naming the first of `utterance_ids` (of `what`) that the table lacks."""
@@ -72,6 +81,17 @@ class OnlineIvectorAppender:
     def __init__(self, extractor, options):
         self.extractor = extractor
         self.options = options
+
+    @classmethod
+    def from_model_dir(cls, model_dir):
+        """The appender of an exported model trained with i-vectors (its ivector.json and extractor), or None
+        for a model trained without."""
+        config_file = os.path.join(model_dir, CONFIG_FILE)
+        if not os.path.exists(config_file):
+            return None
+        config = read_json(config_file)
+        extractor = IvectorExtractor.load(os.path.join(model_dir, os.path.basename(config["extractor"])))
+        return cls(extractor, OnlineOptions(**config["online"]))
 
     @property
     def ivector_dim(self):

@@ -9,6 +9,7 @@ statistics of the ones before it.
 """
 
 import dataclasses
+import json
 import logging
 import os
 import time
@@ -23,6 +24,9 @@ from asrkit.ivector.online import OnlineOptions, SpeakerState, expand_to_frames,
 logger = logging.getLogger("asrkit.ivector.extract")
 
 TABLE_NAME = "ivector_online"
+# How the table's i-vectors were made (the online options, the extractor): what a model trained on them
+# carries, so that decoding extracts its i-vectors the same way.
+CONFIG_FILE = "ivector.json"
 
 
 @dataclasses.dataclass
@@ -84,5 +88,8 @@ def extract_ivectors(feats, extractor_path, out_dir, options):
     write_scp(os.path.join(out_dir, f"{TABLE_NAME}.scp"), [shard])
     with atomic_output(os.path.join(out_dir, "ivector_period")) as handle:
         handle.write(f"{1 if options.per_frame else options.online.ivector_period}\n")
+    with atomic_output(os.path.join(out_dir, CONFIG_FILE)) as handle:
+        json.dump(config, handle, indent=2, sort_keys=True)
+        handle.write("\n")
     return ExtractResult(len(order), frames, extractor.ivector_dim, seconds,
                          None if shift is None else frames * shift)

@@ -879,7 +879,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
             provenance={"steps": step, "epochs": epoch, "exp_dir": os.path.abspath(exp_dir),
                         "train_frames": data.train.num_frames, "created": time.strftime("%Y-%m-%d %H:%M:%S")},
             context_files=[path for path in (os.path.join(ali_dir, name) for name in criterion.context_files)
-                           if os.path.exists(path)],
+                           if os.path.exists(path)] + (ivectors.model_files() if ivectors else []),
             outputs=criterion.model_outputs,
         )
         logger.info("exported the model to %s", model_dir)

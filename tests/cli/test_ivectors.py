@@ -6,10 +6,13 @@ import pytest
 from click.testing import CliRunner
 
 from asrkit.cli.extract_ivectors import main as extract_main
+from asrkit.cli.train_ce import main as train_ce_main
 from asrkit.cli.train_ivector_extractor import main as train_main
 from asrkit.io.table import TableReader
+from asrkit.ivector.append import IvectorTable, OnlineIvectorAppender
 from asrkit.ivector.extractor import IvectorExtractor
 from asrkit.ivector.online import OnlineOptions, SpeakerState, online_ivectors
+from asrkit.nn.model_dir import load_acoustic_model
 
 
 def run(command, args):
@@ -100,8 +103,6 @@ def random_features_table_fixture(tmp_path):
 
 
 def test_train_ce_appends_online_ivectors_to_the_network_input(featurized_corpus, tmp_path):
-    from asrkit.cli.train_ce import main as train_ce_main
-
     data_dir, ali_dir = featurized_corpus({f"spk{s}-{u}": 0.6 + 0.15 * u for s in range(2) for u in range(4)})
     exp = tmp_path / "extractor"
     assert run(train_main, [data_dir, exp, "--num-gauss", 4, "--ivector-dim", 3, "--ubm-iters", 2, "--tv-iters", 2,
@@ -117,6 +118,20 @@ def test_train_ce_appends_online_ivectors_to_the_network_input(featurized_corpus
     config = json.load(open(tmp_path / "am" / "config.json"))
     assert config["data"]["ivector_dim"] == 3 and config["data"]["feature_dim"] == 512
     assert json.load(open(tmp_path / "am" / "final" / "model.json"))["feature_dim"] == 515
+
+    # The exported model carries the extractor and how its i-vectors were made: a decoder's appender from the
+    # model dir gives the network the input it was trained on.
+    model = load_acoustic_model(tmp_path / "am" / "final")
+    appender = OnlineIvectorAppender.from_model_dir(tmp_path / "am" / "final")
+    assert appender.options.ivector_period == 4 and OnlineIvectorAppender.from_model_dir(exp) is None
+    table = IvectorTable(ivector_dir)
+    with TableReader(os.path.join(data_dir, "feats.scp")) as feats:
+        raw = feats["spk1-2"]
+    network_input = appender.append("spk1-2", raw, model.cmvn.normalize(raw))
+    np.testing.assert_allclose(network_input[:, 512:], table.for_frames("spk1-2", len(raw)), rtol=1e-5, atol=1e-6)
+    log_posteriors = model.log_posteriors_normalized(network_input)
+    assert log_posteriors.shape == (len(raw), model.num_pdfs) and np.isfinite(log_posteriors).all()
+    table.close()
 
     # A table without some training utterances is refused, naming one; so are example servers.
     os.remove(ivector_dir / "ivector_online.scp")

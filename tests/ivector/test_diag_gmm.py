@@ -7,7 +7,8 @@ from asrkit.ivector.diag_gmm import select_top, sparse_posteriors
 def test_component_log_likelihoods_match_scipy(random_gmm, frames_from):
     gmm = random_gmm(5, 3)
     frames = frames_from(gmm, 20)
-    expected = np.stack([np.log(gmm.weights[c]) + multivariate_normal(gmm.means[c], np.diag(gmm.variances[c])).logpdf(frames)
+    expected = np.stack([np.log(gmm.weights[c])
+                         + multivariate_normal(gmm.means[c], np.diag(gmm.variances[c])).logpdf(frames)
                          for c in range(gmm.num_gauss)], axis=1)
     np.testing.assert_allclose(gmm.component_log_likelihoods(frames), expected, rtol=1e-10)
     np.testing.assert_allclose(gmm.log_likelihoods(frames), np.log(np.exp(expected).sum(axis=1)), rtol=1e-10)

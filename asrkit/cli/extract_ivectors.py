@@ -27,14 +27,16 @@ COMMAND = "asrkit-extract-ivectors"
                    "--max-count).")
 @click.option("--per-frame", is_flag=True,
               help="Write one i-vector per frame instead of one per period.")
+@click.option("-j", "--nj", default=1, type=click.IntRange(min=1),
+              help="Parallel jobs (a speaker's utterances stay in one); logs in <ivector-dir>/log/extract.JOB.log.")
 @asrkit_command(COMMAND)
 def main(feats, extractor, out_dir, ivector_period, per_speaker, max_remembered_frames, posterior_scale, max_count,
-         per_frame):
+         per_frame, nj):
     """Extract online i-vectors of the features of a data dir (its feats.scp) or a feats .scp.
 
-    Writes <ivector-dir>/ivector_online.scp over ivector_online.1.h5 (per utterance a
-    [ceil(frames / period), ivector-dim] matrix, or [frames, ivector-dim] with --per-frame) and
-    <ivector-dir>/ivector_period.
+    Writes <ivector-dir>/ivector_online.scp over ivector_online.JOB.h5 (per utterance a
+    [ceil(frames / period), ivector-dim] matrix, or [frames, ivector-dim] with --per-frame),
+    <ivector-dir>/ivector_period and <ivector-dir>/ivector.json (how they were made).
     """
     import os
 
@@ -47,7 +49,7 @@ def main(feats, extractor, out_dir, ivector_period, per_speaker, max_remembered_
         extractor = os.path.join(extractor, EXTRACTOR_FILE)
     online = OnlineOptions(ivector_period=ivector_period, max_count=max_count,
                            max_remembered_frames=max_remembered_frames, posterior_scale=posterior_scale)
-    result = extract_ivectors(feats, extractor, out_dir, ExtractOptions(online, per_speaker, per_frame))
+    result = extract_ivectors(feats, extractor, out_dir, ExtractOptions(online, per_speaker, per_frame), nj)
     speed = result.frames / max(result.extract_seconds, 1e-9)
     fields = {"utterances": result.utterances, "frames": result.frames, "ivector_dim": result.ivector_dim,
               "frames_per_second": f"{speed:.0f}"}

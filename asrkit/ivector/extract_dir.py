@@ -20,6 +20,7 @@ from asrkit.io.table import ShardWriter, shard_path, write_scp
 from asrkit.ivector.extractor import IvectorExtractor
 from asrkit.ivector.feature_source import FeatureSource
 from asrkit.ivector.online import OnlineOptions, SpeakerState, expand_to_frames, online_ivectors
+from asrkit.parallel import remove_outputs_of_extra_jobs, run_jobs, split_evenly
 
 logger = logging.getLogger("asrkit.ivector.extract")
 
@@ -58,20 +59,48 @@ def utterance_order(source, per_speaker):
     return sorted(((key, utt2spk[key]) for key in keys), key=lambda pair: (pair[1], pair[0]))
 
 
-def extract_ivectors(feats, extractor_path, out_dir, options):
-    """Write out_dir/ivector_online.1.h5, ivector_online.scp and ivector_period; returns ExtractResult."""
-    extractor = IvectorExtractor.load(extractor_path)
-    config = {"ivector_period": options.online.ivector_period, "per_frame": options.per_frame,
-              "per_speaker": options.per_speaker, "online": options.online.to_dict(),
-              "extractor": os.path.abspath(extractor_path), "ivector_dim": extractor.ivector_dim}
-    os.makedirs(out_dir, exist_ok=True)
-    shard = shard_path(out_dir, TABLE_NAME, 1)
+def speaker_parts(order, nj):
+    """`order` cut into at most nj contiguous jobs, never splitting a speaker (None: each utterance alone)."""
+    groups = []
+    for key, speaker in order:
+        if groups and speaker is not None and groups[-1][-1][1] == speaker:
+            groups[-1].append((key, speaker))
+        else:
+            groups.append([(key, speaker)])
+    return [[pair for group in part for pair in group] for part in split_evenly(groups, nj)] or [[]]
+
+
+@dataclasses.dataclass
+class ExtractJob:
+    """One job's utterances (with speakers, in order) and where they go; picklable for a spawned process."""
+
+    index: int
+    feats: str
+    extractor_path: str
+    out_dir: str
+    utterances: list
+    options: ExtractOptions
+    config: dict
+
+    @property
+    def shard(self):
+        return shard_path(self.out_dir, TABLE_NAME, self.index)
+
+    @property
+    def log_file(self):
+        return os.path.join(self.out_dir, "log", f"extract.{self.index}.log")
+
+
+def run_extract_job(job, context):
+    """Extract one job's i-vectors into its shard; returns (frames, seconds in the extractor)."""
+    extractor = IvectorExtractor.load(job.extractor_path)
+    options = job.options
     frames = 0
     seconds = 0.0
-    with FeatureSource(feats) as source, ShardWriter(shard, config=config) as writer:
-        order = utterance_order(source, options.per_speaker)
-        states = {}
-        for key, speaker in order:
+    states = {}
+    context.logger.info("job %d: %d utterances -> %s", job.index, len(job.utterances), job.shard)
+    with FeatureSource(job.feats) as source, ShardWriter(job.shard, config=job.config) as writer:
+        for key, speaker in job.utterances:
             features = source.read(key)
             begin = time.perf_counter()
             state = states.setdefault(speaker, SpeakerState(extractor, options.online)) if speaker else None
@@ -84,12 +113,31 @@ def extract_ivectors(feats, extractor_path, out_dir, options):
             seconds += time.perf_counter() - begin
             writer.write(key, ivectors.astype("float32"), attrs={"num_frames": len(features)})
             frames += len(features)
+            context.advance(1)
+    return frames, seconds
+
+
+def extract_ivectors(feats, extractor_path, out_dir, options, nj=1):
+    """Write out_dir/ivector_online.JOB.h5, ivector_online.scp, ivector_period and ivector.json, with `nj` jobs
+    (a speaker's utterances stay in one job; logs in out_dir/log/extract.JOB.log); returns ExtractResult."""
+    extractor = IvectorExtractor.load(extractor_path)
+    config = {"ivector_period": options.online.ivector_period, "per_frame": options.per_frame,
+              "per_speaker": options.per_speaker, "online": options.online.to_dict(),
+              "extractor": os.path.abspath(extractor_path), "ivector_dim": extractor.ivector_dim}
+    with FeatureSource(feats) as source:
+        order = utterance_order(source, options.per_speaker)
         shift = source.frame_shift_seconds()
-    write_scp(os.path.join(out_dir, f"{TABLE_NAME}.scp"), [shard])
+    os.makedirs(out_dir, exist_ok=True)
+    jobs = [ExtractJob(index, os.fspath(feats), os.fspath(extractor_path), os.fspath(out_dir), part, options, config)
+            for index, part in enumerate(speaker_parts(order, nj), 1)]
+    remove_outputs_of_extra_jobs(out_dir, len(jobs), [f"{TABLE_NAME}.{{}}.h5", "log/extract.{}.log"])
+    results = run_jobs(run_extract_job, jobs, nj, "extract-ivectors", lambda job: len(job.utterances), logger)
+    write_scp(os.path.join(out_dir, f"{TABLE_NAME}.scp"), [job.shard for job in jobs])
     with atomic_output(os.path.join(out_dir, "ivector_period")) as handle:
         handle.write(f"{1 if options.per_frame else options.online.ivector_period}\n")
     with atomic_output(os.path.join(out_dir, CONFIG_FILE)) as handle:
         json.dump(config, handle, indent=2, sort_keys=True)
         handle.write("\n")
-    return ExtractResult(len(order), frames, extractor.ivector_dim, seconds,
+    frames = sum(result[0] for result in results)
+    return ExtractResult(len(order), frames, extractor.ivector_dim, sum(result[1] for result in results),
                          None if shift is None else frames * shift)

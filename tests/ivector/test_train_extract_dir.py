@@ -5,7 +5,7 @@ import pytest
 
 from asrkit.errors import IvectorError
 from asrkit.io.table import ShardWriter, TableReader, write_scp
-from asrkit.ivector.extract_dir import ExtractOptions, extract_ivectors, utterance_order
+from asrkit.ivector.extract_dir import ExtractOptions, extract_ivectors, speaker_parts, utterance_order
 from asrkit.ivector.feature_source import FeatureSource
 from asrkit.ivector.extractor import IvectorExtractor
 from asrkit.ivector.stats import PosteriorOptions, baum_welch_stats
@@ -84,3 +84,26 @@ def test_subsampled_statistics_are_every_nth_frame_scaled_up(tmp_path):
     np.testing.assert_allclose(zeroth[0], expected.zeroth)
     np.testing.assert_allclose(first[0], expected.first, rtol=1e-5, atol=1e-6)
     assert counts[0] == 50
+
+
+def test_parallel_jobs_keep_speakers_whole_and_match_one_job(tmp_path):
+    data = feature_dir(tmp_path, num_utts=7)
+    train_extractor(data, str(tmp_path / "exp"), TrainOptions(UbmOptions(num_gauss=2, num_iters=1),
+                                                               TvOptions(ivector_dim=2, num_iters=1)))
+    with FeatureSource(data) as source:
+        assert [[speaker for _, speaker in part] for part in speaker_parts(utterance_order(source, True), 3)] == \
+            [["spk0"] * 4, ["spk1"] * 3]
+        assert [len(part) for part in speaker_parts(utterance_order(source, False), 3)] == [3, 2, 2]
+    model = str(tmp_path / "exp" / "final.ie")
+    extract_ivectors(data, model, str(tmp_path / "one"), ExtractOptions(per_speaker=True), nj=1)
+    result = extract_ivectors(data, model, str(tmp_path / "two"), ExtractOptions(per_speaker=True), nj=2)
+    assert result.utterances == 7 and (tmp_path / "two" / "ivector_online.2.h5").exists()
+    assert (tmp_path / "two" / "log" / "extract.2.log").exists()
+    with TableReader(str(tmp_path / "one" / "ivector_online.scp")) as one, \
+            TableReader(str(tmp_path / "two" / "ivector_online.scp")) as two:
+        assert one.keys() == two.keys()
+        for key in one.keys():
+            np.testing.assert_allclose(one[key], two[key], rtol=1e-6)
+    # A rerun with fewer jobs leaves no shard of the earlier run behind.
+    extract_ivectors(data, model, str(tmp_path / "two"), ExtractOptions(per_speaker=True), nj=1)
+    assert not (tmp_path / "two" / "ivector_online.2.h5").exists()

@@ -18,6 +18,10 @@ COMMAND = "asrkit-extract-ivectors"
 @click.option("--per-speaker/--per-utterance", default=False,
               help="Carry each speaker's statistics from one utterance to the next (utt2spk of the data dir), "
                    "as Kaldi's online decoding does; or start every utterance afresh.")
+@click.option("--utts-per-speaker-max", default=0, type=click.IntRange(min=0),
+              help="With --per-speaker: carry over within runs of at most this many utterances of a speaker "
+                   "(Kaldi uses 2 for training data, so the network also sees the short histories of decoding); "
+                   "0: all of a speaker's.")
 @click.option("--max-remembered-frames", default=1000, type=click.IntRange(min=0),
               help="With --per-speaker: the carried statistics are scaled down to at most this many frames.")
 @click.option("--posterior-scale", default=None, type=click.FloatRange(min=0, min_open=True),
@@ -31,7 +35,7 @@ COMMAND = "asrkit-extract-ivectors"
               help="Parallel jobs (a speaker's utterances stay in one); logs in <ivector-dir>/log/extract.JOB.log.")
 @asrkit_command(COMMAND)
 def main(feats, extractor, out_dir, ivector_period, per_speaker, max_remembered_frames, posterior_scale, max_count,
-         per_frame, nj):
+         per_frame, nj, utts_per_speaker_max):
     """Extract online i-vectors of the features of a data dir (its feats.scp) or a feats .scp.
 
     Writes <ivector-dir>/ivector_online.scp over ivector_online.JOB.h5 (per utterance a
@@ -45,11 +49,14 @@ def main(feats, extractor, out_dir, ivector_period, per_speaker, max_remembered_
     from asrkit.ivector.train_dir import EXTRACTOR_FILE
     from asrkit.logs import summary_line
 
+    if utts_per_speaker_max and not per_speaker:
+        raise click.UsageError("--utts-per-speaker-max limits the carry-over of --per-speaker; give --per-speaker")
     if os.path.isdir(extractor):
         extractor = os.path.join(extractor, EXTRACTOR_FILE)
     online = OnlineOptions(ivector_period=ivector_period, max_count=max_count,
                            max_remembered_frames=max_remembered_frames, posterior_scale=posterior_scale)
-    result = extract_ivectors(feats, extractor, out_dir, ExtractOptions(online, per_speaker, per_frame), nj)
+    options = ExtractOptions(online, per_speaker, per_frame, utts_per_speaker_max)
+    result = extract_ivectors(feats, extractor, out_dir, options, nj)
     speed = result.frames / max(result.extract_seconds, 1e-9)
     fields = {"utterances": result.utterances, "frames": result.frames, "ivector_dim": result.ivector_dim,
               "frames_per_second": f"{speed:.0f}"}

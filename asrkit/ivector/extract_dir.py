@@ -35,6 +35,10 @@ class ExtractOptions:
     online: OnlineOptions = dataclasses.field(default_factory=OnlineOptions)
     per_speaker: bool = False
     per_frame: bool = False
+    # With per_speaker: a speaker's utterances in runs of at most this many, each run a speaker of its own
+    # (Kaldi's --utts-per-spk-max 2 for training data), so the network also learns from the short histories
+    # it meets at the start of a speaker in decoding; 0: no limit.
+    utts_per_speaker_max: int = 0
 
 
 @dataclasses.dataclass
@@ -46,8 +50,9 @@ class ExtractResult:
     audio_seconds: float  # None when the frame shift is unknown
 
 
-def utterance_order(source, per_speaker):
-    """(utterance, speaker) pairs: by speaker, then utterance, with carry-over; else table order."""
+def utterance_order(source, per_speaker, utts_per_speaker_max=0):
+    """(utterance, speaker) pairs: by speaker, then utterance, with carry-over (a speaker cut into runs of
+    utts_per_speaker_max, named speaker#run); else table order with no speakers."""
     keys = source.keys()
     if not per_speaker:
         return [(key, None) for key in keys]
@@ -56,7 +61,14 @@ def utterance_order(source, per_speaker):
     if missing:
         raise IvectorError(f"utterance {missing[0]} (and {len(missing) - 1} more) of {source.scp} has no speaker "
                            "in utt2spk; extract without --per-speaker or fix the data dir")
-    return sorted(((key, utt2spk[key]) for key in keys), key=lambda pair: (pair[1], pair[0]))
+    order = sorted(((key, utt2spk[key]) for key in keys), key=lambda pair: (pair[1], pair[0]))
+    if utts_per_speaker_max <= 0:
+        return order
+    runs, seen = [], {}
+    for key, speaker in order:
+        position = seen[speaker] = seen.get(speaker, -1) + 1
+        runs.append((key, f"{speaker}#{position // utts_per_speaker_max}"))
+    return runs
 
 
 def speaker_parts(order, nj):
@@ -122,10 +134,11 @@ def extract_ivectors(feats, extractor_path, out_dir, options, nj=1):
     (a speaker's utterances stay in one job; logs in out_dir/log/extract.JOB.log); returns ExtractResult."""
     extractor = IvectorExtractor.load(extractor_path)
     config = {"ivector_period": options.online.ivector_period, "per_frame": options.per_frame,
-              "per_speaker": options.per_speaker, "online": options.online.to_dict(),
+              "per_speaker": options.per_speaker, "utts_per_speaker_max": options.utts_per_speaker_max,
+              "online": options.online.to_dict(),
               "extractor": os.path.abspath(extractor_path), "ivector_dim": extractor.ivector_dim}
     with FeatureSource(feats) as source:
-        order = utterance_order(source, options.per_speaker)
+        order = utterance_order(source, options.per_speaker, options.utts_per_speaker_max)
         shift = source.frame_shift_seconds()
     os.makedirs(out_dir, exist_ok=True)
     jobs = [ExtractJob(index, os.fspath(feats), os.fspath(extractor_path), os.fspath(out_dir), part, options, config)

@@ -80,6 +80,9 @@ def test_a_feature_dimension_mismatch_fails_naming_the_utterance(featurized, tmp
 def test_bad_inputs_are_named_errors(tmp_path, random_features_table):
     result = run(train_main, [tmp_path, tmp_path / "exp"])
     assert result.exit_code == 1 and "feats.scp does not exist" in result.output
+    result = run(extract_main, [random_features_table(dim=5), tmp_path / "nowhere", tmp_path / "out",
+                                "--utts-per-speaker-max", 2])
+    assert result.exit_code == 2 and "give --per-speaker" in result.output
     result = run(extract_main, [random_features_table(dim=5), tmp_path / "nowhere", tmp_path / "out"])
     assert result.exit_code == 1 and "does not exist" in result.output
     result = run(train_main, [random_features_table(dim=5, frames=3), tmp_path / "exp", "--num-gauss", 64])

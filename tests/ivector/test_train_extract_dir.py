@@ -53,6 +53,9 @@ def test_per_speaker_order_and_missing_speakers(tmp_path):
         order = utterance_order(source, per_speaker=True)
         assert [speaker for _, speaker in order] == ["spk0"] * 3 + ["spk1"] * 3
         assert utterance_order(source, per_speaker=False)[0] == ("spk0-0", None)
+        runs = utterance_order(source, per_speaker=True, utts_per_speaker_max=2)
+        assert runs == [("spk0-0", "spk0#0"), ("spk0-2", "spk0#0"), ("spk0-4", "spk0#1"),
+                        ("spk1-1", "spk1#0"), ("spk1-3", "spk1#0"), ("spk1-5", "spk1#1")]
     with open(tmp_path / "data" / "utt2spk", "w") as handle:
         handle.write("spk0-0 spk0\n")
     with FeatureSource(data) as source, pytest.raises(IvectorError, match="utterance spk0-2 .* has no speaker"):

@@ -3,11 +3,12 @@
 With Baum-Welch statistics N_c, F_c (centred) of an utterance and the prior
 w ~ N(0, I), the posterior of w is Gaussian with precision
 L = I + sum_c N_c T_c' S_c^-1 T_c and mean L^-1 sum_c T_c' S_c^-1 F_c
-(Dehak et al., "Front-End Factor Analysis for Speaker Verification", eq. 8-9,
-where S_c is the UBM's diagonal covariance).  The products T_c' S_c^-1 T_c
-are precomputed once, so a posterior is a [C] x [C, R*R] product, a
-[C*D] x [C*D, R] product and an R x R solve: cheap enough to redo every few
-frames online.
+(Dehak et al., "Front-End Factor Analysis for Speaker Verification", where
+S_c is the UBM's diagonal covariance).  The products T_c' S_c^-1 T_c are
+precomputed once (their upper triangles), so a posterior is a [C] x
+[C, R(R+1)/2] product, a [C*D] x [C*D, R] product and an R x R solve, and
+online extraction, whose statistics touch few Gaussians per block of frames,
+takes both products sparse.
 """
 
 import dataclasses
@@ -42,6 +43,8 @@ class ExtractorConfig:
 
 
 class IvectorExtractor:
+    """The UBM, T and the extractor config, with what the posterior of w needs precomputed."""
+
     def __init__(self, ubm, projections, config=None):
         """`projections`: T as [C, D, R], one D x R block per UBM Gaussian."""
         self.ubm = ubm
@@ -56,7 +59,7 @@ class IvectorExtractor:
         # S_c^-1 T_c, flattened over (c, d) for the linear term.
         self._scaled = projections / self.ubm.variances[:, :, None]
         self._scaled_flat = np.ascontiguousarray(self._scaled.reshape(-1, self.ivector_dim))
-        # T_c' S_c^-1 T_c' S_c^-1 mu_c, to centre first-order sums after the product instead of before.
+        # T_c' S_c^-1 mu_c, to centre first-order sums after the product instead of before.
         self._mean_terms = np.ascontiguousarray(np.einsum("cd,cdr->cr", self.ubm.means, self._scaled))
         # T_c' S_c^-1 T_c for every c, its upper triangle flattened to [C, R(R+1)/2] for the precision: the
         # [K, C] x [C, R(R+1)/2] product that dominates online extraction, half the size of the full one.

@@ -99,6 +99,8 @@ def train_extractor(feats, out_dir, options):
         del frames
         if options.max_utterances and len(keys) > options.max_utterances:
             keys = sorted(rng.choice(keys, size=options.max_utterances, replace=False).tolist())
+        logger.info("T: statistics of %d utterances (%.2f GB in memory)", len(keys),
+                    len(keys) * ubm.num_gauss * (4 * ubm.dim + 8) / 1e9)
         zeroth, first, counts = utterance_stats(source, keys, ubm, options.posterior, options.use_dims,
                                                 options.subsample)
     logger.info("T: i-vector dimension %d from %d utterances", options.tv.ivector_dim, len(keys))

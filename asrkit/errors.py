@@ -42,3 +42,7 @@ class AudioError(AsrkitError):
 
 class TableError(AsrkitError):
     """A sharded table (HDF5 shards + scp index) is missing, incomplete or inconsistent."""
+
+
+class IvectorError(AsrkitError):
+    """An i-vector extractor file that cannot be used, or features that do not fit the extractor."""

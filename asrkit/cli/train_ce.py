@@ -116,13 +116,17 @@ def strategy_options(note=""):
                    "the optimizer, the schedule and the priors start afresh.")
 @input_options
 @strategy_options()
+@click.option("--online-ivector-dir", type=click.Path(exists=True, file_okay=False),
+              help="Append these online i-vectors (asrkit-extract-ivectors' output, holding the training and "
+                   "held-out utterances) to the network's input, each frame its period's i-vector. In-process "
+                   "cross-entropy training only (not with --example-servers) so far.")
 @click.option("--print-config", is_flag=True, help="Print the effective model and training config as JSON and exit.")
 @training_options(_train_params)
 @options_file
 @asrkit_command("asrkit-train-ce")
 def main(data_dir, ali_dir, exp_dir, model, model_params, init_model, cmvn, valid_data_dir, valid_ali_dir, resume,
          example_servers, server_public_key, server_styles, server_from_feats, num_threads, strategy, cluster_file,
-         print_config, **train_values):
+         online_ivector_dir, print_config, **train_values):
     """Train an acoustic network with cross-entropy on DATA_DIR's features and ALI_DIR's alignments.
 
     DATA_DIR is featurized (feats.scp, conf/featurize.json, cmvn.h5); ALI_DIR holds ali.scp and
@@ -156,7 +160,7 @@ def main(data_dir, ali_dir, exp_dir, model, model_params, init_model, cmvn, vali
                            command_line=command_line(), example_servers=example_servers,
                            server_public_key=server_public_key, server_styles=server_styles,
                            server_from_feats=server_from_feats, init_model=init_model, strategy=strategy,
-                           cluster=cluster_file)
+                           cluster=cluster_file, online_ivector_dir=online_ivector_dir)
     result = train_ce(data_dir, ali_dir, exp_dir, options)
     logger.info(summary_line(
         "asrkit-train-ce", "ok", steps=result.steps, epochs=result.epochs, frames=result.frames,

@@ -156,6 +156,9 @@ class TrainOptions:
     init_model: str = None  # an exported model (final/) of the same network whose weights training starts from
     strategy: str = "local"  # local, multiworker or ps (asrkit.train.distribute)
     cluster: str = None  # JSON cluster file in TF_CONFIG's format (None: $TF_CONFIG)
+    # asrkit-extract-ivectors output dir whose online i-vectors are appended to the network's input
+    # (asrkit.ivector.append); it must hold the training and held-out utterances.  In-process CE only.
+    online_ivector_dir: str = None
 
 
 @dataclasses.dataclass
@@ -221,8 +224,8 @@ def _check_resumable(exp_dir, config):
     if "minibatch_search_every" in config["train"] and bool(before) != bool(config["train"]["minibatch_search_every"]):
         problems.append(f"minibatch_search_every {before} vs now {config['train']['minibatch_search_every']} (the "
                         "checkpoint holds the searched minibatch size only when a search is on)")
-    for key in ("feature_dim", "num_pdfs"):
-        before, now = previous.get("data", {}).get(key), config["data"][key]
+    for key in ("feature_dim", "num_pdfs", "ivector_dim"):
+        before, now = previous.get("data", {}).get(key, 0 if key == "ivector_dim" else None), config["data"][key]
         if before != now:
             problems.append(f"{key} {before} vs now {now}")
     if problems:
@@ -264,8 +267,10 @@ class _StopRequest:
         return False
 
 
-def _validation_batches(data, cmvn, params, label_delay, feature_dim):
-    """The held-out set as padded whole-utterance batches, made once."""
+def _validation_batches(data, cmvn, params, label_delay, feature_dim, ivectors=None):
+    """The held-out set as padded whole-utterance batches, made once (with i-vectors from `ivectors`, an
+    asrkit.ivector.append.IvectorTable, appended when given)."""
+    from asrkit.ivector.append import IvectorExamples
     from asrkit.train.bucket_batcher import BucketBatcher
     from asrkit.train.examples import ListExamples, TableExamples
 
@@ -273,12 +278,30 @@ def _validation_batches(data, cmvn, params, label_delay, feature_dim):
         return []
     source = TableExamples(data.valid.feats_scp, data.valid.ali_scp, data.valid.utterance_ids, cmvn,
                            num_epochs=1, tolerance=params.max_length_mismatch, shuffle=False)
-    examples = list(source)
+    examples = list(IvectorExamples(source, ivectors) if ivectors else source)
     source.close()
     longest = max(example.num_frames for example in examples) + label_delay
     bounds = [int(b) for b in str(params.bucket_bounds).split(",") if int(b) < longest] + [longest]
     batcher = BucketBatcher(ListExamples(examples), bounds, params.frames_per_batch, feature_dim, label_delay)
     return list(batcher)
+
+
+def _ivector_table(options, data, criterion):
+    """The IvectorTable of --online-ivector-dir (None without one), checked against the training set."""
+    if not options.online_ivector_dir:
+        return None
+    from asrkit.ivector.append import IvectorTable
+
+    if criterion.name != "ce" or options.example_servers:
+        raise AsrkitError("--online-ivector-dir is built for in-process cross-entropy training so far: example "
+                          "servers would have to extract i-vectors from the features they serve")
+    table = IvectorTable(options.online_ivector_dir)
+    table.check_covers(data.train.utterance_ids, "the training set")
+    if data.valid is not None:
+        table.check_covers(data.valid.utterance_ids, "the held-out set")
+    logger.info("online i-vectors of dimension %d every %d frames from %s appended to the %d-dim features",
+                table.ivector_dim, table.period, table.scp, data.feature_dim)
+    return table
 
 
 def _server_source(options, params, data, data_dir, ali_dir, exp_dir, criterion):
@@ -548,6 +571,8 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
         len(data.train.utterance_ids), data.train.num_frames, data.feature_dim, data.num_pdfs,
         f"{len(data.valid.utterance_ids)} utterances" if data.valid else "none", len(data.skipped),
     )
+    ivectors = _ivector_table(options, data, criterion)
+    input_dim = data.feature_dim + (ivectors.ivector_dim if ivectors else 0)
     os.makedirs(exp_dir, exist_ok=True)
     config = {
         "model": net_config,
@@ -557,6 +582,8 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
             "cmvn": os.path.abspath(data.cmvn_path),
             "valid_data_dir": os.path.abspath(options.valid_data_dir) if options.valid_data_dir else None,
             "feature_dim": data.feature_dim, "num_pdfs": data.num_pdfs,
+            "ivector_dim": ivectors.ivector_dim if ivectors else 0,
+            "online_ivector_dir": os.path.abspath(options.online_ivector_dir) if ivectors else None,
             "train_utterances": len(data.train.utterance_ids), "train_frames": data.train.num_frames,
             "valid_utterances": len(data.valid.utterance_ids) if data.valid else 0, "skipped": len(data.skipped),
         },
@@ -577,7 +604,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
 
     try:
         with distribution.scope():  # ps: the variables live on the parameter servers
-            net = build_from_config(net_config, data.feature_dim, data.num_pdfs)
+            net = build_from_config(net_config, input_dim, data.num_pdfs)
     except ValueError as error:
         raise AsrkitError(f"bad model config: {error}") from None
     if layer_devices:
@@ -645,13 +672,17 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
     else:
         source = criterion.in_process_source(worker_data, cmvn)
     source = criterion.wrap_source(source)
+    if ivectors:
+        from asrkit.ivector.append import IvectorExamples
+
+        source = IvectorExamples(source, ivectors)  # after SpecAugment, which masks the features alone
     from_servers = bool(options.example_servers)
     if params.mode == "truncated":
-        batcher = TruncatedBatcher(source, params.num_streams, params.unroll, data.feature_dim, label_delay,
+        batcher = TruncatedBatcher(source, params.num_streams, params.unroll, input_dim, label_delay,
                                    align=1 if params.group_jitter else net.unroll_multiple)
     else:
         bounds = [int(bound) for bound in str(params.bucket_bounds).split(",")]
-        batcher = BucketBatcher(source, bounds, params.frames_per_batch, data.feature_dim, label_delay)
+        batcher = BucketBatcher(source, bounds, params.frames_per_batch, input_dim, label_delay)
 
     resumed_from = 0
     if latest:
@@ -669,7 +700,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
         if resumed_from:
             logger.info("resuming with the chief's weights at step %d; this worker's input starts afresh",
                         resumed_from)
-    valid_batches = _validation_batches(data, cmvn, params, label_delay, data.feature_dim) if chief else []
+    valid_batches = _validation_batches(data, cmvn, params, label_delay, input_dim, ivectors) if chief else []
 
     step = resumed_from
     last_saved = resumed_from if latest else -1
@@ -848,7 +879,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
             provenance={"steps": step, "epochs": epoch, "exp_dir": os.path.abspath(exp_dir),
                         "train_frames": data.train.num_frames, "created": time.strftime("%Y-%m-%d %H:%M:%S")},
             context_files=[path for path in (os.path.join(ali_dir, name) for name in criterion.context_files)
-                           if os.path.exists(path)],
+                           if os.path.exists(path)] + (ivectors.model_files() if ivectors else []),
             outputs=criterion.model_outputs,
         )
         logger.info("exported the model to %s", model_dir)

@@ -48,7 +48,8 @@ class Moments:
     @classmethod
     def of(cls, features):
         features = np.asarray(features, dtype=np.float64)
-        return cls(features.shape[1], features.shape[0], features.sum(axis=0), np.einsum("td,td->d", features, features))
+        squares = np.einsum("td,td->d", features, features)
+        return cls(features.shape[1], features.shape[0], features.sum(axis=0), squares)
 
     def add(self, other):
         self.count += other.count

@@ -305,6 +305,18 @@ def _write_statistics(data_dir, config, options, results, scp_path):
                     cmvn.var_norm, cmvn.count, data_dir)
 
 
+def _jobs(data, data_dir, feat_dir, parts, config, options):
+    """One FeaturizeJob per part of the utterance ids (with their speakers when the mean is the speaker's)."""
+    audio_options = audio_options_for(options.audio, config)
+    by_speaker = options.cmvn_mean == "speaker"
+    return [
+        FeaturizeJob(index, os.fspath(data_dir), feat_dir, part, config.to_dict(), options,
+                     input_fingerprint(data, part, audio_options),
+                     {utterance: data.utt2spk[utterance] for utterance in part} if by_speaker else None)
+        for index, part in enumerate(parts, 1)
+    ]
+
+
 def featurize_data_dir(data_dir, feat_dir, config=None, options=None):
     """Featurize every utterance of `data_dir` into the table `feat_dir/feats.*.h5`.
 
@@ -331,15 +343,7 @@ def featurize_data_dir(data_dir, feat_dir, config=None, options=None):
         raise AsrkitError(f"data directory {data_dir} has no utterances")
     feat_dir = os.path.abspath(feat_dir)
     os.makedirs(os.path.join(feat_dir, "log"), exist_ok=True)
-    parts = split_evenly(utterance_ids, options.nj)
-    audio_options = audio_options_for(options.audio, config)
-    by_speaker = options.cmvn_mean == "speaker"
-    jobs = [
-        FeaturizeJob(index, os.fspath(data_dir), feat_dir, part, config.to_dict(), options,
-                     input_fingerprint(data, part, audio_options),
-                     {utterance: data.utt2spk[utterance] for utterance in part} if by_speaker else None)
-        for index, part in enumerate(parts, 1)
-    ]
+    jobs = _jobs(data, data_dir, feat_dir, split_evenly(utterance_ids, options.nj), config, options)
     # The index and config of an earlier run go first, so that a run killed half-way never
     # leaves a feats.scp pointing at a mix of old and new shards.
     for stale_output in (os.path.join(data_dir, "feats.scp"), os.path.join(data_dir, "conf", "featurize.json"),

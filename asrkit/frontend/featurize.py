@@ -75,9 +75,11 @@ class FeaturizeJob:
 
     @property
     def speaker_fingerprint(self):
-        """What the job's speaker sums depend on besides the features: which speaker each utterance is."""
+        """What the job's speaker sums depend on: the audio, the front end, and which speaker each utterance is
+        (a shard reused from a run with another mean has no sums of its own, so its config must match too)."""
         lines = "".join(f"{utterance}\t{self.utt2spk[utterance]}\n" for utterance in self.utterance_ids)
-        return hashlib.sha1((self.input_fingerprint + lines).encode("utf-8")).hexdigest()
+        config = json.dumps(self.config, sort_keys=True)
+        return hashlib.sha1((self.input_fingerprint + config + lines).encode("utf-8")).hexdigest()
 
     @property
     def log_file(self):

@@ -271,3 +271,17 @@ def test_speaker_variance_needs_the_speaker_mean(make_data_dir, tmp_path):
     result = CliRunner().invoke(main, [str(data), str(tmp_path / "f"), "--compute-cmvn", "--cmvn-variance", "speaker"])
     assert result.exit_code != 0
     assert "--cmvn-variance speaker needs --cmvn-mean speaker" in result.output
+
+
+def test_speaker_sums_of_another_front_end_are_not_reused(make_data_dir, tmp_path):
+    from asrkit.frontend.cmvn import SpeakerCmvn
+
+    data = make_data_dir({"spkA-1": 0.5, "spkB-1": 0.4})
+    feats = tmp_path / "feats"
+    assert run([data, feats, "--cmvn-mean", "speaker", "--num-mel-bins", "20"]).exit_code == 0
+    # A global run with another front end leaves the speaker run's sums behind; a speaker run with the
+    # global run's front end reuses its shard but must not take those sums.
+    assert run([data, feats]).exit_code == 0
+    result = run([data, feats, "--cmvn-mean", "speaker"])
+    assert result.exit_code == 0 and "reused_jobs=0" in result.output
+    assert SpeakerCmvn.read(os.path.join(data, "spk_cmvn.h5")).dim == 512

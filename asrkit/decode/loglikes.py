@@ -207,7 +207,11 @@ class ModelLoglikes:
     def describe(self):
         source = "feats.scp" if self._feats_scp() is not None else "features computed from the audio"
         priors = "" if self.prior_scale == 1.0 else f", prior scale {self.prior_scale:g}"
-        return f"model {self.model_dir} on {self.data_dir} ({source}{priors}, {self.normalize.describe()})"
+        try:
+            cmvn = self.normalize.describe()
+        except AsrkitError:  # described in error messages too, where the missing statistics are not the error
+            cmvn = "CMVN statistics missing"
+        return f"model {self.model_dir} on {self.data_dir} ({source}{priors}, {cmvn})"
 
     def close(self):
         if self._features is not None:

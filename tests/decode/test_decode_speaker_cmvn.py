@@ -127,3 +127,10 @@ def test_new_voices_that_the_global_mean_leaves_in_are_removed_by_the_speakers(t
     with_global = CliRunner().invoke(decode_main, args + [global_model["model"], global_model["dev"],
                                                           str(tmp_path / "g")])
     assert _wer(with_global.output) > 40.0 > 20.0 > _wer(speaker.output), (speaker.output, with_global.output)
+
+
+def test_describing_a_source_without_its_statistics_does_not_fail(trained, tmp_path):
+    dev = str(tmp_path / "dev")
+    shutil.copytree(trained["dev"], dev)
+    os.remove(os.path.join(dev, "spk_cmvn.h5"))
+    assert "CMVN statistics missing" in ModelLoglikes(trained["model"], dev).describe()

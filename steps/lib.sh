@@ -194,11 +194,13 @@ train_smbr() {
 # decode MODEL GRAPH_MODEL SET STAGE [OPTION...]: decode and score data/SET with exp/MODEL/final on
 # exp/GRAPH_MODEL/graph, into exp/MODEL/decode_SET (options: conf/decode.conf, then OPTION...).
 # decode_into is the same into exp/MODEL/DIR: decode_into MODEL GRAPH_MODEL SET DIR STAGE [OPTION...].
+# cmvn_decode_options (e.g. --cmvn-online, set by a recipe) go to every decoding of a model.
+cmvn_decode_options=()
 decode() { decode_into "$1" "$2" "$3" "decode_$3" "${@:4}"; }
 decode_into() {
   launch "$cpu_cmd" "$logs/stage$5/decode_$1_${4#decode_}.log" \
-    asrkit-decode --config conf/decode.conf "${@:6}" --nj "$nj" "$exp/$2/graph" "$exp/$1/final" "$data/$3" \
-      "$exp/$1/$4"
+    asrkit-decode --config conf/decode.conf "${cmvn_decode_options[@]}" "${@:6}" --nj "$nj" "$exp/$2/graph" \
+      "$exp/$1/final" "$data/$3" "$exp/$1/$4"
 }
 
 # The LM weights a dev sweep tries: acoustic scales 1/0.5 .. 1/5 (30 ms frames want about three times
@@ -386,7 +388,8 @@ unsupervised_demo() {
   weight="$(cat "$exp/${am}_sup/decode_$dev/best_lmwt")"
   prior="$(cat "$exp/${am}_sup/decode_$dev/prior_scale")"
   launch "$cpu_cmd" "$logs/stage$stage_number/decode_${am}_sup_train_unsup.log" \
-    asrkit-decode --config conf/decode.conf "${unsup_decode_options[@]}" --write-lattices --nj "$nj" \
+    asrkit-decode --config conf/decode.conf "${cmvn_decode_options[@]}" "${unsup_decode_options[@]}" \
+      --write-lattices --nj "$nj" \
       --acoustic-scale "$(awk -v w="$weight" 'BEGIN { print 1 / w }')" --prior-scale "$prior" \
       "$exp/${am}_sup/graph_sup" "$exp/${am}_sup/final" "$data/train_unsup" "$exp/${am}_sup/decode_train_unsup"
   count="$(awk -v n="$(wc -l < "$data/train_unsup/utt2spk")" -v f="$unsup_select_share" 'BEGIN { printf "%d", n * f }')"

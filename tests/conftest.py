@@ -90,12 +90,13 @@ def featurized_corpus(make_data_dir, tmp_path):
     """featurized_corpus(durations, num_pdfs) -> (data_dir, ali_dir): a featurized data dir with CMVN and
     an ali dir whose labels the features carry (each frame's loudness, in num_pdfs levels)."""
 
-    def make(durations, num_pdfs=6):
+    def make(durations, num_pdfs=6, cmvn_mean="global"):
         from asrkit.frontend.featurize import FeaturizeOptions, featurize_data_dir
         from asrkit.io.table import ShardWriter, TableReader, write_scp
 
         data_dir = make_data_dir(durations)
-        featurize_data_dir(data_dir, str(tmp_path / "feats"), options=FeaturizeOptions(compute_cmvn=True))
+        featurize_data_dir(data_dir, str(tmp_path / "feats"),
+                           options=FeaturizeOptions(compute_cmvn=True, cmvn_mean=cmvn_mean))
         ali_dir = tmp_path / "ali"
         shard = str(ali_dir / "ali.1.h5")
         with TableReader(os.path.join(data_dir, "feats.scp")) as feats, ShardWriter(shard) as ali:

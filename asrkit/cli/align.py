@@ -96,6 +96,7 @@ def main(directories, flat_start, silence_by_energy, loglikes_scp, prior_scale, 
 
             source = ModelLoglikes(model_dir, data_dir, prior_scale=prior_scale)
             source.check_front_end()
+            logging.getLogger(COMMAND).info("CMVN: %s", source.check_cmvn())
         result = align_data_dir(data_dir, lang_dir, model_dir, ali_dir, source, options)
     logging.getLogger(COMMAND).info(summary_line(
         COMMAND, "ok", method="equal" if flat_start else "viterbi", utterances=result.utterances,

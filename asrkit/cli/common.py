@@ -80,3 +80,29 @@ def audio_options(function):
     ]):
         wrapper = option(wrapper)
     return wrapper
+
+
+def online_cmvn_options(function):
+    """--cmvn-online, --cmvn-online-window, --cmvn-online-prior-frames for the commands that run a model over a
+    data dir (asrkit-decode, asrkit-align); the callback receives `cmvn_online`, an
+    asrkit.frontend.online_cmvn.OnlineCmvnOptions or None."""
+
+    @functools.wraps(function)
+    def wrapper(*args, cmvn_online, cmvn_online_window, cmvn_online_prior_frames, **kwargs):
+        from asrkit.frontend.online_cmvn import OnlineCmvnOptions
+
+        options = OnlineCmvnOptions(cmvn_online_window, cmvn_online_prior_frames) if cmvn_online else None
+        return function(*args, cmvn_online=options, **kwargs)
+
+    for option in reversed([
+        click.option("--cmvn-online", is_flag=True,
+                     help="For a model trained with the speaker (or utterance) mean: remove a running mean over "
+                          "each utterance's frames so far instead, started from the training set's mean, as when "
+                          "decoding utterance by utterance without the speaker's others (Kaldi's online CMN)."),
+        click.option("--cmvn-online-window", default=600, type=click.IntRange(min=1), show_default=True,
+                     help="With --cmvn-online, frames the running mean looks back over."),
+        click.option("--cmvn-online-prior-frames", default=200, type=click.IntRange(min=0), show_default=True,
+                     help="With --cmvn-online, frames' worth of the training mean while fewer frames were seen."),
+    ]):
+        wrapper = option(wrapper)
+    return wrapper

@@ -4,7 +4,7 @@ import logging
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, online_cmvn_options
 from asrkit.cli.options_file import options_file
 
 COMMAND = "asrkit-decode"
@@ -50,17 +50,19 @@ COMMAND = "asrkit-decode"
               help="Step between the LM weights of the sweep.")
 @click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
               help="Fail when more than this share of utterances is not decoded.")
+@online_cmvn_options
 @options_file
 @asrkit_command(COMMAND)
 def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, acoustic_scale, beam, max_active,
          min_active, lattice_beam, retry_beam, allow_partial, nj, write_lattices, skip_scoring, lmwt_sweep,
-         sweep_method, min_lmwt, max_lmwt, lmwt_step, max_fail_ratio):
+         sweep_method, min_lmwt, max_lmwt, lmwt_step, max_fail_ratio, cmvn_online):
     """Decode DATA_DIR with the graph GRAPH_DIR (utils/mkgraph) for the model MODEL_DIR into DECODE_DIR.
 
     MODEL_DIR is an exported acoustic model (asrkit-train-ce's final/, with the tree.json the
     graph was built from): its log posteriors minus log priors are decoded, over DATA_DIR's
-    feats.scp or features computed from the audio.  With --loglikes, a table is decoded instead
-    and MODEL_DIR needs only tree.json.
+    feats.scp or features computed from the audio, normalised as the model records (its cmvn.h5;
+    with the speaker mean, by DATA_DIR's spk_cmvn.h5 or, with --cmvn-online, a running mean).
+    With --loglikes, a table is decoded instead and MODEL_DIR needs only tree.json.
 
     Writes hyp.JOB.txt and hyp.txt, costs.JOB.txt and costs.txt, log/decode.JOB.log, lattices with
     --write-lattices and, when DATA_DIR has a text file, wer_LMWT, best_wer (best_lmwt after a
@@ -83,10 +85,13 @@ def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, 
         if prior_scale != 1.0:
             raise click.UsageError("--prior-scale applies to a model's posteriors, not to --loglikes (the table "
                                    "holds finished log-likelihoods)")
+        if cmvn_online is not None:
+            raise click.UsageError("--cmvn-online applies to a model's features, not to --loglikes")
         source = TableLoglikes(loglikes_scp)
     else:
-        source = ModelLoglikes(model_dir, data_dir, prior_scale=prior_scale)
+        source = ModelLoglikes(model_dir, data_dir, prior_scale=prior_scale, cmvn_online=cmvn_online)
         source.check_front_end()
+        logging.getLogger(COMMAND).info("CMVN: %s", source.check_cmvn())
     result = decode_data_dir(graph_dir, model_dir, data_dir, decode_dir, source, options)
     if result.wer_line:
         click.echo(result.wer_line)

@@ -7,6 +7,7 @@ import logging
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, audio_options
+from asrkit.frontend.cmvn import MEAN_NORMS, VAR_NORMS
 from asrkit.frontend.config import COMPRESSIONS, FeatureConfig
 
 CHOICES = {"compression": COMPRESSIONS, "window_type": ("povey", "hanning", "hamming")}
@@ -42,9 +43,14 @@ def feature_options(function):
               help="Fail when more than this share of utterances cannot be featurized.")
 @click.option("--compute-cmvn/--no-compute-cmvn", default=False,
               help="Also write mean/variance statistics to <data-dir>/cmvn.h5.")
-@click.option("--cmvn-mean", type=click.Choice(["global", "utterance"]), default="global", show_default=True,
-              help="With --compute-cmvn, the mean every stage removes: the training set's (global) or each "
-                   "utterance's own (utterance; the statistics are then of mean-removed frames).")
+@click.option("--cmvn-mean", type=click.Choice(MEAN_NORMS), default="global", show_default=True,
+              help="The mean every stage removes: the training set's (global), each utterance's own (utterance) or "
+                   "each speaker's (speaker, by utt2spk; the statistics are then of mean-removed frames).  With "
+                   "speaker, DATA_DIR/spk_cmvn.h5 gets its speakers' sums even without --compute-cmvn: featurize "
+                   "dev and test sets with it too.")
+@click.option("--cmvn-variance", type=click.Choice(VAR_NORMS), default="global", show_default=True,
+              help="With --compute-cmvn, the standard deviation every stage divides by: the training set's "
+                   "(of mean-removed frames; global) or each speaker's own (speaker; needs --cmvn-mean speaker).")
 @audio_options
 @click.option("--batch-seconds", default=60.0, type=click.FloatRange(min=1),
               help="Audio per TensorFlow batch (padded), in seconds.")
@@ -52,12 +58,13 @@ def feature_options(function):
 @click.option("--overwrite", is_flag=True, help="Recompute shards that an earlier run finished.")
 @feature_options
 @asrkit_command("asrkit-featurize")
-def main(data_dir, feat_dir, config_file, print_config, nj, max_fail_ratio, compute_cmvn, cmvn_mean, audio, batch_seconds,
-         num_threads, overwrite, **feature_values):
+def main(data_dir, feat_dir, config_file, print_config, nj, max_fail_ratio, compute_cmvn, cmvn_mean, cmvn_variance,
+         audio, batch_seconds, num_threads, overwrite, **feature_values):
     """Featurize DATA_DIR into a sharded table in FEAT_DIR.
 
     Writes FEAT_DIR/feats.JOB.h5, DATA_DIR/feats.scp, DATA_DIR/utt2num_frames,
-    DATA_DIR/conf/featurize.json and, with --compute-cmvn, DATA_DIR/cmvn.h5.
+    DATA_DIR/conf/featurize.json, with --cmvn-mean speaker DATA_DIR/spk_cmvn.h5
+    (per-speaker sums) and, with --compute-cmvn, DATA_DIR/cmvn.h5.
     Job logs go to FEAT_DIR/log/featurize.JOB.log.
     """
     from asrkit.errors import AsrkitError
@@ -79,7 +86,8 @@ def main(data_dir, feat_dir, config_file, print_config, nj, max_fail_ratio, comp
 
     logger = logging.getLogger("asrkit-featurize")
     options = FeaturizeOptions(
-        nj=nj, max_fail_ratio=max_fail_ratio, compute_cmvn=compute_cmvn, cmvn_mean=cmvn_mean, batch_seconds=batch_seconds,
+        nj=nj, max_fail_ratio=max_fail_ratio, compute_cmvn=compute_cmvn, cmvn_mean=cmvn_mean,
+        cmvn_variance=cmvn_variance, batch_seconds=batch_seconds,
         num_threads=num_threads, overwrite=overwrite,
         audio=audio(config.sample_rate),
     )

@@ -24,9 +24,11 @@ logger = logging.getLogger(__name__)
 
 DONE_MARKER = ".done"
 DEFAULT_SUBSET_SEED = 0
-# Files of a featurized data dir that hold for every utterance in it (the front end's config and
-# the global CMVN statistics), so every part and subset needs them unchanged to be usable on its own.
-WHOLE_DIR_FILES = (os.path.join("conf", "featurize.json"), "cmvn.h5")
+# Files of a featurized data dir that hold for every utterance in it (the front end's config, the
+# global CMVN statistics and the speakers' sums over all their utterances, which a part or subset
+# with some of a speaker's utterances still normalises by), so every part and subset needs them
+# unchanged to be usable on its own.
+WHOLE_DIR_FILES = (os.path.join("conf", "featurize.json"), "cmvn.h5", "spk_cmvn.h5")
 
 
 def split_dir_path(path, num_parts, by_speaker=True):
@@ -303,6 +305,23 @@ def _choose_count(data_dir, path, all_utts, num_utts, how, seed):
     return generator.sample(all_utts, num_utts)
 
 
+def _combine_speaker_cmvn(out, paths):
+    """The speakers' sums of the combined dir: every dir's, added (a speaker in several dirs gets all
+    their utterances'); none when some dir has none, so that a stage needing them says so."""
+    from asrkit.frontend.cmvn import SPEAKER_CMVN_FILE, SpeakerCmvn
+
+    target = os.path.join(out, SPEAKER_CMVN_FILE)
+    sources = [os.path.join(path, SPEAKER_CMVN_FILE) for path in paths]
+    if not all(os.path.exists(source) for source in sources):
+        if os.path.exists(target):
+            os.remove(target)
+        return
+    combined = SpeakerCmvn.read(sources[0])
+    for source in sources[1:]:
+        combined.add(SpeakerCmvn.read(source))
+    combined.write(target)
+
+
 def combine_data_dirs(out, paths):
     """Write the union of the data dirs `paths` to `out` (Kaldi's utils/combine_data.sh); return it.
 
@@ -338,5 +357,6 @@ def combine_data_dirs(out, paths):
         result.spk2utt = spk2utt_from_utt2spk(result.utt2spk)
     result.write(out)
     copy_whole_dir_files(paths[0], out)
+    _combine_speaker_cmvn(out, paths)
     logger.info("wrote %d utterances of %d data dirs to %s", len(result.utterance_ids), len(paths), out)
     return result

@@ -84,21 +84,41 @@ class ModelLoglikes:
     model dir), as the example servers do.  The model and the tables are
     opened lazily, in the decoding job that uses them.  `prior_scale` scales the log priors that
     are subtracted from the log posteriors (AcousticModel.log_likelihoods).
+
+    The features are normalised as the model was trained (its cmvn.h5); with the speaker mean, by
+    the speakers' statistics of this data dir (spk_cmvn.h5), or with `cmvn_online` (an
+    OnlineCmvnOptions) by online CMN, one utterance at a time.
     """
 
-    def __init__(self, model_dir, data_dir, num_threads=1, prior_scale=1.0):
+    def __init__(self, model_dir, data_dir, num_threads=1, prior_scale=1.0, cmvn_online=None):
         self.model_dir = str(model_dir)
         self.data_dir = str(data_dir)
         self.num_threads = num_threads
         self.prior_scale = float(prior_scale)
+        self.cmvn_online = cmvn_online
         self._model = None
         self._features = None
         self._extractor = None
         self._data = None
+        self._normalize = None
 
     def __getstate__(self):
         return {"model_dir": self.model_dir, "data_dir": self.data_dir, "num_threads": self.num_threads,
-                "prior_scale": self.prior_scale, "_model": None, "_features": None, "_extractor": None, "_data": None}
+                "prior_scale": self.prior_scale, "cmvn_online": self.cmvn_online, "_model": None, "_features": None,
+                "_extractor": None, "_data": None, "_normalize": None}
+
+    @property
+    def normalize(self):
+        """The model's CMVN for this data dir (asrkit.frontend.apply_cmvn.UtteranceCmvn); needs no network."""
+        if self._normalize is None:
+            import os
+
+            from asrkit.frontend.apply_cmvn import UtteranceCmvn
+            from asrkit.frontend.cmvn import CmvnStats
+
+            cmvn = CmvnStats.read(os.path.join(self.model_dir, "cmvn.h5"))
+            self._normalize = UtteranceCmvn(cmvn, self.data_dir, self.cmvn_online)
+        return self._normalize
 
     @property
     def model(self):
@@ -141,6 +161,11 @@ class ModelLoglikes:
                 "or remove feats.scp to featurize on the fly"
             )
 
+    def check_cmvn(self):
+        """Refuse, before any job starts, a data dir that lacks what the model's CMVN needs (the speakers'
+        statistics with the speaker mean, unless online); returns its description for the log."""
+        return self.normalize.describe()
+
     def num_pdfs(self):
         import os
 
@@ -176,12 +201,17 @@ class ModelLoglikes:
         return self._extractor(load_utterance_audio(self._data, utterance_id, self._extractor.config.audio_options()))
 
     def loglikes(self, utterance_id):
-        return self.model.log_likelihoods(self._utterance_features(utterance_id), self.prior_scale)
+        features = self.normalize(utterance_id, self._utterance_features(utterance_id))
+        return self.model.log_likelihoods_normalized(features, self.prior_scale)
 
     def describe(self):
         source = "feats.scp" if self._feats_scp() is not None else "features computed from the audio"
         priors = "" if self.prior_scale == 1.0 else f", prior scale {self.prior_scale:g}"
-        return f"model {self.model_dir} on {self.data_dir} ({source}{priors})"
+        try:
+            cmvn = self.normalize.describe()
+        except AsrkitError:  # described in error messages too, where the missing statistics are not the error
+            cmvn = "CMVN statistics missing"
+        return f"model {self.model_dir} on {self.data_dir} ({source}{priors}, {cmvn})"
 
     def close(self):
         if self._features is not None:

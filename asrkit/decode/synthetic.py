@@ -116,11 +116,17 @@ def build_toy_task(directory, lexicon=None, sentences=None, order=2, method="kn"
     return paths
 
 
-def write_toy_corpus(root, task, num_utts=40, seed=0, feature_dim=TOY_FEATURE_DIM):
+def write_toy_corpus(root, task, num_utts=40, seed=0, feature_dim=TOY_FEATURE_DIM, speaker_shift=0.0,
+                     first_speaker=0, cmvn_mean="global"):
     """root/data (features, CMVN, text, utt2spk) and root/ali (ali.scp, num_pdfs, tree.json; phone_ali.scp and
     phones.txt) for toy sentences of build_toy_task's `task`: each frame's feature is its pdf's random centre
-    plus noise, along an oracle alignment.  Returns (data_dir, ali_dir)."""
-    from asrkit.frontend.cmvn import CmvnStats
+    plus noise, along an oracle alignment.  Returns (data_dir, ali_dir).
+
+    Four speakers spk<first_speaker>.. take turns; each adds its own "voice", a random offset of scale
+    `speaker_shift` on every frame (the same seed with another first_speaker: the same sentences in other
+    voices).  cmvn_mean: the statistics written, as asrkit-featurize --cmvn-mean would (speaker: spk_cmvn.h5 too).
+    """
+    from asrkit.frontend.cmvn import SPEAKER_CMVN_FILE, CmvnStats, SpeakerCmvn
     from asrkit.hmm.tree import ContextDependency
     from asrkit.io.table import ShardWriter, write_scp
 
@@ -133,23 +139,34 @@ def write_toy_corpus(root, task, num_utts=40, seed=0, feature_dim=TOY_FEATURE_DI
     data_dir, ali_dir = os.path.join(root, "data"), os.path.join(root, "ali")
     os.makedirs(os.path.join(data_dir, "conf"))
     os.makedirs(ali_dir)
-    texts, cmvn = {}, CmvnStats(feature_dim)
+    voice_rng = np.random.default_rng([seed, 7, first_speaker])
+    voices = {f"spk{first_speaker + s}": speaker_shift * voice_rng.standard_normal(feature_dim) for s in range(4)}
+    texts, speakers = {}, SpeakerCmvn(feature_dim)
+    cmvn = CmvnStats(feature_dim, mean_norm=cmvn_mean) if cmvn_mean != "speaker" else None
     feats_shard = os.path.join(root, "feats", "feats.1.h5")
     ali_shard, phone_shard = os.path.join(ali_dir, "ali.1.h5"), os.path.join(ali_dir, "phone_ali.1.h5")
     with ShardWriter(feats_shard) as feats, ShardWriter(ali_shard) as ali, ShardWriter(phone_shard) as phone_ali:
         for index in range(num_utts):
-            utt = f"spk{index % 4}-{index:03d}"
+            speaker = f"spk{first_speaker + index % 4}"
+            utt = f"{speaker}-{index:03d}"
             words = TOY_SENTENCES[index % len(TOY_SENTENCES)].split()
             alignment = oracle_alignment(words, lexicon, pdf_of_phone, rng, min_frames=2, max_frames=4)
-            features = (centres[alignment] + 0.5 * rng.standard_normal((len(alignment), feature_dim))).astype(np.float32)
+            features = (centres[alignment] + 0.5 * rng.standard_normal((len(alignment), feature_dim))
+                        + voices[speaker]).astype(np.float32)
             feats.write(utt, features)
             ali.write(utt, alignment)
             phone_ali.write(utt, np.array([phone_of_pdf[pdf] for pdf in alignment], np.int32))
-            cmvn.accumulate(features)
+            if cmvn is None:
+                speakers.accumulate(speaker, features)
+            else:
+                cmvn.accumulate(features)
             texts[utt] = " ".join(words)
     write_scp(os.path.join(data_dir, "feats.scp"), [feats_shard])
     write_scp(os.path.join(ali_dir, "ali.scp"), [ali_shard])
     write_scp(os.path.join(ali_dir, "phone_ali.scp"), [phone_shard])
+    if cmvn is None:
+        speakers.write(os.path.join(data_dir, SPEAKER_CMVN_FILE))
+        cmvn = CmvnStats.from_speakers(speakers)
     cmvn.write(os.path.join(data_dir, "cmvn.h5"))
     with open(os.path.join(data_dir, "conf", "featurize.json"), "w") as out:
         json.dump({"num_mel_bins": feature_dim, "stack_frames": 1, "subsample": 1}, out)

@@ -4,7 +4,7 @@ Statistics are sums (count, sum, sum of squares, in float64) so that the
 statistics of parallel jobs add up exactly; mean and standard deviation are
 derived from them when features are normalised.
 
-Two ways of removing the mean (`mean_norm`, recorded in the statistics file so
+Three ways of removing the mean (`mean_norm`, recorded in the statistics file so
 that every stage that reads it normalises alike):
 - "global": the training set's mean (the papers' front end);
 - "utterance": each utterance's own mean (Kaldi's per-utterance apply-cmvn),
@@ -12,34 +12,114 @@ that every stage that reads it normalises alike):
   voice's and the channel's spectral envelope, so removing them per utterance
   takes away much of what separates a voice never heard in training from the
   training voices.  The statistics are then those of mean-removed frames.
+- "speaker": each speaker's mean over all their utterances (Kaldi's apply-cmvn
+  --utt2spk), from the per-speaker sums of the data dir being processed
+  (SpeakerCmvn, spk_cmvn.h5), then the global within-speaker standard deviation,
+  or with `var_norm` "speaker" the speaker's own.  A speaker's mean is estimated
+  from many utterances, so it carries the voice and channel without the
+  phonetic content one short utterance's mean also removes.
+
+Besides the statistics of mean-removed frames, the file keeps those of the raw
+frames (`raw_*`): the training set's global mean that online CMN
+(asrkit.frontend.online_cmvn) starts from before it has seen enough frames.
 """
 
 import h5py
 import numpy as np
 
-from asrkit.errors import TableError
+from asrkit.errors import AsrkitError, TableError
 from asrkit.io.atomic import atomic_path
 
 
-MEAN_NORMS = ("global", "utterance")
+MEAN_NORMS = ("global", "utterance", "speaker")
+VAR_NORMS = ("global", "speaker")
+SPEAKER_CMVN_FILE = "spk_cmvn.h5"  # a data dir's per-speaker sums, beside cmvn.h5
 
 
-class CmvnStats:
-    def __init__(self, dim, count=0, total=None, total_squares=None, mean_norm="global"):
-        if mean_norm not in MEAN_NORMS:
-            raise ValueError(f"mean_norm must be one of {', '.join(MEAN_NORMS)}, not {mean_norm!r}")
+class Moments:
+    """count, sum and sum of squares of some frames [.., dim], in float64."""
+
+    def __init__(self, dim, count=0, total=None, total_squares=None):
         self.dim = dim
-        self.mean_norm = mean_norm
         self.count = int(count)
         self.sum = np.zeros(dim) if total is None else np.asarray(total, dtype=np.float64)
         self.sum_squares = np.zeros(dim) if total_squares is None else np.asarray(total_squares, dtype=np.float64)
+
+    @classmethod
+    def of(cls, features):
+        features = np.asarray(features, dtype=np.float64)
+        squares = np.einsum("td,td->d", features, features)
+        return cls(features.shape[1], features.shape[0], features.sum(axis=0), squares)
+
+    def add(self, other):
+        self.count += other.count
+        self.sum += other.sum
+        self.sum_squares += other.sum_squares
+
+    @property
+    def mean(self):
+        return self.sum / max(self.count, 1)
+
+    def stddev(self, variance_floor=1e-10):
+        variance = self.sum_squares / max(self.count, 1) - self.mean**2
+        return np.sqrt(np.maximum(variance, variance_floor))
+
+    def in_condition(self, clean, noisy, variance_floor=1e-10):
+        """These (a speaker's clean) moments as if recorded in the condition that turned the utterance
+        `clean` [T, D] into `noisy` [T', D]: the mean moved by what the noise added to the utterance's
+        mean, the standard deviation scaled by how much the noise widened or squeezed its spread."""
+        clean, noisy = Moments.of(clean), Moments.of(noisy)
+        mean = self.mean + noisy.mean - clean.mean
+        stddev = self.stddev(variance_floor) * noisy.stddev(variance_floor) / clean.stddev(variance_floor)
+        return Moments(self.dim, self.count, mean * self.count, (stddev**2 + mean**2) * self.count)
+
+
+class CmvnStats:
+    def __init__(self, dim, count=0, total=None, total_squares=None, mean_norm="global", var_norm="global",
+                 raw=None):
+        if mean_norm not in MEAN_NORMS:
+            raise ValueError(f"mean_norm must be one of {', '.join(MEAN_NORMS)}, not {mean_norm!r}")
+        if var_norm not in VAR_NORMS:
+            raise ValueError(f"var_norm must be one of {', '.join(VAR_NORMS)}, not {var_norm!r}")
+        if var_norm == "speaker" and mean_norm != "speaker":
+            raise ValueError("var_norm 'speaker' needs mean_norm 'speaker'")
+        self.dim = dim
+        self.mean_norm = mean_norm
+        self.var_norm = var_norm
+        self.count = int(count)
+        self.sum = np.zeros(dim) if total is None else np.asarray(total, dtype=np.float64)
+        self.sum_squares = np.zeros(dim) if total_squares is None else np.asarray(total_squares, dtype=np.float64)
+        # The raw frames' statistics; with the global mean they are the statistics themselves.
+        self.raw = None if mean_norm == "global" else raw if raw is not None else Moments(dim)
+
+    @classmethod
+    def from_speakers(cls, speakers, var_norm="global"):
+        """The statistics of `speakers` (SpeakerCmvn) with each speaker's mean removed: the sums of
+        squares of mean-removed frames follow from the speaker's sums alone (sum of x^2 - n mean^2), so no
+        second pass over the features is needed once every job's sums are in."""
+        stats = cls(speakers.dim, mean_norm="speaker", var_norm=var_norm)
+        for moments in speakers.speakers.values():
+            stats.count += moments.count
+            stats.sum_squares += moments.sum_squares - moments.count * moments.mean**2
+            stats.raw.add(moments)
+        return stats
+
+    @property
+    def raw_moments(self):
+        """The raw (not mean-removed) frames' statistics; None for old files that did not keep them."""
+        if self.mean_norm == "global":
+            return Moments(self.dim, self.count, self.sum, self.sum_squares)
+        return self.raw if self.raw.count else None
 
     def accumulate(self, features):
         """Add one utterance's frames [frames, dim] (a whole utterance when mean_norm is "utterance")."""
         features = np.asarray(features, dtype=np.float64)
         if features.ndim != 2 or features.shape[1] != self.dim:
             raise ValueError(f"expected [frames, {self.dim}] features, got shape {features.shape}")
+        if self.mean_norm == "speaker":
+            raise ValueError("speaker statistics are accumulated per speaker (SpeakerCmvn, then from_speakers)")
         if self.mean_norm == "utterance" and features.shape[0]:
+            self.raw.add(Moments.of(features))
             features = features - features.mean(axis=0)
         self.count += features.shape[0]
         self.sum += features.sum(axis=0)
@@ -53,6 +133,8 @@ class CmvnStats:
         self.count += other.count
         self.sum += other.sum
         self.sum_squares += other.sum_squares
+        if self.raw is not None and other.raw is not None:
+            self.raw.add(other.raw)
 
     @property
     def mean(self):
@@ -62,17 +144,25 @@ class CmvnStats:
         variance = self.sum_squares / max(self.count, 1) - self.mean**2
         return np.sqrt(np.maximum(variance, variance_floor))
 
-    def normalize(self, features, variance_floor=1e-10):
+    def normalize(self, features, speaker=None, variance_floor=1e-10):
         """(x - mean) / stddev, float32; features [frames, dim] are one whole utterance.
 
-        The mean is the global one, or with mean_norm "utterance" the utterance's own.
+        The mean is the global one, the utterance's own, or with mean_norm "speaker" the mean of
+        `speaker` (the Moments of the utterance's speaker; its stddev too with var_norm "speaker").
         """
+        stddev = self.stddev(variance_floor)
         if self.mean_norm == "utterance":
             features = np.asarray(features, dtype=np.float64)
             mean = features.mean(axis=0) if features.shape[0] else 0.0
+        elif self.mean_norm == "speaker":
+            if speaker is None:
+                raise ValueError("speaker CMVN needs the statistics of the utterance's speaker")
+            mean = speaker.mean
+            if self.var_norm == "speaker":
+                stddev = speaker.stddev(variance_floor)
         else:
             mean = self.mean
-        return ((features - mean) / self.stddev(variance_floor)).astype(np.float32)
+        return ((features - mean) / stddev).astype(np.float32)
 
     def write(self, path, attrs=None):
         """Write to an HDF5 file (atomically), with mean and stddev alongside the sums for readers."""
@@ -83,7 +173,12 @@ class CmvnStats:
                 out["sum_squares"] = self.sum_squares
                 out["mean"] = self.mean
                 out["stddev"] = self.stddev()
+                if self.mean_norm != "global":
+                    out["raw_count"] = self.raw.count
+                    out["raw_sum"] = self.raw.sum
+                    out["raw_sum_squares"] = self.raw.sum_squares
                 out.attrs["mean_norm"] = self.mean_norm
+                out.attrs["var_norm"] = self.var_norm
                 for name, value in (attrs or {}).items():
                     out.attrs[name] = value
 
@@ -92,9 +187,76 @@ class CmvnStats:
         try:
             with h5py.File(path, "r") as stats:
                 total = stats["sum"][()]
-                # Files written before the attribute existed were global.
-                mean_norm = stats.attrs.get("mean_norm", "global")
-                mean_norm = mean_norm.decode() if isinstance(mean_norm, bytes) else str(mean_norm)
-                return cls(len(total), int(stats["count"][()]), total, stats["sum_squares"][()], mean_norm)
+                # Files written before the attributes existed were global.
+                mean_norm, var_norm = (_text_attr(stats, name, "global") for name in ("mean_norm", "var_norm"))
+                raw = None
+                if "raw_count" in stats:
+                    raw = Moments(len(total), int(stats["raw_count"][()]), stats["raw_sum"][()],
+                                  stats["raw_sum_squares"][()])
+                return cls(len(total), int(stats["count"][()]), total, stats["sum_squares"][()], mean_norm, var_norm,
+                           raw)
         except (OSError, KeyError, ValueError) as error:
             raise TableError(f"cannot read CMVN statistics from {path}: {error}") from None
+
+
+def _text_attr(h5, name, default):
+    value = h5.attrs.get(name, default)
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class SpeakerCmvn:
+    """Per-speaker sums of a data dir's raw features (Kaldi's per-speaker cmvn.scp), in spk_cmvn.h5.
+
+    Sums, so that jobs that each saw part of a speaker's utterances add up to the whole speaker.
+    """
+
+    def __init__(self, dim, speakers=None, path=None):
+        self.dim = dim
+        self.speakers = dict(speakers or {})  # speaker id -> Moments
+        self.path = path  # where it was read from, for error messages
+
+    def accumulate(self, speaker, features):
+        moments = Moments.of(features)
+        if moments.dim != self.dim:
+            raise ValueError(f"expected [frames, {self.dim}] features, got shape {np.shape(features)}")
+        self.speakers.setdefault(speaker, Moments(self.dim)).add(moments)
+
+    def add(self, other):
+        if other.dim != self.dim:
+            raise ValueError(f"cannot add speaker CMVN sums of dimension {other.dim} to {self.dim}")
+        for speaker, moments in other.speakers.items():
+            self.speakers.setdefault(speaker, Moments(self.dim)).add(moments)
+
+    def moments(self, speaker, utterance_id=None):
+        try:
+            return self.speakers[speaker]
+        except KeyError:
+            whose = f"utterance {utterance_id}: " if utterance_id is not None else ""
+            raise AsrkitError(f"{whose}speaker {speaker} has no statistics in {self.path or 'the speaker CMVN'} "
+                              "(fix: featurize the data dir again with --cmvn-mean speaker)") from None
+
+    def write(self, path, attrs=None):
+        speakers = sorted(self.speakers)
+        with atomic_path(path) as tmp:
+            with h5py.File(tmp, "w") as out:
+                out["speakers"] = np.array([s.encode("utf-8") for s in speakers], dtype=object) \
+                    if speakers else np.zeros(0, dtype="S1")
+                out["count"] = np.array([self.speakers[s].count for s in speakers], dtype=np.int64)
+                out["sum"] = np.array([self.speakers[s].sum for s in speakers]).reshape(len(speakers), self.dim)
+                out["sum_squares"] = np.array([self.speakers[s].sum_squares for s in speakers]).reshape(
+                    len(speakers), self.dim)
+                out.attrs["dim"] = self.dim
+                for name, value in (attrs or {}).items():
+                    out.attrs[name] = value
+
+    @classmethod
+    def read(cls, path):
+        try:
+            with h5py.File(path, "r") as stats:
+                dim = int(stats.attrs["dim"])
+                names = [s.decode("utf-8") if isinstance(s, bytes) else str(s) for s in stats["speakers"][()]]
+                counts, sums, squares = stats["count"][()], stats["sum"][()], stats["sum_squares"][()]
+        except (OSError, KeyError, ValueError) as error:
+            raise TableError(f"cannot read speaker CMVN statistics from {path}: {error}") from None
+        speakers = {name: Moments(dim, counts[i], sums[i], squares[i]) for i, name in enumerate(names)}
+        return cls(dim, speakers, path)

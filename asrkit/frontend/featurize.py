@@ -6,6 +6,13 @@ shard `feats.JOB.h5` (with its own CMVN sums and failed utterances as shard
 attributes, so a finished job is exactly one file that exists or not).  A job
 whose shard exists with the same config and utterance list, and no failures,
 is skipped on a rerun: a killed run is simply run again.
+
+With the speaker mean (--cmvn-mean speaker) each job also writes the sums of
+its utterances per speaker, `spk_cmvn.JOB.h5`, before its shard; a speaker
+whose utterances fall into several jobs gets the sum of those jobs' sums, so
+the data dir's spk_cmvn.h5 holds whole speakers whatever nj is.  The global
+statistics of speaker-mean-removed frames follow from those sums alone
+(CmvnStats.from_speakers), without a second pass over the features.
 """
 
 import dataclasses
@@ -20,7 +27,7 @@ from asrkit.data.audio import AudioOptions, load_utterance_audio
 from asrkit.data.data_dir import DataDir
 from asrkit.data.kaldi_files import write_kaldi_map
 from asrkit.errors import AsrkitError, AudioError
-from asrkit.frontend.cmvn import CmvnStats
+from asrkit.frontend.cmvn import SPEAKER_CMVN_FILE, CmvnStats, Moments, SpeakerCmvn
 from asrkit.frontend.config import FeatureConfig
 from asrkit.io.atomic import atomic_output
 from asrkit.io.table import ShardWriter, TableReader, read_shard_attrs, shard_path, write_scp
@@ -29,6 +36,7 @@ from asrkit.parallel import remove_outputs_of_extra_jobs, run_jobs, split_evenly
 logger = logging.getLogger("asrkit.featurize")
 
 TABLE_NAME = "feats"
+SPEAKER_SUMS = "spk_cmvn.{}.h5"  # a job's per-speaker sums, in the feat dir beside its shard
 
 
 @dataclasses.dataclass
@@ -37,6 +45,7 @@ class FeaturizeOptions:
     max_fail_ratio: float = 0.05
     compute_cmvn: bool = False
     cmvn_mean: str = "global"  # CmvnStats.mean_norm of the statistics written with compute_cmvn
+    cmvn_variance: str = "global"  # CmvnStats.var_norm: "speaker" divides by each speaker's own stddev
     batch_seconds: float = 60.0
     num_threads: int = 1
     overwrite: bool = False
@@ -54,10 +63,23 @@ class FeaturizeJob:
     config: dict
     options: FeaturizeOptions
     input_fingerprint: str = ""
+    utt2spk: dict = None  # this job's utterances' speakers, with the speaker mean
 
     @property
     def shard(self):
         return shard_path(self.feat_dir, TABLE_NAME, self.index)
+
+    @property
+    def speaker_sums(self):
+        return os.path.join(self.feat_dir, SPEAKER_SUMS.format(self.index))
+
+    @property
+    def speaker_fingerprint(self):
+        """What the job's speaker sums depend on: the audio, the front end, and which speaker each utterance is
+        (a shard reused from a run with another mean has no sums of its own, so its config must match too)."""
+        lines = "".join(f"{utterance}\t{self.utt2spk[utterance]}\n" for utterance in self.utterance_ids)
+        config = json.dumps(self.config, sort_keys=True)
+        return hashlib.sha1((self.input_fingerprint + config + lines).encode("utf-8")).hexdigest()
 
     @property
     def log_file(self):
@@ -106,6 +128,7 @@ class JobResult:
     failed: dict  # utterance id -> reason
     skipped: bool
     cmvn: CmvnStats
+    speakers: SpeakerCmvn = None
 
 
 @dataclasses.dataclass
@@ -129,17 +152,35 @@ def _finished_shard_result(job):
         return None
     if attrs.get("input_fingerprint") != job.input_fingerprint or json.loads(attrs.get("failed", "{}")):
         return None
-    if job.options.compute_cmvn and (
+    by_speaker = job.options.cmvn_mean == "speaker"
+    if job.options.compute_cmvn and not by_speaker and (
         "cmvn_count" not in attrs or attrs.get("cmvn_mean", "global") != job.options.cmvn_mean
+        or (job.options.cmvn_mean == "utterance" and "cmvn_raw_count" not in attrs)  # online CMN's prior
     ):
         return None
+    speakers = _finished_speaker_sums(job) if by_speaker else None
+    if by_speaker and speakers is None:
+        return None
     dim = FeatureConfig.from_dict(job.config).feature_dim
-    cmvn = CmvnStats(dim, attrs.get("cmvn_count", 0), attrs.get("cmvn_sum"), attrs.get("cmvn_sum_squares"),
-                     job.options.cmvn_mean)
+    cmvn = None
+    if not by_speaker:
+        cmvn = CmvnStats(dim, attrs.get("cmvn_count", 0), attrs.get("cmvn_sum"), attrs.get("cmvn_sum_squares"),
+                         job.options.cmvn_mean)
+        if job.options.cmvn_mean == "utterance":
+            cmvn.raw = Moments(dim, attrs["cmvn_raw_count"], attrs["cmvn_raw_sum"], attrs["cmvn_raw_sum_squares"])
     return JobResult(
         job.index, int(attrs["num_entries"]), int(attrs.get("num_frames", 0)), float(attrs.get("audio_seconds", 0)),
-        {}, True, cmvn,
+        {}, True, cmvn, speakers,
     )
+
+
+def _finished_speaker_sums(job):
+    """The speaker sums an earlier run of this job wrote, if they are of these utterances and speakers."""
+    if not os.path.exists(job.speaker_sums):
+        return None
+    if read_shard_attrs(job.speaker_sums).get("fingerprint") != job.speaker_fingerprint:
+        return None
+    return SpeakerCmvn.read(job.speaker_sums)
 
 
 def _batches(job, data_dir, audio_options, failed, job_logger, advance, lookahead=64):
@@ -190,7 +231,9 @@ def run_job(job, context):
     data_dir = DataDir.load(job.data_dir)
     audio_options = audio_options_for(job.options.audio, config)
     failed = {}
-    cmvn = CmvnStats(config.feature_dim, mean_norm=job.options.cmvn_mean)
+    by_speaker = job.options.cmvn_mean == "speaker"
+    cmvn = None if by_speaker else CmvnStats(config.feature_dim, mean_norm=job.options.cmvn_mean)
+    speakers = SpeakerCmvn(config.feature_dim) if by_speaker else None
     num_done = num_frames = 0
     audio_seconds = 0.0
     with ShardWriter(job.shard, config=job.config) as writer:
@@ -206,7 +249,9 @@ def run_job(job, context):
                     job_logger.warning("skipping: %s", reason)
                     continue
                 writer.write(utterance_id, utterance_features)
-                if job.options.compute_cmvn:
+                if by_speaker:
+                    speakers.accumulate(job.utt2spk[utterance_id], utterance_features)
+                elif job.options.compute_cmvn:
                     cmvn.accumulate(utterance_features)
                 num_done += 1
                 num_frames += utterance_features.shape[0]
@@ -216,29 +261,79 @@ def run_job(job, context):
         writer.set_attr("failed", json.dumps(failed, sort_keys=True))
         writer.set_attr("num_frames", num_frames)
         writer.set_attr("audio_seconds", audio_seconds)
-        if job.options.compute_cmvn:
-            writer.set_attr("cmvn_count", cmvn.count)
-            writer.set_attr("cmvn_sum", cmvn.sum)
-            writer.set_attr("cmvn_sum_squares", cmvn.sum_squares)
-            writer.set_attr("cmvn_mean", cmvn.mean_norm)
+        if job.options.compute_cmvn and not by_speaker:
+            _set_cmvn_attrs(writer, cmvn)
+        if by_speaker:
+            # Before the shard appears, so that a finished shard always has its sums beside it.
+            speakers.write(job.speaker_sums, attrs={"fingerprint": job.speaker_fingerprint})
     job_logger.info(
         "job %d done: %d utterances, %d failed, %d frames, %.1f s of audio", job.index, num_done, len(failed),
         num_frames, audio_seconds,
     )
-    return JobResult(job.index, num_done, num_frames, audio_seconds, failed, False, cmvn)
+    return JobResult(job.index, num_done, num_frames, audio_seconds, failed, False, cmvn, speakers)
+
+
+def _set_cmvn_attrs(writer, cmvn):
+    writer.set_attr("cmvn_count", cmvn.count)
+    writer.set_attr("cmvn_sum", cmvn.sum)
+    writer.set_attr("cmvn_sum_squares", cmvn.sum_squares)
+    writer.set_attr("cmvn_mean", cmvn.mean_norm)
+    if cmvn.raw is not None:
+        writer.set_attr("cmvn_raw_count", cmvn.raw.count)
+        writer.set_attr("cmvn_raw_sum", cmvn.raw.sum)
+        writer.set_attr("cmvn_raw_sum_squares", cmvn.raw.sum_squares)
+
+
+def _write_statistics(data_dir, config, options, results, scp_path):
+    """spk_cmvn.h5 (with the speaker mean) and, with compute_cmvn, cmvn.h5 from the jobs' sums."""
+    attrs = {"config": config.to_json(), "source": scp_path}
+    cmvn = None
+    if options.cmvn_mean == "speaker":
+        speakers = SpeakerCmvn(config.feature_dim)
+        for result in results:
+            speakers.add(result.speakers)
+        speakers.write(os.path.join(data_dir, SPEAKER_CMVN_FILE), attrs=attrs)
+        logger.info("wrote the statistics of %d speakers to %s/%s", len(speakers.speakers), data_dir,
+                    SPEAKER_CMVN_FILE)
+        if options.compute_cmvn:
+            cmvn = CmvnStats.from_speakers(speakers, options.cmvn_variance)
+    elif options.compute_cmvn:
+        cmvn = CmvnStats(config.feature_dim, mean_norm=options.cmvn_mean)
+        for result in results:
+            cmvn.add(result.cmvn)
+    if cmvn is not None:
+        cmvn.write(os.path.join(data_dir, "cmvn.h5"), attrs=attrs)
+        logger.info("wrote CMVN statistics (%s mean, %s variance) over %d frames to %s/cmvn.h5", cmvn.mean_norm,
+                    cmvn.var_norm, cmvn.count, data_dir)
+
+
+def _jobs(data, data_dir, feat_dir, parts, config, options):
+    """One FeaturizeJob per part of the utterance ids (with their speakers when the mean is the speaker's)."""
+    audio_options = audio_options_for(options.audio, config)
+    by_speaker = options.cmvn_mean == "speaker"
+    return [
+        FeaturizeJob(index, os.fspath(data_dir), feat_dir, part, config.to_dict(), options,
+                     input_fingerprint(data, part, audio_options),
+                     {utterance: data.utt2spk[utterance] for utterance in part} if by_speaker else None)
+        for index, part in enumerate(parts, 1)
+    ]
 
 
 def featurize_data_dir(data_dir, feat_dir, config=None, options=None):
     """Featurize every utterance of `data_dir` into the table `feat_dir/feats.*.h5`.
 
-    Writes into the data dir: feats.scp, utt2num_frames, conf/featurize.json and,
-    with options.compute_cmvn, cmvn.h5.  Raises AsrkitError when more than
+    Writes into the data dir: feats.scp, utt2num_frames, conf/featurize.json,
+    with options.cmvn_mean "speaker" spk_cmvn.h5 (its speakers' sums), and with
+    options.compute_cmvn cmvn.h5.  Raises AsrkitError when more than
     options.max_fail_ratio of the utterances failed, naming them.
     """
     from asrkit.data.validate import validate_data_dir
 
     config = config or FeatureConfig()
     options = options or FeaturizeOptions()
+    if options.cmvn_variance == "speaker" and options.cmvn_mean != "speaker":
+        raise AsrkitError("--cmvn-variance speaker needs --cmvn-mean speaker (a speaker's variance is about "
+                          "the speaker's mean)")
     start = time.monotonic()
     # What Kaldi's validate_data_dir.sh refuses (unsorted files, speakers that do not prefix their
     # utterances, utt2spk and spk2utt that disagree, ...) is refused here too, before any work: a data
@@ -250,20 +345,15 @@ def featurize_data_dir(data_dir, feat_dir, config=None, options=None):
         raise AsrkitError(f"data directory {data_dir} has no utterances")
     feat_dir = os.path.abspath(feat_dir)
     os.makedirs(os.path.join(feat_dir, "log"), exist_ok=True)
-    parts = split_evenly(utterance_ids, options.nj)
-    audio_options = audio_options_for(options.audio, config)
-    jobs = [
-        FeaturizeJob(index, os.fspath(data_dir), feat_dir, part, config.to_dict(), options,
-                     input_fingerprint(data, part, audio_options))
-        for index, part in enumerate(parts, 1)
-    ]
+    jobs = _jobs(data, data_dir, feat_dir, split_evenly(utterance_ids, options.nj), config, options)
     # The index and config of an earlier run go first, so that a run killed half-way never
     # leaves a feats.scp pointing at a mix of old and new shards.
-    for stale_output in (os.path.join(data_dir, "feats.scp"), os.path.join(data_dir, "conf", "featurize.json")):
+    for stale_output in (os.path.join(data_dir, "feats.scp"), os.path.join(data_dir, "conf", "featurize.json"),
+                         os.path.join(data_dir, SPEAKER_CMVN_FILE)):
         if os.path.exists(stale_output):
             os.remove(stale_output)
     # Shards of an earlier run with more jobs would otherwise linger and be indexed.
-    remove_outputs_of_extra_jobs(feat_dir, len(jobs), [f"{TABLE_NAME}.{{}}.h5"])
+    remove_outputs_of_extra_jobs(feat_dir, len(jobs), [f"{TABLE_NAME}.{{}}.h5", SPEAKER_SUMS])
     logger.info(
         "featurizing %d utterances of %s in %d jobs (logs: %s/log/featurize.JOB.log)",
         len(utterance_ids), data_dir, len(jobs), feat_dir,
@@ -296,13 +386,7 @@ def featurize_data_dir(data_dir, feat_dir, config=None, options=None):
     with atomic_output(os.path.join(data_dir, "conf", "featurize.json")) as out:
         json.dump(config.to_dict(), out, indent=2, sort_keys=True)
         out.write("\n")
-    if options.compute_cmvn:
-        cmvn = CmvnStats(config.feature_dim, mean_norm=options.cmvn_mean)
-        for result in results:
-            cmvn.add(result.cmvn)
-        cmvn.write(os.path.join(data_dir, "cmvn.h5"), attrs={"config": config.to_json(), "source": scp_path})
-        logger.info("wrote CMVN statistics (%s mean) over %d frames to %s/cmvn.h5", cmvn.mean_norm, cmvn.count,
-                    data_dir)
+    _write_statistics(data_dir, config, options, results, scp_path)
     if failed:
         logger.warning("feats.scp lacks the failed utterances: run utils/fix_data_dir %s before training", data_dir)
     return FeaturizeResult(

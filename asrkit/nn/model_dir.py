@@ -13,7 +13,8 @@ and renamed into place), holding:
 | `pdf_counts`              | one line per pdf: frames aligned to it in the training alignments         |
 | `num_pdfs`                | one integer                                                               |
 | `featurize.json`          | copy of the data dir's conf/featurize.json (the front end to use)          |
-| `cmvn.h5`                 | copy of the CMVN statistics the network was trained with                  |
+| `cmvn.h5`                 | copy of the CMVN statistics the network was trained with; its mean_norm    |
+|                           | and var_norm say how every stage that feeds the model normalises          |
 | `tree.json`, `phones.txt` | copies from the alignment dir when it has them: the pdfs' phonetic meaning |
 |                           | (utils/mkgraph builds the decoding graph for the model from them)          |
 
@@ -32,9 +33,12 @@ that the inference path is the same Python as the training path.
 - `log_posteriors(features)`: features [T, D] as stored in feats.scp (CMVN is applied
   here with the model's own copy) -> float32 [T, num_pdfs] log softmax, one dynamic
   unroll over the whole utterance from a zero state, label delay undone (row t is frame t);
+  a model trained with the speaker mean refuses: its features need their data dir's speaker
+  statistics or online CMN, `utterance_cmvn(data_dir, online)` (asrkit.frontend.apply_cmvn);
 - `log_posteriors_normalized(features)`: the same for features already normalised
-  (what the example servers stream);
-- `log_likelihoods(features, prior_scale=1)` = log_posteriors - prior_scale x log priors (the
+  (what the example servers stream, what `utterance_cmvn` gives);
+- `log_likelihoods(features, prior_scale=1)` = log_posteriors - prior_scale x log priors, and
+  `log_likelihoods_normalized` of normalised features (the
   decoder's and aligner's input, before the acoustic scale); a pdf with no aligned training
   frame gets a log-likelihood of about -1e10, so that it is never decoded (Kaldi's nnet1
   treats such pdfs the same way);
@@ -212,16 +216,32 @@ class AcousticModel:
         extended = delay_features(features, self.label_delay)
         return undelay_outputs(self._log_posteriors(extended).numpy(), self.label_delay)
 
+    def utterance_cmvn(self, data_dir=None, online=None):
+        """The normalisation this model was trained with, for the utterances of `data_dir`
+        (asrkit.frontend.apply_cmvn.UtteranceCmvn; online: OnlineCmvnOptions for online CMN)."""
+        from asrkit.frontend.apply_cmvn import UtteranceCmvn
+
+        return UtteranceCmvn(self.cmvn, data_dir, online)
+
     def log_posteriors(self, features):
+        if self.cmvn.mean_norm == "speaker":
+            raise AsrkitError(f"{self.model_dir} was trained with each speaker's mean removed: normalise with "
+                              "model.utterance_cmvn(data_dir) (or online CMN) and call log_posteriors_normalized")
         return self.log_posteriors_normalized(self.cmvn.normalize(self._check(features)))
+
+    def _scaled_log_priors(self, prior_scale):
+        return np.where(self.unseen, UNSEEN_PDF_LOG_PRIOR, prior_scale * self.log_priors).astype(np.float32)
 
     def log_likelihoods(self, features, prior_scale=1.0):
         """log posteriors - prior_scale x log priors.  1 is Bayes' rule; a smaller scale (RASR's and RETURNN's
         prior scale) divides out less of the class frequency, which for alignment keeps frequent classes
         such as silence from losing every frame the network is unsure of to rare ones.  Pdfs without
         training frames stay excluded at any scale."""
-        log_priors = np.where(self.unseen, UNSEEN_PDF_LOG_PRIOR, prior_scale * self.log_priors).astype(np.float32)
-        return self.log_posteriors(features) - log_priors
+        return self.log_posteriors(features) - self._scaled_log_priors(prior_scale)
+
+    def log_likelihoods_normalized(self, features, prior_scale=1.0):
+        """log_likelihoods of features already normalised (by utterance_cmvn)."""
+        return self.log_posteriors_normalized(features) - self._scaled_log_priors(prior_scale)
 
 
 def read_model_json(model_dir):

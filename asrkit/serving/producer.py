@@ -53,6 +53,7 @@ class ExampleProducer:
     def __init__(self, data_dir, ali_dir, utterance_ids=None, cmvn_path=None, from_feats=False, styles_path=None,
                  seed=1, tolerance=1, num_threads=1, babble_pool_size=50, targets="pdfs"):
         from asrkit.data.data_dir import DataDir
+        from asrkit.frontend.apply_cmvn import UtteranceCmvn
         from asrkit.frontend.cmvn import CmvnStats
         from asrkit.io.table import TableReader
         from asrkit.train.training_set import alignment_targets
@@ -70,6 +71,7 @@ class ExampleProducer:
             raise AsrkitError(f"{cmvn_path} does not exist (fix: featurize {data_dir} with --compute-cmvn or pass "
                               "--cmvn)")
         self.cmvn = CmvnStats.read(cmvn_path)
+        self.normalize = UtteranceCmvn(self.cmvn, data_dir)
         self._alignments = TableReader(ali_scp)
         self._feats = self._data = self._extractor = self.noisifier = None
         if from_feats:
@@ -130,9 +132,11 @@ class ExampleProducer:
         logger.info("noisifying on the fly with %d styles from %s", len(config.styles), self._styles_path)
 
     def _features(self, utterance_id, epoch):
+        """(features, noisification params, the clean features when these were noisified and the speaker's
+        statistics need moving into the noise's condition, else None)."""
         if self.from_feats:
             try:
-                return np.asarray(self._feats[utterance_id], dtype=np.float32), {}
+                return np.asarray(self._feats[utterance_id], dtype=np.float32), {}, None
             except Exception as error:  # h5py raises several kinds for a damaged shard
                 raise SkipUtterance(f"cannot read its features: {error}") from None
         from asrkit.data.audio import load_utterance_audio
@@ -142,6 +146,7 @@ class ExampleProducer:
         except AudioError as error:
             raise SkipUtterance(str(error)) from None
         params = {}
+        clean_samples = samples
         if self.noisifier is not None:
             self.noisifier.seed = epoch_seed(self.seed, epoch)
             try:
@@ -153,13 +158,18 @@ class ExampleProducer:
         features = self._extractor(samples)
         if len(features) == 0:
             raise SkipUtterance(f"{len(samples)} samples is shorter than one analysis window")
-        return features, params
+        clean_features = None
+        noisified = samples is not clean_samples and not (
+            len(samples) == len(clean_samples) and np.array_equal(samples, clean_samples))
+        if noisified and self.normalize.speakers is not None:
+            clean_features = self._extractor(clean_samples)
+        return features, params, clean_features
 
     def produce(self, utterance_id, epoch):
         """(normalised features [T, D] float32, targets [T] int32, style or None)."""
         from asrkit.train.examples import fit_alignment
 
-        features, params = self._features(utterance_id, epoch)
+        features, params, clean_features = self._features(utterance_id, epoch)
         raw_targets = np.asarray(self._alignments[utterance_id], dtype=np.int32)
         if "speed" in params:
             # Speed perturbation re-timed the utterance: its alignment follows, frame for relative time, once
@@ -175,7 +185,7 @@ class ExampleProducer:
                                 f"(more than {self.tolerance} apart)")
         if targets.min() < 0 or targets.max() >= self.num_pdfs:
             raise SkipUtterance(f"pdf id outside [0, {self.num_pdfs})")
-        return self.cmvn.normalize(features), targets, params.get("style")
+        return self.normalize(utterance_id, features, clean_features), targets, params.get("style")
 
     def close(self):
         self._alignments.close()

@@ -18,10 +18,12 @@ A source without them (a socket) just starts afresh on resume.
 """
 
 import dataclasses
+import os
 
 import numpy as np
 
 from asrkit.errors import AsrkitError
+from asrkit.frontend.apply_cmvn import UtteranceCmvn
 from asrkit.io.table import TableReader
 from asrkit.train.randomisation import Randomisation
 
@@ -106,6 +108,9 @@ class TableExamples:
         self.ali_scp = ali_scp
         self.utterance_ids = list(utterance_ids)
         self.cmvn = cmvn
+        # The tables are a data dir's (feats.scp beside its utt2spk and spk_cmvn.h5), whose speakers' statistics
+        # the speaker mean takes.
+        self.normalize = UtteranceCmvn(cmvn, os.path.dirname(os.path.abspath(feats_scp)))
         self.seed = seed
         self.num_epochs = num_epochs
         self.tolerance = tolerance
@@ -131,7 +136,7 @@ class TableExamples:
         if targets is None:
             # Checked when the training set was built; reaching this means the tables changed under us.
             raise AsrkitError(f"utterance {utterance_id}: alignment length no longer matches its features")
-        return Example(utterance_id, self.cmvn.normalize(features), targets)
+        return Example(utterance_id, self.normalize(utterance_id, features), targets)
 
     def state(self):
         """The position of the next example: {"epoch": e, "index": i} (0-based)."""

@@ -103,6 +103,18 @@ def _check_utterances(feats, ali, utterance_ids, num_pdfs, tolerance, skipped, c
     return kept, frames
 
 
+def _check_speaker_statistics(cmvn_path, data_dirs):
+    """With the speaker mean, every data dir read needs its speakers' statistics: refused here, before
+    training starts (or example servers are launched), rather than at the first example."""
+    from asrkit.frontend.apply_cmvn import read_speaker_cmvn
+    from asrkit.frontend.cmvn import CmvnStats
+
+    cmvn = CmvnStats.read(cmvn_path)
+    if cmvn.mean_norm == "speaker":
+        for data_dir in data_dirs:
+            read_speaker_cmvn(data_dir, cmvn.dim)
+
+
 def load_training_data(data_dir, ali_dir, cmvn_path=None, valid_utts=0, valid_data_dir=None, valid_ali_dir=None,
                        tolerance=1, max_skip_ratio=0.05, seed=1, targets="pdfs"):
     """Pair and check features and alignments; hold out `valid_utts` utterances or use `valid_data_dir`.
@@ -113,6 +125,7 @@ def load_training_data(data_dir, ali_dir, cmvn_path=None, valid_utts=0, valid_da
                                    f"featurize {data_dir} with asrkit-featurize")
     cmvn_path = cmvn_path or os.path.join(data_dir, "cmvn.h5")
     _require(cmvn_path, "no CMVN statistics", "featurize the training set with --compute-cmvn or pass --cmvn")
+    _check_speaker_statistics(cmvn_path, [data_dir] + ([valid_data_dir] if valid_data_dir else []))
     ali_scp, num_pdfs = alignment_targets(ali_dir, targets)
 
     skipped = {}

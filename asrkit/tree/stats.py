@@ -65,6 +65,7 @@ def segment_contexts(segments):
 
 def accumulate_tree_stats(data_dir, ali_dir, feature_dims=128):
     """TreeStats over the utterances of ali_dir that data_dir has features for."""
+    from asrkit.frontend.apply_cmvn import UtteranceCmvn
     from asrkit.frontend.cmvn import CmvnStats
     from asrkit.io.table import TableReader
 
@@ -74,6 +75,7 @@ def accumulate_tree_stats(data_dir, ali_dir, feature_dims=128):
         if not os.path.exists(path):
             raise AsrkitError(f"{path} does not exist (fix: run {fix} on {data_dir})")
     cmvn = CmvnStats.read(cmvn_path)
+    normalize = UtteranceCmvn(cmvn, data_dir)
     alignments = AliDir(ali_dir)
     classes = pdf_classes(alignments.tree)
     class_of_pdf = np.zeros(alignments.num_pdfs, np.int64)
@@ -88,7 +90,7 @@ def accumulate_tree_stats(data_dir, ali_dir, feature_dims=128):
                 skipped.append((utterance_id, "no features"))
                 continue
             pdfs = alignments.pdfs[utterance_id]
-            frames = cmvn.normalize(features[utterance_id])[:, :dims].astype(np.float64)
+            frames = normalize(utterance_id, features[utterance_id])[:, :dims].astype(np.float64)
             if len(frames) != len(pdfs):
                 skipped.append((utterance_id, f"{len(frames)} feature frames but an alignment of {len(pdfs)}"))
                 continue

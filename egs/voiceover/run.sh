@@ -16,6 +16,12 @@
 #     --overwrite                retrain the models from scratch instead of resuming
 #     --am wblstm|lstm           the acoustic network: seed 003's windowed BLSTM or seed 000's LSTM; its
 #                                models are exp/<am>_ce, <am>_ce_ali, <am>_smbr (default: wblstm)
+#     --cmvn-mean utterance|speaker|global   the mean every stage removes from the features: each
+#                                utterance's, each speaker's (character's, over all their lines in the set,
+#                                by utt2spk) or the training set's (default: utterance)
+#     --cmvn-online true|false   decode with a running mean over each utterance's frames so far, started
+#                                from the training mean, instead of the speaker's or utterance's own
+#                                (asrkit-decode --cmvn-online; default: false)
 #
 # Stages: 0 set-up (.venv, festival); 1 the games from Debian (apt-get download, dpkg-deb -x) and the
 #         data dirs -> data/{train,dev,test}; 2 dictionary: CMUdict, festival's letter-to-sound rules
@@ -42,8 +48,10 @@ data=data
 exp=exp
 overwrite=false
 am=wblstm
+cmvn_mean=utterance
+cmvn_online=false
 
-usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --stage) stage="$2"; shift 2 ;;
@@ -55,12 +63,16 @@ while [ $# -gt 0 ]; do
     --exp) exp="$2"; shift 2 ;;
     --overwrite) overwrite=true; shift ;;
     --am) am="$2"; shift 2 ;;
+    --cmvn-mean) cmvn_mean="$2"; shift 2 ;;
+    --cmvn-online) cmvn_online="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "$0: unknown option '$1' (see $0 --help)" >&2; exit 2 ;;
   esac
 done
 case "$am" in lstm|wblstm) ;; *) echo "$0: --am must be wblstm or lstm, not '$am'" >&2; exit 2 ;; esac
 case "$size" in tiny|default) ;; *) echo "$0: --size must be tiny or default, not '$size'" >&2; exit 2 ;; esac
+case "$cmvn_mean" in utterance|speaker|global) ;; *) echo "$0: --cmvn-mean must be utterance, speaker or global, not '$cmvn_mean'" >&2; exit 2 ;; esac
+case "$cmvn_online" in true|false) ;; *) echo "$0: --cmvn-online must be true or false, not '$cmvn_online'" >&2; exit 2 ;; esac
 for value in "$stage" "$stop_stage" "$nj"; do
   case "$value" in ''|*[!0-9]*) echo "$0: --stage, --stop-stage and --nj take whole numbers, not '$value'" >&2; exit 2 ;; esac
 done
@@ -126,9 +138,11 @@ read -ra ce_model <<< "$(ce_model_options "$ce_cells")"
 ce_prior_scale=0.5
 noise_styles=conf/noise_styles.json
 # Narrowband: 11025 Hz audio is downsampled to 8 kHz as it is read (the config's allow_downsample;
-# scipy's polyphase filter), by the featurizer, the example servers and the decoder alike.  Each
-# utterance's own mean is removed, as in egs/voicesearch.
-feature_options=(--config conf/fbank.json --cmvn-mean utterance)
+# scipy's polyphase filter), by the featurizer, the example servers and the decoder alike.  By
+# default each utterance's own mean is removed, as in egs/voicesearch; --cmvn-mean speaker removes each
+# character's (dev's and test's characters from their own lines, as Kaldi's per-speaker CMVN does).
+feature_options=(--config conf/fbank.json --cmvn-mean "$cmvn_mean")
+$cmvn_online && cmvn_decode_options=(--cmvn-online)
 tuned_sets=(dev:test:train_fit)
 # sMBR's numerator is the CE model's own realignment, and a tenth of the CE objective is kept (frame
 # smoothing): with the monophone DNN's alignments, sMBR made dev 3.6% worse; with these, dev stays

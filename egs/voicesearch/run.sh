@@ -24,6 +24,13 @@
 #     --am wblstm|lstm           the acoustic network: seed 003's windowed BLSTM or seed 000's LSTM; its
 #                                models are exp/<am>_ce, <am>_smbr, <am>_ce_clean (default: wblstm; the LSTM
 #                                gets twice the CE epochs, the same training time)
+#     --cmvn-mean utterance|speaker|global   the mean every stage removes from the features: each
+#                                utterance's, each speaker's (over all their utterances in the set, by
+#                                utt2spk; the noisy sets' from their noisy audio) or the training set's
+#                                (default: utterance)
+#     --cmvn-online true|false   decode with a running mean over each utterance's frames so far, started
+#                                from the training mean, instead of the speaker's or utterance's own
+#                                (asrkit-decode --cmvn-online; default: false)
 #
 # Stages: 0 set-up (synthesisers, .venv); 1 corpus synthesis -> data/{train,dev,test};
 #         2 dictionary -> data/local/dict; 3 noisy dev/test copies -> data/{dev,test}_noisy;
@@ -73,6 +80,8 @@ jitter_comparison=false
 ctc_comparison=false
 group_comparison=false
 am=wblstm
+cmvn_mean=utterance
+cmvn_online=false
 
 usage() { sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
@@ -92,12 +101,16 @@ while [ $# -gt 0 ]; do
     --ctc-comparison) ctc_comparison="$2"; shift 2 ;;
     --group-comparison) group_comparison="$2"; shift 2 ;;
     --am) am="$2"; shift 2 ;;
+    --cmvn-mean) cmvn_mean="$2"; shift 2 ;;
+    --cmvn-online) cmvn_online="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "$0: unknown option '$1' (see $0 --help)" >&2; exit 2 ;;
   esac
 done
 case "$size" in tiny|small|default) ;; *) echo "$0: --size must be tiny, small or default, not '$size'" >&2; exit 2 ;; esac
 case "$am" in lstm|wblstm) ;; *) echo "$0: --am must be wblstm or lstm, not '$am'" >&2; exit 2 ;; esac
+case "$cmvn_mean" in utterance|speaker|global) ;; *) echo "$0: --cmvn-mean must be utterance, speaker or global, not '$cmvn_mean'" >&2; exit 2 ;; esac
+case "$cmvn_online" in true|false) ;; *) echo "$0: --cmvn-online must be true or false, not '$cmvn_online'" >&2; exit 2 ;; esac
 case "$unroll_comparison" in true|false) ;; *) echo "$0: --unroll-comparison takes true or false, not '$unroll_comparison'" >&2; exit 2 ;; esac
 case "$unsupervised_demo" in true|false) ;; *) echo "$0: --unsupervised-demo takes true or false, not '$unsupervised_demo'" >&2; exit 2 ;; esac
 case "$jitter_comparison" in true|false) ;; *) echo "$0: --jitter-comparison takes true or false, not '$jitter_comparison'" >&2; exit 2 ;; esac
@@ -228,12 +241,15 @@ noise_styles=conf/noise_styles.json  # the multi-style mix of CE and sMBR traini
 # Decoding divides the log priors out of the posteriors at a scale chosen on dev (steps/lib.sh:
 # decode_tuned), as the LM weight is.
 prior_scales="1 0.75 0.5"
-# Each utterance's own mean is removed (the statistics in cmvn.h5 say so, and every stage and model
-# that reads them follows): the log-mel mean carries the voice's and the channel's spectral envelope,
-# most of what sets a voice never heard in training apart (clean-only CE side by side, same alignments:
-# test WER 30.3% with the training set's mean, 27.3% with each utterance's; dev, whose voices are new
-# perturbations of training voices, 27.8% and 28.9%; see RESULTS).
-feature_options=(--cmvn-mean utterance)
+# By default each utterance's own mean is removed (the statistics in cmvn.h5 say so, and every stage and
+# model that reads them follows): the log-mel mean carries the voice's and the channel's spectral
+# envelope, most of what sets a voice never heard in training apart (clean-only CE side by side, same
+# alignments: test WER 30.3% with the training set's mean, 27.3% with each utterance's; dev, whose voices
+# are new perturbations of training voices, 27.8% and 28.9%; see RESULTS).  --cmvn-mean speaker removes
+# each speaker's mean over all their utterances (each set's speakers from that set, as Kaldi's
+# per-speaker CMVN): the voice without the phonetic content a short utterance's mean also takes away.
+feature_options=(--cmvn-mean "$cmvn_mean")
+$cmvn_online && cmvn_decode_options=(--cmvn-online)
 # A killed training run resumes from its last checkpoint; --overwrite starts training afresh.
 $overwrite && train_options+=(--no-resume)
 

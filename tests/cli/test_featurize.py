@@ -201,3 +201,87 @@ def test_a_data_dir_that_validation_rejects_is_refused_before_any_work(make_data
     assert "problem(s) found" in result.output and "spk2" in result.output
     assert not os.path.exists(os.path.join(data, "feats.scp"))
     assert not os.path.exists(tmp_path / "feats" / "feats.1.h5")
+
+
+def _speaker_frames(data):
+    """Each speaker's frames from the table, by utt2spk, in numpy."""
+    utt2spk = dict(line.split() for line in open(os.path.join(data, "utt2spk")))
+    frames = {}
+    with TableReader(os.path.join(data, "feats.scp")) as table:
+        for key, value in table.items():
+            frames.setdefault(utt2spk[key], []).append(np.asarray(value, np.float64))
+    return {speaker: np.concatenate(parts) for speaker, parts in frames.items()}
+
+
+def test_speaker_cmvn_sums_whole_speakers_across_jobs(make_data_dir, tmp_path):
+    from asrkit.frontend.cmvn import SpeakerCmvn
+
+    # Five utterances of spkA: with three jobs spkA's utterances fall into two of them.
+    data = make_data_dir({**{f"spkA-{u}": 0.3 + 0.1 * u for u in range(5)}, "spkB-1": 0.6, "spkB-2": 0.4})
+    result = run([data, tmp_path / "one", "--compute-cmvn", "--cmvn-mean", "speaker"])
+    assert result.exit_code == 0, result.output
+    frames = _speaker_frames(data)
+    single = SpeakerCmvn.read(os.path.join(data, "spk_cmvn.h5"))
+    assert sorted(single.speakers) == ["spkA", "spkB"]
+    for speaker, own in frames.items():
+        assert single.moments(speaker).count == len(own)
+        np.testing.assert_allclose(single.moments(speaker).mean, own.mean(axis=0), rtol=1e-6, atol=1e-6)
+    cmvn = CmvnStats.read(os.path.join(data, "cmvn.h5"))
+    centred = np.concatenate([own - own.mean(axis=0) for own in frames.values()])
+    assert (cmvn.mean_norm, cmvn.var_norm, cmvn.count) == ("speaker", "global", len(centred))
+    np.testing.assert_allclose(cmvn.stddev(), centred.std(axis=0), rtol=1e-4, atol=1e-4)
+
+    result = run([data, tmp_path / "three", "--nj", 3, "--compute-cmvn", "--cmvn-mean", "speaker",
+                  "--cmvn-variance", "speaker"])
+    assert result.exit_code == 0, result.output
+    assert len([n for n in os.listdir(tmp_path / "three") if n.startswith("spk_cmvn.")]) == 3
+    split = SpeakerCmvn.read(os.path.join(data, "spk_cmvn.h5"))
+    for speaker in frames:
+        assert split.moments(speaker).count == single.moments(speaker).count
+        np.testing.assert_allclose(split.moments(speaker).sum, single.moments(speaker).sum, rtol=1e-5, atol=1e-3)
+        np.testing.assert_allclose(split.moments(speaker).stddev(), single.moments(speaker).stddev(), rtol=1e-5)
+    assert CmvnStats.read(os.path.join(data, "cmvn.h5")).var_norm == "speaker"
+    # A rerun reuses every job, sums included; two jobs instead of three drop the third's sums.
+    assert "reused_jobs=3" in run([data, tmp_path / "three", "--nj", 3, "--cmvn-mean", "speaker"]).output
+    assert run([data, tmp_path / "three", "--nj", 2, "--cmvn-mean", "speaker"]).exit_code == 0
+    assert not os.path.exists(tmp_path / "three" / "spk_cmvn.3.h5")
+
+
+def test_speaker_sums_follow_utt2spk_and_leave_with_another_mean(make_data_dir, tmp_path):
+    from asrkit.frontend.cmvn import SpeakerCmvn
+
+    data = make_data_dir({"spkA-1": 0.5, "spkA-2": 0.5})
+    feats = tmp_path / "feats"
+    # Without --compute-cmvn (a dev or test set): the speakers' sums alone.
+    assert run([data, feats, "--cmvn-mean", "speaker"]).exit_code == 0
+    assert os.path.exists(os.path.join(data, "spk_cmvn.h5")) and not os.path.exists(os.path.join(data, "cmvn.h5"))
+    # Another speaker for the same audio: the shard could be reused, but not its speaker sums.
+    for name, text in (("utt2spk", "spkA-1 spkA\nspkA-2 spkA-2\n"), ("spk2utt", "spkA spkA-1\nspkA-2 spkA-2\n")):
+        with open(os.path.join(data, name), "w") as out:
+            out.write(text)
+    result = run([data, feats, "--cmvn-mean", "speaker"])
+    assert "reused_jobs=0" in result.output
+    assert sorted(SpeakerCmvn.read(os.path.join(data, "spk_cmvn.h5")).speakers) == ["spkA", "spkA-2"]
+    assert run([data, feats]).exit_code == 0
+    assert not os.path.exists(os.path.join(data, "spk_cmvn.h5"))  # stale sums of other features go
+
+
+def test_speaker_variance_needs_the_speaker_mean(make_data_dir, tmp_path):
+    data = make_data_dir({"spkA-1": 0.5})
+    result = CliRunner().invoke(main, [str(data), str(tmp_path / "f"), "--compute-cmvn", "--cmvn-variance", "speaker"])
+    assert result.exit_code != 0
+    assert "--cmvn-variance speaker needs --cmvn-mean speaker" in result.output
+
+
+def test_speaker_sums_of_another_front_end_are_not_reused(make_data_dir, tmp_path):
+    from asrkit.frontend.cmvn import SpeakerCmvn
+
+    data = make_data_dir({"spkA-1": 0.5, "spkB-1": 0.4})
+    feats = tmp_path / "feats"
+    assert run([data, feats, "--cmvn-mean", "speaker", "--num-mel-bins", "20"]).exit_code == 0
+    # A global run with another front end leaves the speaker run's sums behind; a speaker run with the
+    # global run's front end reuses its shard but must not take those sums.
+    assert run([data, feats]).exit_code == 0
+    result = run([data, feats, "--cmvn-mean", "speaker"])
+    assert result.exit_code == 0 and "reused_jobs=0" in result.output
+    assert SpeakerCmvn.read(os.path.join(data, "spk_cmvn.h5")).dim == 512

@@ -144,13 +144,40 @@ def test_parts_and_subsets_keep_the_feature_config_and_cmvn(speakers_dir, tmp_pa
     write_text_file(os.path.join(speakers_dir, "conf", "featurize.json"), '{"num_mel_bins": 40}\n')
     with open(os.path.join(speakers_dir, "cmvn.h5"), "wb") as handle:
         handle.write(b"stats")
+    # The speakers' sums too: a part with some of a speaker's utterances still normalises by the whole speaker.
+    with open(os.path.join(speakers_dir, "spk_cmvn.h5"), "wb") as handle:
+        handle.write(b"speakers")
     subset_data_dir(speakers_dir, tmp_path / "sub", num_utts=3)
     for directory in [tmp_path / "sub", *split_data_dir(speakers_dir, 2)]:
         assert open(os.path.join(directory, "conf", "featurize.json")).read() == '{"num_mel_bins": 40}\n'
         assert open(os.path.join(directory, "cmvn.h5"), "rb").read() == b"stats"
+        assert open(os.path.join(directory, "spk_cmvn.h5"), "rb").read() == b"speakers"
     assert not os.path.exists(tmp_path / "sub" / "cmvn.h5.tmp")
 
 
 def test_parts_of_a_dir_without_features_get_no_feature_files(speakers_dir, tmp_path):
     subset_data_dir(speakers_dir, tmp_path / "sub", num_utts=3)
     assert not os.path.exists(tmp_path / "sub" / "conf") and not os.path.exists(tmp_path / "sub" / "cmvn.h5")
+
+
+def test_combined_dirs_add_their_speakers_sums(speakers_dir, tmp_path):
+    import numpy as np
+
+    from asrkit.data.split import combine_data_dirs
+    from asrkit.frontend.cmvn import SpeakerCmvn
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    subset_data_dir(speakers_dir, first, spk_list=["s1", "s2"])
+    subset_data_dir(speakers_dir, second, spk_list=["s2", "s3"])  # s2 in both: its sums add
+    for directory, value in ((first, 1.0), (second, 2.0)):
+        sums = SpeakerCmvn(2)
+        for speaker in DataDir.load(directory).speaker_ids:
+            sums.accumulate(speaker, np.full((3, 2), value))
+        sums.write(os.path.join(directory, "spk_cmvn.h5"))
+    combine_data_dirs(tmp_path / "both", [first, second])
+    combined = SpeakerCmvn.read(os.path.join(tmp_path / "both", "spk_cmvn.h5"))
+    assert sorted(combined.speakers) == ["s1", "s2", "s3"]
+    assert combined.moments("s2").count == 6 and combined.moments("s2").mean.tolist() == [1.5, 1.5]
+    os.remove(os.path.join(second, "spk_cmvn.h5"))
+    combine_data_dirs(tmp_path / "partial", [first, second])
+    assert not os.path.exists(os.path.join(tmp_path / "partial", "spk_cmvn.h5"))

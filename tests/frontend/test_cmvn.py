@@ -61,7 +61,108 @@ def test_mean_norms_do_not_mix_and_old_files_read_as_global(tmp_path):
     with pytest.raises(ValueError, match="utterance mean removal to global"):
         CmvnStats(2).add(CmvnStats(2, mean_norm="utterance"))
     with pytest.raises(ValueError, match="mean_norm must be one of"):
-        CmvnStats(2, mean_norm="speaker")
+        CmvnStats(2, mean_norm="channel")
     with h5py.File(tmp_path / "old.h5", "w") as out:  # written before the attribute existed
         out["count"], out["sum"], out["sum_squares"] = 2, np.array([2.0, 4.0]), np.array([2.0, 8.0])
     assert CmvnStats.read(str(tmp_path / "old.h5")).mean_norm == "global"
+
+
+def _two_speakers(rng):
+    """Utterances of two speakers whose envelopes differ by a constant per dimension."""
+    offsets = {"spkA": np.array([5.0, -2.0, 1.0]), "spkB": np.array([-4.0, 3.0, 0.0])}
+    scales = {"spkA": 1.0, "spkB": 2.5}
+    return [(speaker, rng.normal(0.0, scales[speaker], size=(length, 3)) + offsets[speaker])
+            for speaker, length in (("spkA", 120), ("spkB", 80), ("spkA", 60), ("spkB", 140), ("spkA", 30))]
+
+
+def test_speaker_sums_and_statistics_against_numpy(tmp_path):
+    from asrkit.frontend.cmvn import SpeakerCmvn
+
+    utterances = _two_speakers(np.random.default_rng(2))
+    speakers = SpeakerCmvn(3)
+    for speaker, features in utterances:
+        speakers.accumulate(speaker, features)
+    frames = {s: np.concatenate([f for speaker, f in utterances if speaker == s]) for s in ("spkA", "spkB")}
+    for speaker, own in frames.items():
+        np.testing.assert_allclose(speakers.moments(speaker).mean, own.mean(axis=0))
+        np.testing.assert_allclose(speakers.moments(speaker).stddev(), own.std(axis=0))
+    # The global statistics of speaker-mean-removed frames, from the sums alone.
+    removed = np.concatenate([own - own.mean(axis=0) for own in frames.values()])
+    stats = CmvnStats.from_speakers(speakers)
+    assert stats.count == len(removed) and stats.mean_norm == "speaker"
+    np.testing.assert_allclose(stats.mean, 0, atol=1e-12)
+    np.testing.assert_allclose(stats.stddev(), removed.std(axis=0))
+    everything = np.concatenate(list(frames.values()))
+    np.testing.assert_allclose(stats.raw_moments.mean, everything.mean(axis=0))
+    # Normalised with the speaker's mean and the global within-speaker stddev, or the speaker's own.
+    speaker, features = utterances[1]
+    own = frames[speaker]
+    np.testing.assert_allclose(stats.normalize(features, speaker=speakers.moments(speaker)),
+                               (features - own.mean(axis=0)) / removed.std(axis=0), rtol=1e-5)
+    per_speaker = CmvnStats.from_speakers(speakers, var_norm="speaker")
+    np.testing.assert_allclose(per_speaker.normalize(features, speaker=speakers.moments(speaker)),
+                               (features - own.mean(axis=0)) / own.std(axis=0), rtol=1e-5)
+    with pytest.raises(ValueError, match="statistics of the utterance's speaker"):
+        stats.normalize(features)
+    # Both files round-trip.
+    speakers.write(str(tmp_path / "spk_cmvn.h5"))
+    back = SpeakerCmvn.read(str(tmp_path / "spk_cmvn.h5"))
+    assert sorted(back.speakers) == ["spkA", "spkB"]
+    np.testing.assert_array_equal(back.moments("spkB").sum_squares, speakers.moments("spkB").sum_squares)
+    per_speaker.write(str(tmp_path / "cmvn.h5"))
+    read = CmvnStats.read(str(tmp_path / "cmvn.h5"))
+    assert (read.mean_norm, read.var_norm, read.count) == ("speaker", "speaker", per_speaker.count)
+    np.testing.assert_allclose(read.raw_moments.sum, per_speaker.raw.sum)
+
+
+def test_speaker_sums_of_parts_add_up_to_the_whole():
+    from asrkit.frontend.cmvn import SpeakerCmvn
+
+    utterances = _two_speakers(np.random.default_rng(3))
+    whole, first, second = SpeakerCmvn(3), SpeakerCmvn(3), SpeakerCmvn(3)
+    for index, (speaker, features) in enumerate(utterances):
+        whole.accumulate(speaker, features)
+        (first if index < 3 else second).accumulate(speaker, features)
+    first.add(second)
+    for speaker in whole.speakers:
+        np.testing.assert_allclose(first.moments(speaker).sum, whole.moments(speaker).sum)
+        assert first.moments(speaker).count == whole.moments(speaker).count
+
+
+def test_unknown_speaker_and_bad_variance_option_are_refused():
+    from asrkit.errors import AsrkitError
+    from asrkit.frontend.cmvn import SpeakerCmvn
+
+    with pytest.raises(AsrkitError, match="utterance u1: speaker nobody has no statistics in x/spk_cmvn.h5"):
+        SpeakerCmvn(3, path="x/spk_cmvn.h5").moments("nobody", "u1")
+    with pytest.raises(ValueError, match="var_norm 'speaker' needs mean_norm 'speaker'"):
+        CmvnStats(3, mean_norm="utterance", var_norm="speaker")
+    with pytest.raises(ValueError, match="accumulated per speaker"):
+        CmvnStats(3, mean_norm="speaker").accumulate(np.zeros((2, 3)))
+
+
+def test_utterance_statistics_keep_the_raw_frames_for_online_cmn(tmp_path):
+    rng = np.random.default_rng(4)
+    utterances = [rng.normal(2.0, 1.0, size=(50, 3)), rng.normal(-1.0, 1.0, size=(70, 3))]
+    stats = CmvnStats(3, mean_norm="utterance")
+    for features in utterances:
+        stats.accumulate(features)
+    np.testing.assert_allclose(stats.raw_moments.mean, np.concatenate(utterances).mean(axis=0))
+    stats.write(str(tmp_path / "cmvn.h5"))
+    np.testing.assert_allclose(CmvnStats.read(str(tmp_path / "cmvn.h5")).raw_moments.mean, stats.raw_moments.mean)
+    assert CmvnStats(3, mean_norm="utterance").raw_moments is None  # nothing to start online CMN from
+
+
+def test_moments_in_a_noisy_condition():
+    from asrkit.frontend.cmvn import Moments
+
+    rng = np.random.default_rng(5)
+    speaker = Moments.of(rng.normal(1.0, 2.0, size=(400, 3)))
+    clean = rng.normal(1.0, 2.0, size=(100, 3))
+    noisy = 0.5 * clean + 3.0  # a condition that halves the spread and raises the floor
+    moved = speaker.in_condition(clean, noisy)
+    np.testing.assert_allclose(moved.mean, speaker.mean + noisy.mean(axis=0) - clean.mean(axis=0))
+    np.testing.assert_allclose(moved.stddev(), speaker.stddev() * 0.5)
+    same = speaker.in_condition(clean, clean)
+    np.testing.assert_allclose(same.mean, speaker.mean)
+    np.testing.assert_allclose(same.stddev(), speaker.stddev())

@@ -142,3 +142,31 @@ def test_convert_round_trip_and_mkgraph(task, tmp_path):
     assert info.num_pdfs == 40 and info.num_arcs > 0
     assert (tmp_path / "graph" / "num_pdfs").read_text().strip() == "40"
     assert lang.phones["AE"] > 0
+
+
+def test_speaker_cmvn_tree_statistics_do_not_see_the_speakers_offsets(task, tmp_path):
+    """With the speaker mean, statistics of voices offset per speaker equal those of the voices without."""
+    import shutil
+
+    from asrkit.frontend.cmvn import SpeakerCmvn
+    from asrkit.io.table import TableReader
+    from asrkit.tree.stats import accumulate_tree_stats
+
+    with TableReader(os.path.join(task["data"], "feats.scp")) as table:
+        features = {key: np.asarray(value, np.float64) for key, value in table.items()}
+    offsets = {f"s{index}": np.full(8, 3.0 * index - 4.0) for index in range(4)}
+    stats = []
+    for name, shift in (("plain", 0.0), ("voiced", 1.0)):
+        data_dir = str(tmp_path / name)
+        shutil.copytree(task["data"], data_dir)
+        shifted = {key: value + shift * offsets[key.split("-")[0]] for key, value in features.items()}
+        os.replace(write_table(str(tmp_path), f"feats_{name}", shifted), os.path.join(data_dir, "feats.scp"))
+        speakers = SpeakerCmvn(8)
+        for key, value in shifted.items():
+            speakers.accumulate(key.split("-")[0], value)
+        speakers.write(os.path.join(data_dir, "spk_cmvn.h5"))
+        CmvnStats.from_speakers(speakers).write(os.path.join(data_dir, "cmvn.h5"))
+        stats.append(accumulate_tree_stats(data_dir, task["ali"]))
+    assert stats[0].contexts == stats[1].contexts
+    np.testing.assert_allclose(stats[1].sums, stats[0].sums, atol=1e-3)
+    np.testing.assert_allclose(stats[1].sum_squares, stats[0].sum_squares, rtol=1e-4, atol=1e-3)

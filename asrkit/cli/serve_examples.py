@@ -69,6 +69,10 @@ def _watch_parent(server, logger):
                    "asrkit-train-ce --criterion ctc, which asks its local:N servers for them).")
 @click.option("--cmvn", type=click.Path(exists=True, dir_okay=False),
               help="CMVN statistics [default: DATA_DIR/cmvn.h5].")
+@click.option("--online-ivectors", type=click.Path(exists=True), metavar="DIR",
+              help="Append online i-vectors, extracted per utterance from the features served (the noisy ones "
+                   "with --styles), to every example: DIR is the trainer's --online-ivector-dir (how its i-vectors "
+                   "were made), a model dir trained with i-vectors, or an asrkit-train-ivector-extractor dir.")
 @click.option("--utt-list", type=click.Path(exists=True, dir_okay=False),
               help="Serve only these utterances (first field of each line), e.g. the trainer's training set.")
 @click.option("--queue-capacity", default=32, type=click.IntRange(min=1),
@@ -130,7 +134,7 @@ def _watch_parent(server, logger):
 @options_file
 @asrkit_command("asrkit-serve-examples")
 def main(data_dir, ali_dir, bind, shard, seed, randomisation, rolling_block_utts, rolling_window_blocks, styles,
-         from_feats, targets, cmvn, utt_list, queue_capacity, num_epochs, start_epoch, start_after, max_utterances, max_length_mismatch, allow_remote, curve_secret_key, endpoint_file,
+         from_feats, targets, cmvn, online_ivectors, utt_list, queue_capacity, num_epochs, start_epoch, start_after, max_utterances, max_length_mismatch, allow_remote, curve_secret_key, endpoint_file,
          exit_with_parent, mode, model_dir, snapshot_dir, snapshot_check_seconds, graph_dir, criterion, acoustic_scale,
          beam, lattice_beam, boost, frame_rejection, min_posterior, one_silence_class, num_threads,
          log_interval):
@@ -160,7 +164,7 @@ def main(data_dir, ali_dir, bind, shard, seed, randomisation, rolling_block_utts
     options = ServerOptions(
         bind=bind, shard=shard, seed=seed,
         randomisation=Randomisation(randomisation, rolling_block_utts, rolling_window_blocks), styles=styles,
-        from_feats=from_feats, targets=targets, cmvn=cmvn, utt_list=utt_list,
+        from_feats=from_feats, targets=targets, cmvn=cmvn, online_ivectors=online_ivectors, utt_list=utt_list,
         queue_capacity=queue_capacity, num_epochs=num_epochs, start_epoch=start_epoch, start_after=start_after,
         max_utterances=max_utterances,
         allow_remote=allow_remote, curve_secret_key=curve_secret_key, endpoint_file=endpoint_file,

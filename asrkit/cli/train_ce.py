@@ -118,8 +118,9 @@ def strategy_options(note=""):
 @strategy_options()
 @click.option("--online-ivector-dir", type=click.Path(exists=True, file_okay=False),
               help="Append these online i-vectors (asrkit-extract-ivectors' output, holding the training and "
-                   "held-out utterances) to the network's input, each frame its period's i-vector. In-process "
-                   "cross-entropy training only (not with --example-servers) so far.")
+                   "held-out utterances) to the network's input, each frame its period's i-vector. Example "
+                   "servers (--example-servers local:N) extract them the same way from the features they serve "
+                   "(the noisy ones with --server-styles), one utterance at a time.")
 @click.option("--print-config", is_flag=True, help="Print the effective model and training config as JSON and exit.")
 @training_options(_train_params)
 @options_file

@@ -25,13 +25,17 @@ def _seq_params():
 @input_options
 @strategy_options("Only the chief publishes snapshots; every worker's servers follow them in "
                   "EXP_DIR/snapshots, so workers on other machines need EXP_DIR on a shared file system.")
+@click.option("--online-ivector-dir", type=click.Path(exists=True, file_okay=False),
+              help="For a CE model trained with online i-vectors: its --online-ivector-dir (the held-out set's "
+                   "i-vectors come from it; the example servers, which this then needs, extract the training "
+                   "examples' own from the features they serve).")
 @click.option("--print-config", is_flag=True, help="Print the effective training config as JSON and exit.")
 @training_options(_seq_params, {"criterion": ("smbr", "mmi", "mmi-fr", "bmmi")})
 @options_file
 @asrkit_command("asrkit-train-seq")
 def main(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, cmvn, valid_data_dir, valid_ali_dir, resume,
          example_servers, server_public_key, server_styles, server_from_feats, num_threads, strategy, cluster_file,
-         print_config, **train_values):
+         online_ivector_dir, print_config, **train_values):
     """Sequence-train the model in CE_MODEL_DIR (asrkit-train-ce's final/) on DATA_DIR with ALI_DIR's alignments
     as the numerator and lattices from GRAPH_DIR (utils/mkgraph with the bigram lang dir).
 
@@ -65,7 +69,7 @@ def main(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, cmvn, valid_data_d
                            valid_ali_dir=valid_ali_dir, resume=resume, command_line=command_line(),
                            example_servers=example_servers, server_public_key=server_public_key,
                            server_styles=server_styles, server_from_feats=server_from_feats, strategy=strategy,
-                           cluster=cluster_file)
+                           cluster=cluster_file, online_ivector_dir=online_ivector_dir)
     result = train_seq(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, options)
     logger.info(summary_line(
         "asrkit-train-seq", "ok", steps=result.steps, epochs=result.epochs, frames=result.frames,

@@ -88,6 +88,11 @@ class ModelLoglikes:
     The features are normalised as the model was trained (its cmvn.h5); with the speaker mean, by
     the speakers' statistics of this data dir (spk_cmvn.h5), or with `cmvn_online` (an
     OnlineCmvnOptions) by online CMN, one utterance at a time.
+
+    A model trained with online i-vectors (its dir holds ivector.json and the extractor) gets them
+    appended, extracted from each utterance's own features (before CMVN) as asrkit-extract-ivectors
+    and the example servers do, each utterance afresh: an utterance decoded alone sees exactly what
+    it sees in a batch.
     """
 
     def __init__(self, model_dir, data_dir, num_threads=1, prior_scale=1.0, cmvn_online=None):
@@ -101,11 +106,21 @@ class ModelLoglikes:
         self._extractor = None
         self._data = None
         self._normalize = None
+        self._ivectors = None
 
     def __getstate__(self):
         return {"model_dir": self.model_dir, "data_dir": self.data_dir, "num_threads": self.num_threads,
                 "prior_scale": self.prior_scale, "cmvn_online": self.cmvn_online, "_model": None, "_features": None,
-                "_extractor": None, "_data": None, "_normalize": None}
+                "_extractor": None, "_data": None, "_normalize": None, "_ivectors": None}
+
+    @property
+    def ivectors(self):
+        """The model's OnlineIvectorAppender (asrkit.ivector.append), or None for a model trained without."""
+        if self._ivectors is None:
+            from asrkit.ivector.append import OnlineIvectorAppender
+
+            self._ivectors = OnlineIvectorAppender.from_model_dir(self.model_dir) or False
+        return self._ivectors or None
 
     @property
     def normalize(self):
@@ -200,9 +215,17 @@ class ModelLoglikes:
 
         return self._extractor(load_utterance_audio(self._data, utterance_id, self._extractor.config.audio_options()))
 
+    def network_input(self, utterance_id):
+        """[frames, input dim] float32: the utterance's normalised features, with its i-vectors if the model
+        takes them."""
+        raw = self._utterance_features(utterance_id)
+        features = self.normalize(utterance_id, raw)
+        if self.ivectors is not None:
+            features = self.ivectors.append(utterance_id, raw, features)
+        return features
+
     def loglikes(self, utterance_id):
-        features = self.normalize(utterance_id, self._utterance_features(utterance_id))
-        return self.model.log_likelihoods_normalized(features, self.prior_scale)
+        return self.model.log_likelihoods_normalized(self.network_input(utterance_id), self.prior_scale)
 
     def describe(self):
         source = "feats.scp" if self._feats_scp() is not None else "features computed from the audio"
@@ -211,7 +234,11 @@ class ModelLoglikes:
             cmvn = self.normalize.describe()
         except AsrkitError:  # described in error messages too, where the missing statistics are not the error
             cmvn = "CMVN statistics missing"
-        return f"model {self.model_dir} on {self.data_dir} ({source}{priors}, {cmvn})"
+        try:
+            ivectors = "" if self.ivectors is None else f", {self.ivectors.describe()}"
+        except AsrkitError:
+            ivectors = ", i-vector extractor missing"
+        return f"model {self.model_dir} on {self.data_dir} ({source}{priors}, {cmvn}{ivectors})"
 
     def close(self):
         if self._features is not None:

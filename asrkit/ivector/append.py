@@ -20,11 +20,20 @@ from asrkit.io.json_file import read_json
 from asrkit.ivector.extract_dir import CONFIG_FILE, TABLE_NAME
 from asrkit.ivector.extractor import IvectorExtractor
 from asrkit.ivector.online import OnlineOptions, expand_to_frames, online_ivectors
+from asrkit.ivector.train_dir import EXTRACTOR_FILE
 
 
 def append_ivectors(features, ivectors):
     """features [T, D] and per-frame i-vectors [T, R] side by side: [T, D + R] float32."""
     return np.concatenate([np.asarray(features, np.float32), np.asarray(ivectors, np.float32)], axis=1)
+
+
+def ivector_dim_of(ivector_dir):
+    """The i-vector dimension of an asrkit-extract-ivectors dir, from its ivector.json."""
+    config_file = os.path.join(ivector_dir, CONFIG_FILE)
+    if not os.path.exists(config_file):
+        raise IvectorError(f"{config_file} does not exist; run asrkit-extract-ivectors into {ivector_dir} first")
+    return int(read_json(config_file)["ivector_dim"])
 
 
 class IvectorTable:
@@ -92,6 +101,29 @@ class OnlineIvectorAppender:
         config = read_json(config_file)
         extractor = IvectorExtractor.load(os.path.join(model_dir, os.path.basename(config["extractor"])))
         return cls(extractor, OnlineOptions(**config["online"]))
+
+    @classmethod
+    def from_dir(cls, path):
+        """The appender of an exported model dir or an asrkit-extract-ivectors dir (both hold ivector.json: the
+        extractor and the online options the network was trained with), or of an extractor (final.ie, or the
+        asrkit-train-ivector-extractor dir holding it) with the default online options."""
+        path = os.fspath(path)
+        config_file = os.path.join(path, CONFIG_FILE)
+        if os.path.isdir(path) and os.path.exists(config_file):
+            config = read_json(config_file)
+            # A model dir holds its copy of the extractor; an i-vector dir names the one it was extracted with.
+            local = os.path.join(path, os.path.basename(config["extractor"]))
+            extractor = IvectorExtractor.load(local if os.path.exists(local) else config["extractor"])
+            return cls(extractor, OnlineOptions(**config["online"]))
+        extractor_file = os.path.join(path, EXTRACTOR_FILE) if os.path.isdir(path) else path
+        if not os.path.exists(extractor_file):
+            raise IvectorError(f"{path} holds neither {CONFIG_FILE} (a model trained with i-vectors, or an "
+                               f"asrkit-extract-ivectors dir) nor an i-vector extractor ({EXTRACTOR_FILE})")
+        return cls(IvectorExtractor.load(extractor_file), OnlineOptions())
+
+    def describe(self):
+        return (f"online i-vectors of dimension {self.ivector_dim} every {self.options.ivector_period} frames, "
+                "extracted from each utterance's own features")
 
     @property
     def ivector_dim(self):

@@ -6,6 +6,16 @@ the model was set up for), the CMVN statistics, the alignment table and,
 optionally, a style config for on-the-fly noisification.  With `from_feats` it
 reads the features table instead of audio (no noisification then).
 
+With `ivectors` (an asrkit.ivector.append.OnlineIvectorAppender) every
+example's normalised features get the online i-vectors of the features served
+(the noisy ones when noisifying, before CMVN, as the table path's
+asrkit-extract-ivectors reads feats.scp) appended.  They are extracted per
+utterance: a server serves its shard in a shuffled order, so the speaker's
+earlier utterances that carry-over (asrkit-extract-ivectors --per-speaker)
+would start from are not at hand, and in a later epoch they would carry other
+noise; every utterance starting afresh is also what a decoder without speaker
+history sees.
+
 `produce(utterance_id, epoch)` returns (features, targets) or raises
 SkipUtterance with the reason; the server counts and logs skips.
 """
@@ -51,7 +61,7 @@ def read_feature_config(data_dir):
 
 class ExampleProducer:
     def __init__(self, data_dir, ali_dir, utterance_ids=None, cmvn_path=None, from_feats=False, styles_path=None,
-                 seed=1, tolerance=1, num_threads=1, babble_pool_size=50, targets="pdfs"):
+                 seed=1, tolerance=1, num_threads=1, babble_pool_size=50, targets="pdfs", ivectors=None):
         from asrkit.data.data_dir import DataDir
         from asrkit.frontend.apply_cmvn import UtteranceCmvn
         from asrkit.frontend.cmvn import CmvnStats
@@ -64,6 +74,7 @@ class ExampleProducer:
         self.from_feats = from_feats
         self.seed = seed
         self.tolerance = tolerance
+        self.ivectors = ivectors
         self.feature_config = read_feature_config(data_dir)
         ali_scp, self.num_pdfs = alignment_targets(ali_dir, targets)
         cmvn_path = cmvn_path or os.path.join(data_dir, "cmvn.h5")
@@ -97,6 +108,11 @@ class ExampleProducer:
             self._extractor = FeatureExtractor(self.feature_config, num_threads=num_threads)
         self._styles_path = styles_path
         self._babble_pool_size = babble_pool_size
+
+    @property
+    def input_dim(self):
+        """The dimension of what is served: the features, and the i-vectors appended to them."""
+        return self.feature_dim + (self.ivectors.ivector_dim if self.ivectors is not None else 0)
 
     @property
     def frame_shift_ms(self):
@@ -166,7 +182,8 @@ class ExampleProducer:
         return features, params, clean_features
 
     def produce(self, utterance_id, epoch):
-        """(normalised features [T, D] float32, targets [T] int32, style or None)."""
+        """(normalised features [T, D] float32 with the i-vectors [T, R] appended, if any, targets [T] int32,
+        style or None)."""
         from asrkit.train.examples import fit_alignment
 
         features, params, clean_features = self._features(utterance_id, epoch)
@@ -185,7 +202,10 @@ class ExampleProducer:
                                 f"(more than {self.tolerance} apart)")
         if targets.min() < 0 or targets.max() >= self.num_pdfs:
             raise SkipUtterance(f"pdf id outside [0, {self.num_pdfs})")
-        return self.normalize(utterance_id, features, clean_features), targets, params.get("style")
+        normalized = self.normalize(utterance_id, features, clean_features)
+        if self.ivectors is not None:
+            normalized = self.ivectors.append(utterance_id, features, normalized)
+        return normalized, targets, params.get("style")
 
     def close(self):
         self._alignments.close()

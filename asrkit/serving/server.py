@@ -32,6 +32,8 @@ import socket as socket_module
 import threading
 import time
 
+import numpy as np
+
 from asrkit.errors import AsrkitError
 from asrkit.serving.producer import ExampleProducer, SkipUtterance
 from asrkit.serving.security import check_bind_allowed, make_curve_server
@@ -65,6 +67,9 @@ class ServerOptions:
     num_threads: int = 1
     babble_pool_size: int = 50
     targets: str = "pdfs"  # "phones": phone_ali.scp (CTC training, asrkit.train.ctc)
+    # Append online i-vectors extracted from the served features: an asrkit-extract-ivectors dir, a model dir
+    # trained with i-vectors or an extractor (asrkit.ivector.append.OnlineIvectorAppender.from_dir).
+    online_ivectors: str = None
     log_interval: float = 30.0
     drain_seconds: float = 2.0  # after a stop request: how long the message in hand may wait for the trainer
     end_linger_seconds: float = 10.0  # after the last epoch: how long queued messages may wait to be taken
@@ -118,15 +123,21 @@ class ExampleServer:
         self.stop_requested = threading.Event()
         wanted = read_utt_list(o.utt_list) if o.utt_list else None
         self.producer = ExampleProducer(data_dir, ali_dir, wanted, o.cmvn, o.from_feats, o.styles, o.seed,
-                                        o.max_length_mismatch, o.num_threads, o.babble_pool_size, o.targets)
+                                        o.max_length_mismatch, o.num_threads, o.babble_pool_size, o.targets,
+                                        ivectors=self._ivector_appender())
         self.utterance_ids = shard_utterances(self.producer.utterance_ids, o.shard)
         if self.producer.missing_alignment:
             logger.warning("%d utterances have no alignment and are not served (first: %s)",
                            len(self.producer.missing_alignment), ", ".join(self.producer.missing_alignment[:5]))
         if not self.utterance_ids:
             raise AsrkitError(f"shard {o.shard[0]}/{o.shard[1]} of {data_dir} has no utterance with an alignment")
-        self.handshake = Handshake(self.producer.feature_dim, self.producer.num_pdfs, self.producer.frame_shift_ms,
+        self.handshake = Handshake(self.producer.input_dim, self.producer.num_pdfs, self.producer.frame_shift_ms,
                                    o.mode)
+        if self.producer.ivectors is not None:
+            # A front end the extractor was not trained on fails here, not at the first utterance.
+            self.producer.ivectors.extractor.input_frames(np.zeros((1, self.producer.feature_dim)),
+                                                          f"the features of {data_dir}")
+            logger.info("%s (from %s)", self.producer.ivectors.describe(), o.online_ivectors)
         self.outer = self.follower = None
         if o.mode == "seq":
             self._prepare_sequence_training()
@@ -137,6 +148,13 @@ class ExampleServer:
         self.endpoint = None
         self._socket = None
         self._reset_counts()
+
+    def _ivector_appender(self):
+        if not self.options.online_ivectors:
+            return None
+        from asrkit.ivector.append import OnlineIvectorAppender
+
+        return OnlineIvectorAppender.from_dir(self.options.online_ivectors)
 
     def _prepare_sequence_training(self):
         from asrkit.decode.decoder import DecoderOptions
@@ -151,6 +169,10 @@ class ExampleServer:
         if self.outer.model.num_pdfs != self.producer.num_pdfs:
             raise AsrkitError(f"the model {o.model_dir} has {self.outer.model.num_pdfs} pdfs, the alignments "
                               f"{self.producer.num_pdfs}")
+        if self.outer.model.feature_dim != self.producer.input_dim:
+            raise AsrkitError(f"the model {o.model_dir} takes {self.outer.model.feature_dim}-dim input, the examples "
+                              f"served are {self.producer.input_dim}-dim (a model trained with i-vectors needs "
+                              "--online-ivectors; give it the model dir)")
         self.follower = SnapshotFollower(self.outer.model, o.snapshot_dir, o.snapshot_check_seconds) \
             if o.snapshot_dir else None
         if self.follower is not None:

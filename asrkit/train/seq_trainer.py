@@ -51,6 +51,7 @@ import numpy as np
 
 from asrkit.errors import AsrkitError
 from asrkit.io.json_file import read_json
+from asrkit.ivector.extract_dir import CONFIG_FILE as IVECTOR_CONFIG_FILE
 from asrkit.train.trainer import CrossEntropyCriterion, run_training, train_params
 
 logger = logging.getLogger("asrkit.train")
@@ -245,6 +246,7 @@ class SequenceCriterion(CrossEntropyCriterion):
         self._net = None
         self._step = 0
         self._valid = self._cmvn = None
+        self.online_ivector_dir = None  # the i-vectors of the held-out set (train_seq sets it)
         self.is_chief = True  # local; make_steps learns the distribution's role
 
     def prepare(self, data, cmvn):
@@ -422,6 +424,10 @@ class SequenceCriterion(CrossEntropyCriterion):
             source = TableExamples(self._valid.feats_scp, self._valid.ali_scp,
                                    self._valid.utterance_ids[: self.params.valid_seq_utts], self._cmvn,
                                    num_epochs=1, tolerance=self.params.max_length_mismatch, shuffle=False)
+            if self.online_ivector_dir:
+                from asrkit.ivector.append import IvectorExamples, IvectorTable
+
+                source = IvectorExamples(source, IvectorTable(self.online_ivector_dir))
             self._valid_examples = list(source)
             source.close()
         model_net = self._valid_computer.model.net
@@ -456,6 +462,12 @@ def train_seq(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, options):
     if not os.path.exists(os.path.join(graph_dir, "HCLG.fst")):
         raise AsrkitError(f"{graph_dir} has no HCLG.fst (make it with utils/mkgraph from the bigram lang dir and "
                           f"{ce_model_dir})")
+    carries_ivectors = os.path.exists(os.path.join(ce_model_dir, IVECTOR_CONFIG_FILE))
+    if carries_ivectors != bool(options.online_ivector_dir):
+        raise AsrkitError(f"{ce_model_dir} was trained with online i-vectors: give --online-ivector-dir (the "
+                          "i-vectors of the training data, as for asrkit-train-ce)" if carries_ivectors else
+                          f"{ce_model_dir} was trained without i-vectors: leave out --online-ivector-dir")
     criterion = SequenceCriterion(params, ce_model_dir, graph_dir, exp_dir)
+    criterion.online_ivector_dir = options.online_ivector_dir
     return run_training(data_dir, ali_dir, exp_dir, options, params, model_json["model"], criterion)
 

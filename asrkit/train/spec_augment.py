@@ -73,12 +73,14 @@ class SpecAugment:
         return bands, frames
 
     def apply(self, features, rng):
-        """A masked copy of features [T, stack * num_bands]."""
+        """A masked copy of features [T, stack * num_bands (+ R)]: columns past the bands (the i-vectors an
+        example server appended) are left as they are, as the trainer appends its own after masking."""
         bands, frames = self.masks(len(features), rng)
         masked = np.array(features, dtype=np.float32, copy=True)
+        spectrum = masked[:, : self.num_bands * self.stack]  # a view: masking it masks `masked`
         if bands.any():
-            masked[:, np.tile(bands, self.stack)] = 0.0
-        masked[frames] = 0.0
+            spectrum[:, np.tile(bands, self.stack)] = 0.0
+        spectrum[frames] = 0.0
         return masked
 
 

@@ -157,7 +157,8 @@ class TrainOptions:
     strategy: str = "local"  # local, multiworker or ps (asrkit.train.distribute)
     cluster: str = None  # JSON cluster file in TF_CONFIG's format (None: $TF_CONFIG)
     # asrkit-extract-ivectors output dir whose online i-vectors are appended to the network's input
-    # (asrkit.ivector.append); it must hold the training and held-out utterances.  In-process CE only.
+    # (asrkit.ivector.append); it must hold the training and held-out utterances.  Example servers are given it
+    # (--online-ivectors) and extract the same kind from the features they serve, one utterance at a time.
     online_ivector_dir: str = None
 
 
@@ -292,9 +293,9 @@ def _ivector_table(options, data, criterion):
         return None
     from asrkit.ivector.append import IvectorTable
 
-    if criterion.name != "ce" or options.example_servers:
-        raise AsrkitError("--online-ivector-dir is built for in-process cross-entropy training so far: example "
-                          "servers would have to extract i-vectors from the features they serve")
+    if criterion.name != "ce" and not options.example_servers:
+        raise AsrkitError(f"--online-ivector-dir with {criterion.name} training needs example servers "
+                          "(--example-servers local:N), which append the i-vectors to what they decode")
     table = IvectorTable(options.online_ivector_dir)
     table.check_covers(data.train.utterance_ids, "the training set")
     if data.valid is not None:
@@ -306,11 +307,14 @@ def _ivector_table(options, data, criterion):
 
 def _server_source(options, params, data, data_dir, ali_dir, exp_dir, criterion):
     """The example-server source (asrkit.serving) for --example-servers."""
+    from asrkit.ivector.append import ivector_dim_of
     from asrkit.serving.connect import open_example_servers
     from asrkit.serving.producer import read_feature_config
     from asrkit.serving.wire import Handshake
 
-    expected = Handshake(data.feature_dim, data.num_pdfs, read_feature_config(data_dir).output_frame_shift_ms,
+    # The servers append i-vectors of the dimension the table's extractor gives.
+    ivector_dim = ivector_dim_of(options.online_ivector_dir) if options.online_ivector_dir else 0
+    expected = Handshake(data.feature_dim + ivector_dim, data.num_pdfs, read_feature_config(data_dir).output_frame_shift_ms,
                          criterion.server_mode)
     server_options = ["--max-length-mismatch", str(params.max_length_mismatch), "--randomisation",
                       params.randomisation, "--rolling-block-utts", str(params.rolling_block_utts),
@@ -321,6 +325,8 @@ def _server_source(options, params, data, data_dir, ali_dir, exp_dir, criterion)
         server_options += ["--styles", os.path.abspath(options.server_styles)]
     if options.cmvn:
         server_options += ["--cmvn", os.path.abspath(options.cmvn)]
+    if options.online_ivector_dir:
+        server_options += ["--online-ivectors", os.path.abspath(options.online_ivector_dir)]
     return open_example_servers(
         options.example_servers, expected, exp_dir, data_dir, ali_dir, data.train.utterance_ids,
         num_epochs=params.num_epochs, seed=params.seed, server_public_key=options.server_public_key,
@@ -672,7 +678,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
     else:
         source = criterion.in_process_source(worker_data, cmvn)
     source = criterion.wrap_source(source)
-    if ivectors:
+    if ivectors and not options.example_servers:  # servers append their own
         from asrkit.ivector.append import IvectorExamples
 
         source = IvectorExamples(source, ivectors)  # after SpecAugment, which masks the features alone

@@ -136,12 +136,19 @@ def test_train_ce_appends_online_ivectors_to_the_network_input(featurized_corpus
     assert log_posteriors.shape == (len(raw), model.num_pdfs) and np.isfinite(log_posteriors).all()
     table.close()
 
-    # A table without some training utterances is refused, naming one; so are example servers.
+    # Example servers extract the same i-vectors from the features they serve (here from the audio, clean).
+    result = run(train_ce_main, [a if a != tmp_path / "am" else tmp_path / "served" for a in args]
+                 + ["--example-servers", "local:1"])
+    assert result.exit_code == 0, result.output
+    server_log = (tmp_path / "served" / "log" / "serve.1.log").read_text()
+    assert "online i-vectors of dimension 3 every 4 frames, extracted from each utterance's own" in server_log
+    assert "515-dim features" in server_log
+    assert json.load(open(tmp_path / "served" / "final" / "model.json"))["feature_dim"] == 515
+    assert OnlineIvectorAppender.from_model_dir(tmp_path / "served" / "final").ivector_dim == 3
+
+    # A table without some training utterances is refused, naming one.
     os.remove(ivector_dir / "ivector_online.scp")
     with open(ivector_dir / "ivector_online.scp", "w") as scp:
         scp.write(f"spk0-0 {ivector_dir}/ivector_online.1.h5:/spk0-0\n")
     result = run(train_ce_main, [a if a != tmp_path / "am" else tmp_path / "am2" for a in args])
     assert result.exit_code == 1 and "have no i-vectors in" in result.output and "the first spk0-1" in result.output
-    result = run(train_ce_main, [a if a != tmp_path / "am" else tmp_path / "am3" for a in args]
-                 + ["--example-servers", "local:1"])
-    assert result.exit_code == 1 and "example servers would have to extract i-vectors" in result.output

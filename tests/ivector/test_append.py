@@ -62,3 +62,35 @@ def test_appending_online_equals_appending_the_extracted_table(tmp_path, random_
         normalised = raw - raw.mean(axis=0)
         expected = append_ivectors(normalised, table.for_frames(key, len(raw)))
         np.testing.assert_allclose(appender.append(key, raw, normalised), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_an_appender_comes_from_an_ivector_dir_a_model_dir_or_an_extractor(tmp_path, random_gmm, frames_from):
+    import json
+    import shutil
+
+    from asrkit.ivector.append import ivector_dim_of
+
+    gmm = random_gmm(4, 3)
+    (tmp_path / "extractor").mkdir()
+    IvectorExtractor(gmm, np.random.default_rng(0).normal(0, 0.5, (4, 3, 2))).save(tmp_path / "extractor" / "final.ie")
+    scp = write_table(tmp_path, "feats", {"u1": frames_from(gmm, 12, seed=1)})
+    extract_ivectors(scp, str(tmp_path / "extractor" / "final.ie"), str(tmp_path / "iv"),
+                     ExtractOptions(OnlineOptions(ivector_period=3, posterior_scale=0.5)))
+    assert ivector_dim_of(tmp_path / "iv") == 2
+    # A model dir: ivector.json beside its own copy of the extractor, which it uses even when the original is gone.
+    (tmp_path / "model").mkdir()
+    shutil.copy(tmp_path / "iv" / "ivector.json", tmp_path / "model")
+    shutil.copy(tmp_path / "extractor" / "final.ie", tmp_path / "model")
+    from_ivector_dir = OnlineIvectorAppender.from_dir(tmp_path / "iv")
+    (tmp_path / "extractor" / "final.ie").rename(tmp_path / "moved.ie")
+    from_model = OnlineIvectorAppender.from_dir(tmp_path / "model")
+    for appender in (from_ivector_dir, from_model):
+        assert appender.options == OnlineOptions(ivector_period=3, posterior_scale=0.5) and appender.ivector_dim == 2
+    # An extractor alone: the default online options.
+    assert OnlineIvectorAppender.from_dir(tmp_path / "moved.ie").options == OnlineOptions()
+    assert "every 10 frames" in OnlineIvectorAppender.from_dir(tmp_path / "moved.ie").describe()
+    with pytest.raises(IvectorError, match="holds neither ivector.json .* nor an i-vector extractor"):
+        OnlineIvectorAppender.from_dir(tmp_path / "extractor")
+    with pytest.raises(IvectorError, match="ivector.json does not exist"):
+        ivector_dim_of(tmp_path / "extractor")
+    assert json.loads((tmp_path / "model" / "ivector.json").read_text())["ivector_dim"] == 2

@@ -104,3 +104,51 @@ def test_noisified_examples_take_the_speakers_mean_in_the_noises_condition(speak
         stale = clean.cmvn.normalize(noisy, speaker=clean.normalize.speaker_moments(utterance_id))
         assert np.abs(stale - expected).mean() > 0.1
         assert np.abs(features - expected).mean() < 0.15 * np.abs(stale - expected).mean()
+
+
+def _noise_styles(tmp_path):
+    path = tmp_path / "noise.json"
+    path.write_text(json.dumps({"styles": [{"name": "noisy", "noise": {"type": "white", "snr_db": [5, 5]}}]}))
+    return str(path)
+
+
+def test_examples_with_ivectors_equal_the_table_path_when_clean(audio_corpus, train_ivectors):
+    from asrkit.frontend.cmvn import CmvnStats
+    from asrkit.ivector.append import IvectorExamples, IvectorTable, OnlineIvectorAppender
+    from asrkit.train.examples import TableExamples
+
+    data_dir, ali_dir = audio_corpus
+    _, ivector_dir = train_ivectors(data_dir)
+    appender = OnlineIvectorAppender.from_dir(ivector_dir)
+    from_feats = ExampleProducer(data_dir, ali_dir, from_feats=True, ivectors=appender)
+    from_audio = ExampleProducer(data_dir, ali_dir, ivectors=appender)
+    assert (from_feats.feature_dim, from_feats.input_dim, from_audio.input_dim) == (512, 515, 515)
+    tables = IvectorExamples(TableExamples(f"{data_dir}/feats.scp", f"{ali_dir}/ali.scp", from_feats.utterance_ids,
+                                           CmvnStats.read(f"{data_dir}/cmvn.h5")), IvectorTable(ivector_dir))
+    for utterance_id in from_feats.utterance_ids[:4]:
+        expected = tables.load(utterance_id).features
+        np.testing.assert_allclose(from_feats.produce(utterance_id, 0)[0], expected, rtol=1e-5, atol=1e-5)
+        # Featurized again from the audio, the features differ by rounding; the i-vectors follow them closely.
+        np.testing.assert_allclose(from_audio.produce(utterance_id, 0)[0], expected, atol=2e-2)
+    tables.close()
+
+
+def test_noisified_examples_get_the_ivectors_of_the_noisy_features(audio_corpus, train_ivectors, tmp_path):
+    from asrkit.ivector.append import OnlineIvectorAppender
+    from asrkit.ivector.online import expand_to_frames, online_ivectors
+
+    data_dir, ali_dir = audio_corpus
+    _, ivector_dir = train_ivectors(data_dir)
+    appender = OnlineIvectorAppender.from_dir(ivector_dir)
+    clean = ExampleProducer(data_dir, ali_dir, ivectors=appender)
+    noisy = ExampleProducer(data_dir, ali_dir, styles_path=_noise_styles(tmp_path), ivectors=appender)
+    noisy.prepare_noisifier(noisy.utterance_ids)
+    for utterance_id in noisy.utterance_ids[:2]:
+        served, _, style = noisy.produce(utterance_id, 1)
+        assert style == "noisy" and served.shape[1] == 515
+        assert np.abs(served[:, 512:] - clean.produce(utterance_id, 1)[0][:, 512:]).max() > 1e-2
+        # By hand: the noisy features of this epoch (the noisifier is seeded by it), their i-vectors.
+        raw, _, _ = noisy._features(utterance_id, 1)
+        ivectors, _ = online_ivectors(appender.extractor, raw, appender.options)
+        np.testing.assert_allclose(served[:, 512:], expand_to_frames(ivectors, len(raw), 4), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(served[:, :512], noisy.normalize(utterance_id, raw), rtol=1e-6, atol=1e-6)

@@ -48,6 +48,16 @@ def test_frame_masks_zero_whole_frames_and_stay_within_a_fifth_of_the_utterance(
     assert (short == 1).all()
 
 
+def test_columns_past_the_bands_are_left_alone():
+    # An example server's examples come with i-vectors appended; the in-process path appends them after masking.
+    augment = SpecAugment(num_bands=10, stack=2, freq_masks=2, freq_width=4, time_masks=2, time_width=5)
+    features = np.concatenate([ones(60, augment), np.full((60, 3), 7.0, np.float32)], axis=1)
+    masked = augment.apply(features, np.random.default_rng(1))
+    expected = augment.apply(ones(60, augment), np.random.default_rng(1))
+    np.testing.assert_array_equal(masked[:, :20], expected)
+    assert (expected == 0).any() and (masked[:, 20:] == 7.0).all()
+
+
 def test_the_input_is_left_alone_and_inactive_settings_are_the_identity():
     augment = SpecAugment(num_bands=8, stack=1, freq_masks=2, freq_width=3, time_masks=1, time_width=2)
     features = ones(30, augment)

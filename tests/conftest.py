@@ -113,11 +113,11 @@ def featurized_corpus(make_data_dir, tmp_path):
 
 @pytest.fixture
 def train_ivectors(tmp_path):
-    """train_ivectors(data_dir, period=4) -> (extractor dir, i-vector dir): a tiny extractor (4 Gaussians, 3-dim
-    i-vectors on the first 128 dims, the first of the stacked frames) trained on the data dir's features and
-    online i-vectors of every utterance extracted per utterance."""
+    """train_ivectors(data_dir, period=4, use_dims=128) -> (extractor dir, i-vector dir): a tiny extractor (4
+    Gaussians, 3-dim i-vectors on the first 128 dims: the first of the front end's stacked frames) trained on the
+    data dir's features and online i-vectors of every utterance extracted per utterance."""
 
-    def make(data_dir, period=4):
+    def make(data_dir, period=4, use_dims=128):
         from asrkit.ivector.extract_dir import ExtractOptions, extract_ivectors
         from asrkit.ivector.online import OnlineOptions
         from asrkit.ivector.stats import PosteriorOptions
@@ -127,7 +127,7 @@ def train_ivectors(tmp_path):
 
         extractor_dir, ivector_dir = tmp_path / "extractor", tmp_path / "ivectors"
         options = TrainOptions(ubm=UbmOptions(num_gauss=4, num_iters=2), tv=TvOptions(ivector_dim=3, num_iters=2),
-                               posterior=PosteriorOptions(num_gselect=2), use_dims=128)
+                               posterior=PosteriorOptions(num_gselect=2), use_dims=use_dims)
         train_extractor(data_dir, str(extractor_dir), options)
         extract_ivectors(data_dir, str(extractor_dir / "final.ie"), str(ivector_dir),
                          ExtractOptions(OnlineOptions(ivector_period=period)))

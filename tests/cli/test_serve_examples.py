@@ -164,3 +164,36 @@ def test_seq_mode_needs_a_model_and_a_graph(served_dirs, tmp_path):
     result = CliRunner().invoke(main, [data_dir, ali_dir, "--bind", free_endpoint(), "--mode", "seq"])
     assert result.exit_code == 1
     assert "--mode seq needs --model-dir (the CE model) and --graph" in result.output
+
+
+def test_online_ivectors_are_appended_to_what_is_served(served_dirs, train_ivectors, tmp_path):
+    from asrkit.ivector.append import OnlineIvectorAppender
+    from asrkit.serving.producer import ExampleProducer
+
+    data_dir, ali_dir = served_dirs
+    extractor_dir, ivector_dir = train_ivectors(data_dir)
+    endpoint = free_endpoint()
+    received = []
+
+    def receive():
+        source = ServerExamples(Handshake(515, NUM_PDFS, 30.0), [endpoint], expected_servers=1, receive_timeout=30)
+        try:
+            received.extend(source)
+        finally:
+            source.close()
+
+    client = threading.Thread(target=receive, daemon=True)
+    client.start()
+    result = CliRunner().invoke(main, [data_dir, ali_dir, "--bind", endpoint, "--num-epochs", "1",
+                                       "--online-ivectors", ivector_dir], catch_exceptions=False)
+    client.join(30)
+    assert result.exit_code == 0, result.output
+    assert "online i-vectors of dimension 3 every 4 frames" in result.output and "515-dim features" in result.output
+    assert len(received) == 4
+    producer = ExampleProducer(data_dir, ali_dir, ivectors=OnlineIvectorAppender.from_dir(ivector_dir))
+    for example in received:
+        np.testing.assert_array_equal(example.features, producer.produce(example.utterance_id, 0)[0])
+
+    # Not an i-vector dir, a model dir or an extractor: refused, naming what it lacks.
+    refused = CliRunner().invoke(main, [data_dir, ali_dir, "--bind", free_endpoint(), "--online-ivectors", tmp_path])
+    assert refused.exit_code == 1 and "holds neither ivector.json" in refused.output

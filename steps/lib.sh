@@ -17,6 +17,9 @@
 #                         multi_style_epochs and ce_finetune_lr); default false, from scratch
 #   noise_styles          the multi-style training mix (a style config for the example servers)
 #   ce_prior_scale        log-prior scale of realignment with the CE models
+#   ivector_options       more options of the acoustic network's CE and sMBR trainings (after the flat
+#                         start): --online-ivector-dir when the recipe trains with i-vectors (train_ivectors);
+#                         default none
 # and conf/{align,decode,train_seq}.conf of the recipe.  Each step's jobs log to $logs/stage<N>/.
 
 # Each stage starts with a header line (with the time) and ends with a line saying how long it took.
@@ -100,6 +103,27 @@ featurize() {
   done
 }
 
+# train_ivectors STAGE: an i-vector extractor on train's features (ivector_gauss Gaussians, ivector_dim
+# dimensions, on the first ivector_use_dims of each stacked frame) -> exp/ivector_extractor, and online
+# i-vectors of every training utterance, every ivector_period frames, each utterance afresh ->
+# exp/ivectors_train, which use_ivectors has the acoustic network's trainings append.  Per utterance as
+# the example servers (shuffled utterances, no speaker history) and the decoder extract them; the held-out
+# utterances trainings take are train's.  Decoding and alignment extract them with the model's copy of
+# the extractor.
+ivector_options=()
+ivector_period=4
+train_ivectors() {
+  launch "$cpu_cmd" "$logs/stage$1/train_ivector_extractor.log" \
+    asrkit-train-ivector-extractor --num-gauss "$ivector_gauss" --ivector-dim "$ivector_dim" \
+      --use-dims "$ivector_use_dims" "$data/train" "$exp/ivector_extractor"
+  launch "$cpu_cmd" "$logs/stage$1/extract_ivectors_train.log" \
+    asrkit-extract-ivectors --nj "$nj" --ivector-period "$ivector_period" "$data/train" "$exp/ivector_extractor" \
+      "$exp/ivectors_train"
+}
+# use_ivectors: the trainings after the flat start append exp/ivectors_train (train_ivectors' output; not
+# ctc_comparison's, which reads the tables in-process, where CTC takes no i-vectors).
+use_ivectors() { ivector_options=(--online-ivector-dir "$exp/ivectors_train"); }
+
 # ce_model_options CELLS: asrkit-train-ce's --model options of the acoustic network $am, two layers of
 # CELLS cells.  wblstm (seed 003) is bidirectional with half the cells per direction, over a 6+5+6
 # window: at the recipes' 30 ms frames, 180 ms of context either side of groups of 150 ms (seed 003's
@@ -158,7 +182,7 @@ train_tree_and_ce() {
               $(ce_schedule "$multi_style_epochs" 2) --num-epochs "$multi_style_epochs")
   fi
   launch "$gpu_cmd" "$logs/stage$1/train_${am}_ce.log" \
-    asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" "${schedule[@]}" \
+    asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" "${schedule[@]}" "${ivector_options[@]}" \
       --example-servers local:1 --server-styles "$noise_styles" "$data/train" "$exp/tree_ali" "$exp/${am}_ce"
   launch "$cpu_cmd" "$logs/stage$1/align_${am}_ce.log" \
     asrkit-align --config conf/align.conf --prior-scale "$ce_prior_scale" --nj "$nj" "$data/train" "$data/lang" \
@@ -170,7 +194,7 @@ train_tree_and_ce() {
 train_ce_clean() {
   launch "$gpu_cmd" "$logs/stage$1/train_${am}_ce_clean.log" \
     asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" $(ce_schedule) --num-epochs "$ce_epochs" \
-      "$data/train" "$exp/tree_ali" "$exp/${am}_ce_clean"
+      "${ivector_options[@]}" "$data/train" "$exp/tree_ali" "$exp/${am}_ce_clean"
 }
 
 # train_smbr STAGE: the bigram graph, and sMBR sequence training of ${am}_ce (seed 000 section 3) with
@@ -184,7 +208,7 @@ train_smbr() {
   launch "$cpu_cmd" "$logs/stage$1/mkgraph_bigram.log" \
     mkgraph "$data/lang_bigram" "$exp/${am}_ce/final" "$exp/${am}_ce/graph_bigram"
   local seq_options=(--config conf/train_seq.conf --num-streams "$streams" --max-steps "$seq_steps"
-                     --snapshot-every "$snapshot_every" "${smbr_options[@]}")
+                     --snapshot-every "$snapshot_every" "${smbr_options[@]}" "${ivector_options[@]}")
   $overwrite && seq_options+=(--no-resume)
   launch "$gpu_cmd" "$logs/stage$1/train_${am}_smbr.log" \
     asrkit-train-seq "${seq_options[@]}" --example-servers local:2 --server-styles "$noise_styles" \
@@ -420,7 +444,7 @@ unsupervised_demo() {
 unsupervised_train() {
   launch "$gpu_cmd" "$logs/stage$1/train_$2.log" \
     asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" $(ce_schedule "$ce_epochs" 4 "$3") --num-epochs "$ce_epochs" \
-      "$3" "$4" "$exp/$2"
+      "${ivector_options[@]}" "$3" "$4" "$exp/$2"
   decode_tuned_first "$2" "${am}_ce" "$1"
 }
 

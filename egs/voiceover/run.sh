@@ -22,12 +22,17 @@
 #     --cmvn-online true|false   decode with a running mean over each utterance's frames so far, started
 #                                from the training mean, instead of the speaker's or utterance's own
 #                                (asrkit-decode --cmvn-online; default: false)
+#     --ivectors true|false      append online i-vectors (an extractor trained on train's features, each
+#                                utterance's own i-vectors every few frames) to the acoustic network's input
+#                                in CE and sMBR training, the servers extracting them from the noisy
+#                                features, and in alignment and decoding (default: false)
 #
 # Stages: 0 set-up (.venv, festival); 1 the games from Debian (apt-get download, dpkg-deb -x) and the
 #         data dirs -> data/{train,dev,test}; 2 dictionary: CMUdict, festival's letter-to-sound rules
 #         for the rest -> data/local/dict; 3 lang dir, bigram and trigram LMs from train's transcripts
 #         (perplexity on dev in the log) -> data/lang{,_bigram,_test}; 4 narrowband features (+ CMVN
-#         of train) -> exp/feats; 5 flat start and three rounds of monophone DNN training and
+#         of train; with --ivectors the i-vector extractor and train's online i-vectors ->
+#         exp/ivector_extractor, exp/ivectors_train) -> exp/feats; 5 flat start and three rounds of monophone DNN training and
 #         realignment -> exp/mono*; 6 decision tree, multi-style CE training of the network (an example
 #         server applies narrowband styles on the fly: telephone band, G.711, 8-bit PCM, MP3, rooms,
 #         noise) -> exp/<am>_ce; 7 decoding and scoring of test (LM weight chosen on dev) ->
@@ -50,6 +55,7 @@ overwrite=false
 am=wblstm
 cmvn_mean=utterance
 cmvn_online=false
+ivectors=false
 
 usage() { sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
@@ -65,6 +71,7 @@ while [ $# -gt 0 ]; do
     --am) am="$2"; shift 2 ;;
     --cmvn-mean) cmvn_mean="$2"; shift 2 ;;
     --cmvn-online) cmvn_online="$2"; shift 2 ;;
+    --ivectors) ivectors="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "$0: unknown option '$1' (see $0 --help)" >&2; exit 2 ;;
   esac
@@ -73,6 +80,7 @@ case "$am" in lstm|wblstm) ;; *) echo "$0: --am must be wblstm or lstm, not '$am
 case "$size" in tiny|default) ;; *) echo "$0: --size must be tiny or default, not '$size'" >&2; exit 2 ;; esac
 case "$cmvn_mean" in utterance|speaker|global) ;; *) echo "$0: --cmvn-mean must be utterance, speaker or global, not '$cmvn_mean'" >&2; exit 2 ;; esac
 case "$cmvn_online" in true|false) ;; *) echo "$0: --cmvn-online must be true or false, not '$cmvn_online'" >&2; exit 2 ;; esac
+case "$ivectors" in true|false) ;; *) echo "$0: --ivectors must be true or false, not '$ivectors'" >&2; exit 2 ;; esac
 for value in "$stage" "$stop_stage" "$nj"; do
   case "$value" in ''|*[!0-9]*) echo "$0: --stage, --stop-stage and --nj take whole numbers, not '$value'" >&2; exit 2 ;; esac
 done
@@ -143,6 +151,17 @@ noise_styles=conf/noise_styles.json
 # character's (dev's and test's characters from their own lines, as Kaldi's per-speaker CMVN does).
 feature_options=(--config conf/fbank.json --cmvn-mean "$cmvn_mean")
 $cmvn_online && cmvn_decode_options=(--cmvn-online)
+# With --ivectors: the extractor's size (Kaldi's online recipes: 512 Gaussians, 100 dimensions, on some
+# 100 hours; 256 for these 4 hours), on the first of each 4 stacked frames' 40 bands, an i-vector every
+# 4 frames (120 ms at the 30 ms frames; Kaldi's 10 at 10 ms frames is 100 ms).  The monophone flat start
+# takes none: its alignments only seed the tree.
+ivector_use_dims=40
+ivector_period=4
+case "$size" in
+  tiny)    ivector_gauss=16;  ivector_dim=10 ;;
+  default) ivector_gauss=256; ivector_dim=100 ;;
+esac
+$ivectors && use_ivectors
 tuned_sets=(dev:test:train_fit)
 # sMBR's numerator is the CE model's own realignment, and a tenth of the CE objective is kept (frame
 # smoothing): with the monophone DNN's alignments, sMBR made dev 3.6% worse; with these, dev stays
@@ -153,6 +172,7 @@ smbr_options=(--frame-smoothing 0.1)
 if run_stage 4; then
   begin_stage 4 "narrowband features -> $exp/feats (CMVN from train)"
   featurize 4 train dev test
+  $ivectors && train_ivectors 4
   launch "$cpu_cmd" "$logs/stage4/subset_train_fit.log" \
     subset_data_dir --seed 1 "$data/train" "$train_fit_utts" "$data/train_fit"
 fi

@@ -2,7 +2,8 @@
 unpacking, data dirs split by character (dialogues, scenes and object descriptions), dictionary with letter-to-sound pronunciations, LMs,
 narrowband features (MP3 at 11025 Hz downsampled to 8 kHz), flat start, tree, multi-style CE with
 narrowband styles on the fly, decoding at the LM weight chosen on dev, sMBR, decoding again, the
-pocketsphinx baseline and the results table."""
+pocketsphinx baseline and the results table; with --ivectors true (the extractor and train's online i-vectors cost
+about ten seconds), so the i-vectors go through the servers' noisy features, alignment, sMBR and decoding."""
 
 import json
 import os
@@ -21,7 +22,8 @@ RECIPE = os.path.join(ROOT, "egs", "voiceover")
                     reason="apt-get (to download the games from Debian) and festival are needed")
 def test_tiny_recipe_runs_end_to_end(tmp_path):
     data, exp = tmp_path / "data", tmp_path / "exp"
-    command = [os.path.join(RECIPE, "run.sh"), "--size", "tiny", "--data", str(data), "--exp", str(exp)]
+    command = [os.path.join(RECIPE, "run.sh"), "--size", "tiny", "--data", str(data), "--exp", str(exp),
+               "--ivectors", "true"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     speakers = {}
@@ -54,6 +56,13 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert (front_end["sample_rate"], front_end["compression"], front_end["allow_downsample"]) == (8000, "root10", True)
     # The acoustic network is seed 003's windowed BLSTM (--am's default).
     assert json.load(open(exp / "wblstm_ce" / "final" / "model.json"))["model"]["name"] == "wblstm"
+    # Its input is the 4 stacked frames of 40 bands and a 10-dim i-vector (--size tiny), which the noisifying
+    # servers extract from the features they serve; the models carry the extractor to alignment and decoding.
+    for model in ("wblstm_ce", "wblstm_smbr"):
+        assert json.load(open(exp / model / "final" / "model.json"))["feature_dim"] == 170
+        assert os.path.exists(exp / model / "final" / "final.ie")
+    assert "online i-vectors of dimension 10" in open(exp / "wblstm_ce" / "log" / "serve.1.log").read()
+    assert "online i-vectors of dimension 10" in open(exp / "log" / "stage7" / "decode_wblstm_ce_test.log").read()
     for model in ("wblstm_ce", "wblstm_smbr"):
         weight = float(open(exp / model / "decode_dev" / "best_lmwt").read())
         for split in ("test", "train_fit"):

@@ -134,7 +134,8 @@ def _watch_parent(server, logger):
 @options_file
 @asrkit_command("asrkit-serve-examples")
 def main(data_dir, ali_dir, bind, shard, seed, randomisation, rolling_block_utts, rolling_window_blocks, styles,
-         from_feats, targets, cmvn, online_ivectors, utt_list, queue_capacity, num_epochs, start_epoch, start_after, max_utterances, max_length_mismatch, allow_remote, curve_secret_key, endpoint_file,
+         from_feats, targets, cmvn, online_ivectors, utt_list, queue_capacity, num_epochs, start_epoch, start_after,
+         max_utterances, max_length_mismatch, allow_remote, curve_secret_key, endpoint_file,
          exit_with_parent, mode, model_dir, snapshot_dir, snapshot_check_seconds, graph_dir, criterion, acoustic_scale,
          beam, lattice_beam, boost, frame_rejection, min_posterior, one_silence_class, num_threads,
          log_interval):
@@ -149,6 +150,10 @@ def main(data_dir, ali_dir, bind, shard, seed, randomisation, rolling_block_utts
     the --graph HCLG gives a lattice, and forward-backward against the alignment in ALI_DIR gives
     w(t, k) for the trainer's auxiliary loss (asrkit-train-seq starts such servers itself with
     --example-servers local:N).
+
+    With --online-ivectors every example also carries the online i-vectors of its features (the
+    noisy ones with --styles), extracted one utterance at a time: the shard is served shuffled, so a
+    speaker's earlier utterances are not at hand to carry statistics over from.
     """
     from asrkit.decode.decoder import DecoderOptions
     from asrkit.logs import summary_line

@@ -124,8 +124,26 @@ class Disk:
             raise SkyFormatError(str(error)) from None
         return unpacked if entry.header_left_out else data[:FILE_HEADER_SIZE] + unpacked
 
+    def speech_seconds(self, number):
+        """Speech file `number`'s duration from its header alone (no unpacking): a packed file's
+        header gives its unpacked size (the high byte of the first word, then the 7th word)."""
+        entry = self.entries.get(number)
+        if entry is None:
+            raise SkyFormatError(f"{self.dnr_path}: no file {number}")
+        with open(self.dsk_path, "rb") as handle:
+            handle.seek(entry.offset)
+            header = handle.read(FILE_HEADER_SIZE)
+        if len(header) < FILE_HEADER_SIZE:
+            raise SkyFormatError(f"{self.dsk_path}: speech file {number} at offset {entry.offset} has no header")
+        flag, total = struct.unpack_from("<H10xH", header)
+        size = (flag & 0xFF00) << 8 | total if not entry.stored and flag & 0x80 else entry.size
+        return max(size - FILE_HEADER_SIZE, 0) / SPEECH_SAMPLE_RATE
+
     def speech(self, number):
         """The 8-bit unsigned PCM samples of speech file `number` (its header removed)."""
+        if number in self.entries and self.entries[number].header_left_out:
+            raise SkyFormatError(f"{self.dnr_path}: file {number} (entry at offset {self.entries[number].at}) is "
+                                 "flagged headerless, which no speech file is")
         data = self.read(number)
         if len(data) < FILE_HEADER_SIZE:
             raise SkyFormatError(f"{self.dsk_path}: speech file {number} has {len(data)} bytes, no header")

@@ -66,7 +66,9 @@ while [ $# -gt 0 ]; do
 done
 case "$am" in lstm|wblstm) ;; *) echo "$0: --am must be wblstm or lstm, not '$am'" >&2; exit 2 ;; esac
 case "$size" in tiny|default) ;; *) echo "$0: --size must be tiny or default, not '$size'" >&2; exit 2 ;; esac
-case "$steel_sky" in true|false) ;; *) echo "$0: --steel-sky must be true or false, not '$steel_sky'" >&2; exit 2 ;; esac
+case "$steel_sky" in
+  true|false) ;; *) echo "$0: --steel-sky must be true or false, not '$steel_sky'" >&2; exit 2 ;;
+esac
 for value in "$stage" "$stop_stage" "$nj"; do
   case "$value" in ''|*[!0-9]*) echo "$0: --stage, --stop-stage and --nj take whole numbers, not '$value'" >&2; exit 2 ;; esac
 done

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Kaldi data dirs (train, dev, test) from the voice-overs of Debian's adventure games.
 
-  local/prepare_data.py [--size tiny|default] [--split conf/split.txt] [--no-steel-sky] <games-dir> <data-dir>
+  local/prepare_data.py [--size tiny|default] [--split conf/split.txt] [--no-steel-sky]
+                        <games-dir> <data-dir>
 
 <games-dir> holds the extracted packages (local/fetch_games.sh): Flight of the Amazon Queen's
 queen.1c and Beneath a Steel Sky's sky.dsk and sky.dnr.  Each speech file spoken by a dialogue becomes an utterance: its MP3 is copied out of the

@@ -2,6 +2,7 @@
 
 import os
 import random
+import struct
 import sys
 import wave
 
@@ -134,11 +135,12 @@ def test_steel_sky_lines_train_as_their_own_speakers(sky_game, sky_files, tmp_pa
         ("bass-50001-0-0001", "bass-50001", "BASS?", "HELLO DAH LING"),
         ("bass-50003-0-0003", "bass-50003", "BASS?", "GO AWAY")]
     assert dropped == [("bass-50002", "no usable words", "Mmf!")]
-    # The audio: WAV, 8-bit unsigned PCM at 11,025 Hz, named by file number inside the audio dir.
+    # The audio: WAV, the 8-bit unsigned PCM widened to 16 bits, 11,025 Hz, named by file number
+    # inside the audio dir.
     assert sorted(os.listdir(audio)) == ["50001.wav", "50003.wav"]
     with wave.open(utterances[0][4], "rb") as reader:
-        assert (reader.getsampwidth(), reader.getframerate(), reader.getnchannels()) == (1, 11025, 1)
-        assert reader.readframes(10_000) == pcm
+        assert (reader.getsampwidth(), reader.getframerate(), reader.getnchannels()) == (2, 11025, 1)
+        assert reader.readframes(10_000) == struct.pack("<1200h", *((x - 128) * 256 for x in pcm))
     sample = prepare_data.steel_sky_utterances(games, str(tmp_path / "sample"), [], (1, random.Random(1)))
     assert len(sample) == 1 and len(os.listdir(tmp_path / "sample")) == 1  # only the sample's audio is written
     # They join train, less the lines that say a dev or test sentence.

@@ -19,7 +19,7 @@ transcript is a dev or test sentence are dropped.  Dev and test keep to the dial
 they stay the sets earlier results were measured on.
 
 Beneath a Steel Sky's spoken lines (local/steel_sky.py) train too, unless --no-steel-sky: each
-speech file's PCM is written out as a WAV file to <data-dir>/local/audio/bass/, its text is the
+speech file's 8-bit PCM is written out as a 16-bit WAV file to <data-dir>/local/audio/bass/, its text is the
 game's line.  The game does not record who speaks a line, so each line is its own speaker
 (bass-<file number>), which never goes to dev or test; lines saying a dev or test sentence are
 dropped, as the scenes' are.
@@ -37,6 +37,7 @@ import re
 import sys
 import wave
 
+import numpy as np
 import soundfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -172,13 +173,16 @@ def steel_sky_utterances(games_dir, audio_dir, dropped, sample=None):
 
 
 def write_wav(path, samples, sample_rate):
-    """8-bit unsigned mono PCM (WAV's own 8-bit format) to `path`, atomically."""
+    """8-bit unsigned mono PCM to `path` as 16-bit WAV, atomically: widened exactly ((x - 128) * 256),
+    since asrkit's audio reader refuses 8-bit WAV (mostly a conversion mistake; here it is the game's
+    own quantisation, which stays)."""
+    widened = ((np.frombuffer(samples, np.uint8).astype(np.int16) - 128) * 256).astype("<i2")
     with atomic_output(path, mode="wb") as handle:
         with wave.open(handle, "wb") as writer:
             writer.setnchannels(1)
-            writer.setsampwidth(1)
+            writer.setsampwidth(2)
             writer.setframerate(sample_rate)
-            writer.writeframes(samples)
+            writer.writeframes(widened.tobytes())
 
 
 def add_held_out_free(splits, utterances, reason, dropped):

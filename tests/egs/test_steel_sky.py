@@ -41,7 +41,8 @@ def test_lines_map_to_speech_files_and_files_unpack(sky_game, sky_files):
              **{60600 + section: sky_files.text([b"?"]) for section in (1, 3, 4, 5, 6)},
              50001: sky_files.speech(pcm), 50003: sky_files.speech(b"\x80" * 11025, packed=False),
              51101: sky_files.speech(pcm[:77]),  # section 2 starts at 1100
-             59000: (b"not speech", 0x400000)}
+             59000: (b"not speech", 0x400000),
+             59001: (sky_files.header(0x80, 30) + b"not packed", 0)}  # flagged packed, no stream
     _, game = sky_game(files, sixteen_byte_units={50003})
     disk = steel_sky.Disk(game)
     assert [(line.speech_file, line.section, line.line, line.text) for line in steel_sky.spoken_lines(disk)] == [
@@ -50,6 +51,7 @@ def test_lines_map_to_speech_files_and_files_unpack(sky_game, sky_files):
     assert disk.speech(50003) == b"\x80" * 11025 and disk.speech_seconds(50003) == 1.0
     assert disk.speech_seconds(50001) == len(pcm) / 11025  # from the header, not unpacked
     assert disk.read(50001)[:22] == files[50001][0][:22]  # the header stays
+    assert disk.read(59001) == files[59001][0]  # taken as it is
     with pytest.raises(SkyFormatError, match=r"file 59000 \(entry at offset \d+\) is flagged headerless"):
         disk.speech(59000)
     with pytest.raises(SkyFormatError, match="sky.dnr: no file 50002"):

@@ -8,7 +8,8 @@ Its files live in one data disk, sky.dsk, listed by sky.dnr:
   file leaves out its header; bit 23: the file is stored, never packed).
 - A file that may be packed starts with a 22-byte header of 11 little-endian 16-bit words; when
   bit 7 of the first is set, a ProPack method 1 stream follows it (rnc_propack.py), and the file is
-  the header and the unpacked bytes (or the unpacked bytes alone, by the flag above).
+  the header and the unpacked bytes (or the unpacked bytes alone, by the flag above); where no
+  stream follows after all (b"RNC\x01"), the file is taken as it is, as the game takes it.
 - Text: files 60600 + s, s = 0..7, one per section of the game (English; other languages follow).
   A section starts with the offset of its table of line lengths, the offset of its bit stream and,
   from byte 4, the bit-stream length of each block of 32 lines but the last; the table of line
@@ -117,6 +118,8 @@ class Disk:
         data = self.raw(number)
         if entry.stored or len(data) < FILE_HEADER_SIZE or not data[0] & 0x80:
             return data
+        if not rnc_propack.is_packed(data[FILE_HEADER_SIZE:]):
+            return data  # flagged as packed but not (27 files of the game, none of them speech): as it is
         where = f"{self.dsk_path} (file {number} at offset {entry.offset}; offsets below are within it)"
         try:
             unpacked = rnc_propack.unpack(data, where, FILE_HEADER_SIZE)

@@ -34,7 +34,7 @@ from asrkit.io.table import TableReader
 from asrkit.tf_runtime import import_tensorflow
 from asrkit.train.examples import fit_alignment
 from asrkit.train.steps import Steps, _time_major_targets
-from asrkit.train.trainer import CrossEntropyCriterion
+from asrkit.train.criterion import CrossEntropyCriterion
 
 tf = import_tensorflow()
 

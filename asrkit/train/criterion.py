@@ -1,18 +1,20 @@
-"""What the training loop (asrkit.train.loop) does where criteria differ, and cross-entropy's answers.
+"""What a training run does where criteria differ: the Criterion interface, and frame cross-entropy.
 
-CrossEntropyCriterion is the interface every criterion implements and the frame
-cross-entropy one; asrkit.train.ctc (CTC over phones) and
-asrkit.train.seq_trainer (sMBR and the MMI family, with outer derivatives from
-example servers) override what they do differently.  A new criterion subclasses
-it, and asrkit.train.trainer.make_criterion (asrkit-train-ce) or its own
-train_* function (as train_seq) picks it.
+Criterion is the interface every criterion implements (with the answers most
+share); CrossEntropyCriterion is frame cross-entropy on the tree's pdfs;
+asrkit.train.ctc's CtcCriterion (CTC over phones) refines it, and
+asrkit.train.seq_trainer's SequenceCriterion (sMBR and the MMI family, with
+outer derivatives from example servers) implements the interface anew.  A new
+criterion (lattice-free MMI, say) subclasses Criterion, and asrkit-train-ce's
+--criterion (asrkit.train.trainer.CRITERIA) or its own train_* function (as
+train_seq) hands it to asrkit.train.trainer.run_training.
 """
 
 import json
 import logging
 
 from asrkit.errors import AsrkitError
-from asrkit.train.randomisation import Randomisation
+from asrkit.examples.randomisation import Randomisation
 from asrkit.frontend.config import FeatureConfig
 from asrkit.nn.model_dir import read_model_json, read_weights_into
 from asrkit.train.examples import TableExamples
@@ -24,6 +26,7 @@ logger = logging.getLogger("asrkit.train")
 
 
 def randomisation_of(params):
+    """The epoch order that params ask for (asrkit.examples.randomisation)."""
     return Randomisation(params.randomisation, params.rolling_block_utts, params.rolling_window_blocks)
 
 
@@ -42,26 +45,91 @@ def spec_augment_of(params, data):
     return augment
 
 
-class CrossEntropyCriterion:
-    """What the training loop does where criteria differ; asrkit.train.seq_trainer has the sequence one.
+class Criterion:
+    """The interface between a training run and its criterion.
 
-    The loop calls, in order: `make_steps` once; `prepare` with the data; `initialize(net)` on a fresh start only (not on
-    resume); `in_process_source` or `server_options` for the input, then `wrap_source`; `begin`
-    just before the first example is pulled; per step `train_step` then `after_step`;
-    `interval_metrics` at each log line; `validate` with the held-out frame accuracy; `close` at
-    the end.  Under --strategy multiworker or ps `make_steps` also gets the distribution (its
-    `is_chief` tells the criterion whether it is the process that writes the exp dir), and
-    `validate` runs on the chief only.
+    The run (asrkit.train.trainer.run_training, asrkit.train.loop) calls, in order: `make_steps` once;
+    `prepare` with the data; `initialize(net)` on a fresh start only (not on resume); `in_process_source`
+    or `server_options` for the input, then `wrap_source`; `begin` just before the first example is
+    pulled; per step `train_step` then `after_step`; `interval_metrics` at each log line; `validate`
+    with the held-out frame accuracy; `close` at the end; `pdf_counts` for the exported priors.  Under
+    --strategy multiworker or ps `make_steps` also gets the distribution (its `is_chief` tells the
+    criterion whether it is the process that writes the exp dir), and `validate` runs on the chief only.
     """
 
-    name = "ce"
-    server_mode = "ce"
-    targets = "pdfs"  # which alignments are the targets (asrkit.train.training_set.alignment_targets)
+    name = None  # the criterion's name in logs and checks ("ce", "ctc", "seq")
+    server_mode = "ce"  # the example servers' --mode (asrkit.serving.wire.Handshake)
+    targets = "pdfs"  # which alignments are the targets (asrkit.examples.alignments.alignment_targets)
     model_outputs = None  # model.json's "outputs" when they are not the tree's pdfs
     context_files = ("tree.json", "phones.txt")  # copied from the alignment dir into the exported model
 
-    def __init__(self, params, init_model=None):
+    def __init__(self, params):
         self.params = params
+
+    def make_steps(self, net, optimizer, learning_rate, training_state, distribution=None):
+        """The compiled steps (asrkit.train.steps.Steps or a subclass) that `train_step` runs."""
+        raise NotImplementedError
+
+    def prepare(self, data, cmvn):
+        """The loaded training data (asrkit.train.training_set.TrainingData) and CMVN statistics."""
+
+    def initialize(self, net):
+        """The network's weights on a fresh start (not on resume); left as built by default."""
+
+    def in_process_source(self, data, cmvn):
+        """The example source without example servers: the tables, in the epoch order params ask for."""
+        p = self.params
+        return TableExamples(data.train.feats_scp, data.train.ali_scp, data.train.utterance_ids, cmvn, seed=p.seed,
+                             num_epochs=p.num_epochs or None, tolerance=p.max_length_mismatch,
+                             randomisation=randomisation_of(p))
+
+    def server_options(self):
+        """Extra command-line options of the example servers (asrkit-serve-examples) for this criterion."""
+        return []
+
+    def wrap_source(self, source):
+        """The source the batchers read, made from the in-process or server source."""
+        return source
+
+    def begin(self, step, net, writer):
+        """Just before the first example is pulled, at `step` (the step resumed from, or 0)."""
+
+    def train_step(self, steps, batch, step):
+        """(loss sum, correct frames, labelled frames, gradient norm) of one step on `batch`."""
+        raise NotImplementedError
+
+    def after_step(self, step, net):
+        """After each step (`step` is the number of steps done), before validation and checkpoints."""
+
+    def interval_metrics(self):
+        """The criterion's own metrics for a log line, since the last."""
+        return {}
+
+    def validate(self, step):
+        """The criterion's own held-out metrics (besides the loss and frame accuracy of `Steps.evaluate`)."""
+        return {}
+
+    @property
+    def result_name(self):
+        """What result.json calls this training ("ce"; sequence training: its criterion, "smbr", ...)."""
+        return self.name
+
+    def pdf_counts(self, data):
+        """Frames per output, for the priors of the exported model."""
+        return data.pdf_counts
+
+    def close(self):
+        """At the end of the run."""
+
+
+class CrossEntropyCriterion(Criterion):
+    """Frame cross-entropy on the tree's pdfs (and the base of CTC's), optionally from another model's weights
+    (--init-model) and with SpecAugment."""
+
+    name = "ce"
+
+    def __init__(self, params, init_model=None):
+        super().__init__(params)
         self.init_model = init_model
         self.spec_augment = None
 
@@ -78,7 +146,6 @@ class CrossEntropyCriterion:
                                   p.gradient_quantization, accumulate=rate_factor)
 
     def prepare(self, data, cmvn):
-        """The loaded training data (asrkit.train.training_set.TrainingData) and CMVN statistics."""
         self.spec_augment = spec_augment_of(self.params, data)
 
     def initialize(self, net):
@@ -96,40 +163,7 @@ class CrossEntropyCriterion:
             return source
         return AugmentedExamples(source, self.spec_augment, self.params.seed)
 
-    def begin(self, step, net, writer):
-        pass
-
-    def in_process_source(self, data, cmvn):
-        p = self.params
-        return TableExamples(data.train.feats_scp, data.train.ali_scp, data.train.utterance_ids, cmvn, seed=p.seed,
-                             num_epochs=p.num_epochs or None, tolerance=p.max_length_mismatch,
-                             randomisation=randomisation_of(p))
-
-    def server_options(self):
-        return []
-
     def train_step(self, steps, batch, step):
-        """(loss sum, correct frames, labelled frames, gradient norm) of one step on `batch`."""
         if self.params.mode == "truncated":
             return steps.truncated(batch.features, batch.targets, batch.mask, batch.reset)
         return steps.full(batch.features, batch.targets, batch.mask)
-
-    def after_step(self, step, net):
-        pass
-
-    def interval_metrics(self):
-        return {}
-
-    def validate(self, step):
-        return {}
-
-    @property
-    def result_name(self):
-        """What result.json calls this training ("ce"; sequence training: its criterion, "smbr", ...)."""
-        return self.name
-
-    def pdf_counts(self, data):
-        return data.pdf_counts
-
-    def close(self):
-        pass

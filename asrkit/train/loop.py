@@ -47,7 +47,7 @@ class TrainingParts:
     """What the loop trains and how."""
 
     params: Params
-    criterion: object  # asrkit.train.criterion.CrossEntropyCriterion or a subclass
+    criterion: object  # asrkit.train.criterion.Criterion
     distribution: object  # asrkit.train.distribute: where the steps run
     net: object
     optimizer: object

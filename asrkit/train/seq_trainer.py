@@ -9,10 +9,10 @@ the numerator alignment; asrkit.sequence.outer), and the trainer maximises the
 auxiliary function L_AUX = sum_t sum_k w(x_t, k, theta') log p_theta(k | x_t)
 with the live parameters theta (asrkit.train.steps.SequenceSteps).  The loop,
 checkpoints, resume and metrics are asrkit-train-ce's
-(asrkit.train.trainer.run_training, asrkit.train.loop), with either batching: truncated unrolling
-with state saving (`mode` truncated, the default) or whole utterances in
-length buckets (`mode` full, which --strategy ps needs); what differs is the
-SequenceCriterion here:
+(asrkit.train.trainer.run_training, asrkit.train.loop), with either batching:
+truncated unrolling with state saving (`mode` truncated, the default) or whole
+utterances in length buckets (`mode` full, which --strategy ps needs); what
+differs is the SequenceCriterion here (an asrkit.train.criterion.Criterion):
 
 - the network is the CE model's (its model.json), started from its weights;
   priors stay the CE model's;
@@ -56,7 +56,7 @@ from asrkit.frontend.config import FeatureConfig
 from asrkit.nn.model_dir import read_weights_into, write_model_dir
 from asrkit.sequence.outer import CriterionOptions, NoLattice, load_outer_computer
 from asrkit.sequence.snapshots import SnapshotFollower, publish_snapshot, read_latest
-from asrkit.train.criterion import CrossEntropyCriterion
+from asrkit.train.criterion import Criterion
 from asrkit.train.examples import TableExamples
 from asrkit.train.params import seq_params  # noqa: F401 (asrkit-train-seq's hyperparameters, declared with the others)
 from asrkit.train.steps import SequenceSteps
@@ -206,7 +206,11 @@ class InProcessSequenceExamples:
         self.examples.close()
 
 
-class SequenceCriterion(CrossEntropyCriterion):
+class SequenceCriterion(Criterion):
+    """sMBR and the MMI family (params.criterion): the CE model's network and priors, outer derivatives from the
+    example servers (or computed in-process) following the snapshots this criterion publishes, staleness
+    filters, and the held-out sequence objective (see the module docstring)."""
+
     name = "seq"
     server_mode = "seq"
 

@@ -4,9 +4,9 @@ train_params() holds what every criterion shares (batching, optimizer, schedule,
 checkpoints, validation, ...); ce_params() adds asrkit-train-ce's criterion and
 seq_params() asrkit-train-seq's (sequence-training defaults, the criterion,
 snapshots and staleness).  The command-line tools build their --options from
-these when their modules load, so this module imports no TensorFlow: a tool's
---help stays fast and its --num-threads still reaches TensorFlow before the
-runtime starts (asrkit.tf_runtime).
+these when their modules load, before any training code; so this module holds
+declarations only and imports nothing of the training machinery (TensorFlow,
+the loop, the servers).
 """
 
 import dataclasses

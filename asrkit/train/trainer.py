@@ -66,8 +66,8 @@ from asrkit.train.metrics import ScalarWriter
 from asrkit.train.minibatch_scaling import MinibatchScaler, check_params as check_scaling_params
 from asrkit.train.one_bit import bits_per_value
 from asrkit.train.optimizers import LearningRate, make_optimizer
-# The options, result and hyperparameters live in asrkit.train.params (no TensorFlow there, for the tools'
-# --help); importers of train_ce take them from here too.
+# The options, result and hyperparameters live in asrkit.train.params (declarations only, which the tools
+# read when their modules load); importers of train_ce take them from here too.
 from asrkit.train.params import MODES, TrainOptions, TrainResult, ce_params, train_params  # noqa: F401
 from asrkit.train.steps import TrainingState
 from asrkit.train.training_set import load_training_data

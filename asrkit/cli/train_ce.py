@@ -34,7 +34,7 @@ def training_options(params_function, choices=None):
 
 
 def _train_params():
-    from asrkit.train.trainer import ce_params
+    from asrkit.train.params import ce_params
 
     return ce_params()
 

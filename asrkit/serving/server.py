@@ -33,10 +33,10 @@ import threading
 import time
 
 from asrkit.errors import AsrkitError
+from asrkit.examples.randomisation import Randomisation
 from asrkit.serving.producer import ExampleProducer, SkipUtterance
 from asrkit.serving.security import check_bind_allowed, make_curve_server
 from asrkit.serving.wire import Handshake, encode_end, encode_example
-from asrkit.train.randomisation import Randomisation
 
 logger = logging.getLogger("asrkit.serving")
 

@@ -57,6 +57,7 @@ import json
 import numpy as np
 
 from asrkit.errors import AsrkitError
+from asrkit.examples.messages import OuterDerivatives
 
 EXAMPLE_KIND = b"asrkit.example.v1"
 END_KIND = b"asrkit.end.v1"
@@ -169,8 +170,6 @@ OUTER_PADDING_RATIO = 32
 
 
 def _decode_outer(message, num_frames, num_pdfs):
-    from asrkit.train.examples import OuterDerivatives
-
     context = message.context.feature
     lists = message.feature_lists.feature_list
     pdf_list = lists["outer_derivative_pdfs"].feature if "outer_derivative_pdfs" in lists else []

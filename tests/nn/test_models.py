@@ -7,7 +7,8 @@ from asrkit.nn.dnn import parse_dnn_spec
 from asrkit.nn.label_delay import delay_features
 from asrkit.nn.params import Params
 from asrkit.nn.registry import build_model, config_names, model_config, parse_overrides
-from asrkit.train.examples import Example, ListExamples
+from asrkit.examples.messages import Example
+from asrkit.train.examples import ListExamples
 from asrkit.train.truncated_batcher import TruncatedBatcher
 
 

@@ -56,8 +56,8 @@ def check_resumable(exp_dir, config):
     if "minibatch_search_every" in config["train"] and bool(before) != bool(config["train"]["minibatch_search_every"]):
         problems.append(f"minibatch_search_every {before} vs now {config['train']['minibatch_search_every']} (the "
                         "checkpoint holds the searched minibatch size only when a search is on)")
-    for key in ("feature_dim", "num_pdfs"):
-        before, now = previous.get("data", {}).get(key), config["data"][key]
+    for key in ("feature_dim", "num_pdfs", "ivector_dim"):
+        before, now = previous.get("data", {}).get(key, 0 if key == "ivector_dim" else None), config["data"][key]
         if before != now:
             problems.append(f"{key} {before} vs now {now}")
     if problems:
@@ -86,6 +86,8 @@ def experiment_config(data_dir, ali_dir, options, params, net_config, data):
             "cmvn": os.path.abspath(data.cmvn_path),
             "valid_data_dir": os.path.abspath(options.valid_data_dir) if options.valid_data_dir else None,
             "feature_dim": data.feature_dim, "num_pdfs": data.num_pdfs,
+            "ivector_dim": data.ivectors.ivector_dim if data.ivectors else 0,
+            "online_ivector_dir": os.path.abspath(options.online_ivector_dir) if data.ivectors else None,
             "train_utterances": len(data.train.utterance_ids), "train_frames": data.train.num_frames,
             "valid_utterances": len(data.valid.utterance_ids) if data.valid else 0, "skipped": len(data.skipped),
         },

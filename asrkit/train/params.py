@@ -114,6 +114,9 @@ class TrainOptions:
     init_model: str = None  # an exported model (final/) of the same network whose weights training starts from
     strategy: str = "local"  # local, multiworker or ps (asrkit.train.distribute)
     cluster: str = None  # JSON cluster file in TF_CONFIG's format (None: $TF_CONFIG)
+    # asrkit-extract-ivectors output dir whose online i-vectors are appended to the network's input
+    # (asrkit.ivector.append); it must hold the training and held-out utterances.  In-process CE only.
+    online_ivector_dir: str = None
 
 
 @dataclasses.dataclass

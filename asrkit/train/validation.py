@@ -3,23 +3,26 @@
 import logging
 import time
 
+from asrkit.ivector.append import IvectorExamples
 from asrkit.train.bucket_batcher import BucketBatcher
 from asrkit.train.examples import ListExamples, TableExamples
 
 logger = logging.getLogger("asrkit.train")
 
 
-def validation_batches(data, cmvn, params, label_delay, feature_dim):
-    """The held-out set as padded whole-utterance batches, made once."""
+def validation_batches(data, cmvn, params, label_delay):
+    """The held-out set as padded whole-utterance batches, made once (with the training set's i-vectors
+    appended when it has them)."""
     if data.valid is None:
         return []
     source = TableExamples(data.valid.feats_scp, data.valid.ali_scp, data.valid.utterance_ids, cmvn,
                            num_epochs=1, tolerance=params.max_length_mismatch, shuffle=False)
-    examples = list(source)
+    examples = list(IvectorExamples(source, data.ivectors) if data.ivectors else source)
     source.close()
     longest = max(example.num_frames for example in examples) + label_delay
     bounds = [int(b) for b in str(params.bucket_bounds).split(",") if int(b) < longest] + [longest]
-    batcher = BucketBatcher(ListExamples(examples), bounds, params.frames_per_batch, feature_dim, label_delay)
+    batcher = BucketBatcher(ListExamples(examples), bounds, params.frames_per_batch, data.input_dim,
+                      label_delay)
     return list(batcher)
 
 

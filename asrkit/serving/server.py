@@ -4,7 +4,7 @@ Shard r of R (1-based, like Kaldi's JOB) is every R-th utterance of the
 C-sorted list starting at the r-th: strided rather than contiguous, so every
 shard holds utterances of every speaker.  Epoch e serves the shard in an order
 drawn from (seed, r, e): a permutation, or seed 003's rolling-window
-randomisation (asrkit.train.randomisation); the noisifier's seed changes with
+randomisation (asrkit.examples.randomisation); the noisifier's seed changes with
 the epoch too, so an utterance gets a new style each pass.
 
 The PUSH socket's send high-water mark is the queue capacity: when the
@@ -48,7 +48,7 @@ class ServerOptions:
     bind: str = "tcp://127.0.0.1:5570"
     shard: tuple = (1, 1)  # (r, R), 1-based r
     seed: int = 1
-    randomisation: object = None  # asrkit.train.randomisation.Randomisation (None: a full shuffle)
+    randomisation: object = None  # asrkit.examples.randomisation.Randomisation (None: a full shuffle)
     styles: str = None  # noise style config (asrkit.augment); None serves clean audio
     from_feats: bool = False  # read feats.scp instead of featurizing audio
     cmvn: str = None  # default <data-dir>/cmvn.h5

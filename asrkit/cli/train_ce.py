@@ -40,7 +40,7 @@ def _train_params():
 
 
 def _model_choices():
-    from asrkit.nn.registry import config_names
+    from asrkit.nn.configs import config_names
 
     return config_names()
 

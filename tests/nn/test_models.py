@@ -36,6 +36,13 @@ def test_registry_configs_and_paper_model_size():
         parse_overrides(["cells=3"], "recipe")
 
 
+def test_the_tf_free_config_table_names_the_registry_classes():
+    from asrkit.nn.configs import CLASS_NAMES
+    from asrkit.nn.registry import MODEL_CLASSES
+
+    assert sorted(CLASS_NAMES) == sorted(MODEL_CLASSES)
+
+
 def test_dnn_spec_string():
     assert parse_dnn_spec("26x40:4x1024:2500") == {
         "context_frames": 26, "feature_dim": 40, "num_layers": 4, "num_units": 1024, "num_outputs": 2500}

@@ -157,7 +157,7 @@ class ModelLoglikes:
                                 for key in differing)
             raise AsrkitError(
                 f"{self.data_dir}/feats.scp was made with another front end than the model in {self.model_dir} "
-                f"({details}); featurize the data with the model's featurize.json (asrkit-featurize --config), "
+                f"({details}); featurize the data with the model's featurize.json (asrkit-featurize --feature-config), "
                 "or remove feats.scp to featurize on the fly"
             )
 

@@ -152,7 +152,7 @@ noise_styles=conf/noise_styles.json
 # scipy's polyphase filter), by the featurizer, the example servers and the decoder alike.  By
 # default each utterance's own mean is removed, as in egs/voicesearch; --cmvn-mean speaker removes each
 # character's (dev's and test's characters from their own lines, as Kaldi's per-speaker CMVN does).
-feature_options=(--config conf/fbank.json --cmvn-mean "$cmvn_mean")
+feature_options=(--feature-config conf/fbank.json --cmvn-mean "$cmvn_mean")
 $cmvn_online && cmvn_decode_options=(--cmvn-online)
 tuned_sets=(dev:test:train_fit)
 # sMBR's numerator is the CE model's own realignment, and a tenth of the CE objective is kept (frame

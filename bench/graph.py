@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 from asrkit.decode.synthetic import cmudict_lexicon, random_sentences, write_dict_dir  # noqa: E402
 from asrkit.graph.hclg import make_graph, write_monophone_model_dir  # noqa: E402
 from asrkit.graph.prepare_lang import prepare_lang  # noqa: E402
-from asrkit.lm.make_lm import make_lm  # noqa: E402
+from asrkit.graph.grammar import make_lang_lm  # noqa: E402
 
 
 def build(directory, num_words, num_sentences, order=2, seed=0):
@@ -39,7 +39,7 @@ def build(directory, num_words, num_sentences, order=2, seed=0):
         for sentence in random_sentences(sorted(lexicon), num_sentences, rng):
             out.write(" ".join(sentence) + "\n")
     start = time.monotonic()
-    lm = make_lm(text, os.path.join(directory, "lm.arpa"), order=order, method="kn", lang_dir=lang)
+    lm = make_lang_lm(text, os.path.join(directory, "lm.arpa"), lang, order=order, method="kn")
     timings["make_lm+G"] = time.monotonic() - start
     model = os.path.join(directory, "model")
     write_monophone_model_dir(lang, model)

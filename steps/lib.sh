@@ -87,7 +87,7 @@ make_lang_and_lms() {
 }
 
 # featurize STAGE SET...: features of data/SET into exp/feats/SET, the first set (train) with its
-# CMVN statistics; options in feature_options (e.g. --config conf/fbank.json, --cmvn-mean utterance).
+# CMVN statistics; options in feature_options (e.g. --feature-config conf/fbank.json, --cmvn-mean utterance).
 featurize() {
   local stage_number="$1" first=true split
   shift

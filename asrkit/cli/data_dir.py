@@ -112,8 +112,10 @@ def combine_data_command(out_dir, data_dirs):
     """Write the union of DATA_DIRS to OUT_DIR (Kaldi's utils/combine_data.sh): every table of the first dir,
     from all of them; an id in two dirs must mean the same in both."""
     from asrkit.data.split import combine_data_dirs
+    from asrkit.frontend.cmvn import combine_speaker_cmvn
 
     combined = combine_data_dirs(out_dir, list(data_dirs))
+    combine_speaker_cmvn(out_dir, list(data_dirs))
     logging.getLogger("combine_data").info(summary_line(
         "combine_data", "ok", data_dirs=len(data_dirs), out_dir=out_dir, utterances=len(combined.utterance_ids)))
 

@@ -7,6 +7,7 @@ import logging
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, audio_options
+from asrkit.cli.options_file import options_file
 from asrkit.frontend.cmvn import MEAN_NORMS, VAR_NORMS
 from asrkit.frontend.config import COMPRESSIONS, FeatureConfig
 
@@ -35,8 +36,9 @@ def feature_options(function):
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("data_dir", type=click.Path(exists=True, file_okay=False))
 @click.argument("feat_dir", type=click.Path(file_okay=False))
-@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
-              help="JSON feature config (e.g. a data dir's conf/featurize.json), read first; options override it.")
+@click.option("--feature-config", "feature_config_file", type=click.Path(exists=True, dir_okay=False),
+              help="JSON feature config (e.g. a data dir's or a model's featurize.json), read first; the feature "
+                   "options below override it.")
 @click.option("--print-config", is_flag=True, help="Print the effective feature config as JSON and exit.")
 @click.option("-j", "--nj", default=1, type=click.IntRange(min=1), help="Number of parallel jobs.")
 @click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
@@ -57,8 +59,9 @@ def feature_options(function):
 @click.option("--num-threads", default=1, type=click.IntRange(min=1), help="TensorFlow threads per job.")
 @click.option("--overwrite", is_flag=True, help="Recompute shards that an earlier run finished.")
 @feature_options
+@options_file
 @asrkit_command("asrkit-featurize")
-def main(data_dir, feat_dir, config_file, print_config, nj, max_fail_ratio, compute_cmvn, cmvn_mean, cmvn_variance,
+def main(data_dir, feat_dir, feature_config_file, print_config, nj, max_fail_ratio, compute_cmvn, cmvn_mean, cmvn_variance,
          audio, batch_seconds, num_threads, overwrite, **feature_values):
     """Featurize DATA_DIR into a sharded table in FEAT_DIR.
 
@@ -72,8 +75,8 @@ def main(data_dir, feat_dir, config_file, print_config, nj, max_fail_ratio, comp
     from asrkit.logs import summary_line
 
     values = {}
-    if config_file:
-        with open(config_file, encoding="utf-8") as handle:
+    if feature_config_file:
+        with open(feature_config_file, encoding="utf-8") as handle:
             values.update(json.load(handle))
     values.update({name: value for name, value in feature_values.items() if value is not None})
     try:

@@ -52,11 +52,15 @@ def prepare_lang_command(dict_dir, oov_word, lang_dir, sil_prob, num_sil_states,
 @asrkit_command("make_lm")
 def make_lm_command(text, arpa, order, method, heldout, kaldi_text, vocabulary, oov_word, lang_dir):
     """Estimate an n-gram LM on TEXT (one sentence a line) and write it to ARPA; report perplexities."""
+    from asrkit.graph.grammar import make_lang_lm
     from asrkit.lm.make_lm import make_lm
 
     if lang_dir and vocabulary:
         raise click.UsageError("--lang-dir brings its own vocabulary; do not give --vocab too")
-    result = make_lm(text, arpa, order, method, heldout, vocabulary, oov_word, lang_dir, kaldi_text)
+    if lang_dir:
+        result = make_lang_lm(text, arpa, lang_dir, order, method, heldout, kaldi_text)
+    else:
+        result = make_lm(text, arpa, order, method, heldout, vocabulary, oov_word, kaldi_text)
     fields = {"arpa": arpa, "order": order, "method": method, "sentences": result.sentences,
               "ngrams": ",".join(map(str, result.ngram_counts)), "oov_tokens": result.oov_tokens,
               "train_ppl": f"{result.train_perplexity:.2f}"}

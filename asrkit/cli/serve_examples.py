@@ -56,7 +56,7 @@ def _watch_parent(server, logger):
 @click.option("--seed", default=1, type=int, help="Seed of the epoch orders and of the noisification.")
 @click.option("--randomisation", type=click.Choice(["shuffle", "rolling"]), default="shuffle", show_default=True,
               help="Epoch order: a permutation of the shard, or seed 003's rolling window over blocks of "
-              "--rolling-block-utts consecutive utterances (asrkit.train.randomisation).")
+              "--rolling-block-utts consecutive utterances (asrkit.examples.randomisation).")
 @click.option("--rolling-block-utts", default=450, show_default=True, type=click.IntRange(min=1),
               help="Rolling randomisation: utterances per block.")
 @click.option("--rolling-window-blocks", default=20, show_default=True, type=click.IntRange(min=1),
@@ -161,7 +161,7 @@ def main(data_dir, ali_dir, bind, shard, seed, randomisation, rolling_block_utts
     from asrkit.serving.security import check_bind_allowed
     from asrkit.serving.server import ExampleServer, ServerOptions
     from asrkit.tf_runtime import import_tensorflow
-    from asrkit.train.randomisation import Randomisation
+    from asrkit.examples.randomisation import Randomisation
 
     logger = logging.getLogger("asrkit-serve-examples")
     check_bind_allowed(bind, allow_remote, curve_secret_key)  # before the slow start-up

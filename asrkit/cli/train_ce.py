@@ -34,13 +34,13 @@ def training_options(params_function, choices=None):
 
 
 def _train_params():
-    from asrkit.train.trainer import ce_params
+    from asrkit.train.params import ce_params
 
     return ce_params()
 
 
 def _model_choices():
-    from asrkit.nn.registry import config_names
+    from asrkit.nn.configs import config_names
 
     return config_names()
 

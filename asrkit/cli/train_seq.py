@@ -11,7 +11,7 @@ from asrkit.cli.train_ce import input_options, strategy_options, training_option
 
 
 def _seq_params():
-    from asrkit.train.seq_trainer import seq_params
+    from asrkit.train.params import seq_params
 
     return seq_params()
 

@@ -29,6 +29,9 @@ DEFAULT_SUBSET_SEED = 0
 # with some of a speaker's utterances still normalises by), so every part and subset needs them
 # unchanged to be usable on its own.
 WHOLE_DIR_FILES = (os.path.join("conf", "featurize.json"), "cmvn.h5", "spk_cmvn.h5")
+# A combined dir's speaker sums are every input's added, not the first's: the front end adds them
+# (asrkit.frontend.cmvn.combine_speaker_cmvn, which utils/combine_data runs after combine_data_dirs).
+COMBINED_WHOLE_DIR_FILES = tuple(name for name in WHOLE_DIR_FILES if name != "spk_cmvn.h5")
 
 
 def split_dir_path(path, num_parts, by_speaker=True):
@@ -124,9 +127,9 @@ def balanced_boundaries(sizes, num_parts):
     return boundaries
 
 
-def copy_whole_dir_files(path, out):
+def copy_whole_dir_files(path, out, names=WHOLE_DIR_FILES):
     """Copy the feature config and CMVN statistics of the data dir at `path` (where present) to `out`."""
-    for name in WHOLE_DIR_FILES:
+    for name in names:
         source = os.path.join(path, name)
         if os.path.exists(source):
             target = os.path.join(out, name)
@@ -305,23 +308,6 @@ def _choose_count(data_dir, path, all_utts, num_utts, how, seed):
     return generator.sample(all_utts, num_utts)
 
 
-def _combine_speaker_cmvn(out, paths):
-    """The speakers' sums of the combined dir: every dir's, added (a speaker in several dirs gets all
-    their utterances'); none when some dir has none, so that a stage needing them says so."""
-    from asrkit.frontend.cmvn import SPEAKER_CMVN_FILE, SpeakerCmvn
-
-    target = os.path.join(out, SPEAKER_CMVN_FILE)
-    sources = [os.path.join(path, SPEAKER_CMVN_FILE) for path in paths]
-    if not all(os.path.exists(source) for source in sources):
-        if os.path.exists(target):
-            os.remove(target)
-        return
-    combined = SpeakerCmvn.read(sources[0])
-    for source in sources[1:]:
-        combined.add(SpeakerCmvn.read(source))
-    combined.write(target)
-
-
 def combine_data_dirs(out, paths):
     """Write the union of the data dirs `paths` to `out` (Kaldi's utils/combine_data.sh); return it.
 
@@ -356,7 +342,6 @@ def combine_data_dirs(out, paths):
     if result.utt2spk is not None:
         result.spk2utt = spk2utt_from_utt2spk(result.utt2spk)
     result.write(out)
-    copy_whole_dir_files(paths[0], out)
-    _combine_speaker_cmvn(out, paths)
+    copy_whole_dir_files(paths[0], out, names=COMBINED_WHOLE_DIR_FILES)
     logger.info("wrote %d utterances of %d data dirs to %s", len(result.utterance_ids), len(paths), out)
     return result

@@ -14,6 +14,7 @@ import numpy as np
 
 from asrkit.errors import AsrkitError
 from asrkit.io.json_file import read_json
+from asrkit.ivector.append import OnlineIvectorAppender
 
 
 class LoglikeSource(typing.Protocol):
@@ -117,8 +118,6 @@ class ModelLoglikes:
     def ivectors(self):
         """The model's OnlineIvectorAppender (asrkit.ivector.append), or None for a model trained without."""
         if self._ivectors is None:
-            from asrkit.ivector.append import OnlineIvectorAppender
-
             self._ivectors = OnlineIvectorAppender.from_model_dir(self.model_dir) or False
         return self._ivectors or None
 
@@ -172,7 +171,7 @@ class ModelLoglikes:
                                 for key in differing)
             raise AsrkitError(
                 f"{self.data_dir}/feats.scp was made with another front end than the model in {self.model_dir} "
-                f"({details}); featurize the data with the model's featurize.json (asrkit-featurize --config), "
+                f"({details}); featurize the data with the model's featurize.json (asrkit-featurize --feature-config), "
                 "or remove feats.scp to featurize on the fly"
             )
 

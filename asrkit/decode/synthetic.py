@@ -99,7 +99,7 @@ def build_toy_task(directory, lexicon=None, sentences=None, order=2, method="kn"
     """dict/, lang/ (with G.fst), lm.arpa, model/ (monophone tree) and graph/ under `directory`; returns paths."""
     from asrkit.graph.hclg import make_graph, write_monophone_model_dir
     from asrkit.graph.prepare_lang import LangOptions, prepare_lang
-    from asrkit.lm.make_lm import make_lm
+    from asrkit.graph.grammar import make_lang_lm
 
     lexicon = lexicon or TOY_LEXICON
     sentences = sentences or TOY_SENTENCES
@@ -110,7 +110,7 @@ def build_toy_task(directory, lexicon=None, sentences=None, order=2, method="kn"
     prepare_lang(paths["dict"], "<UNK>", paths["lang"], LangOptions(sil_prob=sil_prob))
     with open(paths["text"], "w") as out:
         out.writelines((s if isinstance(s, str) else " ".join(s)) + "\n" for s in sentences)
-    make_lm(paths["text"], paths["arpa"], order=order, method=method, lang_dir=paths["lang"])
+    make_lang_lm(paths["text"], paths["arpa"], paths["lang"], order=order, method=method)
     write_monophone_model_dir(paths["lang"], paths["model"])
     make_graph(paths["lang"], paths["model"], paths["graph"])
     return paths

@@ -24,6 +24,8 @@ frames (`raw_*`): the training set's global mean that online CMN
 (asrkit.frontend.online_cmvn) starts from before it has seen enough frames.
 """
 
+import os
+
 import h5py
 import numpy as np
 
@@ -260,3 +262,18 @@ class SpeakerCmvn:
             raise TableError(f"cannot read speaker CMVN statistics from {path}: {error}") from None
         speakers = {name: Moments(dim, counts[i], sums[i], squares[i]) for i, name in enumerate(names)}
         return cls(dim, speakers, path)
+
+
+def combine_speaker_cmvn(out, paths):
+    """The speakers' sums of the data dir `out` combined from the data dirs `paths`: every dir's, added (a speaker in several dirs gets all
+    their utterances'); none when some dir has none, so that a stage needing them says so."""
+    target = os.path.join(out, SPEAKER_CMVN_FILE)
+    sources = [os.path.join(path, SPEAKER_CMVN_FILE) for path in paths]
+    if not all(os.path.exists(source) for source in sources):
+        if os.path.exists(target):
+            os.remove(target)
+        return
+    combined = SpeakerCmvn.read(sources[0])
+    for source in sources[1:]:
+        combined.add(SpeakerCmvn.read(source))
+    combined.write(target)

@@ -19,7 +19,7 @@ import time
 
 from asrkit.errors import AsrkitError
 from asrkit.graph.fst_arrays import build_fst, fst_to_arrays
-from asrkit.graph.hclg import _size, check_phones_compatible, compose_lg, write_graph_dir
+from asrkit.graph.graph_dir import check_phones_compatible, compose_lg, fst_size, write_graph_dir
 from asrkit.graph.self_loops import remove_input_symbols
 from asrkit.graph.symbols import SymbolTable, read_int_list
 from asrkit.hmm.num_pdfs import read_num_pdfs_file
@@ -51,7 +51,7 @@ def make_ctc_token_fst(phones, disambig_phones, num_outputs):
 
 
 def make_ctc_graph(lang_dir, model_dir, graph_dir):
-    """graph_dir/HCLG.fst (T o L o G) for the CTC model in model_dir; returns asrkit.graph.hclg.GraphInfo."""
+    """graph_dir/HCLG.fst (T o L o G) for the CTC model in model_dir; returns asrkit.graph.graph_dir.GraphInfo."""
     import kaldifst
 
     start = time.monotonic()
@@ -68,16 +68,16 @@ def make_ctc_graph(lang_dir, model_dir, graph_dir):
     disambig_phones = read_int_list(os.path.join(lang_dir, "phones", "disambig.int"))
     sizes = {}
     lg = compose_lg(lang_dir)
-    sizes["LG"] = _size(lg)
+    sizes["LG"] = fst_size(lg)
     logger.info("LG: %d states, %d arcs (%.1f s)", *sizes["LG"], time.monotonic() - start)
     token_fst, disambig_inputs = make_ctc_token_fst(phones.values(), disambig_phones, num_outputs)
-    sizes["T"] = _size(token_fst)
+    sizes["T"] = fst_size(token_fst)
     kaldifst.arcsort(token_fst, sort_type="olabel")
     tlg = kaldifst.StdVectorFst(kaldifst.compose(token_fst, lg))
     del lg
     kaldifst.determinize_star(tlg, use_log=True)
     kaldifst.minimize_encoded(tlg)
-    sizes["TLG"] = _size(tlg)
+    sizes["TLG"] = fst_size(tlg)
     arrays = remove_input_symbols(fst_to_arrays(tlg), disambig_inputs)
     del tlg
     return write_graph_dir(graph_dir, arrays, num_outputs, lang_dir, model_dir, {"topology": "ctc"}, sizes, start)

@@ -7,6 +7,7 @@ that the user sees how many there are.
 """
 
 import contextlib
+import dataclasses
 import logging
 import os
 import tempfile
@@ -14,6 +15,7 @@ import tempfile
 from asrkit.errors import AsrkitError
 from asrkit.graph.symbols import SymbolTable
 from asrkit.io.atomic import atomic_path
+from asrkit.lm.make_lm import make_lm
 from asrkit.lm.model import BOS, EOS
 
 logger = logging.getLogger("asrkit.grammar")
@@ -79,3 +81,15 @@ def make_grammar_fst(arpa_path, lang_dir, output_path=None):
         if not os.path.exists(tmp):
             raise AsrkitError(f"kaldilm could not convert {arpa_path} to an FST")
     return output_path, missing
+
+
+def make_lang_lm(text_path, arpa_path, lang_dir, order=3, method="kn", heldout_path=None, kaldi_text=False):
+    """asrkit.lm.make_lm.make_lm on the lang dir's vocabulary (words.txt) and OOV word (oov.txt), then the lang
+    dir's G.fst from the ARPA; returns make_lm's MakeLmResult with `grammar_fst` set."""
+    with open(os.path.join(lang_dir, "oov.txt"), encoding="utf-8") as handle:
+        oov_word = handle.read().split()[0]
+    result = make_lm(text_path, arpa_path, order, method, heldout_path, os.path.join(lang_dir, "words.txt"),
+                     oov_word, kaldi_text)
+    grammar, _ = make_grammar_fst(arpa_path, lang_dir)
+    logger.info("wrote %s", grammar)
+    return dataclasses.replace(result, grammar_fst=grammar)

@@ -28,14 +28,6 @@ def append_ivectors(features, ivectors):
     return np.concatenate([np.asarray(features, np.float32), np.asarray(ivectors, np.float32)], axis=1)
 
 
-def ivector_dim_of(ivector_dir):
-    """The i-vector dimension of an asrkit-extract-ivectors dir, from its ivector.json."""
-    config_file = os.path.join(ivector_dir, CONFIG_FILE)
-    if not os.path.exists(config_file):
-        raise IvectorError(f"{config_file} does not exist; run asrkit-extract-ivectors into {ivector_dir} first")
-    return int(read_json(config_file)["ivector_dim"])
-
-
 class IvectorTable:
     """An asrkit-extract-ivectors output dir: per-frame i-vectors of an utterance by its id."""
 

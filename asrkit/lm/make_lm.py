@@ -1,14 +1,14 @@
-"""utils/make_lm as a library: training text in, ARPA out (and G.fst into a lang dir), perplexity reported.
+"""utils/make_lm as a library: training text in, ARPA out, perplexity reported.
 
 Text is one sentence per line, or a Kaldi `text` file (utterance id first) with
-kaldi_text=True.  With a vocabulary (a word list or a words.txt; a lang dir
-supplies its own words.txt and oov.txt), words outside it are mapped to the OOV
-word and counted, and every vocabulary word gets a probability.
+kaldi_text=True.  With a vocabulary (a word list or a words.txt), words outside
+it are mapped to the OOV word and counted, and every vocabulary word gets a
+probability.  asrkit.graph.grammar.make_lang_lm does this on a lang dir's
+vocabulary and OOV word and writes the lang dir's G.fst from the ARPA.
 """
 
 import dataclasses
 import logging
-import os
 
 from asrkit.errors import AsrkitError
 from asrkit.lm.arpa import write_arpa
@@ -29,7 +29,7 @@ class MakeLmResult:
     train_perplexity: float
     heldout_perplexity: float | None
     heldout_oov_tokens: int | None
-    grammar_fst: str | None
+    grammar_fst: str | None = None  # the G.fst written from the ARPA (asrkit.graph.grammar.make_lang_lm)
 
 
 def read_sentences(path, kaldi_text=False):
@@ -55,11 +55,7 @@ def read_vocabulary(path):
 
 
 def make_lm(text_path, arpa_path, order=3, method="kn", heldout_path=None, vocabulary_path=None,
-            oov_word="<unk>", lang_dir=None, kaldi_text=False):
-    if lang_dir is not None:
-        vocabulary_path = os.path.join(lang_dir, "words.txt")
-        with open(os.path.join(lang_dir, "oov.txt"), encoding="utf-8") as handle:
-            oov_word = handle.read().split()[0]
+            oov_word="<unk>", kaldi_text=False):
     sentences = read_sentences(text_path, kaldi_text)
     if not any(sentences):
         raise AsrkitError(f"{text_path} has no words")
@@ -86,11 +82,5 @@ def make_lm(text_path, arpa_path, order=3, method="kn", heldout_path=None, vocab
         heldout_ppl, heldout_oovs = heldout.perplexity, heldout.oov_words
         logger.info("held-out text %s: %d sentences, %d words (%d OOV, scored as %s), perplexity %.2f",
                     heldout_path, heldout.sentences, heldout.words, heldout.oov_words, oov_word, heldout_ppl)
-    grammar = None
-    if lang_dir is not None:
-        from asrkit.graph.grammar import make_grammar_fst
-
-        grammar, _ = make_grammar_fst(arpa_path, lang_dir)
-        logger.info("wrote %s", grammar)
     return MakeLmResult(len(sentences), ngram_counts, oov_tokens, oov_types, train.perplexity, heldout_ppl,
-                        heldout_oovs, grammar)
+                        heldout_oovs)

@@ -22,26 +22,13 @@ The effective hyperparameters (`model_config(...)`) are a plain dict
 to `<exp-dir>/config.json` and to an exported model's `model.json`.
 """
 
+# The configs' table lives in asrkit.nn.configs, which the tools read without TensorFlow; config_names is
+# imported here for the registry's users.
+from asrkit.nn.configs import CONFIGS, config_names  # noqa: F401
 from asrkit.nn.models import ContextDnn, StackedLstm
 from asrkit.nn.wblstm import WindowedBlstm
 
 MODEL_CLASSES = {cls.registry_name: cls for cls in (StackedLstm, ContextDnn, WindowedBlstm)}
-
-CONFIGS = {
-    "recipe": ("lstm", {"num_layers": 2, "num_cells": 256}),
-    "lstm5x600": ("lstm", {"num_layers": 5, "num_cells": 600}),
-    "lstm5x768": ("lstm", {"num_layers": 5, "num_cells": 768}),
-    "lstm5x1024": ("lstm", {"num_layers": 5, "num_cells": 1024}),
-    "dnn": ("dnn", {"context_frames": 26, "num_layers": 4, "num_units": 1024}),
-    "wblstm6x512": ("wblstm", {"num_layers": 6, "num_cells": 512}),
-}
-# Each class is also a config of its own defaults, unless a named config already has its name
-# ("dnn" is seed 002's network, not the class defaults).
-CONFIGS.update({name: (name, {}) for name in MODEL_CLASSES if name not in CONFIGS})
-
-
-def config_names():
-    return sorted(CONFIGS)
 
 
 def model_params(config_name, overrides=None):

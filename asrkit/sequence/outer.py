@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from asrkit.errors import AsrkitError
+from asrkit.examples.messages import OuterDerivatives
 
 CRITERIA = ("smbr", "mmi", "mmi-fr", "bmmi")
 
@@ -79,7 +80,6 @@ class OuterDerivativeComputer:
         from asrkit.decode.decoder import FAILED
         from asrkit.sequence import criteria
         from asrkit.sequence.lattice_graph import LatticeGraph
-        from asrkit.train.examples import OuterDerivatives
 
         o = self.options
         started = time.perf_counter()

@@ -21,9 +21,9 @@ import threading
 import time
 
 from asrkit.errors import AsrkitError
+from asrkit.examples.messages import Example
+from asrkit.examples.queues import put_unless_stopped
 from asrkit.serving.wire import END_KIND, WireError, check_kind, decode_end, decode_example
-from asrkit.train.examples import Example
-from asrkit.train.prefetch import put_unless_stopped
 
 logger = logging.getLogger("asrkit.serving")
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from asrkit.augment.speed import stretch_alignment
 from asrkit.errors import AsrkitError, AudioError
+from asrkit.examples.alignments import alignment_targets, fit_alignment
 
 logger = logging.getLogger("asrkit.serving")
 
@@ -66,7 +67,6 @@ class ExampleProducer:
         from asrkit.frontend.apply_cmvn import UtteranceCmvn
         from asrkit.frontend.cmvn import CmvnStats
         from asrkit.io.table import TableReader
-        from asrkit.train.training_set import alignment_targets
 
         if from_feats and styles_path:
             raise AsrkitError("--styles noisifies audio; it cannot be combined with --from-feats")
@@ -184,8 +184,6 @@ class ExampleProducer:
     def produce(self, utterance_id, epoch):
         """(normalised features [T, D] float32 with the i-vectors [T, R] appended, if any, targets [T] int32,
         style or None)."""
-        from asrkit.train.examples import fit_alignment
-
         features, params, clean_features = self._features(utterance_id, epoch)
         raw_targets = np.asarray(self._alignments[utterance_id], dtype=np.int32)
         if "speed" in params:

@@ -4,7 +4,7 @@ Shard r of R (1-based, like Kaldi's JOB) is every R-th utterance of the
 C-sorted list starting at the r-th: strided rather than contiguous, so every
 shard holds utterances of every speaker.  Epoch e serves the shard in an order
 drawn from (seed, r, e): a permutation, or seed 003's rolling-window
-randomisation (asrkit.train.randomisation); the noisifier's seed changes with
+randomisation (asrkit.examples.randomisation); the noisifier's seed changes with
 the epoch too, so an utterance gets a new style each pass.
 
 The PUSH socket's send high-water mark is the queue capacity: when the
@@ -35,10 +35,11 @@ import time
 import numpy as np
 
 from asrkit.errors import AsrkitError
+from asrkit.examples.randomisation import Randomisation
+from asrkit.ivector.append import OnlineIvectorAppender
 from asrkit.serving.producer import ExampleProducer, SkipUtterance
 from asrkit.serving.security import check_bind_allowed, make_curve_server
 from asrkit.serving.wire import Handshake, encode_end, encode_example
-from asrkit.train.randomisation import Randomisation
 
 logger = logging.getLogger("asrkit.serving")
 
@@ -50,7 +51,7 @@ class ServerOptions:
     bind: str = "tcp://127.0.0.1:5570"
     shard: tuple = (1, 1)  # (r, R), 1-based r
     seed: int = 1
-    randomisation: object = None  # asrkit.train.randomisation.Randomisation (None: a full shuffle)
+    randomisation: object = None  # asrkit.examples.randomisation.Randomisation (None: a full shuffle)
     styles: str = None  # noise style config (asrkit.augment); None serves clean audio
     from_feats: bool = False  # read feats.scp instead of featurizing audio
     cmvn: str = None  # default <data-dir>/cmvn.h5
@@ -152,8 +153,6 @@ class ExampleServer:
     def _ivector_appender(self):
         if not self.options.online_ivectors:
             return None
-        from asrkit.ivector.append import OnlineIvectorAppender
-
         return OnlineIvectorAppender.from_dir(self.options.online_ivectors)
 
     def _prepare_sequence_training(self):

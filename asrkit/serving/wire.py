@@ -57,6 +57,7 @@ import json
 import numpy as np
 
 from asrkit.errors import AsrkitError
+from asrkit.examples.messages import OuterDerivatives
 
 EXAMPLE_KIND = b"asrkit.example.v1"
 END_KIND = b"asrkit.end.v1"
@@ -99,7 +100,7 @@ class ServedExample:
     server_id: str
     shard: tuple  # (r, R)
     handshake: Handshake
-    outer: object = None  # asrkit.train.examples.OuterDerivatives in seq mode
+    outer: object = None  # asrkit.examples.messages.OuterDerivatives in seq mode
 
 
 def _example_pb2():
@@ -161,7 +162,7 @@ def _encode_outer(message, outer):
         mask_list.add().float_list.value.append(1.0 if kept else 0.0)
 
 
-# Seq examples are padded to [T, widest frame] on arrival (asrkit.train.examples.OuterDerivatives): a
+# Seq examples are padded to [T, widest frame] on arrival (asrkit.examples.messages.OuterDerivatives): a
 # message may ask for at most this many padded cells, or OUTER_PADDING_RATIO per derivative it carries
 # if that is more, so that a small hostile message cannot ask for gigabytes (real ones use ~2-10).
 OUTER_PADDING_CELLS = 1 << 20
@@ -169,8 +170,6 @@ OUTER_PADDING_RATIO = 32
 
 
 def _decode_outer(message, num_frames, num_pdfs):
-    from asrkit.train.examples import OuterDerivatives
-
     context = message.context.feature
     lists = message.feature_lists.feature_list
     pdf_list = lists["outer_derivative_pdfs"].feature if "outer_derivative_pdfs" in lists else []

@@ -1,1 +1,2 @@
-"""Cross-entropy training: examples, truncated and bucketed batchers, optimisers, the training loop."""
+"""Training: the run (trainer.py) and its loop (loop.py), the criteria (criterion.py: CE; ctc.py; seq_trainer.py:
+sMBR and MMI), table example sources, truncated and bucketed batchers, steps, optimisers, distribution strategies."""

@@ -28,13 +28,13 @@ import logging
 import numpy as np
 
 from asrkit.errors import AsrkitError
+from asrkit.examples.alignments import fit_alignment
 from asrkit.graph.ctc_topology import BLANK
-from asrkit.graph.hclg import CTC_OUTPUTS
+from asrkit.graph.graph_dir import CTC_OUTPUTS
 from asrkit.io.table import TableReader
 from asrkit.tf_runtime import import_tensorflow
-from asrkit.train.examples import fit_alignment
 from asrkit.train.steps import Steps, _time_major_targets
-from asrkit.train.trainer import CrossEntropyCriterion
+from asrkit.train.criterion import CrossEntropyCriterion
 
 tf = import_tensorflow()
 

@@ -1,11 +1,12 @@
-"""Training examples and where they come from.
+"""Example sources that read the tables in-process, or hold examples in memory.
 
-An example is one utterance: (utterance id, features [T, D] float32 already
-CMVN-normalised, targets [T] int32 pdf ids).  The batchers (truncated_batcher,
-bucket_batcher) consume any iterable of examples; this module provides the one
-that reads the feature and alignment tables in-process.  An example server
-client (a ZeroMQ socket yielding decoded SequenceExamples) is meant to be a
-second source with the same iteration protocol:
+An example (asrkit.examples.messages.Example) is one utterance: (utterance id,
+features [T, D] float32 already CMVN-normalised, targets [T] int32 pdf ids).
+The batchers (truncated_batcher, bucket_batcher) consume any iterable of
+examples; this module provides the one that reads the feature and alignment
+tables in-process.  The example servers' client (asrkit.serving.client, a
+ZeroMQ socket yielding decoded SequenceExamples) is a second source with the
+same iteration protocol:
 
 - iterating yields `Example`s, and ends when the source has no more (a finite
   number of epochs);
@@ -17,88 +18,23 @@ second source with the same iteration protocol:
 A source without them (a socket) just starts afresh on resume.
 """
 
-import dataclasses
 import os
 
 import numpy as np
 
 from asrkit.errors import AsrkitError
+from asrkit.examples.alignments import fit_alignment
+from asrkit.examples.messages import Example
+from asrkit.examples.randomisation import Randomisation
 from asrkit.frontend.apply_cmvn import UtteranceCmvn
 from asrkit.io.table import TableReader
-from asrkit.train.randomisation import Randomisation
-
-
-@dataclasses.dataclass
-class OuterDerivatives:
-    """Sequence training's per-frame payload of one utterance (asrkit.sequence, seed 000 eq. 2).
-
-    w(t, k) for the pdfs k kept at frame t, as a padded [T, M] pair: row t holds
-    that frame's pdfs and values, padded with value 0 (pdf 0) to the utterance's
-    widest frame; a frame dropped by filtering has only zeros.  `version` is the
-    training step of the model snapshot that computed them (for staleness);
-    `stats` the utterance's criterion statistics (objective, frames kept, lattice
-    size, ...), summed over utterances for the trainer's log.
-    """
-
-    pdfs: np.ndarray  # [T, M] int32
-    values: np.ndarray  # [T, M] float32
-    version: int
-    stats: dict = dataclasses.field(default_factory=dict)
-
-    @classmethod
-    def from_sparse(cls, num_frames, frames, pdfs, values, version, stats=None):
-        """From parallel arrays (frame, pdf, value), in any order."""
-        frames = np.asarray(frames, dtype=np.int64)
-        order = np.argsort(frames, kind="stable")
-        frames = frames[order]
-        counts = np.bincount(frames, minlength=num_frames) if len(frames) else np.zeros(num_frames, np.int64)
-        width = int(counts.max()) if num_frames and len(frames) else 0
-        padded_pdfs = np.zeros((num_frames, max(width, 1)), np.int32)
-        padded_values = np.zeros((num_frames, max(width, 1)), np.float32)
-        if len(frames):
-            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-            columns = np.arange(len(frames)) - starts[frames]
-            padded_pdfs[frames, columns] = np.asarray(pdfs)[order]
-            padded_values[frames, columns] = np.asarray(values)[order]
-        return cls(padded_pdfs, padded_values, int(version), dict(stats or {}))
-
-    @property
-    def kept_frames(self):
-        """[T] bool: frames with at least one nonzero derivative."""
-        return np.any(self.values != 0, axis=1)
-
-
-@dataclasses.dataclass
-class Example:
-    utterance_id: str
-    features: np.ndarray  # [T, D] float32, normalised
-    targets: np.ndarray  # [T] int32 pdf ids
-    outer: OuterDerivatives = None  # sequence training only
-
-    @property
-    def num_frames(self):
-        return len(self.features)
-
-
-def fit_alignment(targets, num_frames, tolerance):
-    """Targets trimmed or extended (last label repeated) to num_frames, or None when the lengths differ
-    by more than `tolerance` frames.  A one-frame difference is common at the end of an utterance when
-    features and alignments were made with slightly different framing rules."""
-    difference = len(targets) - num_frames
-    if abs(difference) > tolerance or len(targets) == 0:
-        return None
-    if difference > 0:
-        return targets[:num_frames]
-    if difference < 0:
-        return np.concatenate([targets, np.repeat(targets[-1:], -difference)])
-    return targets
 
 
 class TableExamples:
     """Examples read from a feats table and an ali table, epoch after epoch in a seeded shuffled order.
 
     The order of epoch e is drawn from (seed, e) alone (a permutation, or seed 003's rolling-window
-    randomisation: asrkit.train.randomisation), so a position (epoch, index) is all the state a
+    randomisation: asrkit.examples.randomisation), so a position (epoch, index) is all the state a
     resumed run needs.
     """
 

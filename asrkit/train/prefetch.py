@@ -9,27 +9,14 @@ exception in the thread is re-raised in the consumer.
 import queue
 import threading
 
+from asrkit.examples.queues import put_unless_stopped
+
 _END = object()
 
 
 class _Failure:
     def __init__(self, error):
         self.error = error
-
-
-def put_unless_stopped(target_queue, item, stop):
-    """Put `item` on a bounded queue, waiting while it is full, unless `stop` (an Event) is set first.
-
-    Returns whether the item went in.  A plain blocking put would keep a producer thread alive
-    forever once its consumer has stopped reading.
-    """
-    while not stop.is_set():
-        try:
-            target_queue.put(item, timeout=0.1)
-            return True
-        except queue.Full:
-            continue
-    return False
 
 
 class Prefetcher:

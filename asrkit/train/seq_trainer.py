@@ -9,10 +9,10 @@ the numerator alignment; asrkit.sequence.outer), and the trainer maximises the
 auxiliary function L_AUX = sum_t sum_k w(x_t, k, theta') log p_theta(k | x_t)
 with the live parameters theta (asrkit.train.steps.SequenceSteps).  The loop,
 checkpoints, resume and metrics are asrkit-train-ce's
-(asrkit.train.trainer.run_training), with either batching: truncated unrolling
-with state saving (`mode` truncated, the default) or whole utterances in
-length buckets (`mode` full, which --strategy ps needs); what differs is the
-SequenceCriterion here:
+(asrkit.train.trainer.run_training, asrkit.train.loop), with either batching:
+truncated unrolling with state saving (`mode` truncated, the default) or whole
+utterances in length buckets (`mode` full, which --strategy ps needs); what
+differs is the SequenceCriterion here (an asrkit.train.criterion.Criterion):
 
 - the network is the CE model's (its model.json), started from its weights;
   priors stay the CE model's;
@@ -51,8 +51,18 @@ import numpy as np
 
 from asrkit.errors import AsrkitError
 from asrkit.io.json_file import read_json
+from asrkit.decode.decoder import DecoderOptions
+from asrkit.frontend.config import FeatureConfig
+from asrkit.ivector.append import IvectorExamples
 from asrkit.ivector.extract_dir import CONFIG_FILE as IVECTOR_CONFIG_FILE
-from asrkit.train.trainer import CrossEntropyCriterion, run_training, train_params
+from asrkit.nn.model_dir import read_weights_into, write_model_dir
+from asrkit.sequence.outer import CriterionOptions, NoLattice, load_outer_computer
+from asrkit.sequence.snapshots import SnapshotFollower, publish_snapshot, read_latest
+from asrkit.train.criterion import Criterion
+from asrkit.train.examples import TableExamples
+from asrkit.train.params import seq_params  # noqa: F401 (asrkit-train-seq's hyperparameters, declared with the others)
+from asrkit.train.steps import SequenceSteps
+from asrkit.train.trainer import run_training
 
 logger = logging.getLogger("asrkit.train")
 
@@ -73,35 +83,6 @@ def snapshots_stalled(staleness_mean, snapshot_every):
     servers' logs say why they could not load the snapshots.
     """
     return bool(snapshot_every) and staleness_mean > STALLED_SNAPSHOTS_FACTOR * snapshot_every + STALLED_SNAPSHOTS_SLACK
-
-
-def seq_params():
-    """train_params() with sequence-training defaults, plus the criterion, snapshot and staleness knobs."""
-    p = train_params()
-    p.set(optimizer="adam", learning_rate=1e-5, num_epochs=2, valid_every=100, checkpoint_every=100, log_every=20,
-          valid_utts=20)
-    p.define("criterion", "smbr", "smbr (seed 000), mmi, mmi-fr (frame rejection) or bmmi (boosted MMI).")
-    p.define("acoustic_scale", 0.1, "kappa: scale of the log-likelihoods in the lattice search and the derivatives.")
-    p.define("boost", 0.1, "bmmi: boosting factor b.")
-    p.define("frame_rejection", 1e-3, "mmi-fr: frames whose reference pdf has less denominator occupancy are "
-             "dropped.")
-    p.define("min_posterior", 1e-3, "Minimum posterior filtering: frames where every numerator - denominator "
-             "occupancy difference is below this are dropped (0: none).")
-    p.define("one_silence_class", True, "sMBR: any silence pdf is correct on a silence frame; otherwise silence "
-             "frames do not count.")
-    p.define("frame_smoothing", 0.0, "H of frame smoothing (F-smoothing, Su et al. 2013): the trainer maximises "
-             "(1 - H) L_AUX + H times the frames' cross-entropy objective against the numerator alignment, which "
-             "keeps the model near its CE start when the lattices are poor (0: sequence objective alone).")
-    p.define("beam", 13.0, "Lattice generation: decoding beam.")
-    p.define("lattice_beam", 6.0, "Lattice generation: lattice beam.")
-    p.define("snapshot_every", 50, "Publish the live weights as the servers' snapshot every this many steps.")
-    p.define("snapshot_check_seconds", 2.0, "How often servers look for a newer snapshot.")
-    p.define("max_staleness", 0, "Drop derivatives made with a snapshot more than this many steps old (0: keep).")
-    p.define("zero_most_stale", 0, "Zero the derivatives of this many stalest streams of every batch (seed 000: 32 "
-             "of 256).")
-    p.define("valid_seq_utts", 10, "Held-out utterances whose sequence objective is computed at each validation "
-             "(0: none).")
-    return p
 
 
 def frame_smoothed(pdfs, values, targets, mask, weight):
@@ -213,8 +194,6 @@ class InProcessSequenceExamples:
         return self.examples.epoch
 
     def __iter__(self):
-        from asrkit.sequence.outer import NoLattice
-
         for example in self.examples:
             version = self.follower.refresh()
             try:
@@ -229,7 +208,11 @@ class InProcessSequenceExamples:
         self.examples.close()
 
 
-class SequenceCriterion(CrossEntropyCriterion):
+class SequenceCriterion(Criterion):
+    """sMBR and the MMI family (params.criterion): the CE model's network and priors, outer derivatives from the
+    example servers (or computed in-process) following the snapshots this criterion publishes, staleness
+    filters, and the held-out sequence objective (see the module docstring)."""
+
     name = "seq"
     server_mode = "seq"
 
@@ -245,25 +228,21 @@ class SequenceCriterion(CrossEntropyCriterion):
         self._valid_computer = None
         self._net = None
         self._step = 0
-        self._valid = self._cmvn = None
-        self.online_ivector_dir = None  # the i-vectors of the held-out set (train_seq sets it)
+        self._valid = self._cmvn = self._ivectors = None
         self.is_chief = True  # local; make_steps learns the distribution's role
 
     def prepare(self, data, cmvn):
-        from asrkit.frontend.config import FeatureConfig
-
         if self.params.spec_augment_freq_masks or self.params.spec_augment_time_masks:
             # The servers' outer derivatives belong to the features they decoded, not to masked ones.
             raise AsrkitError("SpecAugment is for cross-entropy training; sequence training takes no "
                               "--spec-augment-freq-masks or --spec-augment-time-masks")
         self._valid = data.valid
         self._cmvn = cmvn
+        self._ivectors = data.ivectors  # the held-out set's i-vectors, from --online-ivector-dir
         with open(data.feature_config_path, encoding="utf-8") as handle:
             self.frame_shift_ms = FeatureConfig.from_dict(json.load(handle)).output_frame_shift_ms
 
     def criterion_options(self):
-        from asrkit.sequence.outer import CriterionOptions
-
         p = self.params
         options = CriterionOptions(p.criterion, p.acoustic_scale, p.boost, p.frame_rejection, p.min_posterior,
                                    bool(p.one_silence_class))
@@ -271,8 +250,6 @@ class SequenceCriterion(CrossEntropyCriterion):
         return options
 
     def decoder_options(self):
-        from asrkit.decode.decoder import DecoderOptions
-
         p = self.params
         return DecoderOptions(acoustic_scale=p.acoustic_scale, beam=p.beam, lattice_beam=p.lattice_beam)
 
@@ -281,8 +258,6 @@ class SequenceCriterion(CrossEntropyCriterion):
         return self.params.criterion
 
     def make_steps(self, net, optimizer, learning_rate, training_state, distribution=None):
-        from asrkit.train.steps import SequenceSteps
-
         self._net = net
         # Only the chief publishes snapshots (and validates: run_training calls validate there only).
         self.is_chief = distribution is None or distribution.is_chief
@@ -290,15 +265,10 @@ class SequenceCriterion(CrossEntropyCriterion):
                              distribution, self.params.gradient_quantization)
 
     def initialize(self, net):
-        from asrkit.nn.model_dir import read_weights_into
-
         read_weights_into(net, self.ce_model_dir)
         logger.info("starting from the weights of %s", self.ce_model_dir)
 
     def in_process_source(self, data, cmvn):
-        from asrkit.sequence.outer import load_outer_computer
-        from asrkit.sequence.snapshots import SnapshotFollower
-
         computer = load_outer_computer(self.ce_model_dir, self.graph_dir, self.criterion_options(),
                                        self.decoder_options())
         follower = SnapshotFollower(computer.model, self.snapshot_dir, check_seconds=0.0)
@@ -320,9 +290,6 @@ class SequenceCriterion(CrossEntropyCriterion):
         return self.tap
 
     def _publish(self, step, net):
-        from asrkit.nn.model_dir import write_model_dir
-        from asrkit.sequence.snapshots import publish_snapshot
-
         ce = self.ce_model_dir
         info = read_json(os.path.join(ce, "model.json"))
 
@@ -346,8 +313,6 @@ class SequenceCriterion(CrossEntropyCriterion):
             self._wait_for_chief_snapshot(step)
 
     def _wait_for_chief_snapshot(self, step):
-        from asrkit.sequence.snapshots import read_latest
-
         deadline = time.monotonic() + CHIEF_SNAPSHOT_WAIT_SECONDS
         while True:
             latest = read_latest(self.snapshot_dir)
@@ -415,19 +380,14 @@ class SequenceCriterion(CrossEntropyCriterion):
         """The held-out sequence objective per frame with the live weights (and the share of frames kept)."""
         if not self.params.valid_seq_utts or self._valid is None or self._net is None:
             return {}
-        from asrkit.sequence.outer import NoLattice, load_outer_computer
-        from asrkit.train.examples import TableExamples
-
         if self._valid_computer is None:
             self._valid_computer = load_outer_computer(self.ce_model_dir, self.graph_dir, self.criterion_options(),
                                                        self.decoder_options())
             source = TableExamples(self._valid.feats_scp, self._valid.ali_scp,
                                    self._valid.utterance_ids[: self.params.valid_seq_utts], self._cmvn,
                                    num_epochs=1, tolerance=self.params.max_length_mismatch, shuffle=False)
-            if self.online_ivector_dir:
-                from asrkit.ivector.append import IvectorExamples, IvectorTable
-
-                source = IvectorExamples(source, IvectorTable(self.online_ivector_dir))
+            if self._ivectors:
+                source = IvectorExamples(source, self._ivectors)
             self._valid_examples = list(source)
             source.close()
         model_net = self._valid_computer.model.net
@@ -468,6 +428,5 @@ def train_seq(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, options):
                           "i-vectors of the training data, as for asrkit-train-ce)" if carries_ivectors else
                           f"{ce_model_dir} was trained without i-vectors: leave out --online-ivector-dir")
     criterion = SequenceCriterion(params, ce_model_dir, graph_dir, exp_dir)
-    criterion.online_ivector_dir = options.online_ivector_dir
     return run_training(data_dir, ali_dir, exp_dir, options, params, model_json["model"], criterion)
 

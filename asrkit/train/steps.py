@@ -11,6 +11,8 @@ import json
 
 from asrkit.tf_runtime import import_tensorflow
 from asrkit.train.cross_entropy import label_is_best, losses_and_correct
+from asrkit.train.distribute import LocalDistribution
+from asrkit.train.one_bit import OneBitExchange
 
 tf = import_tensorflow()
 
@@ -60,9 +62,6 @@ class Steps:
 
     def __init__(self, net, optimizer, learning_rate, clip_norm, training_state, distribution=None,
                  gradient_quantization="none", accumulate=None):
-        from asrkit.train.distribute import LocalDistribution
-        from asrkit.train.one_bit import OneBitExchange
-
         self.net = net
         self.optimizer = optimizer
         self.learning_rate = learning_rate

@@ -17,9 +17,10 @@ import os
 import numpy as np
 
 from asrkit.errors import AsrkitError
-from asrkit.hmm.num_pdfs import read_num_pdfs_file
+from asrkit.examples.alignments import alignment_targets, fit_alignment, require_file
+from asrkit.frontend.apply_cmvn import read_speaker_cmvn
+from asrkit.frontend.cmvn import CmvnStats
 from asrkit.io.table import TableReader
-from asrkit.train.examples import fit_alignment
 
 logger = logging.getLogger("asrkit.train")
 
@@ -44,37 +45,12 @@ class TrainingData:
     skipped: dict  # utterance id -> reason
     cmvn_path: str
     feature_config_path: str
+    ivectors: object = None  # an asrkit.ivector.append.IvectorTable appended to the features, or None
 
-
-def read_num_pdfs(ali_dir):
-    path = os.path.join(ali_dir, "num_pdfs")
-    if not os.path.exists(path):
-        raise AsrkitError(f"{path} does not exist (the alignment dir must hold ali.scp and num_pdfs)")
-    return read_num_pdfs_file(path)
-
-
-def alignment_targets(ali_dir, targets="pdfs"):
-    """(alignment table, number of classes) of an alignment dir for the given targets: "pdfs" (ali.scp,
-    num_pdfs), or "phones" (phone_ali.scp; classes are the ids of phones.txt, 0 being <eps>: CTC's blank)."""
-    if targets == "pdfs":
-        ali_scp, num_classes = os.path.join(ali_dir, "ali.scp"), read_num_pdfs(ali_dir)
-    elif targets == "phones":
-        from asrkit.graph.symbols import SymbolTable
-
-        ali_scp = os.path.join(ali_dir, "phone_ali.scp")
-        phones = _require(os.path.join(ali_dir, "phones.txt"), "phone targets need the phone table",
-                          "align with asrkit-align or utils/convert_ali, which write it")
-        num_classes = 1 + max(SymbolTable.read(phones).phones().values())
-    else:
-        raise AsrkitError(f"targets must be pdfs or phones, not {targets!r}")
-    _require(ali_scp, f"the alignment dir has no {os.path.basename(ali_scp)}", "run asrkit-align")
-    return ali_scp, num_classes
-
-
-def _require(path, what, fix):
-    if not os.path.exists(path):
-        raise AsrkitError(f"{path} does not exist: {what} (fix: {fix})")
-    return path
+    @property
+    def input_dim(self):
+        """The network's input: the features and the appended i-vectors."""
+        return self.feature_dim + (self.ivectors.ivector_dim if self.ivectors else 0)
 
 
 def _check_utterances(feats, ali, utterance_ids, num_pdfs, tolerance, skipped, counts=None):
@@ -106,9 +82,6 @@ def _check_utterances(feats, ali, utterance_ids, num_pdfs, tolerance, skipped, c
 def _check_speaker_statistics(cmvn_path, data_dirs):
     """With the speaker mean, every data dir read needs its speakers' statistics: refused here, before
     training starts (or example servers are launched), rather than at the first example."""
-    from asrkit.frontend.apply_cmvn import read_speaker_cmvn
-    from asrkit.frontend.cmvn import CmvnStats
-
     cmvn = CmvnStats.read(cmvn_path)
     if cmvn.mean_norm == "speaker":
         for data_dir in data_dirs:
@@ -119,12 +92,12 @@ def load_training_data(data_dir, ali_dir, cmvn_path=None, valid_utts=0, valid_da
                        tolerance=1, max_skip_ratio=0.05, seed=1, targets="pdfs"):
     """Pair and check features and alignments; hold out `valid_utts` utterances or use `valid_data_dir`.
     targets: "pdfs" (ali.scp) or "phones" (phone_ali.scp, for CTC), as alignment_targets reads them."""
-    feats_scp = _require(os.path.join(data_dir, "feats.scp"), "the data dir is not featurized",
-                         f"run asrkit-featurize {data_dir} <feat-dir> --compute-cmvn")
-    feature_config_path = _require(os.path.join(data_dir, "conf", "featurize.json"), "no feature config",
-                                   f"featurize {data_dir} with asrkit-featurize")
+    feats_scp = require_file(os.path.join(data_dir, "feats.scp"), "the data dir is not featurized",
+                             f"run asrkit-featurize {data_dir} <feat-dir> --compute-cmvn")
+    feature_config_path = require_file(os.path.join(data_dir, "conf", "featurize.json"), "no feature config",
+                                       f"featurize {data_dir} with asrkit-featurize")
     cmvn_path = cmvn_path or os.path.join(data_dir, "cmvn.h5")
-    _require(cmvn_path, "no CMVN statistics", "featurize the training set with --compute-cmvn or pass --cmvn")
+    require_file(cmvn_path, "no CMVN statistics", "featurize the training set with --compute-cmvn or pass --cmvn")
     _check_speaker_statistics(cmvn_path, [data_dir] + ([valid_data_dir] if valid_data_dir else []))
     ali_scp, num_pdfs = alignment_targets(ali_dir, targets)
 
@@ -161,10 +134,10 @@ def load_training_data(data_dir, ali_dir, cmvn_path=None, valid_utts=0, valid_da
     valid = DataSet(feats_scp, ali_scp, valid_ids, valid_frames) if valid_ids else None
 
     if valid_data_dir is not None:
-        valid_feats = _require(os.path.join(valid_data_dir, "feats.scp"), "the held-out data dir is not featurized",
-                               f"run asrkit-featurize on {valid_data_dir}")
-        valid_ali = _require(os.path.join(valid_ali_dir or ali_dir, os.path.basename(ali_scp)),
-                             "no alignments for the held-out set", "pass --valid-ali-dir")
+        valid_feats = require_file(os.path.join(valid_data_dir, "feats.scp"), "the held-out data dir is not "
+                                   "featurized", f"run asrkit-featurize on {valid_data_dir}")
+        valid_ali = require_file(os.path.join(valid_ali_dir or ali_dir, os.path.basename(ali_scp)),
+                                 "no alignments for the held-out set", "pass --valid-ali-dir")
         with TableReader(valid_feats) as feats, TableReader(valid_ali) as ali:
             keys = feats.keys()
             if keys and feats.shape(keys[0])[1] != feature_dim:

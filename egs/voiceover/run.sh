@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # egs/voiceover: asrkit on real human speech, narrowband: the voice-over of Flight of the Amazon Queen
 # (Debian's flight-of-the-amazon-queen, freeware; MP3 at 11025 Hz): its dialogues, cutaway scenes
-# and Joe's object descriptions, about 4 hours of a cast of actors playing some 40 characters.
+# and Joe's object descriptions, about 4 hours of a cast of actors playing some 40 characters; and
+# for training only, the spoken lines of Beneath a Steel Sky (Debian's beneath-a-steel-sky, CD
+# version, freeware; 8-bit PCM at 11025 Hz; about 116 minutes, a British cast, speakers unknown).
 # Speakers are characters; dev and test characters are never heard in training (conf/split.txt).  The
 # front end is narrowband (8 kHz, 40 mel bands to 3.8 kHz, 10th-root compression as seed 003 used for
 # narrowband data; conf/fbank.json).
@@ -13,6 +15,7 @@
 #     --games DIR                where the game packages are unpacked (default: $data/local/games)
 #     --data DIR                 where data dirs go (default: data, in this directory)
 #     --exp DIR                  where features, alignments and models go (default: exp, in this directory)
+#     --steel-sky true|false     train on Beneath a Steel Sky's lines too (default: true)
 #     --overwrite                retrain the models from scratch instead of resuming
 #     --am wblstm|lstm           the acoustic network: seed 003's windowed BLSTM or seed 000's LSTM; its
 #                                models are exp/<am>_ce, <am>_ce_ali, <am>_smbr (default: wblstm)
@@ -31,9 +34,9 @@
 #         data dirs -> data/{train,dev,test}; 2 dictionary: CMUdict, festival's letter-to-sound rules
 #         for the rest -> data/local/dict; 3 lang dir, bigram and trigram LMs from train's transcripts
 #         (perplexity on dev in the log) -> data/lang{,_bigram,_test}; 4 narrowband features (+ CMVN
-#         of train; with --ivectors the i-vector extractor and train's online i-vectors ->
-#         exp/ivector_extractor, exp/ivectors_train) -> exp/feats; 5 flat start and three rounds of monophone DNN training and
-#         realignment -> exp/mono*; 6 decision tree, multi-style CE training of the network (an example
+#         of train) -> exp/feats, with --ivectors the i-vector extractor and train's online i-vectors
+#         -> exp/ivector_extractor, exp/ivectors_train; 5 flat start and three rounds of monophone DNN
+#         training and realignment -> exp/mono*; 6 decision tree, multi-style CE training of the network (an example
 #         server applies narrowband styles on the fly: telephone band, G.711, 8-bit PCM, MP3, rooms,
 #         noise) -> exp/<am>_ce; 7 decoding and scoring of test (LM weight chosen on dev) ->
 #         exp/<am>_ce/decode_*; 8 sMBR sequence training with seq-mode example servers ->
@@ -56,6 +59,7 @@ am=wblstm
 cmvn_mean=utterance
 cmvn_online=false
 ivectors=false
+steel_sky=true
 
 usage() { sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
@@ -68,6 +72,7 @@ while [ $# -gt 0 ]; do
     --data) data="$2"; shift 2 ;;
     --exp) exp="$2"; shift 2 ;;
     --overwrite) overwrite=true; shift ;;
+    --steel-sky) steel_sky="$2"; shift 2 ;;
     --am) am="$2"; shift 2 ;;
     --cmvn-mean) cmvn_mean="$2"; shift 2 ;;
     --cmvn-online) cmvn_online="$2"; shift 2 ;;
@@ -81,6 +86,9 @@ case "$size" in tiny|default) ;; *) echo "$0: --size must be tiny or default, no
 case "$cmvn_mean" in utterance|speaker|global) ;; *) echo "$0: --cmvn-mean must be utterance, speaker or global, not '$cmvn_mean'" >&2; exit 2 ;; esac
 case "$cmvn_online" in true|false) ;; *) echo "$0: --cmvn-online must be true or false, not '$cmvn_online'" >&2; exit 2 ;; esac
 case "$ivectors" in true|false) ;; *) echo "$0: --ivectors must be true or false, not '$ivectors'" >&2; exit 2 ;; esac
+case "$steel_sky" in
+  true|false) ;; *) echo "$0: --steel-sky must be true or false, not '$steel_sky'" >&2; exit 2 ;;
+esac
 for value in "$stage" "$stop_stage" "$nj"; do
   case "$value" in ''|*[!0-9]*) echo "$0: --stage, --stop-stage and --nj take whole numbers, not '$value'" >&2; exit 2 ;; esac
 done
@@ -105,9 +113,12 @@ logs="$exp/log"
 
 if run_stage 1; then
   begin_stage 1 "the games' voice-overs -> $data/{train,dev,test}"
-  local/fetch_games.sh "$games"
+  game_packages=(flight-of-the-amazon-queen)
+  prepare_options=(--size "$size")
+  if $steel_sky; then game_packages+=(beneath-a-steel-sky); else prepare_options+=(--no-steel-sky); fi
+  local/fetch_games.sh "$games" "${game_packages[@]}"
   launch "$cpu_cmd" "$logs/stage1/prepare_data.log" \
-    python local/prepare_data.py --size "$size" "$games" "$data"
+    python local/prepare_data.py "${prepare_options[@]}" "$games" "$data"
   for split in train dev test; do validate_data_dir "$data/$split"; done
 fi
 
@@ -149,10 +160,10 @@ noise_styles=conf/noise_styles.json
 # scipy's polyphase filter), by the featurizer, the example servers and the decoder alike.  By
 # default each utterance's own mean is removed, as in egs/voicesearch; --cmvn-mean speaker removes each
 # character's (dev's and test's characters from their own lines, as Kaldi's per-speaker CMVN does).
-feature_options=(--config conf/fbank.json --cmvn-mean "$cmvn_mean")
+feature_options=(--feature-config conf/fbank.json --cmvn-mean "$cmvn_mean")
 $cmvn_online && cmvn_decode_options=(--cmvn-online)
 # With --ivectors: the extractor's size (Kaldi's online recipes: 512 Gaussians, 100 dimensions, on some
-# 100 hours; 256 for these 4 hours), on the first of each 4 stacked frames' 40 bands, an i-vector every
+# 100 hours; 256 for these few hours), on the first of each 4 stacked frames' 40 bands, an i-vector every
 # 4 frames (120 ms at the 30 ms frames; Kaldi's 10 at 10 ms frames is 100 ms).  The monophone flat start
 # takes none: its alignments only seed the tree.
 ivector_use_dims=40

@@ -106,12 +106,25 @@ def test_too_short_and_wrong_rate(make_data_dir, tmp_path):
 def test_config_file_and_print_config(tmp_path, make_data_dir):
     config = tmp_path / "conf.json"
     config.write_text(json.dumps({"num_mel_bins": 40, "stack_frames": 1, "subsample": 1}))
-    result = run([make_data_dir({"s-1": 0.3}), tmp_path / "f", "--config", config, "--low-freq", 20, "--print-config"])
+    result = run([make_data_dir({"s-1": 0.3}), tmp_path / "f", "--feature-config", config, "--low-freq", 20,
+                  "--print-config"])
     printed = json.loads(result.output[result.output.index("{"):])
     assert printed["num_mel_bins"] == 40 and printed["low_freq"] == 20.0 and printed["stack_frames"] == 1
     config.write_text(json.dumps({"num_mel_bin": 40}))
-    bad = run([make_data_dir({"s-1": 0.3}, name="d2"), tmp_path / "f", "--config", config])
+    bad = run([make_data_dir({"s-1": 0.3}, name="d2"), tmp_path / "f", "--feature-config", config])
     assert bad.exit_code == 1 and "unknown feature options: num_mel_bin" in bad.output
+
+
+def test_options_file_is_the_kaldi_style_config_as_for_every_command(tmp_path, make_data_dir):
+    options = tmp_path / "featurize.conf"
+    options.write_text("# the recipe's featurize options\n--num-mel-bins=40\n--stack-frames=1\n--cmvn-mean=utterance\n")
+    result = run([make_data_dir({"s-1": 0.3}), tmp_path / "f", "--config", options, "--stack-frames", 2,
+                  "--print-config"])
+    printed = json.loads(result.output[result.output.index("{"):])
+    assert printed["num_mel_bins"] == 40 and printed["stack_frames"] == 2  # the command line wins
+    options.write_text("--num-mel-bins 40\n")
+    bad = run([make_data_dir({"s-1": 0.3}, name="d2"), tmp_path / "f", "--config", options])
+    assert bad.exit_code != 0 and "featurize.conf:1" in bad.output
 
 
 def test_help_lists_feature_options_with_defaults():

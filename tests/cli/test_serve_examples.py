@@ -76,7 +76,7 @@ def test_serves_and_ends_with_a_summary(served_dirs):
 
 def test_rolling_randomisation_serves_the_orders_it_draws(served_dirs):
     from asrkit.serving.server import epoch_order
-    from asrkit.train.randomisation import Randomisation
+    from asrkit.examples.randomisation import Randomisation
 
     _, received = serve_two_epochs(served_dirs, "--randomisation", "rolling", "--rolling-block-utts", "2",
                                    "--rolling-window-blocks", "2")

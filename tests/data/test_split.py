@@ -164,7 +164,7 @@ def test_combined_dirs_add_their_speakers_sums(speakers_dir, tmp_path):
     import numpy as np
 
     from asrkit.data.split import combine_data_dirs
-    from asrkit.frontend.cmvn import SpeakerCmvn
+    from asrkit.frontend.cmvn import SpeakerCmvn, combine_speaker_cmvn
 
     first, second = tmp_path / "first", tmp_path / "second"
     subset_data_dir(speakers_dir, first, spk_list=["s1", "s2"])
@@ -175,9 +175,12 @@ def test_combined_dirs_add_their_speakers_sums(speakers_dir, tmp_path):
             sums.accumulate(speaker, np.full((3, 2), value))
         sums.write(os.path.join(directory, "spk_cmvn.h5"))
     combine_data_dirs(tmp_path / "both", [first, second])
+    assert not os.path.exists(os.path.join(tmp_path / "both", "spk_cmvn.h5"))  # not the first dir's alone
+    combine_speaker_cmvn(tmp_path / "both", [first, second])
     combined = SpeakerCmvn.read(os.path.join(tmp_path / "both", "spk_cmvn.h5"))
     assert sorted(combined.speakers) == ["s1", "s2", "s3"]
     assert combined.moments("s2").count == 6 and combined.moments("s2").mean.tolist() == [1.5, 1.5]
     os.remove(os.path.join(second, "spk_cmvn.h5"))
     combine_data_dirs(tmp_path / "partial", [first, second])
+    combine_speaker_cmvn(tmp_path / "partial", [first, second])
     assert not os.path.exists(os.path.join(tmp_path / "partial", "spk_cmvn.h5"))

@@ -1,7 +1,10 @@
 """egs/voiceover/local: subtitle normalisation, the character split file, and the dev/test sentence filter."""
 
 import os
+import random
+import struct
 import sys
+import wave
 
 import pytest
 
@@ -117,3 +120,38 @@ def test_scene_lines_saying_a_dev_or_test_sentence_stay_out_of_train():
     assert [u[0] for u in splits["train"]] == ["fotaq-joe-1", "fotaq-bob-c2"]
     assert [u[0] for u in splits["dev"]] == ["fotaq-sec-1"]
     assert dropped == [("fotaq-bob-c1", "scene line saying a dev or test sentence", "GO AWAY")]
+
+
+def test_steel_sky_lines_train_as_their_own_speakers(sky_game, sky_files, tmp_path):
+    sections = {section: sky_files.text([b"?"]) for section in range(1, 7)}
+    sections[0] = sky_files.text([b"?", b"Hello, DAH-LING!", b"Mmf!", b"Go away."])
+    pcm = bytes([128, 140, 116]) * 400
+    games, _ = sky_game({**{60600 + section: data for section, data in sections.items()},
+                         50001: sky_files.speech(pcm), 50002: sky_files.speech(pcm), 50003: sky_files.speech(pcm)})
+    dropped = []
+    audio = tmp_path / "audio"
+    utterances = prepare_data.steel_sky_utterances(games, str(audio), dropped)
+    assert [utterance[:4] for utterance in utterances] == [
+        ("bass-50001-0-0001", "bass-50001", "BASS?", "HELLO DAH LING"),
+        ("bass-50003-0-0003", "bass-50003", "BASS?", "GO AWAY")]
+    assert dropped == [("bass-50002", "no usable words", "Mmf!")]
+    # The audio: WAV, the 8-bit unsigned PCM widened to 16 bits, 11,025 Hz, named by file number
+    # inside the audio dir.
+    assert sorted(os.listdir(audio)) == ["50001.wav", "50003.wav"]
+    with wave.open(utterances[0][4], "rb") as reader:
+        assert (reader.getsampwidth(), reader.getframerate(), reader.getnchannels()) == (2, 11025, 1)
+        assert reader.readframes(10_000) == struct.pack("<1200h", *((x - 128) * 256 for x in pcm))
+    sample = prepare_data.steel_sky_utterances(games, str(tmp_path / "sample"), [], (1, random.Random(1)))
+    assert len(sample) == 1 and len(os.listdir(tmp_path / "sample")) == 1  # only the sample's audio is written
+    # They join train, less the lines that say a dev or test sentence.
+    splits = {"train": [("fotaq-joe-1", "fotaq-joe", "JOE", "HI", "a")],
+              "dev": [("fotaq-sec-1", "fotaq-sec", "SEC", "GO AWAY", "b")], "test": []}
+    dropped = []
+    prepare_data.add_held_out_free(splits, utterances, "said in dev", dropped)
+    assert [utterance[0] for utterance in splits["train"]] == ["fotaq-joe-1", "bass-50001-0-0001"]
+    assert dropped == [("bass-50003-0-0003", "said in dev", "GO AWAY")]
+
+
+def test_steel_sky_missing_game_is_named(tmp_path):
+    with pytest.raises(AsrkitError, match=r"beneath-a-steel-sky/sky.dsk is missing: run local/fetch_games.sh"):
+        prepare_data.steel_sky_utterances(str(tmp_path), str(tmp_path / "audio"), [])

@@ -1,5 +1,6 @@
 """egs/voiceover/run.sh --size tiny, end to end on the real game packages from Debian: fetching and
-unpacking, data dirs split by character (dialogues, scenes and object descriptions), dictionary with letter-to-sound pronunciations, LMs,
+unpacking both games, data dirs split by character (dialogues, scenes and object descriptions; Beneath a
+Steel Sky's lines in train), dictionary with letter-to-sound pronunciations, LMs,
 narrowband features (MP3 at 11025 Hz downsampled to 8 kHz), flat start, tree, multi-style CE with
 narrowband styles on the fly, decoding at the LM weight chosen on dev, sMBR, decoding again, the
 pocketsphinx baseline and the results table; with --ivectors true (the extractor and train's online i-vectors cost
@@ -30,12 +31,17 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     for split in ("train", "dev", "test"):
         assert validate_data_dir(str(data / split), require_text=True) == [], split
         speakers[split] = {line.split()[1] for line in open(data / split / "utt2spk")}
-        wav = open(data / split / "wav.scp").readline().split()[1]
-        assert wav.endswith(".mp3") and os.path.exists(wav)
+        for line in open(data / split / "wav.scp"):
+            utterance, wav = line.split()
+            assert wav.endswith(".wav" if utterance.startswith("bass-") else ".mp3") and os.path.exists(wav)
     # Speakers are characters; dev and test characters never train; the hero trains.
     assert "fotaq-joe" in speakers["train"]
     assert not speakers["train"] & (speakers["dev"] | speakers["test"])
     assert not speakers["dev"] & speakers["test"]
+    # Beneath a Steel Sky's lines (8-bit PCM WAV) train, each its own speaker, never in dev or test.
+    bass_speakers = {speaker for speaker in speakers["train"] if speaker.startswith("bass-")}
+    assert len(bass_speakers) == 30
+    assert not any(speaker.startswith("bass-") for speaker in speakers["dev"] | speakers["test"])
     # The cutaway scenes and Joe's object descriptions train too (their speech files are named by
     # letters, the dialogues' by digits: fotaq-faye-c18a_031, fotaq-joe-joe00411, fotaq-joe-03sssj1).
     train_utterances = [line.split()[0] for line in open(data / "train" / "text")]

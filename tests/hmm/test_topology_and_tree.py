@@ -5,7 +5,7 @@ import json
 import pytest
 
 from asrkit.graph.symbols import SymbolTable
-from asrkit.hmm.h_fst import make_h_transducer
+from asrkit.graph.h_fst import make_h_transducer
 from asrkit.hmm.topology import Topology, TopologyError, make_topology
 from asrkit.hmm.tree import ContextDependency, TreeError, monophone_tree
 

@@ -7,7 +7,8 @@ from asrkit.nn.dnn import parse_dnn_spec
 from asrkit.nn.label_delay import delay_features
 from asrkit.nn.params import Params
 from asrkit.nn.registry import build_model, config_names, model_config, parse_overrides
-from asrkit.train.examples import Example, ListExamples
+from asrkit.examples.messages import Example
+from asrkit.train.examples import ListExamples
 from asrkit.train.truncated_batcher import TruncatedBatcher
 
 
@@ -33,6 +34,13 @@ def test_registry_configs_and_paper_model_size():
         "num_cells": 512, "projection_dim": 128, "cell_clip": 3.0}
     with pytest.raises(KeyError, match="bad model parameter"):
         parse_overrides(["cells=3"], "recipe")
+
+
+def test_the_tf_free_config_table_names_the_registry_classes():
+    from asrkit.nn.configs import CLASS_NAMES
+    from asrkit.nn.registry import MODEL_CLASSES
+
+    assert sorted(CLASS_NAMES) == sorted(MODEL_CLASSES)
 
 
 def test_dnn_spec_string():

@@ -6,7 +6,8 @@ import pytest
 
 from asrkit.nn.label_delay import delay_features
 from asrkit.nn.registry import build_model, model_config
-from asrkit.train.examples import Example, ListExamples
+from asrkit.examples.messages import Example
+from asrkit.train.examples import ListExamples
 from asrkit.train.truncated_batcher import TruncatedBatcher
 
 DIM, PDFS = 4, 6

@@ -57,7 +57,7 @@ def test_end_message_is_json_and_malformed_messages_are_refused():
 
 
 def test_seq_example_round_trip_keeps_derivatives_version_and_stats():
-    from asrkit.train.examples import OuterDerivatives
+    from asrkit.examples.messages import OuterDerivatives
 
     rng = np.random.default_rng(1)
     features = rng.standard_normal((5, 7)).astype(np.float32)

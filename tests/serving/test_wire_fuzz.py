@@ -10,7 +10,7 @@ from asrkit.serving.wire import (
     OUTER_PADDING_CELLS, OUTER_PADDING_RATIO, Handshake, WireError, decode_end, decode_example, encode_end,
     encode_example,
 )
-from asrkit.train.examples import OuterDerivatives
+from asrkit.examples.messages import OuterDerivatives
 
 HANDSHAKE = Handshake(feature_dim=5, num_pdfs=9, frame_shift_ms=30.0)
 SEQ = Handshake(feature_dim=5, num_pdfs=9, frame_shift_ms=30.0, mode="seq")

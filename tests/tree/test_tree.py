@@ -115,7 +115,7 @@ def test_num_leaves_and_min_count_are_respected(task, tmp_path):
 
 
 def test_convert_round_trip_and_mkgraph(task, tmp_path):
-    from asrkit.lm.make_lm import make_lm
+    from asrkit.graph.grammar import make_lang_lm
 
     lang = task["lang_obj"]
     tree_dir = tmp_path / "tree"
@@ -137,7 +137,7 @@ def test_convert_round_trip_and_mkgraph(task, tmp_path):
     for utt in mono.utterance_ids():
         np.testing.assert_array_equal(back.pdfs[utt], mono.pdfs[utt])
     # The tree is a model dir for mkgraph (context width 3).
-    make_lm(os.path.join(task["root"], "lm_text"), str(tmp_path / "lm.arpa"), order=2, lang_dir=task["lang"])
+    make_lang_lm(os.path.join(task["root"], "lm_text"), str(tmp_path / "lm.arpa"), task["lang"], order=2)
     info = make_graph(task["lang"], tree_dir, tmp_path / "graph")
     assert info.num_pdfs == 40 and info.num_arcs > 0
     assert (tmp_path / "graph" / "num_pdfs").read_text().strip() == "40"

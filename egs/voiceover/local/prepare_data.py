@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Kaldi data dirs (train, dev, test) from the voice-overs of Debian's adventure games.
 
-  local/prepare_data.py [--size tiny|default] [--split conf/split.txt] <games-dir> <data-dir>
+  local/prepare_data.py [--size tiny|default] [--split conf/split.txt] [--no-steel-sky]
+                        <games-dir> <data-dir>
 
 <games-dir> holds the extracted packages (local/fetch_games.sh): Flight of the Amazon Queen's
-queen.1c.  Each speech file spoken by a dialogue becomes an utterance: its MP3 is copied out of the
+queen.1c and Beneath a Steel Sky's sky.dsk and sky.dnr.  Each speech file spoken by a dialogue becomes an utterance: its MP3 is copied out of the
 bundle to <data-dir>/local/audio/<game>/ (wav.scp points at it; asrkit reads MP3 through libsndfile),
 its subtitle is normalised (local/transcripts.py; lines left without usable words are dropped and
 counted), its speaker is the character.  Characters go to dev and test as conf/split.txt lists
@@ -17,6 +18,12 @@ goes to train only when every actor who may speak it is a training character, an
 transcript is a dev or test sentence are dropped.  Dev and test keep to the dialogues, so that
 they stay the sets earlier results were measured on.
 
+Beneath a Steel Sky's spoken lines (local/steel_sky.py) train too, unless --no-steel-sky: each
+speech file's 8-bit PCM is written out as a 16-bit WAV file to <data-dir>/local/audio/bass/, its text is the
+game's line.  The game does not record who speaks a line, so each line is its own speaker
+(bass-<file number>), which never goes to dev or test; lines saying a dev or test sentence are
+dropped, as the scenes' are.
+
 --size tiny keeps a few dozen utterances a set for the tests.  Also writes
 <data-dir>/local/corpus/{characters.txt, dropped.txt}.
 """
@@ -28,7 +35,9 @@ import os
 import random
 import re
 import sys
+import wave
 
+import numpy as np
 import soundfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -41,13 +50,17 @@ from asrkit.logs import log_command_line, setup_logging, summary_line  # noqa: E
 
 import amazon_queen  # noqa: E402
 import amazon_queen_scenes  # noqa: E402
+import steel_sky  # noqa: E402
 import transcripts  # noqa: E402
 
 logger = logging.getLogger("prepare_data")
 
 SPLITS = ("train", "dev", "test")
 QUEEN_BUNDLE = "usr/share/scummvm/flight-of-the-amazon-queen/queen.1c"
+STEEL_SKY_DIR = "usr/share/scummvm/beneath-a-steel-sky"
 TINY_UTTERANCES = {"train": 60, "dev": 12, "test": 12}
+TINY_STEEL_SKY_UTTERANCES = 30  # training lines of the second game in --size tiny, beside the first's 60
+STEEL_SKY_CHARACTER = "BASS?"  # the unknown speakers of Beneath a Steel Sky, together in characters.txt
 # The scenes' actor names that differ from the dialogues' character names (after the variants of
 # one character are folded: "X4_RITA", "FAYE-H", "APE2", "LOLA_SHOWER").  The princesses and
 # Azura are all taken for PRIN, the princess of the dialogues, and both men for MAN, so that no
@@ -131,6 +144,57 @@ def _utterance(bundle, speech_file, character, subtitle, audio_dir, dropped):
     return (f"{speaker}-{stem}", speaker, character, text, path)
 
 
+def steel_sky_utterances(games_dir, audio_dir, dropped, sample=None):
+    """(utterance id, speaker id, character, transcript, audio path) of every usable spoken line of
+    Beneath a Steel Sky (or of a random sample of them: `sample` = (how many, random.Random)), its
+    audio written out as WAV; each line is its own (unknown) speaker."""
+    game_dir = os.path.join(games_dir, STEEL_SKY_DIR)
+    if not os.path.exists(os.path.join(game_dir, "sky.dsk")):
+        raise AsrkitError(f"{game_dir}/sky.dsk is missing: run local/fetch_games.sh {games_dir}")
+    disk = steel_sky.Disk(game_dir)
+    os.makedirs(audio_dir, exist_ok=True)
+    usable = []
+    for line in steel_sky.spoken_lines(disk):
+        text = transcripts.normalize(line.text)
+        if text is None:
+            dropped.append((f"bass-{line.speech_file}", "no usable words", line.text))
+        else:
+            usable.append((line, text))
+    if sample:
+        usable = sample[1].sample(usable, min(sample[0], len(usable)))
+    utterances = []
+    for line, text in usable:
+        speaker = f"bass-{line.speech_file}"  # the file number: only digits reach the path below
+        path = os.path.join(audio_dir, f"{line.speech_file}.wav")
+        if not os.path.exists(path):
+            write_wav(path, disk.speech(line.speech_file), steel_sky.SPEECH_SAMPLE_RATE)
+        utterances.append((f"{speaker}-{line.section}-{line.line:04d}", speaker, STEEL_SKY_CHARACTER, text, path))
+    return utterances
+
+
+def write_wav(path, samples, sample_rate):
+    """8-bit unsigned mono PCM to `path` as 16-bit WAV, atomically: widened exactly ((x - 128) * 256),
+    since asrkit's audio reader refuses 8-bit WAV (mostly a conversion mistake; here it is the game's
+    own quantisation, which stays)."""
+    widened = ((np.frombuffer(samples, np.uint8).astype(np.int16) - 128) * 256).astype("<i2")
+    with atomic_output(path, mode="wb") as handle:
+        with wave.open(handle, "wb") as writer:
+            writer.setnchannels(1)
+            writer.setsampwidth(2)
+            writer.setframerate(sample_rate)
+            writer.writeframes(widened.tobytes())
+
+
+def add_held_out_free(splits, utterances, reason, dropped):
+    """Appends `utterances` to train, less those saying a dev or test sentence (dropped for `reason`)."""
+    held_out_texts = {utterance[3] for split in ("dev", "test") for utterance in splits[split]}
+    for utterance in utterances:
+        if utterance[3] in held_out_texts:
+            dropped.append((utterance[0], reason, utterance[3]))
+        else:
+            splits["train"].append(utterance)
+
+
 def assign_splits(utterances, assignment, dropped, extra_train=()):
     """{split: [utterance]}: characters by the split file, dev/test lines already said in train
     dropped; then `extra_train` (the scenes' lines of training characters) joins train, less the
@@ -167,6 +231,8 @@ def main(argv=None):
     parser.add_argument("--size", choices=("tiny", "default"), default="default")
     parser.add_argument("--split", default=os.path.join(os.path.dirname(HERE), "conf", "split.txt"))
     parser.add_argument("--seed", type=int, default=1, help="which utterances --size tiny keeps")
+    parser.add_argument("--no-steel-sky", dest="steel_sky", action="store_false",
+                        help="leave out Beneath a Steel Sky's lines (train on the first game alone)")
     args = parser.parse_args(argv)
     setup_logging()
     log_command_line(logger)
@@ -181,6 +247,11 @@ def main(argv=None):
             generator = random.Random(args.seed)
             splits = {split: generator.sample(items, min(TINY_UTTERANCES[split], len(items)))
                       for split, items in splits.items()}
+        if args.steel_sky:
+            sample = (TINY_STEEL_SKY_UTTERANCES, random.Random(args.seed)) if args.size == "tiny" else None
+            sky = steel_sky_utterances(args.games_dir, os.path.join(args.data_dir, "local", "audio", "bass"),
+                                       dropped, sample)
+            add_held_out_free(splits, sky, "Beneath a Steel Sky line saying a dev or test sentence", dropped)
         corpus_dir = os.path.join(args.data_dir, "local", "corpus")
         os.makedirs(corpus_dir, exist_ok=True)
         minutes = collections.Counter()
@@ -205,7 +276,7 @@ def main(argv=None):
                                                           for split, items in splits.items()},
                                  dropped=len(dropped), **{reason.replace(" ", "_"): count
                                                           for reason, count in sorted(reasons.items())}))
-    except (AsrkitError, amazon_queen.QueenFormatError, OSError) as error:
+    except (AsrkitError, amazon_queen.QueenFormatError, steel_sky.SkyFormatError, OSError) as error:
         logger.error("%s", error)
         logger.error(summary_line("prepare_data", "failed", error=type(error).__name__))
         return 1

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from asrkit.errors import AsrkitError
-from asrkit.train.randomisation import Randomisation
+from asrkit.examples.randomisation import Randomisation
 
 IDS = [f"utt{i:04d}" for i in range(1000)]
 
@@ -52,26 +52,3 @@ def test_tables_and_servers_take_the_same_orders_and_shuffle_keeps_the_old_permu
     # The shuffle is the permutation asrkit drew before rolling randomisation existed, so runs reproduce.
     permutation = np.random.default_rng([5, 2, 1]).permutation(len(IDS))
     assert epoch_order(IDS, 5, (2, 4), 1) == [IDS[i] for i in permutation]
-
-
-def test_training_with_rolling_randomisation_resumes_exactly(corpus, tmp_path):
-    from asrkit.nn.model_dir import load_acoustic_model
-    from asrkit.train.trainer import TrainOptions, train_ce
-
-    def options(max_steps, **params):
-        return TrainOptions(model="lstm", model_overrides={"num_layers": 1, "num_cells": 8, "label_delay": 1},
-                            params={"num_streams": 2, "unroll": 6, "num_epochs": 0, "max_steps": max_steps,
-                                    "checkpoint_every": 4, "valid_utts": 0, "randomisation": "rolling",
-                                    "rolling_block_utts": 3, "rolling_window_blocks": 2, **params})
-
-    data_dir, ali_dir, utterances = corpus(num_utts=14)
-    straight = train_ce(data_dir, ali_dir, str(tmp_path / "straight"), options(12))
-    train_ce(data_dir, ali_dir, str(tmp_path / "resumed"), options(6))
-    resumed = train_ce(data_dir, ali_dir, str(tmp_path / "resumed"), options(12))
-    assert resumed.resumed_from == 6 and straight.steps == resumed.steps == 12
-    features = next(iter(utterances.values()))[0]
-    np.testing.assert_allclose(load_acoustic_model(tmp_path / "resumed" / "final").log_posteriors(features),
-                               load_acoustic_model(tmp_path / "straight" / "final").log_posteriors(features),
-                               atol=1e-5)
-    with pytest.raises(AsrkitError, match="randomisation 'rolling' vs now 'shuffle'"):
-        train_ce(data_dir, ali_dir, str(tmp_path / "resumed"), options(14, randomisation="shuffle"))

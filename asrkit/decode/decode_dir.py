@@ -32,15 +32,19 @@ import math
 import os
 import time
 
+from asrkit.data.data_dir import DataDir
 from asrkit.data.kaldi_files import c_sorted
-from asrkit.decode.decoder import EMPTY, FAILED, PARTIAL, RETRIED, DecoderOptions, GraphDecoder
+from asrkit.decode.decoder import DecoderOptions, EMPTY, FAILED, GraphDecoder, PARTIAL, RETRIED
 from asrkit.decode.lattice import best_path_words
 from asrkit.errors import AsrkitError, AudioError
+from asrkit.graph.hclg import read_num_pdfs
 from asrkit.graph.symbols import SymbolTable
 from asrkit.hmm.num_pdfs import read_num_pdfs_file
 from asrkit.io.atomic import atomic_output
 from asrkit.io.table import ShardWriter, shard_path, write_scp
 from asrkit.parallel import merge_job_text_files, remove_outputs_of_extra_jobs, run_jobs, split_evenly
+from asrkit.scoring import read_kaldi_text, read_utt2spk, score_texts, wer_lines, write_score_dir
+from asrkit.scoring.report import format_wer_line
 
 logger = logging.getLogger("asrkit.decode")
 
@@ -120,8 +124,6 @@ def read_graph_num_pdfs(graph_dir):
 
 def check_pdf_counts(graph_dir, model_dir, source):
     """Refuse, before any decoding, a graph, model and log-likelihoods that disagree on the number of pdfs."""
-    from asrkit.graph.hclg import read_num_pdfs
-
     graph_pdfs = read_graph_num_pdfs(graph_dir)
     model_pdfs = read_num_pdfs(model_dir)
     if model_pdfs != graph_pdfs:
@@ -261,9 +263,6 @@ def write_best_score(data_dir, decode_dir, best, weight=None):
     weight None: no weight was chosen (one decode, or another decoder), so best_wer points at score/wer
     and an earlier sweep's best_lmwt is removed: it would be misread as this decode's choice.
     """
-    from asrkit.scoring import read_utt2spk, write_score_dir
-    from asrkit.scoring.report import format_wer_line
-
     utt2spk_path = os.path.join(data_dir, "utt2spk")
     utt2spk = read_utt2spk(utt2spk_path) if os.path.exists(utt2spk_path) else None
     write_score_dir(os.path.join(decode_dir, "score"), best, utt2spk=utt2spk, utt2spk_path=utt2spk_path)
@@ -281,9 +280,6 @@ def write_best_score(data_dir, decode_dir, best, weight=None):
 
 
 def _score(data_dir, graph_dir, decode_dir, options, results, result):
-    from asrkit.scoring import read_kaldi_text, score_texts, wer_lines
-    from asrkit.scoring.report import format_wer_line
-
     refs = read_kaldi_text(os.path.join(data_dir, "text"))
     words = SymbolTable.read(os.path.join(graph_dir, "words.txt"))
     oov = [word for ref_words in refs.values() for word in ref_words if word not in words]
@@ -322,8 +318,6 @@ def _score(data_dir, graph_dir, decode_dir, options, results, result):
 
 def decode_data_dir(graph_dir, model_dir, data_dir, decode_dir, source, options=None):
     """Decode every utterance of data_dir with log-likelihoods from `source`; returns DecodeResult."""
-    from asrkit.data.data_dir import DataDir
-
     options = options or DecodeOptions()
     start = time.monotonic()
     graph_dir, model_dir, data_dir = map(os.fspath, (graph_dir, model_dir, data_dir))

@@ -27,7 +27,7 @@ from asrkit.errors import AsrkitError
 from asrkit.hmm.num_pdfs import read_num_pdfs_file
 from asrkit.hmm.tree import ContextDependency
 from asrkit.io.atomic import atomic_output
-from asrkit.io.table import ShardWriter, TableReader, shard_path, write_scp
+from asrkit.io.table import ShardWriter, TableReader, parse_scp, shard_path, write_scp
 from asrkit.parallel import merge_job_text_files, remove_outputs_of_extra_jobs
 
 PDF_TABLE, PHONE_TABLE = "ali", "phone_ali"
@@ -153,8 +153,6 @@ def combine_ali_dirs(out, ali_dirs, utterance_ids=None):
     phone_ali.scp index the input dirs' shards where they are (nothing is copied but what the ids mean);
     returns the utterance count.  With `utterance_ids` (a data dir's) only those are taken, and one dir
     is enough (a subset).  Dirs with different trees or an utterance in two dirs are refused."""
-    from asrkit.io.table import parse_scp
-
     wanted = None if utterance_ids is None else set(utterance_ids)
     if len(ali_dirs) < (1 if wanted is not None else 2):
         raise AsrkitError("give at least two ali dirs to combine (or one and the utterances to keep)")

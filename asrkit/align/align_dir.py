@@ -23,15 +23,24 @@ import time
 
 from asrkit.align.ali_dir import AliJobWriter, finish_ali_dir, remove_stale_job_outputs
 from asrkit.align.equal import (
-    SpeechSpanOptions, TooFewFramesError, equal_alignment, log_mel_energy, reference_phones, speech_span,
+    SpeechSpanOptions,
+    TooFewFramesError,
+    equal_alignment,
+    log_mel_energy,
+    reference_phones,
+    speech_span,
 )
 from asrkit.align.lang import TranscriptError, read_align_lang
 from asrkit.align.phone_graph import make_phone_graph
 from asrkit.align.state_graph import make_state_graph
 from asrkit.align.viterbi import FAILED, RETRIED, ViterbiOptions, align
+from asrkit.data.data_dir import DataDir
 from asrkit.errors import AsrkitError
+from asrkit.graph.hclg import check_phones_compatible, model_outputs, read_num_pdfs
+from asrkit.graph.symbols import SymbolTable
 from asrkit.hmm.topology import Topology
 from asrkit.hmm.tree import ContextDependency, monophone_tree
+from asrkit.io.table import TableReader
 from asrkit.parallel import run_jobs, split_evenly
 
 logger = logging.getLogger("asrkit.align")
@@ -133,7 +142,6 @@ def run_align_job(job, context):
     topology = Topology.read(job.topo_path)
     what = "equal alignment" if job.source is None else f"Viterbi on {job.source.describe()}"
     if job.features is not None:
-        from asrkit.io.table import TableReader
 
         what += f", end silences by the frame energies of {job.features[0]}"
         features = TableReader(job.features[0])
@@ -175,8 +183,6 @@ def run_align_job(job, context):
 
 
 def _utterances(data_dir):
-    from asrkit.data.data_dir import DataDir
-
     data = DataDir.load(data_dir)
     if data.text is None:
         raise AsrkitError(f"{data_dir}/text does not exist; alignment needs transcripts")
@@ -258,8 +264,6 @@ def flat_start_tree(lang_dir):
     path = os.path.join(lang_dir, TREE_FILE)
     if os.path.exists(path):
         return ContextDependency.read(path)
-    from asrkit.graph.symbols import SymbolTable
-
     return monophone_tree(SymbolTable.read(os.path.join(lang_dir, "phones.txt")),
                           Topology.read(os.path.join(lang_dir, "topo")))
 
@@ -300,9 +304,6 @@ def _energy_features(data_dir):
 def align_data_dir(data_dir, lang_dir, model_dir, ali_dir, source, options=None):
     """Viterbi alignments of every utterance of data_dir with the tree of model_dir on `source`'s
     log-likelihoods; returns AlignResult."""
-    from asrkit.graph.hclg import check_phones_compatible, model_outputs, read_num_pdfs
-    from asrkit.graph.symbols import SymbolTable
-
     options = options or AlignOptions()
     model_dir, lang_dir = os.fspath(model_dir), os.fspath(lang_dir)
     if model_outputs(model_dir) != "pdfs":

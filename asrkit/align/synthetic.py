@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 
+from asrkit.graph.prepare_lang import LangOptions, prepare_lang
 from asrkit.io.table import ShardWriter, write_scp
 
 # TOMATO has two pronunciations, so an aligner must choose; no word is a prefix of another.
@@ -32,8 +33,6 @@ def write_dict_dir(path, lexicon=LEXICON):
 
 
 def make_lang_dir(directory, sil_prob=0.5, lexicon=LEXICON, **lang_options):
-    from asrkit.graph.prepare_lang import LangOptions, prepare_lang
-
     dict_dir = write_dict_dir(os.path.join(directory, "dict"), lexicon)
     lang_dir = os.path.join(directory, "lang")
     prepare_lang(dict_dir, "<UNK>", lang_dir, LangOptions(sil_prob=sil_prob, **lang_options))

@@ -32,14 +32,19 @@ import math
 import os
 import time
 
+from asrkit.data.data_dir import DataDir
 from asrkit.data.kaldi_files import c_sorted
-from asrkit.decode.decoder import EMPTY, FAILED, PARTIAL, RETRIED, DecoderOptions, GraphDecoder
+from asrkit.decode.decoder import DecoderOptions, EMPTY, FAILED, GraphDecoder, PARTIAL, RETRIED
+from asrkit.decode.lattice import best_path_words
 from asrkit.errors import AsrkitError, AudioError
+from asrkit.graph.hclg import read_num_pdfs
 from asrkit.graph.symbols import SymbolTable
 from asrkit.hmm.num_pdfs import read_num_pdfs_file
 from asrkit.io.atomic import atomic_output
 from asrkit.io.table import ShardWriter, shard_path, write_scp
 from asrkit.parallel import merge_job_text_files, remove_outputs_of_extra_jobs, run_jobs, split_evenly
+from asrkit.scoring import read_kaldi_text, read_utt2spk, score_texts, wer_lines, write_score_dir
+from asrkit.scoring.report import format_wer_line
 
 logger = logging.getLogger("asrkit.decode")
 
@@ -119,8 +124,6 @@ def read_graph_num_pdfs(graph_dir):
 
 def check_pdf_counts(graph_dir, model_dir, source):
     """Refuse, before any decoding, a graph, model and log-likelihoods that disagree on the number of pdfs."""
-    from asrkit.graph.hclg import read_num_pdfs
-
     graph_pdfs = read_graph_num_pdfs(graph_dir)
     model_pdfs = read_num_pdfs(model_dir)
     if model_pdfs != graph_pdfs:
@@ -148,81 +151,109 @@ def run_decode_job(job, context):
                                      lattices=job.make_lattices)
     log.info("job %d: %d utterances, %s decoder, options %s", job.index, len(job.utterance_ids),
              "asrkit's lattice" if job.make_lattices else "FasterDecoder", job.options.decoder)
-    available = set(job.source.utterance_ids())
-    statuses, frames, busy = {}, 0, 0.0
-    sweep = {weight: {} for weight in job.lm_weights}
-    hyp_lines, cost_lines = [], []
+    outputs = _JobOutputs(job)
     lattice_writer = None
     if job.options.write_lattices:
         lattice_writer = ShardWriter(shard_path(job.decode_dir, "lat", job.index),
                                      config={"acoustic_scale": job.options.decoder.acoustic_scale})
     try:
+        available = set(job.source.utterance_ids())
         for utterance_id in job.utterance_ids:
             context.advance(1)
-            if utterance_id not in available:
-                statuses[utterance_id] = MISSING
-                log.warning("%s: no log-likelihoods in %s", utterance_id, job.source.describe())
-                continue
-            try:
-                loglikes = job.source.loglikes(utterance_id)
-            except AudioError as error:
-                # Features computed on the fly: one unreadable recording costs its utterance only.
-                statuses[utterance_id] = MISSING
-                log.warning("%s: no log-likelihoods: %s", utterance_id, error)
-                continue
-            start = time.monotonic()
-            result = decoder.decode(loglikes)
-            busy += time.monotonic() - start
-            statuses[utterance_id] = result.status
-            frames += result.num_frames
-            if result.status == EMPTY:
-                log.warning("%s: no frames; not decoded", utterance_id)
-                continue
-            if result.status == FAILED:
-                log.warning("%s: no path reached a final state at beam %g nor at retry beam %g", utterance_id,
-                            job.options.decoder.beam, job.options.decoder.effective_retry_beam)
-                continue
-            if result.status == RETRIED:
-                log.warning("%s: decoded only at the retry beam %g", utterance_id, result.beam)
-            if result.status == PARTIAL:
-                log.warning("%s: no final state reached; keeping the best partial path", utterance_id)
-            text = _words(result.words, words)
-            hyp_lines.append(f"{utterance_id} {text}".rstrip())
-            cost_lines.append(
-                f"{utterance_id} {result.status} {result.num_frames} {result.graph_cost:.4f} "
-                f"{result.acoustic_cost:.4f} {result.total_cost:.4f} {result.beam:g}"
-            )
-            log.info("%s %s (frames %d, cost per frame %.3f)", utterance_id, text, result.num_frames,
-                     result.total_cost / result.num_frames)
-            if job.lm_weights and not job.make_lattices:
-                for weight in job.lm_weights:
-                    start = time.monotonic()
-                    swept = decoder.decode(loglikes, acoustic_scale=1.0 / weight)
-                    busy += time.monotonic() - start
-                    sweep[weight][utterance_id] = swept.words if swept.status not in (FAILED, EMPTY) else []
-            if result.lattice is not None:
-                from asrkit.decode.lattice import best_path_words
-
-                for weight in job.lm_weights:
-                    best = best_path_words(result.lattice, weight)
-                    sweep[weight][utterance_id] = best if best is not None else []
-                if lattice_writer is not None:
-                    lattice_writer.write(utterance_id, result.lattice, attrs={"start": 0})
+            loglikes = _utterance_loglikes(job, utterance_id, available, outputs.statuses, log)
+            if loglikes is not None:
+                _decode_utterance(job, decoder, words, utterance_id, loglikes, outputs, lattice_writer, log)
     except BaseException:
         if lattice_writer is not None:
             lattice_writer.abort()
         raise
     if lattice_writer is not None:
         lattice_writer.close()
-    with atomic_output(os.path.join(job.decode_dir, f"hyp.{job.index}.txt")) as out:
-        out.writelines(line + "\n" for line in hyp_lines)
-    with atomic_output(os.path.join(job.decode_dir, f"costs.{job.index}.txt")) as out:
-        out.writelines(line + "\n" for line in cost_lines)
-    log.info("job %d done: %d frames decoded in %.2f s (%.0f frames/s)", job.index, frames, busy,
-             frames / busy if busy > 0 else 0.0)
+    outputs.write()
+    log.info("job %d done: %d frames decoded in %.2f s (%.0f frames/s)", job.index, outputs.frames, outputs.busy,
+             outputs.frames / outputs.busy if outputs.busy > 0 else 0.0)
     sweep = {weight: {utt: _words(ids, words).split() for utt, ids in hyps.items()}
-             for weight, hyps in sweep.items()}
-    return DecodeJobResult(job.index, statuses, frames, busy, sweep)
+             for weight, hyps in outputs.sweep.items()}
+    return DecodeJobResult(job.index, outputs.statuses, outputs.frames, outputs.busy, sweep)
+
+
+class _JobOutputs:
+    """What a decoding job has produced so far: statuses, frame and time counts, hypotheses, costs, and the
+    LM-weight sweep's word ids per weight."""
+
+    def __init__(self, job):
+        self.job = job
+        self.statuses, self.frames, self.busy = {}, 0, 0.0
+        self.sweep = {weight: {} for weight in job.lm_weights}
+        self.hyp_lines, self.cost_lines = [], []
+
+    def write(self):
+        """hyp.JOB.txt and costs.JOB.txt, each written whole or not at all."""
+        for name, lines in (("hyp", self.hyp_lines), ("costs", self.cost_lines)):
+            with atomic_output(os.path.join(self.job.decode_dir, f"{name}.{self.job.index}.txt")) as out:
+                out.writelines(line + "\n" for line in lines)
+
+
+def _utterance_loglikes(job, utterance_id, available, statuses, log):
+    """The utterance's log-likelihoods, or None (its status MISSING, and why logged) when there are none."""
+    if utterance_id not in available:
+        statuses[utterance_id] = MISSING
+        log.warning("%s: no log-likelihoods in %s", utterance_id, job.source.describe())
+        return None
+    try:
+        return job.source.loglikes(utterance_id)
+    except AudioError as error:
+        # Features computed on the fly: one unreadable recording costs its utterance only.
+        statuses[utterance_id] = MISSING
+        log.warning("%s: no log-likelihoods: %s", utterance_id, error)
+        return None
+
+
+def _decode_utterance(job, decoder, words, utterance_id, loglikes, outputs, lattice_writer, log):
+    start = time.monotonic()
+    result = decoder.decode(loglikes)
+    outputs.busy += time.monotonic() - start
+    outputs.statuses[utterance_id] = result.status
+    outputs.frames += result.num_frames
+    if not _has_path(result, utterance_id, job.options.decoder, log):
+        return
+    text = _words(result.words, words)
+    outputs.hyp_lines.append(f"{utterance_id} {text}".rstrip())
+    outputs.cost_lines.append(
+        f"{utterance_id} {result.status} {result.num_frames} {result.graph_cost:.4f} "
+        f"{result.acoustic_cost:.4f} {result.total_cost:.4f} {result.beam:g}"
+    )
+    log.info("%s %s (frames %d, cost per frame %.3f)", utterance_id, text, result.num_frames,
+             result.total_cost / result.num_frames)
+    if job.lm_weights and not job.make_lattices:
+        # Best paths at each weight by decoding again (the lattice decoder's sweep reads its lattice below).
+        for weight in job.lm_weights:
+            start = time.monotonic()
+            swept = decoder.decode(loglikes, acoustic_scale=1.0 / weight)
+            outputs.busy += time.monotonic() - start
+            outputs.sweep[weight][utterance_id] = swept.words if swept.status not in (FAILED, EMPTY) else []
+    if result.lattice is not None:
+        for weight in job.lm_weights:
+            best = best_path_words(result.lattice, weight)
+            outputs.sweep[weight][utterance_id] = best if best is not None else []
+        if lattice_writer is not None:
+            lattice_writer.write(utterance_id, result.lattice, attrs={"start": 0})
+
+
+def _has_path(result, utterance_id, options, log):
+    """Whether the decoder's result has words to keep; says in the log what was wrong or approximate."""
+    if result.status == EMPTY:
+        log.warning("%s: no frames; not decoded", utterance_id)
+        return False
+    if result.status == FAILED:
+        log.warning("%s: no path reached a final state at beam %g nor at retry beam %g", utterance_id,
+                    options.beam, options.effective_retry_beam)
+        return False
+    if result.status == RETRIED:
+        log.warning("%s: decoded only at the retry beam %g", utterance_id, result.beam)
+    if result.status == PARTIAL:
+        log.warning("%s: no final state reached; keeping the best partial path", utterance_id)
+    return True
 
 
 def write_best_score(data_dir, decode_dir, best, weight=None):
@@ -232,9 +263,6 @@ def write_best_score(data_dir, decode_dir, best, weight=None):
     weight None: no weight was chosen (one decode, or another decoder), so best_wer points at score/wer
     and an earlier sweep's best_lmwt is removed: it would be misread as this decode's choice.
     """
-    from asrkit.scoring import read_utt2spk, write_score_dir
-    from asrkit.scoring.report import format_wer_line
-
     utt2spk_path = os.path.join(data_dir, "utt2spk")
     utt2spk = read_utt2spk(utt2spk_path) if os.path.exists(utt2spk_path) else None
     write_score_dir(os.path.join(decode_dir, "score"), best, utt2spk=utt2spk, utt2spk_path=utt2spk_path)
@@ -252,9 +280,6 @@ def write_best_score(data_dir, decode_dir, best, weight=None):
 
 
 def _score(data_dir, graph_dir, decode_dir, options, results, result):
-    from asrkit.scoring import read_kaldi_text, score_texts, wer_lines
-    from asrkit.scoring.report import format_wer_line
-
     refs = read_kaldi_text(os.path.join(data_dir, "text"))
     words = SymbolTable.read(os.path.join(graph_dir, "words.txt"))
     oov = [word for ref_words in refs.values() for word in ref_words if word not in words]
@@ -293,8 +318,6 @@ def _score(data_dir, graph_dir, decode_dir, options, results, result):
 
 def decode_data_dir(graph_dir, model_dir, data_dir, decode_dir, source, options=None):
     """Decode every utterance of data_dir with log-likelihoods from `source`; returns DecodeResult."""
-    from asrkit.data.data_dir import DataDir
-
     options = options or DecodeOptions()
     start = time.monotonic()
     graph_dir, model_dir, data_dir = map(os.fspath, (graph_dir, model_dir, data_dir))

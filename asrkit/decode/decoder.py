@@ -20,6 +20,9 @@ import math
 
 import numpy as np
 
+from asrkit.decode import lattice_faster
+from asrkit.decode.lattice_faster import DecodingGraph
+
 OK, RETRIED, PARTIAL, FAILED, EMPTY = "ok", "retried", "partial", "failed", "empty"
 
 
@@ -74,8 +77,6 @@ class GraphDecoder:
     def graph_arrays(self):
         """The HCLG as asrkit.decode.lattice_faster.DecodingGraph, made on first use (about 1 s per 100k states)."""
         if self._arrays is None:
-            from asrkit.decode.lattice_faster import DecodingGraph
-
             self._arrays = DecodingGraph.from_fst(self.hclg)
         return self._arrays
 
@@ -100,8 +101,6 @@ class GraphDecoder:
         return reached and succeeded, (_path_costs(best) if succeeded else None), None
 
     def _decode_lattice(self, scaled, beam):
-        from asrkit.decode import lattice_faster
-
         o = self.options
         output = lattice_faster.decode(self.graph_arrays, -scaled, beam=beam, max_active=o.max_active,
                                        min_active=o.min_active, lattice_beam=o.lattice_beam)

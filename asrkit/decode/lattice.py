@@ -14,6 +14,8 @@ kaldifst.Lattice, for OpenFst's algorithms (n-best lists, shortest paths).
 
 import numpy as np
 
+from asrkit.decode.lattice_faster import best_path
+
 FINAL = -1
 
 
@@ -66,8 +68,6 @@ def best_path_words(lattice, lm_weight):
     Kaldi's score.sh does the same with lattice-scale --inv-acoustic-scale=LMWT and lattice-best-path.
     The lattice must be numbered topologically, as asrkit's decoder writes it.
     """
-    from asrkit.decode.lattice_faster import best_path
-
     if not is_topological(lattice):
         raise ValueError("the lattice's states are not numbered topologically (as asrkit's decoder writes them)")
     best = best_path(lattice, acoustic_scale=1.0 / lm_weight)

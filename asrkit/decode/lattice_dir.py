@@ -26,13 +26,21 @@ import logging
 import os
 import shutil
 
+from asrkit.data.data_dir import DataDir
+from asrkit.data.kaldi_files import write_kaldi_map
+from asrkit.data.split import subset_data_dir
+from asrkit.data.validate import validate_data_dir
 from asrkit.decode.lattice_faster import best_path
 from asrkit.decode.lm_rescore import LmCosts, rescore
+from asrkit.decode.unsupervised_selection import best_path_confidence, select
 from asrkit.decode.word_lattice import nbest, prune, word_confidences
 from asrkit.errors import AsrkitError
+from asrkit.graph.hclg import CTC_OUTPUTS, model_outputs
 from asrkit.graph.symbols import SymbolTable
+from asrkit.hmm.tree import ContextDependency
 from asrkit.io.atomic import atomic_output
 from asrkit.io.table import ShardWriter, TableReader, parse_scp, shard_config, shard_path, write_scp
+from asrkit.lm.arpa import read_arpa
 from asrkit.logs import Progress
 
 logger = logging.getLogger("asrkit.lattice")
@@ -132,8 +140,6 @@ def write_rescored(decode_dir, words_txt, old_arpa, new_arpa, out_dir, lm_weight
     as a decode dir in out_dir; see the module docstring.  With prune_beam, each lattice is first pruned
     to the paths within that beam of its best at lm_weight (Kaldi's lattice-prune before lmrescore): the
     expansion by LM history grows with the lattice's depth."""
-    from asrkit.lm.arpa import read_arpa
-
     acoustic_scale = 1.0 / lattice_lm_weight(decode_dir)  # of the input, kept by the output
     words, result = _begin(decode_dir, words_txt, out_dir, lm_weight or 1.0 / acoustic_scale)
     lm_weight = result.lm_weight
@@ -189,14 +195,6 @@ def write_selection(decode_dir, graph_dir, data_dir, out_dir, tree_path=None, lm
     import json
 
     import numpy as np
-
-    from asrkit.data.data_dir import DataDir
-    from asrkit.data.kaldi_files import write_kaldi_map
-    from asrkit.data.split import subset_data_dir
-    from asrkit.data.validate import validate_data_dir
-    from asrkit.decode.unsupervised_selection import best_path_confidence, select
-    from asrkit.graph.hclg import CTC_OUTPUTS, model_outputs
-    from asrkit.hmm.tree import ContextDependency
 
     lm_weight = lm_weight or lattice_lm_weight(decode_dir)
     words = SymbolTable.read(os.path.join(graph_dir, "words.txt"))

@@ -13,6 +13,13 @@ import shutil
 
 import numpy as np
 
+from asrkit.frontend.cmvn import CmvnStats, SPEAKER_CMVN_FILE, SpeakerCmvn
+from asrkit.graph.grammar import make_lang_lm
+from asrkit.graph.hclg import make_graph, write_monophone_model_dir
+from asrkit.graph.prepare_lang import LangOptions, prepare_lang
+from asrkit.hmm.tree import ContextDependency
+from asrkit.io.table import ShardWriter, write_scp
+
 TOY_FEATURE_DIM = 12
 
 
@@ -97,10 +104,6 @@ TOY_SENTENCES = [
 
 def build_toy_task(directory, lexicon=None, sentences=None, order=2, method="kn", sil_prob=0.5):
     """dict/, lang/ (with G.fst), lm.arpa, model/ (monophone tree) and graph/ under `directory`; returns paths."""
-    from asrkit.graph.hclg import make_graph, write_monophone_model_dir
-    from asrkit.graph.prepare_lang import LangOptions, prepare_lang
-    from asrkit.graph.grammar import make_lang_lm
-
     lexicon = lexicon or TOY_LEXICON
     sentences = sentences or TOY_SENTENCES
     paths = {name: os.path.join(directory, name) for name in ("dict", "lang", "model", "graph")}
@@ -126,10 +129,6 @@ def write_toy_corpus(root, task, num_utts=40, seed=0, feature_dim=TOY_FEATURE_DI
     `speaker_shift` on every frame (the same seed with another first_speaker: the same sentences in other
     voices).  cmvn_mean: the statistics written, as asrkit-featurize --cmvn-mean would (speaker: spk_cmvn.h5 too).
     """
-    from asrkit.frontend.cmvn import SPEAKER_CMVN_FILE, CmvnStats, SpeakerCmvn
-    from asrkit.hmm.tree import ContextDependency
-    from asrkit.io.table import ShardWriter, write_scp
-
     rng = np.random.default_rng(seed)
     tree = ContextDependency.read(os.path.join(task["model"], "tree.json"))
     pdf_of_phone = monophone_pdf_of_phone(tree)

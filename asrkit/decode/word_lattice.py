@@ -28,6 +28,7 @@ import heapq
 import numpy as np
 
 from asrkit.decode.lattice import FINAL, is_topological
+from asrkit.decode.lattice_faster import best_path_rows
 
 
 def _check(lattice):
@@ -167,8 +168,6 @@ def nbest(lattice, n, lm_weight):
 def word_confidences(lattice, lm_weight):
     """(best path's word ids, their confidences in [0, 1]) at lm_weight; None without a complete path.
     See the module docstring for what a confidence is here."""
-    from asrkit.decode.lattice_faster import best_path_rows
-
     _check(lattice)
     path = best_path_rows(lattice, acoustic_scale=1.0 / lm_weight)
     if not len(path):

@@ -15,12 +15,19 @@ correct frames, MMI's the log posterior of the reference.
 """
 
 import dataclasses
+import os
 import time
 
 import numpy as np
 
+from asrkit.decode.decoder import FAILED, GraphDecoder
 from asrkit.errors import AsrkitError
 from asrkit.examples.messages import OuterDerivatives
+from asrkit.hmm.num_pdfs import read_num_pdfs_file
+from asrkit.hmm.tree import ContextDependency
+from asrkit.nn.model_dir import load_acoustic_model
+from asrkit.sequence import criteria
+from asrkit.sequence.lattice_graph import LatticeGraph
 
 CRITERIA = ("smbr", "mmi", "mmi-fr", "bmmi")
 
@@ -77,10 +84,6 @@ class OuterDerivativeComputer:
         the MMI objective otherwise), frames, kept_frames, rejected_frames (MMI-FR), lattice_arcs,
         lattice_states, and seconds of the model, lattice and forward-backward parts.
         """
-        from asrkit.decode.decoder import FAILED
-        from asrkit.sequence import criteria
-        from asrkit.sequence.lattice_graph import LatticeGraph
-
         o = self.options
         started = time.perf_counter()
         loglikes = self.loglikes(features)
@@ -125,13 +128,6 @@ def load_outer_computer(model_dir, graph_dir, options, decoder_options):
 
     decoder_options: asrkit.decode.decoder.DecoderOptions; its acoustic scale is set to the criterion's.
     """
-    import os
-
-    from asrkit.decode.decoder import GraphDecoder
-    from asrkit.hmm.num_pdfs import read_num_pdfs_file
-    from asrkit.hmm.tree import ContextDependency
-    from asrkit.nn.model_dir import load_acoustic_model
-
     options.check()
     model = load_acoustic_model(model_dir)
     hclg = os.path.join(graph_dir, "HCLG.fst")

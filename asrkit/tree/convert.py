@@ -17,6 +17,7 @@ import numpy as np
 from asrkit.align.ali_dir import AliDir, AliJobWriter, finish_ali_dir, remove_stale_job_outputs
 from asrkit.align.viterbi import Alignment
 from asrkit.errors import AsrkitError
+from asrkit.hmm.tree import ContextDependency
 from asrkit.tree.stats import pdf_classes
 
 logger = logging.getLogger("asrkit.tree")
@@ -51,8 +52,6 @@ def convert_alignment(segments, old_pdfs, class_of_pdf, tree):
 
 def convert_ali_dir(tree_dir, ali_dir_in, ali_dir_out):
     """Write ali_dir_out: the alignments of ali_dir_in in terms of tree_dir's tree.json."""
-    from asrkit.hmm.tree import ContextDependency
-
     tree_dir = os.fspath(tree_dir)
     tree = ContextDependency.read(os.path.join(tree_dir, "tree.json"))
     source = AliDir(ali_dir_in)

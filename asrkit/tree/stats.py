@@ -19,6 +19,10 @@ import numpy as np
 
 from asrkit.align.ali_dir import AliDir
 from asrkit.errors import AsrkitError
+from asrkit.frontend.apply_cmvn import UtteranceCmvn
+from asrkit.frontend.cmvn import CmvnStats
+from asrkit.io.atomic import atomic_output
+from asrkit.io.table import TableReader
 
 logger = logging.getLogger("asrkit.tree")
 
@@ -35,8 +39,6 @@ class TreeStats:
         return self.sums.shape[1]
 
     def save(self, path):
-        from asrkit.io.atomic import atomic_output
-
         # A file object, because np.savez appends ".npz" to a name that lacks it (the temporary name does).
         with atomic_output(path, "wb") as out:
             np.savez(out, contexts=np.array(self.contexts, np.int64).reshape(-1, 4), counts=self.counts,
@@ -65,10 +67,6 @@ def segment_contexts(segments):
 
 def accumulate_tree_stats(data_dir, ali_dir, feature_dims=128):
     """TreeStats over the utterances of ali_dir that data_dir has features for."""
-    from asrkit.frontend.apply_cmvn import UtteranceCmvn
-    from asrkit.frontend.cmvn import CmvnStats
-    from asrkit.io.table import TableReader
-
     data_dir = os.fspath(data_dir)
     feats_scp, cmvn_path = os.path.join(data_dir, "feats.scp"), os.path.join(data_dir, "cmvn.h5")
     for path, fix in ((feats_scp, "asrkit-featurize"), (cmvn_path, "asrkit-featurize --compute-cmvn")):

@@ -1,4 +1,4 @@
-"""Seed 001's model parallelism (--model-parallel, asrkit.nn.pipeline) against one device: training frames/s.
+"""[Variani2017-15k]'s model parallelism (--model-parallel, asrkit.nn.pipeline) against one device: training frames/s.
 
     .venv/bin/python bench/model_parallel.py [--sizes 2x256 5x768] [--streams 64] [--unroll 20] [--steps 30]
 

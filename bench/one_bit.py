@@ -1,4 +1,4 @@
-"""1-bit SGD against full-precision all-reduce on loopback multiworker clusters (seed 003 Table 1; issue #17).
+"""1-bit SGD against full-precision all-reduce on loopback multiworker clusters ([Mohamed2015] Table 1; issue #17).
 
     .venv/bin/python bench/one_bit.py --data DATA/train --ali EXP/tree_ali [--workers 2 4] [--frames 400000]
         [--model-param num_cells=256 ...] [--work-dir DIR] [--search-every 200 --search-steps 50 --max-windows 8]

@@ -12,7 +12,7 @@ are not part of it.
 Trainer: the sequence step (asrkit.train.steps.SequenceSteps: L_AUX with the
 servers' sparse derivatives) next to the CE step (Steps.truncated) of the
 same network at the same b x u, alternated round by round (this machine's
-speed drifts), with the medians compared (seed 000: a sequence step costs
+speed drifts), with the medians compared ([Variani2017]: a sequence step costs
 about 2x a CE step on GPUs, where its lattice work is elsewhere).
 
 From the two: example servers per trainer for t_session >= 0.9 = the frames/s

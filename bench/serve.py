@@ -9,7 +9,7 @@
    clean and with the recipe's noise styles (egs/voicesearch/conf/noise_styles.json).
    Frames/s over wall time once the first message arrived, frames per CPU-second of the
    server (from /proc), and audio seconds served per wall second.
-3. t_session (seed 004: share of wall time inside the TF step) of the recipe model
+3. t_session ([Kim2019]: share of wall time inside the TF step) of the recipe model
    (2xLSTM(256), --pdfs outputs, b=64, u=20) trained in-process and with local:N servers
    featurizing on the fly (clean and noisified).
 

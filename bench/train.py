@@ -40,7 +40,7 @@ Sections (all in one run, each can be left out):
    outputs; the recipe's final model, the windowed BLSTM 6+5+6 with 2 x 192 cells a direction, 41 outputs,
    b=32, u=20 (egs/voicesearch);
 3. the recipe LSTM's window in two halves of time (asrkit's default) against one piece;
-4. the frames/s table of the recipe LSTM for b in 64..512 x u in 10, 20, 40 (seed 001 Figure 3).
+4. the frames/s table of the recipe LSTM for b in 64..512 x u in 10, 20, 40 ([Variani2017-15k] Figure 3).
 
 Usage:
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Seed 003's frame grouping, measured: frames/s and memory of the windowed BLSTM at T+1+T against T+G+T,
+"""[Mohamed2015]'s frame grouping, measured: frames/s and memory of the windowed BLSTM at T+1+T against T+G+T,
 and against the recipe's LSTM, in one run.
 
 For each configuration, side by side (timed in alternation, medians of --steps rounds, as bench/train.py

@@ -9,7 +9,7 @@
 #   nj                    parallel jobs;  cpu_cmd, gpu_cmd: launchers (cmd.sh) with their threads
 #   overwrite             true retrains from scratch (--no-resume) instead of resuming
 #   train_options         asrkit-train-ce options of every CE training (conf/train_ce.conf, streams)
-#   am                    the acoustic network, lstm (seed 000) or wblstm (seed 003's windowed BLSTM):
+#   am                    the acoustic network, lstm ([Variani2017]) or wblstm ([Mohamed2015]'s windowed BLSTM):
 #                         its models are exp/${am}_ce, ${am}_ce_ali, ${am}_smbr, ${am}_ce_clean
 #   mono_model, ce_model  the monophone DNN's and the acoustic network's --model/--model-param options
 #   mono_epochs, ce_epochs, num_leaves, streams, seq_steps, snapshot_every
@@ -125,8 +125,8 @@ train_ivectors() {
 use_ivectors() { ivector_options=(--online-ivector-dir "$exp/ivectors_train"); }
 
 # ce_model_options CELLS: asrkit-train-ce's --model options of the acoustic network $am, two layers of
-# CELLS cells.  wblstm (seed 003) is bidirectional with half the cells per direction, over a 6+5+6
-# window: at the recipes' 30 ms frames, 180 ms of context either side of groups of 150 ms (seed 003's
+# CELLS cells.  wblstm ([Mohamed2015]) is bidirectional with half the cells per direction, over a 6+5+6
+# window: at the recipes' 30 ms frames, 180 ms of context either side of groups of 150 ms ([Mohamed2015]'s
 # 20+8+20 at 10 ms frames is 200 ms either side of 80 ms); a group of 5 divides the recipes' --unroll
 # 20.  Clean-only CE on voicesearch, same data and schedule: 8+4+8 test 18.75% at 5,574 frames/s, 6+6+6
 # 18.14% at 7,149 (egs/voicesearch/RESULTS).
@@ -165,9 +165,9 @@ flat_start() {
 }
 
 # train_tree_and_ce STAGE: the decision tree on exp/mono_ali3, its alignments, and the acoustic
-# network's multi-style CE training (seed 000): an example server noisifies (noise_styles, a new style
+# network's multi-style CE training ([Variani2017]): an example server noisifies (noise_styles, a new style
 # each epoch) and featurizes every utterance on the fly and streams it to the trainer -> exp/${am}_ce;
-# then the realignment with it -> exp/${am}_ce_ali (where seed 003's "+ realign" starts).
+# then the realignment with it -> exp/${am}_ce_ali (where [Mohamed2015]'s "+ realign" starts).
 # With ce_from_clean=true the clean-only model (train_ce_clean) is trained first and the multi-style
 # training continues it for multi_style_epochs at ce_finetune_lr, the rate halving twice.
 ce_from_clean=false
@@ -197,7 +197,7 @@ train_ce_clean() {
       "${ivector_options[@]}" "$data/train" "$exp/tree_ali" "$exp/${am}_ce_clean"
 }
 
-# train_smbr STAGE: the bigram graph, and sMBR sequence training of ${am}_ce (seed 000 section 3) with
+# train_smbr STAGE: the bigram graph, and sMBR sequence training of ${am}_ce ([Variani2017] section 3) with
 # two seq-mode example servers that noisify (noise_styles), featurize, generate lattices with the
 # newest model snapshot and compute the outer derivatives; the trainer applies them -> exp/${am}_smbr.
 # The numerator is exp/$smbr_alignments (a recipe may take ${am}_ce_ali, the CE model's own realignment,
@@ -295,7 +295,7 @@ decode_tuned_first() {
 
 # rescore_lm MODEL GRAPH_MODEL STAGE ARPA: the lattices of the first entry of tuned_sets (decode_tuned with
 # write_lattices=true) rescored from the decoding LM (data/local/lm/test.arpa) to ARPA at the LM weight
-# chosen on dev (seed 003 section 5.1: a larger LM over the first pass's lattices) -> exp/MODEL/
+# chosen on dev ([Mohamed2015] section 5.1: a larger LM over the first pass's lattices) -> exp/MODEL/
 # decode_SET_rescored, scored (its best_wer puts a SET_rescored column in RESULTS).
 rescore_prune_beam=4  # each lattice pruned to this beam first (its depth sets the expansion's cost)
 rescore_lm() {
@@ -369,7 +369,7 @@ pocketsphinx_decode() {
       "$data/local/lm/test.arpa" "$3"
 }
 
-# unsupervised_demo STAGE: seed 002's training on untranscribed audio (section 3), shown on the training set.
+# unsupervised_demo STAGE: [McDermott2014]'s training on untranscribed audio (section 3), shown on the training set.
 # unsup_fraction of train's utterances, drawn at random, lose their transcripts -> data/train_unsup (the
 # transcripts go to data/local/train_unsup_hidden.text, read only to score the selection); the rest ->
 # data/train_sup.

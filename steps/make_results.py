@@ -8,7 +8,7 @@ Reads every <exp-dir>/<model>/decode_<set>/best_wer (asrkit-decode's) and
 asrkit-train-seq's), and prints the WER lines as Kaldi's RESULTS files do, a
 model x test-set table with sMBR's relative change over CE and multi-style's
 over clean-only CE, the training speed of each model, and the unrolling
-comparison of stage 11 (exp/unroll_b<B>_u<U>, exp/unroll_full; seed 001's
+comparison of stage 11 (exp/unroll_b<B>_u<U>, exp/unroll_full; [Variani2017-15k]'s
 Tables 1 and 2) with each run's time to convergence: the wall time of the first
 validation whose held-out frame accuracy is within CONVERGED_WITHIN of the
 run's best.  The pocketsphinx baseline (exp/pocketsphinx/decode_*, written by
@@ -39,11 +39,11 @@ ROLES = {
     "ce": "multi-style CE (example server noisifying on the fly)",
     "ce_clean": "clean-only CE ({network}_ce's network and schedule, clean features in-process)",
     "smbr": "sMBR from {network}_ce (seq-mode example servers, lattices on the fly)",
-    "ce_clean_nojitter": "{network}_ce_clean without seed 003's jitter (utterances start on group boundaries)",
-    "sup": "clean-only CE on the transcribed half of the training set (seed 002's demonstration)",
+    "ce_clean_nojitter": "{network}_ce_clean without [Mohamed2015]'s jitter (utterances start on group boundaries)",
+    "sup": "clean-only CE on the transcribed half of the training set ([McDermott2014]'s demonstration)",
     "semisup": "{network}_sup's training on its half and the most confident hypotheses of the untranscribed half",
-    "g1": "clean-only CE at seed 003's 20+1+20 (the recipe's cells and layers, the unrolling comparison's subset)",
-    "g8": "clean-only CE at seed 003's 20+8+20 (the recipe's cells and layers, the unrolling comparison's subset)",
+    "g1": "clean-only CE at [Mohamed2015]'s 20+1+20 (the recipe's cells and layers, the unrolling comparison's subset)",
+    "g8": "clean-only CE at [Mohamed2015]'s 20+8+20 (the recipe's cells and layers, the unrolling comparison's subset)",
     "ctc": "CTC over phones and a blank ({network}_ce_clean's network, features and epochs; whole utterances; "
            "graph with the CTC topology)",
 }
@@ -98,7 +98,7 @@ def comparisons(wers):
         pairs.append((f"{network}_sup", f"{network}_semisup",
                       f"untranscribed data: with the selected hypotheses relative to without{suffix}", ""))
         pairs.append((f"{network}_g1", f"{network}_g8", f"20+8+20 relative to 20+1+20{suffix}",
-                      " (seed 003 Table 5: +13% on Hub5'00 without jitter, -1% with it)"))
+                      " ([Mohamed2015] Table 5: +13% on Hub5'00 without jitter, -1% with it)"))
         pairs.append((f"{network}_ce_clean", f"{network}_ctc", f"CTC relative to the clean-only CE hybrid{suffix}",
                       ""))
     for role in ROLES:
@@ -252,7 +252,7 @@ def write_unrolling(out, exp_dir, wers):
     if not rows:
         return
     data = first_config["data"]
-    out.write(f"\n# Truncated vs full unrolling (seed 001 Tables 1 and 2): clean features, "
+    out.write(f"\n# Truncated vs full unrolling ([Variani2017-15k] Tables 1 and 2): clean features, "
               f"{data['train_utterances']} training utterances ({data['train_frames']} frames), "
               f"the same network, optimiser and epochs;\n# converged = first validation (every "
               f"{first_config['train']['valid_every']} steps) within {CONVERGED_WITHIN} of the run's best "
@@ -308,7 +308,7 @@ def main():
             out.write(f"# lattice rescoring with the 4-gram ({model}, the LM weight chosen on dev): " + ", ".join(
                 f"{base} {wers[model][base][0]:.2f} -> {wers[model][after][0]:.2f} "
                 f"({relative(wers[model][base][0], wers[model][after][0]):+.1f}%)" for base, after in rescored)
-                + " (seed 003: -3% with a larger LM)\n")
+                + " ([Mohamed2015]: -3% with a larger LM)\n")
     for model in sorted(wers):
         selection = os.path.join(args.exp_dir, model, "selection", "score", "wer")
         if os.path.exists(selection):

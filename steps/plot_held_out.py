@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Held-out frame accuracy against training epochs for several runs in one plot (seed 003's Figure 2).
+"""Held-out frame accuracy against training epochs for several runs in one plot ([Mohamed2015]'s Figure 2).
 
     steps/plot_held_out.py <out.png> <label>=<exp-dir> [<label>=<exp-dir> ...]
 

@@ -1,6 +1,6 @@
 """Vocal tract length perturbation (VTLP) by bilinear frequency warping, with resynthesis to a waveform.
 
-Seed 004, equation (1): a component at discrete-time frequency w moves to
+[Kim2019], equation (1): a component at discrete-time frequency w moves to
 
     w' = w + 2 atan((1 - alpha) sin(w) / (1 - (1 - alpha) cos(w)))
 
@@ -40,7 +40,7 @@ OVERLAP = 2
 
 
 def bilinear_warp(frequencies, alpha):
-    """Seed 004 eq. (1): output frequency (radians per sample) of input `frequencies` for warp factor alpha."""
+    """[Kim2019] eq. (1): output frequency (radians per sample) of input `frequencies` for warp factor alpha."""
     coefficient = 1.0 - alpha
     return frequencies + 2.0 * np.arctan(coefficient * np.sin(frequencies) / (1.0 - coefficient * np.cos(frequencies)))
 

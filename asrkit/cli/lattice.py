@@ -114,7 +114,7 @@ def rescore(graph_dir, decode_dir, out_dir, lm_weight, old_lm, new_lm, lm_scale,
 @asrkit_command(f"{COMMAND} select")
 def select(graph_dir, decode_dir, data_dir, out_dir, lm_weight, tree_path, max_per_text, hours, max_utts,
            min_confidence):
-    """Untranscribed utterances to train on (seed 002): DATA_DIR's utterances, decoded into DECODE_DIR with
+    """Untranscribed utterances to train on ([McDermott2014]): DATA_DIR's utterances, decoded into DECODE_DIR with
     lattices, scored by the mean lattice posterior of the best path's pdf over its non-silence frames; at most
     --max-per-text per hypothesis, the most confident first up to --hours / --max-utts -> the data dir OUT_DIR
     with the best paths as text and OUT_DIR/utt2confidence."""

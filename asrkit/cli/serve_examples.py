@@ -55,7 +55,7 @@ def _watch_parent(server, logger):
               help="Serve utterances r, r+R, r+2R, ... (1-based) of the sorted utterance list.")
 @click.option("--seed", default=1, type=int, help="Seed of the epoch orders and of the noisification.")
 @click.option("--randomisation", type=click.Choice(["shuffle", "rolling"]), default="shuffle", show_default=True,
-              help="Epoch order: a permutation of the shard, or seed 003's rolling window over blocks of "
+              help="Epoch order: a permutation of the shard, or [Mohamed2015]'s rolling window over blocks of "
               "--rolling-block-utts consecutive utterances (asrkit.examples.randomisation).")
 @click.option("--rolling-block-utts", default=450, show_default=True, type=click.IntRange(min=1),
               help="Rolling randomisation: utterances per block.")

@@ -105,8 +105,8 @@ def strategy_options(note=""):
 @click.argument("ali_dir", type=click.Path(exists=True, file_okay=False))
 @click.argument("exp_dir", type=click.Path(file_okay=False))
 @click.option("--model", default="recipe", type=click.Choice(_model_choices()),
-              help="Model config (asrkit.nn.registry): recipe = 2xLSTM(256), lstm5x600/768/1024 as in seed 000, "
-                   "dnn as in seed 002 (26 frames, 4x1024); lstm is the LSTM class with its defaults.")
+              help="Model config (asrkit.nn.registry): recipe = 2xLSTM(256), lstm5x600/768/1024 as in [Variani2017], "
+                   "dnn as in [McDermott2014] (26 frames, 4x1024); lstm is the LSTM class with its defaults.")
 @click.option("--model-param", "model_params", multiple=True, metavar="NAME=VALUE",
               help="Change a model hyperparameter, e.g. --model-param num_cells=512 --model-param projection_dim=256 "
                    "--model-param label_delay=5 (--print-config lists them).")

@@ -1,6 +1,6 @@
-"""Choosing untranscribed utterances to train on, by the confidence of their decoding (seed 002, section 3).
+"""Choosing untranscribed utterances to train on, by the confidence of their decoding ([McDermott2014], section 3).
 
-Seed 002 trained on 20,000 hours of untranscribed voice-search audio: each utterance was redecoded
+[McDermott2014] trained on 20,000 hours of untranscribed voice-search audio: each utterance was redecoded
 with generous beams, scored by its average frame posterior excluding silence, at most 50 utterances
 were kept per transcription (for phonetic diversity), and the most confident were taken up to the
 target amount.  Here the lattices come from asrkit-decode --write-lattices (asrkit's state-level

@@ -13,7 +13,7 @@ import numpy as np
 
 @dataclasses.dataclass
 class OuterDerivatives:
-    """Sequence training's per-frame payload of one utterance (asrkit.sequence, seed 000 eq. 2).
+    """Sequence training's per-frame payload of one utterance (asrkit.sequence, [Variani2017] eq. 2).
 
     w(t, k) for the pdfs k kept at frame t, as a padded [T, M] pair: row t holds
     that frame's pdfs and values, padded with value 0 (pdf 0) to the utterance's

@@ -1,9 +1,9 @@
-"""The order training utterances come in each epoch: a full shuffle, or seed 003's rolling-window randomisation.
+"""The order training utterances come in each epoch: a full shuffle, or [Mohamed2015]'s rolling-window randomisation.
 
 `shuffle` is a permutation of the whole list: every utterance may come from
 anywhere on disk, which is what a set that fits in the page cache can afford.
 
-`rolling` (seed 003 section 3.1) reads the data as blocks of `block_utts`
+`rolling` ([Mohamed2015] section 3.1) reads the data as blocks of `block_utts`
 utterances that lie together in the stored order (a shard's, on disk), the
 blocks in a random order, through a rolling window of `window_blocks` blocks:
 each block, when it enters the window, is shuffled and dealt into

@@ -1,4 +1,4 @@
-"""Mean and variance normalisation statistics (DESIGN.md section 2).
+"""Mean and variance normalisation statistics (docs/design.md).
 
 Statistics are sums (count, sum, sum of squares, in float64) so that the
 statistics of parallel jobs add up exactly; mean and standard deviation are

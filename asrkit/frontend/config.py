@@ -1,6 +1,6 @@
 """Feature configuration: every option declared once, with its default and what it means.
 
-The defaults are the papers' front end (DESIGN.md section 2): 32 ms windows
+The defaults are the papers' front end (docs/design.md): 32 ms windows
 every 10 ms, a 512-point FFT, 128 mel bands from 125 Hz, log compression, then
 four frames stacked and every third kept, giving 480-dimensional frames every
 30 ms.  Where an option also exists in Kaldi's fbank it has Kaldi's meaning and

@@ -16,7 +16,7 @@ CONFIGS = {
     "wblstm6x512": ("wblstm", {"num_layers": 6, "num_cells": 512}),
 }
 # Each class is also a config of its own defaults, unless a named config already has its name
-# ("dnn" is seed 002's network, not the class defaults).
+# ("dnn" is [McDermott2014]'s network, not the class defaults).
 CONFIGS.update({name: (name, {}) for name in CLASS_NAMES if name not in CONFIGS})
 
 

@@ -1,4 +1,4 @@
-"""Feed-forward DNN of seed 002 ("CxF:LxN:O": C context frames of F features, L ReLU layers of N units,
+"""Feed-forward DNN of [McDermott2014] ("CxF:LxN:O": C context frames of F features, L ReLU layers of N units,
 O outputs), written so that it streams like the LSTM.
 
 The input of frame t is the C frames t-C+1 .. t (past context only).  With a

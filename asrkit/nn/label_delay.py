@@ -1,4 +1,4 @@
-"""Label delay (seed 000: 5 frames) that never crosses an utterance boundary.
+"""Label delay ([Variani2017]: 5 frames) that never crosses an utterance boundary.
 
 With a delay of d the network's output at frame t is trained on the label of
 frame t - d, so it has seen d frames of right context when it decides.  Inside

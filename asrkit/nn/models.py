@@ -25,7 +25,7 @@ tf = import_tensorflow()
 
 def _common_params(params):
     params.define("label_delay", 5, "Frames by which the target labels are delayed, so the network sees that "
-                  "much future context (seed 000: 5).  Never crosses an utterance boundary; see "
+                  "much future context ([Variani2017]: 5).  Never crosses an utterance boundary; see "
                   "asrkit.nn.label_delay.")
     params.define("seed", 1, "Seed of the weight initialisation.")
     return params
@@ -72,7 +72,7 @@ class AcousticNet(tf.Module):
 
 
 class StackedLstm(AcousticNet):
-    """num_layers LSTM(P) layers, then a softmax over pdfs (seed 000: 5xLSTM(768), 8192 pdfs)."""
+    """num_layers LSTM(P) layers, then a softmax over pdfs ([Variani2017]: 5xLSTM(768), 8192 pdfs)."""
 
     registry_name = "lstm"
 
@@ -101,7 +101,7 @@ class StackedLstm(AcousticNet):
         self.split_window = True  # window_time_major in two halves of time (False: in one piece, for comparison)
 
     def place_layers(self, devices):
-        """Train with layer l on devices[l], the layers pipelined over the window's steps (seed 001's model
+        """Train with layer l on devices[l], the layers pipelined over the window's steps ([Variani2017-15k]'s model
         parallelism); None: everything where TensorFlow puts it."""
         if devices is not None and len(devices) != len(self.layers):
             raise ValueError(f"{len(self.layers)} layers need {len(self.layers)} devices, got {len(devices)}")
@@ -148,14 +148,14 @@ class StackedLstm(AcousticNet):
 
 
 class ContextDnn(AcousticNet):
-    """Feed-forward ReLU DNN over a window of past frames (seed 002's CxF:LxN:O), streaming state."""
+    """Feed-forward ReLU DNN over a window of past frames ([McDermott2014]'s CxF:LxN:O), streaming state."""
 
     registry_name = "dnn"
 
     @classmethod
     def params(cls):
         params = Params()
-        params.define("spec", "", "Seed 002's 'CxF:LxN:O' string (F and O may be * for the data's); when set it "
+        params.define("spec", "", "[McDermott2014]'s 'CxF:LxN:O' string (F and O may be * for the data's); when set it "
                       "overrides context_frames, num_layers and num_units, and F and O are checked.")
         params.define("context_frames", 11, "Frames in the input window: the current one and the ones before it "
                       "(with label_delay d the network also sees d frames after the labelled one).")

@@ -1,4 +1,4 @@
-"""Seed 001's model parallelism (section 2.2, Figure 2): each LSTM layer on its own device, pipelined over time.
+"""[Variani2017-15k]'s model parallelism (section 2.2, Figure 2): each LSTM layer on its own device, pipelined over time.
 
     devices = layer_devices(num_layers)        # before TensorFlow runs any op
     net.place_layers(devices)                  # asrkit.nn.models.StackedLstm

@@ -8,15 +8,15 @@ Configs:
 | config     | network                                   | source                      |
 |------------|-------------------------------------------|-----------------------------|
 | recipe     | 2 x LSTM(256)                             | small default for recipes   |
-| lstm5x600  | 5 x LSTM(600)                             | seed 000/001, Table 1 and 3 |
-| lstm5x768  | 5 x LSTM(768)                             | seed 000/001, Table 2 and 3 |
-| lstm5x1024 | 5 x LSTM(1024)                            | seed 000/001, Table 3       |
-| dnn        | 26 frames, 4 x 1024 ReLU                  | seed 002 (is-IS: 26x40:4x1024) |
-| wblstm     | 20+8+20 window, 2 x BLSTM(128 per direction) | seed 003's network at recipe size |
-| wblstm6x512 | 20+8+20 window, 6 x BLSTM(512 per direction) | seed 003, Tables 3-6        |
+| lstm5x600  | 5 x LSTM(600)                             | [Variani2017] and [Variani2017-15k], Table 1 and 3 |
+| lstm5x768  | 5 x LSTM(768)                             | [Variani2017] and [Variani2017-15k], Table 2 and 3 |
+| lstm5x1024 | 5 x LSTM(1024)                            | [Variani2017] and [Variani2017-15k], Table 3       |
+| dnn        | 26 frames, 4 x 1024 ReLU                  | [McDermott2014] (is-IS: 26x40:4x1024) |
+| wblstm     | 20+8+20 window, 2 x BLSTM(128 per direction) | [Mohamed2015]'s network at recipe size |
+| wblstm6x512 | 20+8+20 window, 6 x BLSTM(512 per direction) | [Mohamed2015], Tables 3-6        |
 
 Every class is also a config of its own defaults ("lstm"), except where a named
-config has its name ("dnn" is seed 002's network).
+config has its name ("dnn" is [McDermott2014]'s network).
 The effective hyperparameters (`model_config(...)`) are a plain dict
 {"name": class name, "config": config name, "params": {...}}, the form written
 to `<exp-dir>/config.json` and to an exported model's `model.json`.

@@ -1,4 +1,4 @@
-"""Seed 003's windowed bidirectional LSTM with frame grouping, written so that it streams like the LSTM.
+"""[Mohamed2015]'s windowed bidirectional LSTM with frame grouping, written so that it streams like the LSTM.
 
 The network predicts G consecutive frames ("T+G+T", the paper's 20+8+20) from one window of
 2T+G input frames: T frames of context left of the group, the G frames, T frames right of it.
@@ -99,14 +99,14 @@ class WindowedBlstm(AcousticNet):
     @classmethod
     def params(cls):
         params = Params()
-        params.define("context", 20, "T: context frames on each side of the group (seed 003: 20).  It is also "
+        params.define("context", 20, "T: context frames on each side of the group ([Mohamed2015]: 20).  It is also "
                       "the label delay.")
-        params.define("group", 8, "G: consecutive frames predicted from one window (seed 003: 8, or 1 for "
+        params.define("group", 8, "G: consecutive frames predicted from one window ([Mohamed2015]: 8, or 1 for "
                       "20+1+20).  At most context+1; truncated training needs --unroll a multiple of it.")
         params.define("num_layers", 2, "Bidirectional LSTM layers.")
         params.define("num_cells", 128, "Cells per direction and layer.")
         params.define("forget_bias", 1.0, "Initial bias of the forget gates.")
-        params.define("mixture_softmax", False, "Seed 003's mixture of softmaxes (equation 1) over the 2T+1 "
+        params.define("mixture_softmax", False, "[Mohamed2015]'s mixture of softmaxes (equation 1) over the 2T+1 "
                       "positions around each frame, instead of the softmax of the frame's own position.")
         params.define("seed", 1, "Seed of the weight initialisation.")
         return params

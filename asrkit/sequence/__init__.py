@@ -3,7 +3,7 @@
 lattice_graph turns a decoder's raw lattice into arrays scheduled by level,
 forward_backward runs the log and expectation semirings over them, and
 criteria computes objectives and the sparse outer derivatives w(t, k) that
-the example servers ship to the trainers (DESIGN.md section 5).
+the example servers ship to the trainers (docs/design.md).
 """
 
 from asrkit.sequence.criteria import (

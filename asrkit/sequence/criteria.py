@@ -2,15 +2,15 @@
 
 Every criterion returns its objective (to maximise) and its outer derivatives
 w(t, k) = d objective / d loglikes[t, k], the per-frame weights that the
-trainer chains with the network (seed 002, section 2.4): raising
+trainer chains with the network ([McDermott2014], section 2.4): raising
 sum_t sum_k w(t, k) * log p(k | x_t) raises the objective.  Derivatives are
 sparse: a frame only has entries for the pdfs its lattice arcs (and, for MMI,
 its reference) carry.
 
   sMBR  objective = expected state-level accuracy of the lattice's paths,
-        w(t, k) = kappa * gamma(t, k) * (A(t, k) - A_avg)          (seed 002 eq. 11)
+        w(t, k) = kappa * gamma(t, k) * (A(t, k) - A_avg)          ([McDermott2014] eq. 11)
   MMI   objective = log p(reference) - log sum_paths p(path),
-        w(t, k) = kappa * (gamma_num(t, k) - gamma_den(t, k))       (seed 002 eq. 9, as a gradient)
+        w(t, k) = kappa * (gamma_num(t, k) - gamma_den(t, k))       ([McDermott2014] eq. 9, as a gradient)
 
 kappa is the acoustic scale.  The MMI numerator is the reference alignment as a
 single path scored kappa * sum_t loglikes[t, ref_t]; its graph (LM and
@@ -174,7 +174,7 @@ def minimum_posterior_filter(derivatives, threshold):
 
     Where numerator and denominator (or a state's accuracy and the average)
     cancel, a frame's derivatives are all near zero and only cost bandwidth and
-    trainer time; seed 002 finds 85-90% of sMBR frames are like that.  A kept
+    trainer time; [McDermott2014] finds 85-90% of sMBR frames are like that.  A kept
     frame keeps all of its entries, so its derivatives still sum to zero.
     """
     keep = derivatives.frame_max_abs() >= threshold

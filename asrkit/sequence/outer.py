@@ -1,4 +1,4 @@
-"""Outer derivatives of one utterance, as an example server computes them (seed 000 section 3, seed 002 section 2).
+"""Outer derivatives of one utterance, as an example server computes them ([Variani2017] section 3, [McDermott2014] section 2).
 
     model snapshot theta' -> log-likelihoods over the whole utterance (one dynamic unroll)
       -> lattice with the bigram HCLG (asrkit.decode.lattice_faster)

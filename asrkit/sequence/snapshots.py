@@ -1,4 +1,4 @@
-"""Model snapshots theta' that sequence training publishes and the example servers read (seed 000 section 3).
+"""Model snapshots theta' that sequence training publishes and the example servers read ([Variani2017] section 3).
 
 The trainer exports its live network every `--snapshot-every` steps as an
 ordinary model dir (asrkit.nn.model_dir, written in a temporary directory and

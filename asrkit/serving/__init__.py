@@ -1,4 +1,4 @@
-"""Example servers (DESIGN.md section 5): featurize and noisify on CPUs, stream examples to trainers.
+"""Example servers (docs/design.md): featurize and noisify on CPUs, stream examples to trainers.
 
 - wire: the message format (SequenceExample per utterance; the handshake fields)
 - producer: one example from audio (or a feats table), CMVN and alignments

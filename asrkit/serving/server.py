@@ -3,7 +3,7 @@
 Shard r of R (1-based, like Kaldi's JOB) is every R-th utterance of the
 C-sorted list starting at the r-th: strided rather than contiguous, so every
 shard holds utterances of every speaker.  Epoch e serves the shard in an order
-drawn from (seed, r, e): a permutation, or seed 003's rolling-window
+drawn from (seed, r, e): a permutation, or [Mohamed2015]'s rolling-window
 randomisation (asrkit.examples.randomisation); the noisifier's seed changes with
 the epoch too, so an utterance gets a new style each pass.
 

@@ -33,7 +33,7 @@ class Batch:
 
 
 class PaddingStats:
-    """Average padding ratio (APR, seed 000 Table 1/2): mean and standard deviation over steps."""
+    """Average padding ratio (APR, [Variani2017] Table 1/2): mean and standard deviation over steps."""
 
     def __init__(self):
         self.count = 0

@@ -1,4 +1,4 @@
-"""Full unrolling with length bucketing (seed 000's alternative to truncated unrolling).
+"""Full unrolling with length bucketing ([Variani2017]'s alternative to truncated unrolling).
 
 Each batch row is one whole utterance (after label delay, asrkit.nn.label_delay),
 padded with mask 0 to the longest utterance of its batch.  Utterances go to the

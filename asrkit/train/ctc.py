@@ -1,4 +1,4 @@
-"""Connectionist temporal classification (seeds 000 and 001, section 3): `asrkit-train-ce --criterion ctc`.
+"""Connectionist temporal classification ([Variani2017] and [Variani2017-15k], section 3): `asrkit-train-ce --criterion ctc`.
 
 The network's outputs are phones plus a blank: output k is phone id k of the
 alignment dir's phones.txt, and output 0 (phones.txt's <eps>) is the blank, so

@@ -33,7 +33,7 @@ from asrkit.io.table import TableReader
 class TableExamples:
     """Examples read from a feats table and an ali table, epoch after epoch in a seeded shuffled order.
 
-    The order of epoch e is drawn from (seed, e) alone (a permutation, or seed 003's rolling-window
+    The order of epoch e is drawn from (seed, e) alone (a permutation, or [Mohamed2015]'s rolling-window
     randomisation: asrkit.examples.randomisation), so a position (epoch, index) is all the state a
     resumed run needs.
     """

@@ -1,6 +1,6 @@
 """Training metrics over a logging interval, written to the log and to TensorBoard.
 
-t_session (seed 004) is the share of wall time the trainer spent inside the TF
+t_session ([Kim2019]) is the share of wall time the trainer spent inside the TF
 step; the rest is waiting for input (and logging).  frames/s counts real
 frames, not padding.  APR is the average padding ratio of the steps.
 """

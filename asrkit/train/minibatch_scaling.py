@@ -1,4 +1,4 @@
-"""Automatic minibatch-size scaling (seed 003, section 3.2): at intervals, the largest minibatch that trains as well.
+"""Automatic minibatch-size scaling ([Mohamed2015], section 3.2): at intervals, the largest minibatch that trains as well.
 
 A minibatch here is `windows` consecutive training windows (b streams x u frames each in truncated mode, one
 length bucket's batch in full mode) whose gradients are summed before one optimizer update; under

@@ -1,4 +1,4 @@
-"""1-bit SGD with error feedback (Seide et al. 2014; seed 003 section 3.2): data-parallel workers exchange
+"""1-bit SGD with error feedback (Seide et al. 2014; [Mohamed2015] section 3.2): data-parallel workers exchange
 each gradient value as one bit.
 
 Each worker adds the quantisation error it kept from its previous step to its new gradient (error

@@ -8,8 +8,8 @@ variable's update is one of TensorFlow's fused kernels (ResourceApplyAdagradV2,
 pass over the variable and its slots, where the same formula as separate ops
 takes five or six (at the paper's 28 M parameters, tens of milliseconds a step).
 
-- Adagrad (seeds 002/003, the default): acc += g^2; w -= lr * g / (sqrt(acc) + eps)
-- Adam (seed 004): bias-corrected first and second moments
+- Adagrad ([McDermott2014] and [Mohamed2015], the default): acc += g^2; w -= lr * g / (sqrt(acc) + eps)
+- Adam ([Kim2019]): bias-corrected first and second moments
 - SGD: with optional (heavy-ball) momentum
 
 `apply(..., windows=k)` is one update for k training windows' gradients at once (automatic

@@ -25,26 +25,26 @@ def train_params():
     p = Params()
     p.define("mode", "truncated", "Batching: 'truncated' (b streams of back-to-back utterances, u frames a step, "
              "state saved across steps) or 'full' (whole utterances, length buckets).")
-    p.define("num_streams", 64, "b: parallel streams (truncated mode); seed 000 used 256.")
-    p.define("unroll", 20, "u: frames per stream and step (truncated mode); seed 000 used 20.")
+    p.define("num_streams", 64, "b: parallel streams (truncated mode); [Variani2017] used 256.")
+    p.define("unroll", 20, "u: frames per stream and step (truncated mode); [Variani2017] used 20.")
     p.define("bucket_bounds", "50,100,150,200,300,400,600,800", "Full mode: upper bounds of the length buckets, in "
              "frames (after label delay); longer utterances are skipped and counted.")
     p.define("frames_per_batch", 5120, "Full mode: frames per batch (batch size = this // bucket bound); also the "
              "validation batch size.")
-    p.define("optimizer", "adagrad", "adagrad (seeds 002/003), adam (seed 004) or sgd.")
+    p.define("optimizer", "adagrad", "adagrad ([McDermott2014] and [Mohamed2015]), adam ([Kim2019]) or sgd.")
     p.define("learning_rate", 0.05, "Initial learning rate (0.05 suits Adagrad; Adam wants about 1e-3).")
     p.define("lr_schedule", "constant", "constant, or exponential: lr * lr_decay_rate ** (step / lr_decay_steps).")
     p.define("lr_decay_rate", 0.5, "Exponential schedule: factor per lr_decay_steps.")
     p.define("lr_decay_steps", 10000, "Exponential schedule: steps per lr_decay_rate factor.")
     p.define("warmup_steps", 0, "Linear learning-rate warm-up over this many steps (0: none).")
     p.define("clip_norm", 5.0, "Clip the gradients to this global norm (0: no clipping).")
-    p.define("gradient_quantization", "none", "none, or 1bit: 1-bit SGD with error feedback (seed 003 section "
+    p.define("gradient_quantization", "none", "none, or 1bit: 1-bit SGD with error feedback ([Mohamed2015] section "
              "3.2): the replicas of --strategy multiworker exchange one bit per gradient value plus two means "
              "per column, and each keeps its quantisation error for its next step.")
     p.define("group_jitter", True, "Windowed models (wblstm): utterances start anywhere in their stream, so a frame's "
-             "place in its group changes from epoch to epoch (seed 003's jitter training); off: each starts on a "
+             "place in its group changes from epoch to epoch ([Mohamed2015]'s jitter training); off: each starts on a "
              "group boundary after padding, the same place every epoch.")
-    p.define("minibatch_search_every", 0, "Automatic minibatch-size scaling (seed 003 section 3.2; "
+    p.define("minibatch_search_every", 0, "Automatic minibatch-size scaling ([Mohamed2015] section 3.2; "
              "asrkit.train.minibatch_scaling): every this many steps, try minibatches of 1, 2, 4, ... windows an "
              "update on the upcoming windows and keep the largest that trains as well as one (0: off, one window "
              "an update). Under --strategy multiworker a window an update is an exchange of gradients.")
@@ -53,7 +53,7 @@ def train_params():
     p.define("max_minibatch_windows", 8, "Minibatch search: the largest minibatch tried, in windows.")
     p.define("minibatch_search_margin", 0.01, "Minibatch search: a size is kept while its training loss on the "
              "tried windows is within this share of one window's.")
-    p.define("model_parallel", False, "Seed 001's model parallelism (asrkit.nn.pipeline): each LSTM layer on its own "
+    p.define("model_parallel", False, "[Variani2017-15k]'s model parallelism (asrkit.nn.pipeline): each LSTM layer on its own "
              "device (a GPU each, else a logical CPU device each), the layers pipelined over the window's time steps "
              "(lstm models, --strategy local).")
     p.define("precision", "fp32", "fp32, or bf16: the networks' GEMMs in bfloat16 with fp32 weights, states, softmax "
@@ -70,7 +70,7 @@ def train_params():
     p.define("max_steps", 0, "Stop after this many steps (0: no limit).")
     p.define("seed", 1, "Seed of the data order and of the held-out selection.")
     p.define("randomisation", "shuffle", "Epoch order of the training utterances (tables and example servers): "
-             "shuffle (a permutation) or rolling (seed 003's rolling window over blocks of consecutive "
+             "shuffle (a permutation) or rolling ([Mohamed2015]'s rolling window over blocks of consecutive "
              "utterances; asrkit.examples.randomisation).")
     p.define("rolling_block_utts", 450, "Rolling randomisation: utterances per block (450 of 2 s: the paper's "
              "15 minutes).")
@@ -149,7 +149,7 @@ def ce_params():
     """train_params() plus asrkit-train-ce's criterion."""
     p = train_params()
     p.define("criterion", "ce", "ce: frame cross-entropy on the tree's pdfs; ctc: CTC over phones and a blank "
-             "(seeds 000/001 section 3; asrkit.train.ctc), on the alignment dir's phone_ali.scp, --mode full.")
+             "([Variani2017] and [Variani2017-15k] section 3; asrkit.train.ctc), on the alignment dir's phone_ali.scp, --mode full.")
     return p
 
 
@@ -158,7 +158,7 @@ def seq_params():
     p = train_params()
     p.set(optimizer="adam", learning_rate=1e-5, num_epochs=2, valid_every=100, checkpoint_every=100, log_every=20,
           valid_utts=20)
-    p.define("criterion", "smbr", "smbr (seed 000), mmi, mmi-fr (frame rejection) or bmmi (boosted MMI).")
+    p.define("criterion", "smbr", "smbr ([Variani2017]), mmi, mmi-fr (frame rejection) or bmmi (boosted MMI).")
     p.define("acoustic_scale", 0.1, "kappa: scale of the log-likelihoods in the lattice search and the derivatives.")
     p.define("boost", 0.1, "bmmi: boosting factor b.")
     p.define("frame_rejection", 1e-3, "mmi-fr: frames whose reference pdf has less denominator occupancy are "
@@ -175,7 +175,7 @@ def seq_params():
     p.define("snapshot_every", 50, "Publish the live weights as the servers' snapshot every this many steps.")
     p.define("snapshot_check_seconds", 2.0, "How often servers look for a newer snapshot.")
     p.define("max_staleness", 0, "Drop derivatives made with a snapshot more than this many steps old (0: keep).")
-    p.define("zero_most_stale", 0, "Zero the derivatives of this many stalest streams of every batch (seed 000: 32 "
+    p.define("zero_most_stale", 0, "Zero the derivatives of this many stalest streams of every batch ([Variani2017]: 32 "
              "of 256).")
     p.define("valid_seq_utts", 10, "Held-out utterances whose sequence objective is computed at each validation "
              "(0: none).")

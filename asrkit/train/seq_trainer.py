@@ -2,7 +2,7 @@
 
     train_seq(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, TrainOptions(...)) -> TrainResult
 
-Seed 000 section 3 and seed 002 section 2: the example servers compute the
+[Variani2017] section 3 and [McDermott2014] section 2: the example servers compute the
 outer derivatives w(x_t, k, theta') of the sequence criterion with a snapshot
 theta' of the model (lattices from the bigram graph, forward-backward against
 the numerator alignment; asrkit.sequence.outer), and the trainer maximises the
@@ -21,7 +21,7 @@ differs is the SequenceCriterion here (an asrkit.train.criterion.Criterion):
   snapshot is its step;
 - staleness: each frame's derivatives carry the snapshot step they were made
   with; frames staler than `max_staleness` steps are dropped, and the
-  `zero_most_stale` stalest streams of each batch are zeroed (seed 000: 32 of
+  `zero_most_stale` stalest streams of each batch are zeroed ([Variani2017]: 32 of
   256); a staleness histogram goes to the log and TensorBoard;
 - the servers' per-utterance statistics (objective, frames kept by the
   filters, lattice size) are summed as examples arrive and logged per interval;
@@ -95,7 +95,7 @@ def frame_smoothed(pdfs, values, targets, mask, weight):
 
 
 class StalenessFilter:
-    """Staleness of each frame's derivatives (step now - snapshot step) and the two filters of seed 000."""
+    """Staleness of each frame's derivatives (step now - snapshot step) and the two filters of [Variani2017]."""
 
     def __init__(self, max_staleness=0, zero_most_stale=0):
         self.max_staleness = max_staleness

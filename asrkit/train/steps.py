@@ -204,7 +204,7 @@ class Steps:
 
 
 def auxiliary_sum(logits, pdfs, values):
-    """L_AUX = sum_t sum_k w(t, k) log p(k | x_t) (seed 000 eq. 3) over the given (pdf, value) pairs.
+    """L_AUX = sum_t sum_k w(t, k) log p(k | x_t) ([Variani2017] eq. 3) over the given (pdf, value) pairs.
 
     logits [u, b, K]; pdfs, values [u, b, M] (value 0 on padding).  Its gradient with respect to
     the logits is w - p * sum_k w, which is w itself when each frame's derivatives sum to zero.

@@ -1,4 +1,4 @@
-"""Truncated unrolling with state saving (seed 000 section 2.3, Table 1): b streams, u frames a step.
+"""Truncated unrolling with state saving ([Variani2017] section 2.3, Table 1): b streams, u frames a step.
 
 Each of the b streams is a back-to-back sequence of utterances taken from the
 example source as the stream needs them.  Every step takes the next u frames
@@ -12,7 +12,7 @@ every stream is empty.
 Label delay (asrkit.nn.label_delay) is applied per utterance before it enters
 a stream: d repeated last frames at its end, NO_LABEL targets on its first d
 frames, so a delayed label never crosses into the neighbouring utterance.
-With `align` = G > 1 (a windowed model's group, asrkit.nn.wblstm, trained without seed 003's jitter)
+With `align` = G > 1 (a windowed model's group, asrkit.nn.wblstm, trained without [Mohamed2015]'s jitter)
 each utterance starts at a stream position that is a multiple of G, after up to G-1 padding frames, so
 every frame of an utterance has the same place in its group in every epoch; by default (align 1) an
 utterance starts wherever the previous one ended, which is the jitter.

@@ -5,7 +5,7 @@
 # for training only, the spoken lines of Beneath a Steel Sky (Debian's beneath-a-steel-sky, CD
 # version, freeware; 8-bit PCM at 11025 Hz; about 116 minutes, a British cast, speakers unknown).
 # Speakers are characters; dev and test characters are never heard in training (conf/split.txt).  The
-# front end is narrowband (8 kHz, 40 mel bands to 3.8 kHz, 10th-root compression as seed 003 used for
+# front end is narrowband (8 kHz, 40 mel bands to 3.8 kHz, 10th-root compression as [Mohamed2015] used for
 # narrowband data; conf/fbank.json).
 #
 #   egs/voiceover/run.sh [options]
@@ -17,7 +17,7 @@
 #     --exp DIR                  where features, alignments and models go (default: exp, in this directory)
 #     --steel-sky true|false     train on Beneath a Steel Sky's lines too (default: true)
 #     --overwrite                retrain the models from scratch instead of resuming
-#     --am wblstm|lstm           the acoustic network: seed 003's windowed BLSTM or seed 000's LSTM; its
+#     --am wblstm|lstm           the acoustic network: [Mohamed2015]'s windowed BLSTM or [Variani2017]'s LSTM; its
 #                                models are exp/<am>_ce, <am>_ce_ali, <am>_smbr (default: wblstm)
 #     --cmvn-mean utterance|speaker|global   the mean every stage removes from the features: each
 #                                utterance's, each speaker's (character's, over all their lines in the set,

@@ -12,16 +12,16 @@
 #     --exp DIR                  where features, alignments and models go (default: exp, in this directory)
 #     --overwrite                rebuild the corpus and retrain the models from scratch instead of resuming
 #     --unroll-comparison true|false   stage 11 also compares truncated with full unrolling (default: false)
-#     --jitter-comparison true|false   stage 11 also trains the clean-only windowed BLSTM without seed 003's
+#     --jitter-comparison true|false   stage 11 also trains the clean-only windowed BLSTM without [Mohamed2015]'s
 #                                jitter, for the held-out accuracy over epochs (default: false)
 #     --unsupervised-demo true|false   stage 11 also trains on half the training set with and without the
-#                                most confident hypotheses of the other half as transcripts (seed 002's
+#                                most confident hypotheses of the other half as transcripts ([McDermott2014]'s
 #                                untranscribed data; default: false)
 #     --ctc-comparison true|false   stage 11 also trains the clean-only network with CTC over phones
-#                                (seeds 000/001) and decodes it with a CTC-topology graph (default: false)
-#     --group-comparison true|false   stage 11 also trains the clean-only windowed BLSTM at seed 003's 20+1+20
+#                                ([Variani2017] and [Variani2017-15k]) and decodes it with a CTC-topology graph (default: false)
+#     --group-comparison true|false   stage 11 also trains the clean-only windowed BLSTM at [Mohamed2015]'s 20+1+20
 #                                and 20+8+20 on the unrolling comparison's subset (default: false)
-#     --am wblstm|lstm           the acoustic network: seed 003's windowed BLSTM or seed 000's LSTM; its
+#     --am wblstm|lstm           the acoustic network: [Mohamed2015]'s windowed BLSTM or [Variani2017]'s LSTM; its
 #                                models are exp/<am>_ce, <am>_smbr, <am>_ce_clean (default: wblstm; the LSTM
 #                                gets twice the CE epochs, the same training time)
 #     --cmvn-mean utterance|speaker|global   the mean every stage removes from the features: each
@@ -49,8 +49,8 @@
 #         -> exp/<am>_smbr/decode_*_rescored; 11 comparisons: clean-only CE decoded (and realignment with it), and
 #         with --unroll-comparison true truncated unrolling at (b,u) = (512,10), (256,20), (128,40) vs
 #         full unrolling with length buckets, all at b x u = 5120 frames a step, on at most 1500
-#         training utterances (seed 001 Tables 1 and 2) -> exp/<am>_ce_clean, exp/unroll_*, and with
-#         --unsupervised-demo true seed 002's use of untranscribed audio (steps/lib.sh unsupervised_demo)
+#         training utterances ([Variani2017-15k] Tables 1 and 2) -> exp/<am>_ce_clean, exp/unroll_*, and with
+#         --unsupervised-demo true [McDermott2014]'s use of untranscribed audio (steps/lib.sh unsupervised_demo)
 #         -> exp/<am>_sup, exp/<am>_semisup, and with --jitter-comparison true the clean-only windowed BLSTM
 #         without jitter -> exp/wblstm_ce_clean_nojitter, exp/jitter.png, and with --ctc-comparison true
 #         CTC over phones -> exp/<am>_ctc, and with --group-comparison true the windowed BLSTM at 20+1+20 and
@@ -199,7 +199,7 @@ esac
 # epochs against 4: dev WER 20.98 -> 19.26, test 16.66 -> 15.49 (RESULTS), for about 2 minutes.
 ce_from_clean=true
 ce_finetune_lr=0.001
-# Seed 003 compares its windowed BLSTM with the LSTM at equal training time.  The recipe's LSTM steps at
+# [Mohamed2015] compares its windowed BLSTM with the LSTM at equal training time.  The recipe's LSTM steps at
 # about twice the windowed BLSTM's frames/s (bench/wblstm.py: 6+5+6 trains at 0.54x; 2.4x in the recipe's
 # clean-only CE), so --am lstm gets twice the CE epochs: 784 s of CE training against the windowed
 # BLSTM's 948 s on the default corpus (RESULTS).
@@ -271,9 +271,9 @@ fi
 
 if run_stage 7; then
   begin_stage 7 "decision tree, tree alignments, clean-only and multi-style CE training -> $exp/${am}_ce"
-  # Multi-style training (seed 000): an example server noisifies and featurizes every utterance
+  # Multi-style training ([Variani2017]): an example server noisifies and featurizes every utterance
   # on the fly, with a new style each epoch, and streams it to the trainer; then the realignment
-  # with the CE model (where seed 003's "+ realign" starts), for the report below.
+  # with the CE model (where [Mohamed2015]'s "+ realign" starts), for the report below.
   train_tree_and_ce 7
   # Report only: how close each alignment pass is to the flite and festival timings (the truth).
   # Without truth (an espeak-only speaker list) or on any error it prints a note and goes on.
@@ -304,7 +304,7 @@ fi
 if run_stage 10; then
   begin_stage 10 "decoding and scoring with the sMBR model, 4-gram lattice rescoring -> $exp/${am}_smbr/decode_*"
   # Same tree as the CE model, so the same decoding graph.  The clean sets keep their lattices, which the
-  # 4-gram (stage 4) rescores at the LM weight chosen on dev (seed 003 section 5.1).
+  # 4-gram (stage 4) rescores at the LM weight chosen on dev ([Mohamed2015] section 5.1).
   write_lattices=true
   decode_tuned "${am}_smbr" "${am}_ce" 10
   write_lattices=false
@@ -329,7 +329,7 @@ if run_stage 11; then
   fi
 fi
 
-# Seed 001's Tables 1 and 2: the same network trained from clean features with the same number of
+# [Variani2017-15k]'s Tables 1 and 2: the same network trained from clean features with the same number of
 # frames a step, as b streams of u frames (truncated unrolling with saved state) or as whole
 # utterances in length buckets (full unrolling), on a subset where the training set is larger.
 # Held-out frame accuracy every 10 steps on 50 utterances gives the time to convergence.  The graph is
@@ -338,7 +338,7 @@ fi
 if run_stage 11 && $unroll_comparison; then
   echo "stage 11: truncated vs full unrolling at a constant b x u -> $exp/unroll_*" >&2
   comparison_subset 11
-  # Seed 001's experiment is the LSTM's, whatever --am is (and u = 10 is no multiple of wblstm's group).
+  # [Variani2017-15k]'s experiment is the LSTM's, whatever --am is (and u = 10 is no multiple of wblstm's group).
   read -ra lstm_model <<< "$(am=lstm ce_model_options "$ce_cells")"
   comparison_options=("${train_options[@]}" "${lstm_model[@]}" --num-epochs "$ce_epochs" --valid-utts 50 --valid-every 10)
   frames_per_step=
@@ -356,7 +356,7 @@ if run_stage 11 && $unroll_comparison; then
   decode unroll_full "${am}_ce" test 11
 fi
 
-# Seed 003's jitter (section 4.2, Figure 2): the clean-only windowed BLSTM trained again with every utterance
+# [Mohamed2015]'s jitter (section 4.2, Figure 2): the clean-only windowed BLSTM trained again with every utterance
 # starting on a group boundary (--no-group-jitter), so each frame keeps its place in its group every epoch;
 # the two runs' held-out frame accuracy over epochs -> exp/jitter.png, and their WER.  Off by default: one
 # more training.
@@ -374,20 +374,20 @@ if run_stage 11 && $jitter_comparison; then
   fi
 fi
 
-# Seed 002's untranscribed data: half the training set's transcripts hidden, its most confident hypotheses
+# [McDermott2014]'s untranscribed data: half the training set's transcripts hidden, its most confident hypotheses
 # added to the other half's training (steps/lib.sh unsupervised_demo).  Off by default: two more trainings
 # and a decoding of half the training set, and the selection pays off only when the first model is good.
 if run_stage 11 && $unsupervised_demo; then
-  echo "stage 11: untranscribed data (seed 002) -> $exp/${am}_sup, $exp/${am}_semisup" >&2
+  echo "stage 11: untranscribed data ([McDermott2014]) -> $exp/${am}_sup, $exp/${am}_semisup" >&2
   unsupervised_demo 11
 fi
 
-# Seed 003's frame grouping at the paper's sizes: the clean-only windowed BLSTM (the recipe's cells and layers) at
+# [Mohamed2015]'s frame grouping at the paper's sizes: the clean-only windowed BLSTM (the recipe's cells and layers) at
 # 20+1+20 and at 20+8+20 on the unrolling comparison's subset, u = 40 (a multiple of 8) with half the streams
 # (the same frames a step); their WER and decoding frames/s.  Off by default: 20+1+20 trains at about 1/6 the
 # speed of 20+8+20 (bench/wblstm.py), too slow for the whole training set in the recipe's hour.
 if run_stage 11 && $group_comparison; then
-  echo "stage 11: the windowed BLSTM at 20+1+20 and 20+8+20 (seed 003) -> $exp/wblstm_g1, $exp/wblstm_g8" >&2
+  echo "stage 11: the windowed BLSTM at 20+1+20 and 20+8+20 ([Mohamed2015]) -> $exp/wblstm_g1, $exp/wblstm_g8" >&2
   comparison_subset 11
   for group in 1 8; do
     launch "$gpu_cmd" "$logs/stage11/train_wblstm_g$group.log" \
@@ -400,11 +400,11 @@ if run_stage 11 && $group_comparison; then
   done
 fi
 
-# Seeds 000/001's CTC: clean-only CE's network, features and epochs trained with CTC over phones and a blank on
+# [Variani2017] and [Variani2017-15k]'s CTC: clean-only CE's network, features and epochs trained with CTC over phones and a blank on
 # whole utterances (asrkit.train.ctc), decoded with its own graph (the CTC topology over L o G, the same trigram;
 # steps/lib.sh ctc_comparison).  Off by default: one more training.
 if run_stage 11 && $ctc_comparison; then
-  echo "stage 11: CTC over phones (seeds 000/001) -> $exp/${am}_ctc" >&2
+  echo "stage 11: CTC over phones ([Variani2017] and [Variani2017-15k]) -> $exp/${am}_ctc" >&2
   ctc_comparison 11
 fi
 

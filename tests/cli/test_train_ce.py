@@ -54,7 +54,7 @@ def test_print_config_and_bad_model_param(tmp_path):
 
 
 def test_windowed_blstm_trains_exports_and_decodes_like_any_network(featurized_corpus, tmp_path):
-    """Seed 003's wblstm through the same command: truncated windows a multiple of its group, and the
+    """[Mohamed2015]'s wblstm through the same command: truncated windows a multiple of its group, and the
     exported model gives log-likelihoods of every frame; a window that is not a multiple is refused."""
     from asrkit.io.table import TableReader
     from asrkit.nn.model_dir import load_acoustic_model

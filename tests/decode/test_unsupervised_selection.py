@@ -1,4 +1,4 @@
-"""Seed 002's data selection: best-path confidences against brute force over every path, and the choice."""
+"""[McDermott2014]'s data selection: best-path confidences against brute force over every path, and the choice."""
 
 import math
 

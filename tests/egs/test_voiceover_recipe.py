@@ -60,7 +60,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     # The narrowband front end travels with the model.
     front_end = json.load(open(exp / "wblstm_ce" / "final" / "featurize.json"))
     assert (front_end["sample_rate"], front_end["compression"], front_end["allow_downsample"]) == (8000, "root10", True)
-    # The acoustic network is seed 003's windowed BLSTM (--am's default).
+    # The acoustic network is [Mohamed2015]'s windowed BLSTM (--am's default).
     assert json.load(open(exp / "wblstm_ce" / "final" / "model.json"))["model"]["name"] == "wblstm"
     # Its input is the 4 stacked frames of 40 bands and a 10-dim i-vector (--size tiny), which the noisifying
     # servers extract from the features they serve; the models carry the extractor to alignment and decoding.

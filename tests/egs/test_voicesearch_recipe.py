@@ -57,7 +57,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     # Each utterance's own mean is removed, and the models carry that with their statistics.
     assert CmvnStats.read(str(data / "train" / "cmvn.h5")).mean_norm == "utterance"
     assert CmvnStats.read(str(exp / "wblstm_ce" / "final" / "cmvn.h5")).mean_norm == "utterance"
-    # The acoustic network is seed 003's windowed BLSTM (--am's default).
+    # The acoustic network is [Mohamed2015]'s windowed BLSTM (--am's default).
     assert json.load(open(exp / "wblstm_ce" / "final" / "model.json"))["model"]["name"] == "wblstm"
     # Multi-style CE continues the clean-only model (trained first, in stage 7).
     assert json.load(open(exp / "wblstm_ce" / "config.json"))["init_model"] == str(exp / "wblstm_ce_clean" / "final")
@@ -98,7 +98,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
         assert len(json.load(open(exp / name / "result.json"))["valid_history"]) >= 5, name
     assert json.load(open(exp / "unroll_full" / "config.json"))["train"]["frames_per_batch"] == 320
     assert (exp / "wblstm_ce_clean_ali" / "ali.scp").exists()
-    # Stage 11, seed 002's untranscribed data: train split in two halves, the second without its transcripts;
+    # Stage 11, [McDermott2014]'s untranscribed data: train split in two halves, the second without its transcripts;
     # the most confident 70% of its hypotheses (at most) join the first half's training.
     sup = [line.split()[0] for line in open(data / "train_sup" / "utt2spk")]
     unsup = [line.split()[0] for line in open(data / "train_unsup" / "utt2spk")]
@@ -111,7 +111,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert json.load(open(exp / "wblstm_semisup" / "config.json"))["data"]["train_utterances"] + 5 == \
         len(sup) + len(selected)  # --valid-utts 5 held out
     assert "graph_sup" in open(exp / "log" / "stage11" / "decode_wblstm_sup_train_unsup.log").read()
-    # Stage 11, seed 003's jitter: the clean-only model again with utterances on group boundaries, and the plot.
+    # Stage 11, [Mohamed2015]'s jitter: the clean-only model again with utterances on group boundaries, and the plot.
     assert json.load(open(exp / "wblstm_ce_clean_nojitter" / "config.json"))["train"]["group_jitter"] is False
     assert (exp / "jitter.png").stat().st_size > 1000
     assert "no jitter: held-out frame accuracy at the end of epochs" in result.stderr
@@ -120,7 +120,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert ctc_config["outputs"] == "ctc-phones" and not (exp / "wblstm_ctc" / "final" / "tree.json").exists()
     assert json.load(open(exp / "wblstm_ctc" / "graph" / "graph_info.json"))["options"] == {"topology": "ctc"}
     assert (exp / "wblstm_ctc" / "decode_test" / "best_wer").exists()
-    # Stage 11, seed 003's frame grouping: 20+1+20 and 20+8+20, their test WER and decoding speed.
+    # Stage 11, [Mohamed2015]'s frame grouping: 20+1+20 and 20+8+20, their test WER and decoding speed.
     for group in (1, 8):
         params = json.load(open(exp / f"wblstm_g{group}" / "config.json"))["model"]["params"]
         assert (params["context"], params["group"]) == (20, group)

@@ -1,4 +1,4 @@
-"""Epoch orders: the full shuffle and seed 003's rolling-window randomisation."""
+"""Epoch orders: the full shuffle and [Mohamed2015]'s rolling-window randomisation."""
 
 import numpy as np
 import pytest

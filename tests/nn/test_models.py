@@ -26,7 +26,7 @@ def test_registry_configs_and_paper_model_size():
     assert {"recipe", "lstm5x600", "lstm5x768", "lstm5x1024", "dnn", "lstm"} <= set(config_names())
     config = model_config("lstm5x768")
     assert config["name"] == "lstm" and config["params"]["num_layers"] == 5 and config["params"]["label_delay"] == 5
-    # Seed 000 Table 3 gives 28 M parameters for 5xLSTM(768) with 8192 outputs (480-dim input).
+    # [Variani2017] Table 3 gives 28 M parameters for 5xLSTM(768) with 8192 outputs (480-dim input).
     cells, inputs, outputs = 768, 480, 8192
     count = (inputs + cells) * 4 * cells + 4 * (2 * cells * 4 * cells) + 5 * 4 * cells + cells * outputs + outputs
     assert 28e6 < count < 30e6

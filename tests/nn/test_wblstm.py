@@ -1,4 +1,4 @@
-"""Seed 003's windowed BLSTM: receptive field, frame grouping, streaming equal to whole utterances, and the
+"""[Mohamed2015]'s windowed BLSTM: receptive field, frame grouping, streaming equal to whole utterances, and the
 mixture of softmaxes."""
 
 import numpy as np

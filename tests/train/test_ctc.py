@@ -161,7 +161,7 @@ def test_ctc_model_trains_graphs_and_decodes_the_toy_task(tmp_path):
     assert decode.exit_code == 0, decode.output
     wer = float(decode.output.split("%WER ")[1].split()[0])
     assert wer < 20.0, decode.output
-    # Its lattices serve seed 002's selection like an HMM model's (silence frames: the silence phones' outputs).
+    # Its lattices serve [McDermott2014]'s selection like an HMM model's (silence frames: the silence phones' outputs).
     selected = CliRunner().invoke(lattice_main, ["select", "--max-utts", "10", graph_dir, str(tmp_path / "decode"),
                                                  data_dir, str(tmp_path / "selected")], catch_exceptions=False)
     assert selected.exit_code == 0, selected.output

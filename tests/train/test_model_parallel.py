@@ -1,4 +1,4 @@
-"""--model-parallel (seed 001's model parallelism): the same loss and gradients as one device, and the trainer.
+"""--model-parallel ([Variani2017-15k]'s model parallelism): the same loss and gradients as one device, and the trainer.
 
 The logical CPU devices must be made before TensorFlow starts, so each check runs in its own process."""
 

@@ -1,4 +1,4 @@
-"""1-bit SGD (seed 003 section 3.2): bit packing, the per-column quantiser, error feedback, and two multiworker
+"""1-bit SGD ([Mohamed2015] section 3.2): bit packing, the per-column quantiser, error feedback, and two multiworker
 workers exchanging quantised gradients on loopback."""
 
 import numpy as np

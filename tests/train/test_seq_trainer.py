@@ -239,7 +239,7 @@ def test_sequence_training_with_full_unrolling(seq_task, tmp_path):
 
 
 def test_smbr_training_of_the_windowed_blstm(seq_task, tmp_path):
-    """Seed 003's windowed BLSTM sequence-trains through the same path (lattices from its snapshots, outer
+    """[Mohamed2015]'s windowed BLSTM sequence-trains through the same path (lattices from its snapshots, outer
     derivatives per frame, truncated windows a multiple of its group)."""
     from asrkit.train.trainer import train_ce
 

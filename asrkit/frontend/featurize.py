@@ -166,7 +166,7 @@ def _finished_shard_result(job):
     if not by_speaker:
         cmvn = CmvnStats(dim, attrs.get("cmvn_count", 0), attrs.get("cmvn_sum"), attrs.get("cmvn_sum_squares"),
                          job.options.cmvn_mean)
-        if job.options.cmvn_mean == "utterance":
+        if "cmvn_raw_count" in attrs:  # written with compute_cmvn and the utterance mean (online CMN's prior)
             cmvn.raw = Moments(dim, attrs["cmvn_raw_count"], attrs["cmvn_raw_sum"], attrs["cmvn_raw_sum_squares"])
     return JobResult(
         job.index, int(attrs["num_entries"]), int(attrs.get("num_frames", 0)), float(attrs.get("audio_seconds", 0)),

@@ -55,6 +55,16 @@ def test_parallel_jobs_match_one_job_and_rerun_reuses_shards(make_data_dir, tmp_
     assert "reused_jobs=0" in changed.output
 
 
+def test_a_set_featurized_with_the_utterance_mean_and_no_statistics_is_reused_on_a_rerun(make_data_dir, tmp_path):
+    # A dev or test set: its own utterances' means, no cmvn.h5 (the training set's is used).  The
+    # rerun used to fail on online CMN's raw statistics, which only --compute-cmvn writes.
+    data = make_data_dir({"spkA-1": 0.5, "spkB-1": 0.5})
+    assert run([data, tmp_path / "f", "--nj", 2, "--cmvn-mean", "utterance"]).exit_code == 0
+    rerun = run([data, tmp_path / "f", "--nj", 2, "--cmvn-mean", "utterance"])
+    assert rerun.exit_code == 0, rerun.output
+    assert "reused_jobs=2" in rerun.output
+
+
 def test_regenerated_audio_or_other_audio_options_are_featurized_again(make_data_dir, tmp_path, speech_like):
     import soundfile
 

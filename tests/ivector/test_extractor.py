@@ -61,3 +61,19 @@ def test_feature_dimension_mismatch_is_a_named_error(random_gmm):
     assert sliced.input_frames(np.ones((10, 8))).shape == (10, 3)
     with pytest.raises(IvectorError, match="at least 3"):
         sliced.input_frames(np.zeros((10, 2)), "utt8")
+
+
+def test_the_small_solves_run_on_one_blas_thread():
+    from threadpoolctl import ThreadpoolController
+
+    from asrkit.ivector.extractor import one_blas_thread
+
+    def numpy_blas_threads():  # the BLAS numpy.linalg calls (scipy may have loaded its own beside it)
+        return [library["num_threads"] for library in ThreadpoolController().info()
+                if library["user_api"] == "blas" and "numpy" in library["filepath"]]
+
+    before = numpy_blas_threads()
+    assert before, "numpy's BLAS is not visible to threadpoolctl"
+    with one_blas_thread():
+        assert numpy_blas_threads() == [1] * len(before)
+    assert numpy_blas_threads() == before

@@ -15,6 +15,7 @@ import os
 import numpy as np
 
 from asrkit.errors import IvectorError
+from asrkit.examples.mapped import MappedExamples
 from asrkit.io.table import TableReader
 from asrkit.io.json_file import read_json
 from asrkit.ivector.extract_dir import CONFIG_FILE, TABLE_NAME
@@ -127,29 +128,13 @@ class OnlineIvectorAppender:
         return append_ivectors(network_features, per_frame)
 
 
-class IvectorExamples:
+class IvectorExamples(MappedExamples):
     """An example source whose examples come out with their i-vectors (from an IvectorTable) appended."""
 
     def __init__(self, source, table):
-        self.source = source
+        super().__init__(source, self._with_ivectors)
         self.table = table
 
     def _with_ivectors(self, example):
         ivectors = self.table.for_frames(example.utterance_id, example.num_frames)
         return dataclasses.replace(example, features=append_ivectors(example.features, ivectors))
-
-    def __iter__(self):
-        for example in self.source:
-            yield self._with_ivectors(example)
-
-    def __getattr__(self, name):
-        # state, restore, close, epoch, ...: the source's (load is wrapped below).
-        if name == "source":
-            raise AttributeError(name)
-        return getattr(self.source, name)
-
-    @property
-    def load(self):
-        if not hasattr(self.source, "load"):
-            raise AttributeError("load")
-        return lambda utterance_id: self._with_ivectors(self.source.load(utterance_id))

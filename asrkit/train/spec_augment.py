@@ -24,6 +24,7 @@ import zlib
 import numpy as np
 
 from asrkit.errors import AsrkitError
+from asrkit.examples.mapped import MappedExamples
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,11 +85,11 @@ class SpecAugment:
         return masked
 
 
-class AugmentedExamples:
+class AugmentedExamples(MappedExamples):
     """An example source whose examples come out masked by a SpecAugment; the position is the source's."""
 
     def __init__(self, source, augment, seed=1):
-        self.source = source
+        super().__init__(source, self._masked)
         self.augment = augment
         self.seed = seed
 
@@ -99,19 +100,3 @@ class AugmentedExamples:
     def _masked(self, example):
         return dataclasses.replace(example, features=self.augment.apply(example.features,
                                                                         self._rng(example.utterance_id)))
-
-    def __iter__(self):
-        for example in self.source:
-            yield self._masked(example)
-
-    def __getattr__(self, name):
-        # state, restore, close, epoch, stats, capacity: the source's (load is wrapped below).
-        if name == "source":
-            raise AttributeError(name)
-        return getattr(self.source, name)
-
-    @property
-    def load(self):
-        if not hasattr(self.source, "load"):
-            raise AttributeError("load")
-        return lambda utterance_id: self._masked(self.source.load(utterance_id))

@@ -7,6 +7,9 @@ import subprocess
 
 import pytest
 
+# The digits demo recipe end to end: left out by tests/run.sh --quick.
+pytestmark = pytest.mark.slow
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

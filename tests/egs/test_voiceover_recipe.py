@@ -15,6 +15,9 @@ import pytest
 
 from asrkit.data.validate import validate_data_dir
 
+# The tiny voiceover recipe end to end, both games and i-vectors: left out by tests/run.sh --quick.
+pytestmark = pytest.mark.slow
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RECIPE = os.path.join(ROOT, "egs", "voiceover")
 

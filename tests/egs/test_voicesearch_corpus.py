@@ -35,6 +35,9 @@ import synthesis  # noqa: E402
 import text_generation  # noqa: E402
 import vocabulary as vocabulary_selection  # noqa: E402
 
+# Synthesising speech with three synthesisers: left out by tests/run.sh --quick.
+pytestmark = pytest.mark.slow
+
 
 def _missing():
     return sorted({package for need, package in REQUIRED.items()

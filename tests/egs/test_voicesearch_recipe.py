@@ -14,6 +14,9 @@ import pytest
 from asrkit.data.validate import validate_data_dir
 from asrkit.frontend.cmvn import CmvnStats
 
+# The tiny voicesearch recipe end to end, with every comparison: left out by tests/run.sh --quick.
+pytestmark = pytest.mark.slow
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SYNTHESISERS = ("flite", "festival", "espeak-ng")
 

@@ -13,6 +13,9 @@ from asrkit.nn.model_dir import load_acoustic_model
 from asrkit.train.distribute import check_params, make_distribution, read_cluster, serves_only
 from asrkit.train.trainer import train_params
 
+# Several training processes (workers, parameter servers) per test: left out by tests/run.sh --quick.
+pytestmark = pytest.mark.slow
+
 TINY_MODEL = ["--model", "lstm", "--model-param", "num_cells=8", "--model-param", "num_layers=1",
               "--model-param", "label_delay=2", "--num-threads", "1"]
 

@@ -2,7 +2,12 @@
 
 import os
 
+import pytest
+
 from asrkit.sequence.snapshots import read_latest
+
+# Several training processes (workers, parameter servers) per test: left out by tests/run.sh --quick.
+pytestmark = pytest.mark.slow
 
 # In-process derivatives, a handful of small steps: lattices on the toy graph are cheap.
 SEQ_ARGS = ["--num-threads", "1", "--num-epochs", "0", "--max-steps", "4", "--acoustic-scale", "0.5",

@@ -10,6 +10,7 @@ criterion (lattice-free MMI, say) subclasses Criterion, and asrkit-train-ce's
 train_seq) hands it to asrkit.train.trainer.run_training.
 """
 
+import abc
 import json
 import logging
 
@@ -45,7 +46,7 @@ def spec_augment_of(params, data):
     return augment
 
 
-class Criterion:
+class Criterion(abc.ABC):
     """The interface between a training run and its criterion.
 
     The run (asrkit.train.trainer.run_training, asrkit.train.loop) calls, in order: `make_steps` once;
@@ -66,9 +67,9 @@ class Criterion:
     def __init__(self, params):
         self.params = params
 
+    @abc.abstractmethod
     def make_steps(self, net, optimizer, learning_rate, training_state, distribution=None):
         """The compiled steps (asrkit.train.steps.Steps or a subclass) that `train_step` runs."""
-        raise NotImplementedError
 
     def prepare(self, data, cmvn):
         """The loaded training data (asrkit.train.training_set.TrainingData) and CMVN statistics."""
@@ -94,9 +95,9 @@ class Criterion:
     def begin(self, step, net, writer):
         """Just before the first example is pulled, at `step` (the step resumed from, or 0)."""
 
+    @abc.abstractmethod
     def train_step(self, steps, batch, step):
         """(loss sum, correct frames, labelled frames, gradient norm) of one step on `batch`."""
-        raise NotImplementedError
 
     def after_step(self, step, net):
         """After each step (`step` is the number of steps done), before validation and checkpoints."""

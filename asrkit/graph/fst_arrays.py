@@ -1,14 +1,29 @@
 """FSTs as NumPy arrays and back, for the edits kaldifst does not expose (relabelling, self-loops).
 
-kaldifst has no mutable arc iterator, so an FST is edited by reading it into
-arrays (through OpenFst's text printer, one pass in C++), editing the arrays and
-compiling the result again (OpenFst's text compiler, also in C++).  State
-numbers are kept.
+kaldifst has no mutable arc iterator and its arc iterator costs microseconds
+an arc, so an FST is read into arrays from OpenFst's binary ConstFst format
+(states and arcs are two flat tables there, read in one step each), edited,
+and compiled again with OpenFst's text compiler (weights printed with %.9g,
+which round-trips every float32).  Reading through the text printer instead
+would round weights to 6 significant digits, about 1e-5 per arc, enough to
+change which paths a lattice keeps at a tight beam.  State numbers are kept.
 """
 
 import dataclasses
+import os
+import tempfile
 
+import kaldifst
 import numpy as np
+
+# OpenFst's binary layout (fst.h FstHeader, const-fst.h, symbol-table.cc): facts of the format.
+FST_MAGIC = 2125659606
+SYMBOL_TABLE_MAGIC = 2125658996
+HAS_INPUT_SYMBOLS, HAS_OUTPUT_SYMBOLS, IS_ALIGNED = 1, 2, 4
+ALIGNMENT = 16  # bytes, of each table in an aligned file
+CONST_STATE = np.dtype([("final", "<f4"), ("position", "<u4"), ("num_arcs", "<u4"), ("input_epsilons", "<u4"),
+                        ("output_epsilons", "<u4")])
+STANDARD_ARC = np.dtype([("ilabel", "<i4"), ("olabel", "<i4"), ("weight", "<f4"), ("target", "<i4")])
 
 
 @dataclasses.dataclass
@@ -31,36 +46,90 @@ class FstArrays:
 
 
 def fst_to_arrays(fst):
-    """Read a kaldifst StdVectorFst (or StdConstFst) into FstArrays."""
-    text = fst.to_str(show_weight_one=True)
-    arcs, finals = [], []
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) == 5:
-            arcs.append(fields)
-        elif len(fields) == 2:
-            finals.append(fields)
-        elif len(fields) == 1:
-            finals.append((fields[0], "0"))
-    arc_array = np.array(arcs, dtype=object).reshape(-1, 5)
-    final_array = np.array(finals, dtype=object).reshape(-1, 2)
+    """Read a kaldifst StdVectorFst (or StdConstFst) into FstArrays, every weight exactly as stored (float32)."""
+    const = fst if isinstance(fst, kaldifst.StdConstFst) else kaldifst.StdConstFst(fst)
+    with tempfile.TemporaryDirectory(prefix="asrkit-fst-") as scratch:
+        path = os.path.join(scratch, "fst")
+        const.write(path)
+        with open(path, "rb") as handle:
+            data = handle.read()
+    return _parse_const_fst(data)
+
+
+class _Reader:
+    """Little-endian fields of an OpenFst binary file, in order."""
+
+    def __init__(self, data):
+        self.data, self.offset = data, 0
+
+    def take(self, dtype, count=1):
+        dtype = np.dtype(dtype)
+        end = self.offset + dtype.itemsize * count
+        if end > len(self.data):
+            raise ValueError(f"the FST file ends at byte {len(self.data)}, inside a field at byte {self.offset}")
+        values = np.frombuffer(self.data, dtype=dtype, count=count, offset=self.offset)
+        self.offset = end
+        return values
+
+    def integer(self, dtype):
+        return int(self.take(dtype)[0])
+
+    def string(self):
+        size = self.integer("<i4")
+        return bytes(self.take("u1", size)).decode("utf-8", "replace")
+
+    def align(self):
+        self.offset += -self.offset % ALIGNMENT
+
+    def skip_symbol_table(self):
+        if self.integer("<i4") != SYMBOL_TABLE_MAGIC:
+            raise ValueError(f"no symbol table at byte {self.offset - 4} of the FST file")
+        self.string()  # name
+        self.integer("<i8")  # available key
+        for _ in range(self.integer("<i8")):
+            self.string()
+            self.integer("<i8")
+
+
+def _parse_const_fst(data):
+    reader = _Reader(data)
+    if reader.integer("<i4") != FST_MAGIC:
+        raise ValueError("not an OpenFst binary FST (bad magic number)")
+    fst_type, arc_type = reader.string(), reader.string()
+    if (fst_type, arc_type) != ("const", "standard"):
+        raise ValueError(f"expected a const FST of standard arcs, got {fst_type} of {arc_type}")
+    reader.integer("<i4")  # version
+    flags = reader.integer("<i4")
+    reader.integer("<u8")  # properties
+    start, num_states, num_arcs = (reader.integer("<i8") for _ in range(3))
+    for flag in (HAS_INPUT_SYMBOLS, HAS_OUTPUT_SYMBOLS):
+        if flags & flag:
+            reader.skip_symbol_table()
+    if flags & IS_ALIGNED:
+        reader.align()
+    states = reader.take(CONST_STATE, num_states)
+    if flags & IS_ALIGNED:
+        reader.align()
+    arcs = reader.take(STANDARD_ARC, num_arcs)
+    counts = states["num_arcs"].astype(np.int64)
+    if counts.sum() != num_arcs or np.any(states["position"] != np.cumsum(counts) - counts):
+        raise ValueError("the FST file's states do not cover its arcs in order")
+    final = np.flatnonzero(np.isfinite(states["final"]))
     return FstArrays(
-        start=int(fst.start),
-        num_states=int(fst.num_states),
-        source=arc_array[:, 0].astype(np.int64),
-        target=arc_array[:, 1].astype(np.int64),
-        ilabel=arc_array[:, 2].astype(np.int64),
-        olabel=arc_array[:, 3].astype(np.int64),
-        weight=arc_array[:, 4].astype(np.float64),
-        final_states=final_array[:, 0].astype(np.int64),
-        final_weights=final_array[:, 1].astype(np.float64),
+        start=int(start),
+        num_states=int(num_states),
+        source=np.repeat(np.arange(num_states, dtype=np.int64), counts),
+        target=arcs["target"].astype(np.int64),
+        ilabel=arcs["ilabel"].astype(np.int64),
+        olabel=arcs["olabel"].astype(np.int64),
+        weight=arcs["weight"].astype(np.float64),
+        final_states=final.astype(np.int64),
+        final_weights=states["final"][final].astype(np.float64),
     )
 
 
 def arrays_to_fst(arrays):
     """Compile FstArrays into a kaldifst StdVectorFst with the same state numbers."""
-    import kaldifst
-
     # OpenFst's compiler takes the source of the first line as the start state.
     order = np.argsort(arrays.source != arrays.start, kind="stable")
     lines = [
@@ -87,8 +156,6 @@ def arrays_to_fst(arrays):
 
 def build_fst(start, arcs, finals):
     """A StdVectorFst from Python lists: arcs (source, target, ilabel, olabel, weight), finals {state: weight}."""
-    import kaldifst
-
     fst = kaldifst.StdVectorFst()
     num_states = 1 + max([start] + [max(a[0], a[1]) for a in arcs] + list(finals))
     for _ in range(num_states):

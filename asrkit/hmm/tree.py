@@ -34,6 +34,8 @@ leaves in the same format, e.g. {"context": [["B", "P"], "AA", "*"], ...}.
 import json
 import os
 
+import numpy as np
+
 from asrkit.errors import AsrkitError
 from asrkit.io.atomic import atomic_output
 
@@ -127,6 +129,29 @@ class ContextDependency:
             names = {center} if isinstance(center, str) else set(center)
             verdict[leaf["pdf"]] = verdict.get(leaf["pdf"], True) and WILDCARD not in names and names <= allowed
         return sorted(pdf for pdf, only in verdict.items() if only)
+
+    def pdf_phones(self):
+        """[num_pdfs] int64: the phone id whose HMM states emit each pdf (-1 where no leaf gives the pdf).
+
+        Kaldi reads an arc's phone from its transition-id; asrkit's lattices carry pdfs, so the phone is
+        known exactly when every pdf belongs to one center phone, as in the trees asrkit builds (one root
+        per phone).  A pdf shared by several phones (a leaf whose center is a list of phones or "*") has no
+        single phone and is refused with a TreeError.
+        """
+        phones = np.full(self.num_pdfs, -1, dtype=np.int64)
+        for number, leaf in enumerate(self.leaves):
+            center = leaf["context"][self.central_position]
+            names = [center] if isinstance(center, str) else sorted(set(center))
+            if len(names) != 1 or names[0] == WILDCARD or names[0] == BOUNDARY:
+                raise TreeError(f"leaf {number}: pdf {leaf['pdf']} is emitted by the center phones {names}, "
+                                "so a lattice arc with this pdf has no single phone")
+            phone, previous = self.phones[names[0]], phones[leaf["pdf"]]
+            if previous not in (-1, phone):
+                raise TreeError(f"leaf {number}: pdf {leaf['pdf']} is emitted by phones "
+                                f"{self._phone_names[int(previous)]} and {names[0]}, so a lattice arc with this "
+                                "pdf has no single phone")
+            phones[leaf["pdf"]] = phone
+        return phones
 
     def to_dict(self):
         return {

@@ -7,7 +7,7 @@ the example servers ship to the trainers (docs/design.md).
 """
 
 from asrkit.sequence.criteria import (
-    MmiResult, SmbrResult, frame_accuracy, minimum_posterior_filter, mmi, smbr,
+    MmiResult, SmbrResult, boosting_errors, frame_accuracy, minimum_posterior_filter, mmi, smbr,
 )
 from asrkit.sequence.forward_backward import (
     Expectation, ForwardBackward, arc_log_scores, expectation, forward_backward, forward_backward_scores,
@@ -16,6 +16,6 @@ from asrkit.sequence.lattice_graph import LatticeGraph, SparseFrameMatrix
 
 __all__ = [
     "Expectation", "ForwardBackward", "LatticeGraph", "MmiResult", "SmbrResult", "SparseFrameMatrix",
-    "arc_log_scores", "expectation", "forward_backward", "forward_backward_scores", "frame_accuracy",
-    "minimum_posterior_filter", "mmi", "smbr",
+    "arc_log_scores", "boosting_errors", "expectation", "forward_backward", "forward_backward_scores",
+    "frame_accuracy", "minimum_posterior_filter", "mmi", "smbr",
 ]

@@ -12,6 +12,10 @@ its reference) carry.
   MMI   objective = log p(reference) - log sum_paths p(path),
         w(t, k) = kappa * (gamma_num(t, k) - gamma_den(t, k))       ([McDermott2014] eq. 9, as a gradient)
 
+  bMMI  MMI whose denominator arcs carry an extra log-score boost * error(arc), error as Kaldi's
+        LatticeBoost (see `boosting_errors`), so that paths with more phone errors weigh more
+        ([Povey2008]).
+
 kappa is the acoustic scale.  The MMI numerator is the reference alignment as a
 single path scored kappa * sum_t loglikes[t, ref_t]; its graph (LM and
 transition) score does not depend on the model, so it is left out: the
@@ -119,24 +123,53 @@ def smbr(graph, loglikes, reference_pdfs, acoustic_scale, silence_pdfs=(), one_s
     )
 
 
-def mmi(graph, loglikes, reference_pdfs, acoustic_scale, boost=0.0, silence_pdfs=(), frame_rejection=None,
-        graph_scale=1.0):
+def boosting_errors(graph, reference_pdfs, pdf_phones, silence_phones=()):
+    """Per-arc frame errors [A] of boosted MMI, by phones, as Kaldi's LatticeBoost judges them.
+
+    An emitting arc is an error (1) when its phone differs from the reference
+    phone of its frame, unless its own phone is a silence phone: Kaldi's
+    discriminative training calls LatticeBoost with max_silence_error 0, so a
+    silence hypothesis is never boosted, while a speech arc on a silence frame
+    is.  Same phone, other HMM state (pdf) is no error.  Epsilon arcs are 0.
+    `pdf_phones` [num_pdfs] maps a pdf to its phone id
+    (asrkit.hmm.tree.ContextDependency.pdf_phones); the reference phones are
+    those of the reference pdfs.
+    """
+    pdf_phones = np.asarray(pdf_phones, dtype=np.int64)
+    reference = _check_reference(graph, reference_pdfs, len(pdf_phones))
+    reference_phones = pdf_phones[reference]
+    emitting = graph.emitting
+    pdfs = graph.arc_pdfs[emitting]
+    if len(pdfs) and pdfs.max() >= len(pdf_phones):
+        raise ValueError(f"the lattice has pdf {pdfs.max()} but pdf_phones maps only {len(pdf_phones)} pdfs")
+    arc_phones = pdf_phones[pdfs]
+    if np.any(arc_phones < 0) or np.any(reference_phones < 0):
+        raise ValueError("some pdf of the lattice or the reference has no phone in pdf_phones")
+    silence = np.unique(np.asarray(list(silence_phones), dtype=np.int64))
+    errors = np.zeros(graph.num_arcs)
+    errors[emitting] = (arc_phones != reference_phones[graph.arc_frames[emitting]]) & ~np.isin(arc_phones, silence)
+    return errors
+
+
+def mmi(graph, loglikes, reference_pdfs, acoustic_scale, boost=0.0, pdf_phones=None, silence_phones=(),
+        frame_rejection=None, graph_scale=1.0):
     """MMI (boosted when `boost` > 0; MMI-FR when `frame_rejection` is a posterior threshold).
 
-    Boosted MMI adds boost * (1 - accuracy(arc)) to each emitting arc of the
-    denominator (accuracy as frame_accuracy, with `silence_pdfs` excluded), so
-    paths with more frame errors weigh more.  Frame rejection drops the
-    derivatives of frames where the denominator's posterior of the reference pdf
-    is below the threshold (the reference is missing from the lattice, and
-    pushing it up there mostly trains on search errors); the objective still
-    covers every frame.
+    Boosted MMI adds boost * error(arc) to each arc of the denominator
+    (`boosting_errors`, which needs `pdf_phones` and `silence_phones`: the
+    phone of each pdf and the silence phone ids), so paths with more phone
+    errors weigh more.  Frame rejection drops the derivatives of frames where
+    the denominator's posterior of the reference pdf is below the threshold
+    (the reference is missing from the lattice, and pushing it up there mostly
+    trains on search errors); the objective still covers every frame.
     """
     loglikes = np.asarray(loglikes)
     reference = _check_reference(graph, reference_pdfs, loglikes.shape[1] if loglikes.ndim == 2 else None)
     extra = None
     if boost:
-        accuracy = frame_accuracy(graph, reference, silence_pdfs)
-        extra = np.where(graph.emitting, boost * (1.0 - accuracy), 0.0)
+        if pdf_phones is None:
+            raise ValueError("boosted MMI compares phones: give pdf_phones (and silence_phones)")
+        extra = boost * boosting_errors(graph, reference, pdf_phones, silence_phones)
     denominator = forward_backward(graph, loglikes, acoustic_scale, graph_scale, extra)
     frames = np.arange(graph.num_frames)
     numerator_log_score = float(acoustic_scale * loglikes[frames, reference].astype(np.float64).sum())

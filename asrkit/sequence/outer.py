@@ -59,19 +59,24 @@ class OuterDerivativeComputer:
 
     model: an asrkit.nn.model_dir.AcousticModel; decoder: an asrkit.decode.decoder.GraphDecoder made
     with lattices=True and the criterion's acoustic scale; silence: pdf ids of silence (sMBR's
-    silence handling, boosting's accuracy).
+    silence handling); pdf_phones, silence_phones: the phone id of each pdf and the silence phone ids
+    (boosted MMI's phone errors; pdf_phones is required for bmmi).
     """
 
-    def __init__(self, model, decoder, options, silence=()):
+    def __init__(self, model, decoder, options, silence=(), pdf_phones=None, silence_phones=()):
         options.check()
         if not decoder.lattices:
             raise ValueError("the decoder must make lattices")
         if abs(decoder.options.acoustic_scale - options.acoustic_scale) > 1e-9:
             raise ValueError("the decoder's acoustic scale must be the criterion's")
+        if options.criterion == "bmmi" and pdf_phones is None:
+            raise ValueError("boosted MMI compares phones: the computer needs pdf_phones")
         self.model = model
         self.decoder = decoder
         self.options = options
         self.silence = np.asarray(silence, dtype=np.int64)
+        self.pdf_phones = None if pdf_phones is None else np.asarray(pdf_phones, dtype=np.int64)
+        self.silence_phones = np.asarray(silence_phones, dtype=np.int64)
 
     def loglikes(self, features):
         """Log-likelihoods [T, num_pdfs] of normalised features under the model as it is now."""
@@ -100,7 +105,8 @@ class OuterDerivativeComputer:
                                     one_silence_class=o.one_silence_class)
         else:
             outcome = criteria.mmi(graph, loglikes, reference, o.acoustic_scale,
-                                   boost=o.boost if o.criterion == "bmmi" else 0.0, silence_pdfs=self.silence,
+                                   boost=o.boost if o.criterion == "bmmi" else 0.0, pdf_phones=self.pdf_phones,
+                                   silence_phones=self.silence_phones,
                                    frame_rejection=o.frame_rejection if o.criterion == "mmi-fr" else None)
         derivatives = outcome.outer_derivatives
         if o.min_posterior > 0:
@@ -137,13 +143,39 @@ def load_outer_computer(model_dir, graph_dir, options, decoder_options):
     graph_pdfs = read_num_pdfs_file(os.path.join(graph_dir, "num_pdfs"))
     if graph_pdfs != model.num_pdfs:
         raise AsrkitError(f"graph {graph_dir} has {graph_pdfs} pdfs, the model {model_dir} {model.num_pdfs}")
-    silence_path = os.path.join(graph_dir, "phones", "silence.txt")
-    tree_path = os.path.join(model_dir, "tree.json")
-    silence = ()
-    if os.path.exists(silence_path) and os.path.exists(tree_path):
-        with open(silence_path, encoding="utf-8") as handle:
-            silence = np.array(ContextDependency.read(tree_path).pdfs_of_phones_only(handle.read().split()),
-                               dtype=np.int64)
+    phones = read_criterion_phones(graph_dir, model_dir, options.criterion)
     decoder_options = dataclasses.replace(decoder_options, acoustic_scale=options.acoustic_scale)
     decoder = GraphDecoder.from_file(hclg, decoder_options, lattices=True)
-    return OuterDerivativeComputer(model, decoder, options, silence)
+    return OuterDerivativeComputer(model, decoder, options, phones.silence_pdfs, phones.pdf_phones,
+                                   phones.silence_phones)
+
+
+@dataclasses.dataclass
+class CriterionPhones:
+    silence_pdfs: np.ndarray  # pdfs only silence phones emit (sMBR)
+    silence_phones: np.ndarray  # phone ids (boosted MMI)
+    pdf_phones: object  # [num_pdfs] phone id of each pdf, for bmmi only (None otherwise)
+
+
+def read_criterion_phones(graph_dir, model_dir, criterion):
+    """What the criterion needs to know of phones, from the graph's phones/silence.txt and the model's tree.
+
+    Without either file there is no silence (as before); boosted MMI needs the tree, whose pdfs must each
+    belong to one phone (asrkit.hmm.tree.ContextDependency.pdf_phones).
+    """
+    silence_path = os.path.join(graph_dir, "phones", "silence.txt")
+    tree_path = os.path.join(model_dir, "tree.json")
+    none = np.zeros(0, dtype=np.int64)
+    tree = ContextDependency.read(tree_path) if os.path.exists(tree_path) else None
+    if tree is None and criterion == "bmmi":
+        raise AsrkitError(f"{model_dir} has no tree.json: boosted MMI needs it to know the phone of each pdf")
+    pdf_phones = tree.pdf_phones() if criterion == "bmmi" else None
+    if tree is None or not os.path.exists(silence_path):
+        return CriterionPhones(none, none, pdf_phones)
+    with open(silence_path, encoding="utf-8") as handle:
+        names = handle.read().split()
+    unknown = [name for name in names if name not in tree.phones]
+    if unknown:
+        raise AsrkitError(f"{silence_path} names phones the tree of {model_dir} does not have: {unknown[:5]}")
+    return CriterionPhones(np.array(tree.pdfs_of_phones_only(names), dtype=np.int64),
+                           np.array(sorted(tree.phones[name] for name in names), dtype=np.int64), pdf_phones)

@@ -81,6 +81,23 @@ def test_pdfs_only_some_phones_emit():
     assert tree.pdfs_of_phones_only([]) == []
 
 
+def test_the_phone_of_each_pdf():
+    phones = {"SIL": 1, "AA": 2, "B": 3}
+    leaves = [
+        {"context": [["B"], "AA", "*"], "pdf_class": 0, "pdf": 1},
+        {"context": ["*", "AA", "*"], "pdf_class": 0, "pdf": 0},
+        {"context": ["*", ["SIL"], "*"], "pdf_class": 0, "pdf": 3},
+        {"context": ["*", "B", "*"], "pdf_class": 1, "pdf": 4},
+    ]
+    tree = ContextDependency(3, 1, 6, phones, leaves)
+    assert tree.pdf_phones().tolist() == [2, 2, -1, 1, 3, -1]  # pdfs 2 and 5 are in no leaf
+    for center, message in ((["SIL", "AA"], "center phones"), ("*", "center phones"), ("AA", "phones AA and B")):
+        shared = leaves + [{"context": ["*", center, "*"], "pdf_class": 1, "pdf": 4}]
+        shared[-1], shared[-2] = shared[-2], shared[-1]
+        with pytest.raises(TreeError, match=message):
+            ContextDependency(3, 1, 6, phones, shared).pdf_phones()
+
+
 @pytest.mark.parametrize("leaf, message", [
     ({"context": ["ZZ"], "pdf_class": 0, "pdf": 0}, "unknown phone"),
     ({"context": ["AA"], "pdf_class": 0, "pdf": 7}, "not in"),

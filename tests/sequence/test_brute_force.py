@@ -10,12 +10,16 @@ import numpy as np
 import pytest
 
 from asrkit.sequence import (
-    LatticeGraph, SparseFrameMatrix, expectation, forward_backward, frame_accuracy, minimum_posterior_filter, mmi,
-    smbr,
+    LatticeGraph, SparseFrameMatrix, boosting_errors, expectation, forward_backward, frame_accuracy,
+    minimum_posterior_filter, mmi, smbr,
 )
 
 NUM_PDFS = 5
 SILENCE = (0,)
+# Boosted MMI judges phones: pdfs 0 and 4 are two states of the silence phone 1, pdfs 1 and 2 two states of
+# phone 2, pdf 3 the one state of phone 3.
+PDF_PHONES = np.array([1, 2, 2, 3, 1])
+SILENCE_PHONES = (1,)
 
 
 def random_lattice(rng, num_frames, num_pdfs=NUM_PDFS, max_width=3, epsilon_prob=0.4):
@@ -229,13 +233,17 @@ def test_mmi_matches_enumeration(seed, boost):
     array, start, loglikes, reference = make_case(seed)
     graph = LatticeGraph.from_array(array, start, len(loglikes))
     kappa = 0.8
-    result = mmi(graph, loglikes, reference, kappa, boost=boost, silence_pdfs=SILENCE)
+    result = mmi(graph, loglikes, reference, kappa, boost=boost, pdf_phones=PDF_PHONES, silence_phones=SILENCE_PHONES)
 
     def boosting(row, frame):
+        # Kaldi's LatticeBoost as nnet discriminative training calls it (max_silence_error 0): a frame error
+        # is a phone other than the reference's, unless that phone is silence.
         if array[row, 2] == 0:
             return 0.0
-        correct = reference[frame] not in SILENCE and int(array[row, 2]) - 1 == reference[frame]
-        return boost * (1.0 - correct)
+        phone, reference_phone = PDF_PHONES[int(array[row, 2]) - 1], PDF_PHONES[reference[frame]]
+        if phone == reference_phone or phone in SILENCE_PHONES:
+            return 0.0
+        return boost
 
     brute = BruteForce(array, start, loglikes, kappa, arc_extra=boosting)
     numerator = kappa * loglikes[np.arange(len(loglikes)), reference].sum()
@@ -264,7 +272,7 @@ CRITERIA = {
         graph, loglikes, reference, 0.6, silence_pdfs=SILENCE, one_silence_class=True),
     "mmi": lambda graph, loglikes, reference: mmi(graph, loglikes, reference, 0.8),
     "boosted-mmi": lambda graph, loglikes, reference: mmi(graph, loglikes, reference, 0.8, boost=0.5,
-                                                          silence_pdfs=SILENCE),
+                                                          pdf_phones=PDF_PHONES, silence_phones=SILENCE_PHONES),
 }
 
 
@@ -287,6 +295,27 @@ def test_each_frame_derivatives_sum_to_zero(criterion, seed):
     graph = LatticeGraph.from_array(array, start, len(loglikes))
     sums = CRITERIA[criterion](graph, loglikes, reference).outer_derivatives.frame_sums()
     np.testing.assert_allclose(sums, 0.0, atol=1e-12)
+
+
+def test_boosting_judges_phones_and_never_boosts_a_silence_hypothesis():
+    # One state per frame; frame 0 is silence (pdf 0), frame 1 speech (pdf 1, phone 2).  Arcs of frame 0:
+    # pdf 4 (silence, other state), pdf 3 (speech); of frame 1: pdf 2 (same phone, other state), pdf 0
+    # (silence), pdf 3 (other phone).
+    array = np.array([[0, 1, 5, 0, 0.0, 0.0], [0, 1, 4, 0, 0.0, 0.0],
+                      [1, 2, 3, 0, 0.0, 0.0], [1, 2, 1, 0, 0.0, 0.0], [1, 2, 4, 0, 0.0, 0.0],
+                      [2, -1, 0, 0, 0.0, 0.0]])
+    graph = LatticeGraph.from_array(array, 0, 2)
+    errors = boosting_errors(graph, [0, 1], PDF_PHONES, SILENCE_PHONES)
+    wanted = {(0, 4): 0.0, (0, 3): 1.0, (1, 2): 0.0, (1, 0): 0.0, (1, 3): 1.0}  # (frame, pdf) -> error
+    assert {(int(frame), int(pdf)): float(error) for frame, pdf, error
+            in zip(graph.arc_frames, graph.arc_pdfs, errors)} == wanted
+    # Without silence phones a silence arc on a speech frame is an error like any other phone.
+    errors = boosting_errors(graph, [0, 1], PDF_PHONES, ())
+    assert errors[(graph.arc_frames == 1) & (graph.arc_pdfs == 0)].tolist() == [1.0]
+    with pytest.raises(ValueError, match="pdf_phones"):
+        mmi(graph, np.zeros((2, NUM_PDFS)), [0, 1], 0.5, boost=0.5)
+    with pytest.raises(ValueError, match="no phone"):
+        boosting_errors(graph, [0, 1], np.array([1, 2, 2, -1, 1]), SILENCE_PHONES)
 
 
 def test_silence_pdfs_may_be_a_set_a_list_or_an_array():

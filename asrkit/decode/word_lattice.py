@@ -15,15 +15,21 @@ cost is exp(-cost) normalised over the lattice.
   sequence whose prefix is not among the N best prefixes of a state it passes is
   beaten by N distinct sequences made of those prefixes and its own suffix.
 - `word_confidences`: for each word of the best path, the posterior probability
-  that a path carries that word near the same time: the summed posteriors of the
-  arcs with that word label whose frame lies between the midpoints to the best
-  path's neighbouring words (word posteriors with a time tolerance, as in Wessel
-  et al. 2001; Kaldi's sausages align words by their full time spans instead,
-  which a state-level lattice without word alignments does not give).
+  that a path carries that word near the same time: that it has at least one arc
+  with that word label whose frame lies between the midpoints to the best path's
+  neighbouring words (word posteriors with a time tolerance, as in Wessel et al.
+  2001; Kaldi's sausages align words by their full time spans instead, which a
+  state-level lattice without word alignments does not give).  Summing the
+  posteriors of those arcs would count a path that carries the word twice in the
+  window twice; instead a forward pass over the window's rows carries two masses
+  per state, that of the partial paths that have met the word and that of those
+  that have not, entered from the full forward pass and left through the full
+  backward one, which is exact.
 """
 
 import dataclasses
 import heapq
+import math
 
 import numpy as np
 
@@ -57,13 +63,10 @@ def state_frames(lattice):
     return frames
 
 
-def arc_posteriors(lattice, lm_weight):
-    """(posteriors [N] per row, total log-likelihood): for an arc row, the probability that a path takes it;
-    for a final row, that a path ends there.  Rows unreachable from the start or that reach no final
-    state get 0.  Total is -inf for a lattice without a complete path (then every posterior is 0)."""
-    _check(lattice)
+def _forward_backward(lattice, scores):
+    """(alpha [S], beta [S], total): log-sums of the partial path scores from the start to each state, from
+    each state to the end (final weight included), and of the complete paths."""
     num_states = _num_states(lattice)
-    scores = -path_costs(lattice, lm_weight)
     states = lattice[:, 0].astype(np.int64)
     targets = lattice[:, 1].astype(np.int64)
     alpha = np.full(num_states, -np.inf)
@@ -80,6 +83,18 @@ def arc_posteriors(lattice, lm_weight):
     for row in range(len(lattice) - 1, -1, -1):
         onward = scores[row] if targets[row] == FINAL else scores[row] + beta[targets[row]]
         beta[states[row]] = np.logaddexp(beta[states[row]], onward)
+    return alpha, beta, float(total)
+
+
+def arc_posteriors(lattice, lm_weight):
+    """(posteriors [N] per row, total log-likelihood): for an arc row, the probability that a path takes it;
+    for a final row, that a path ends there.  Rows unreachable from the start or that reach no final
+    state get 0.  Total is -inf for a lattice without a complete path (then every posterior is 0)."""
+    _check(lattice)
+    scores = -path_costs(lattice, lm_weight)
+    states = lattice[:, 0].astype(np.int64)
+    targets = lattice[:, 1].astype(np.int64)
+    alpha, beta, total = _forward_backward(lattice, scores)
     if not np.isfinite(total):
         return np.zeros(len(lattice)), total
     after = np.where(targets == FINAL, 0.0, beta[np.maximum(targets, 0)])
@@ -173,19 +188,75 @@ def word_confidences(lattice, lm_weight):
     if not len(path):
         return None
     frames = state_frames(lattice)
-    posteriors, _ = arc_posteriors(lattice, lm_weight)
+    windows = _WordWindows(lattice, -path_costs(lattice, lm_weight), frames)
     word_rows = [int(row) for row in path if lattice[row, 3] != 0]
     words = [int(lattice[row, 3]) for row in word_rows]
     at = [int(frames[int(lattice[row, 0])]) for row in word_rows]
-    labelled = np.flatnonzero(lattice[:, 3] != 0)
-    label_frames = frames[lattice[labelled, 0].astype(np.int64)]
-    label_words = lattice[labelled, 3].astype(np.int64)
     confidences = []
     for index, (word, frame) in enumerate(zip(words, at)):
         # The window: from halfway to the previous best-path word to halfway to the next (the path's
         # words at the same frame split nothing: then the window is that frame alone).
-        low = (at[index - 1] + frame) / 2.0 if index > 0 else -np.inf
-        high = (frame + at[index + 1]) / 2.0 if index + 1 < len(at) else np.inf
-        inside = (label_words == word) & (label_frames >= low) & (label_frames <= high)
-        confidences.append(float(min(1.0, posteriors[labelled[inside]].sum())))
+        first = math.ceil((at[index - 1] + frame) / 2.0) if index > 0 else 0
+        last = math.floor((frame + at[index + 1]) / 2.0) if index + 1 < len(at) else int(frames.max())
+        confidences.append(float(min(1.0, math.exp(windows.log_has(word, first, last) - windows.total))))
     return words, confidences
+
+
+def _log_add(a, b):
+    if a < b:
+        a, b = b, a
+    return a if b == -math.inf else a + math.log1p(math.exp(b - a))
+
+
+class _WordWindows:
+    """The log-probability mass of the complete paths that carry a word in a window of frames.
+
+    A path carries `word` in frames first..last when it has an arc labelled `word` leaving a state at one
+    of those frames.  Only rows leaving those frames can be such arcs, so a pass runs over them alone: a
+    path enters frame `first` with its alpha (or at the start state) and leaves frame `last` by an
+    emitting row into a state whose beta covers the rest, or by a final row.  Per state the pass keeps
+    the mass of the partial paths that have not met the word yet (`missed`) and of those that have
+    (`met`).  Rows are ordered by the frame they leave, state order within a frame: a topological order,
+    so each window is a contiguous run of rows.
+    """
+
+    def __init__(self, lattice, scores, frames):
+        alpha, beta, self.total = _forward_backward(lattice, scores)
+        states = lattice[:, 0].astype(np.int64)
+        targets = lattice[:, 1].astype(np.int64)
+        source_frames = frames[states]
+        order = np.argsort(source_frames, kind="stable")
+        self.sorted_frames = source_frames[order]
+        target_frames = np.where(targets == FINAL, -1, frames[np.maximum(targets, 0)])
+        emitting = (targets != FINAL) & (lattice[:, 2] != 0)
+        self.entering = alpha[states] + scores  # for a row into the window's first frame
+        self.leaving = scores + np.where(targets == FINAL, 0.0, beta[np.maximum(targets, 0)])  # out of its last
+        self.rows = list(zip(order.tolist(), self.sorted_frames.tolist(), states[order].tolist(),
+                             targets[order].tolist(), lattice[order, 3].astype(np.int64).tolist(),
+                             scores[order].tolist(), target_frames[order].tolist(), emitting[order].tolist()))
+
+    def log_has(self, word, first, last):
+        """Log of the summed score of the complete paths that carry `word` in frames first..last."""
+        missed, met = {}, {}
+        if first == 0:
+            missed[0] = 0.0
+        log_has = -math.inf
+        begin, end = np.searchsorted(self.sorted_frames, [first - 1, last + 1])
+        for row, frame, state, target, label, score, target_frame, emitting in self.rows[begin:end]:
+            if frame < first:
+                if emitting:  # into the window from the frame before it: the whole forward mass enters
+                    missed[target] = _log_add(missed.get(target, -math.inf), float(self.entering[row]))
+                continue
+            before, after = missed.get(state, -math.inf), met.get(state, -math.inf)
+            if before == after == -math.inf:
+                continue
+            if label == word:
+                before, after = -math.inf, _log_add(before, after)
+            if target == FINAL or target_frame > last:
+                log_has = _log_add(log_has, after + float(self.leaving[row]))
+                continue
+            if before > -math.inf:
+                missed[target] = _log_add(missed.get(target, -math.inf), before + score)
+            if after > -math.inf:
+                met[target] = _log_add(met.get(target, -math.inf), after + score)
+        return log_has

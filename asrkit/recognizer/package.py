@@ -24,7 +24,8 @@ NumPy alone (no TensorFlow, no FST parsing):
 |                   | were chosen (`chosen_on`: the dev decode dir, or null)                             |
 | `align/`          | for word times by forced alignment, when the graph's lang dir is at hand:         |
 |                   | `tree.json`, `align.json` (self_loop_scale, transition_scale of the graph) and the |
-|                   | lang dir's phones.txt, words.txt, lexicon(p).txt, topo, lang_options.json,         |
+|                   | lang dir's phones.txt, words.txt, lexiconp.txt (or lexicon.txt), topo,              |
+|                   | lang_options.json,                                                                |
 |                   | oov.txt, phones/{optional_silence,silence}.txt                                     |
 
 Weight names: a dense layer's `NAME/kernel` [in, out] and `NAME/bias` [out] (`softmax`; the context
@@ -173,6 +174,8 @@ def _copy_align_files(model_dir, graph_dir, align_dir):
         return f"{tree} does not exist"
     os.makedirs(os.path.join(align_dir, "phones"))
     for name in ALIGN_LANG_FILES:
+        if name == "lexicon.txt" and os.path.exists(os.path.join(lang_dir, "lexiconp.txt")):
+            continue  # the aligner reads lexiconp.txt where there is one
         if os.path.exists(os.path.join(lang_dir, name)):
             shutil.copyfile(os.path.join(lang_dir, name), os.path.join(align_dir, name))
     shutil.copyfile(tree, os.path.join(align_dir, "tree.json"))

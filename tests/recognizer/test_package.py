@@ -37,6 +37,8 @@ def test_package_layout_and_contents(package_dir, toy_task):
     weights = np.load(os.path.join(package_dir, "weights.npz"))
     assert "blstm1/forward/kernel" in weights.files and "softmax/bias" in weights.files
     lang_files = set(os.listdir(toy_task["lang"]))
+    assert "lexiconp.txt" in lang_files  # so lexicon.txt, which the aligner would not read, stays out
+    lang_files.discard("lexicon.txt")
     assert sorted(os.listdir(os.path.join(package_dir, "align"))) == sorted(
         {"align.json", "phones", "tree.json"} | lang_files & {"lang_options.json", "lexiconp.txt", "lexicon.txt",
                                                               "oov.txt", "phones.txt", "topo", "words.txt"})

@@ -63,7 +63,8 @@ def main(model_dir, graph_dir, package_dir, decode_dir, lm_weight, prior_scale, 
     logger.info(summary_line(COMMAND, "ok", package=written["package_dir"], pdfs=written["num_pdfs"],
                              graph_states=written["graph_states"], lm_weight=f"{final['lm_weight']:g}",
                              prior_scale=f"{final['prior_scale']:g}", word_times="lattice" if written["align"]
-                             else "alignment", seconds=f"{time.monotonic() - start:.1f}"))
+                             else "alignment", ivectors=str(written["ivectors"]).lower(),
+                             seconds=f"{time.monotonic() - start:.1f}"))
 
 
 if __name__ == "__main__":

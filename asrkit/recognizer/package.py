@@ -26,6 +26,8 @@ NumPy alone (no TensorFlow, no FST parsing):
 |                   | `tree.json`, `align.json` (self_loop_scale, transition_scale of the graph) and the |
 |                   | lang dir's phones.txt, words.txt, lexiconp.txt (or lexicon.txt), topo,              |
 |                   | lang_options.json,                                                                |
+| `ivector/`        | a model trained with online i-vectors: its ivector.json and extractor (an .npz),   |
+|                   | as asrkit.ivector.append.OnlineIvectorAppender.from_dir reads them                 |
 |                   | oov.txt, phones/{optional_silence,silence}.txt                                     |
 
 Weight names: a dense layer's `NAME/kernel` [in, out] and `NAME/bias` [out] (`softmax`; the context
@@ -186,6 +188,22 @@ def _copy_align_files(model_dir, graph_dir, align_dir):
     return None
 
 
+def _copy_ivector_files(model_dir, ivector_dir):
+    """ivector/ of a model trained with online i-vectors (its ivector.json and extractor copy); False without."""
+    config_path = os.path.join(model_dir, "ivector.json")
+    if not os.path.exists(config_path):
+        return False
+    with open(config_path, encoding="utf-8") as handle:
+        extractor = os.path.basename(json.load(handle)["extractor"])
+    if not os.path.exists(os.path.join(model_dir, extractor)):
+        raise AsrkitError(f"{model_dir} was trained with online i-vectors but holds no copy of its extractor "
+                          f"{extractor}")
+    os.makedirs(ivector_dir)
+    shutil.copyfile(config_path, os.path.join(ivector_dir, "ivector.json"))
+    shutil.copyfile(os.path.join(model_dir, extractor), os.path.join(ivector_dir, extractor))
+    return True
+
+
 def _write_json(path, value):
     with open(path, "w", encoding="utf-8") as out:
         json.dump(value, out, indent=2, sort_keys=True)
@@ -222,6 +240,7 @@ def write_package(model_dir, graph_dir, package_dir, decode_params=None):
         _write_json(os.path.join(building, "featurize.json"), feature_config)
         shutil.copyfile(os.path.join(graph_dir, "words.txt"), os.path.join(building, "words.txt"))
         _write_json(os.path.join(building, "decode.json"), params)
+        ivectors = _copy_ivector_files(model_dir, os.path.join(building, "ivector"))
         align = _copy_align_files(model_dir, graph_dir, os.path.join(building, "align"))
         if align is not None:
             shutil.rmtree(os.path.join(building, "align"), ignore_errors=True)
@@ -230,7 +249,7 @@ def write_package(model_dir, graph_dir, package_dir, decode_params=None):
         shutil.rmtree(building, ignore_errors=True)
         raise
     return {"package_dir": package_dir, "num_pdfs": config["num_pdfs"], "graph_states": int(graph["num_states"]),
-            "align": align, "params": params}
+            "align": align, "ivectors": ivectors, "params": params}
 
 
 def _replace_dir(building, target):
@@ -266,8 +285,8 @@ def read_words(path):
 class Package:
     """A loaded package; see the module docstring.  Attributes: directory, config (network.json),
     feature_config (FeatureConfig), graph (DecodingGraph), words (list: id -> word), params (decode.json),
-    num_pdfs, frame_shift_s, sample_rate, weights, cmvn_stats, log_priors, unseen, align_dir (None without
-    align/)."""
+    num_pdfs, frame_shift_s, sample_rate, weights, cmvn_stats, log_priors, unseen, align_dir and ivector_dir
+    (None without align/, ivector/)."""
 
     def __init__(self, package_dir):
         self.directory = os.fspath(package_dir)
@@ -288,6 +307,8 @@ class Package:
         self.words = read_words(os.path.join(self.directory, "words.txt"))
         align_dir = os.path.join(self.directory, "align")
         self.align_dir = align_dir if os.path.isdir(align_dir) else None
+        ivector_dir = os.path.join(self.directory, "ivector")
+        self.ivector_dir = ivector_dir if os.path.isdir(ivector_dir) else None
 
     def _json(self, name):
         path = os.path.join(self.directory, name)

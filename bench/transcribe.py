@@ -14,6 +14,10 @@ on one core, WER, and the package's graph load against parsing HCLG.fst.
   CMN), CPU seconds over audio seconds;
 - WER of both against --data's text, and asrkit's hypotheses against --reference-hyp (asrkit-decode's
   hyp.txt at the same parameters): they should agree closely;
+- word times: each correctly recognised word's start and end (a word the hypothesis shares with the
+  reference in their edit alignment) against forced alignment of the reference transcript on the same
+  log-likelihoods: the share within 2 frames, for the recogniser's times (forced alignment of its
+  hypothesis) and for the lattice's label frames (the fallback of a package without align/);
 - graph load: load_package's graph.npz against kaldifst's read of HCLG.fst and DecodingGraph.from_fst
   (--graph-dir, optional).
 
@@ -119,7 +123,8 @@ def cold_starts(args, wav):
 
 
 def asrkit_pass(args, audio):
-    """({utt: words}, cpu seconds) of asrkit.Recognizer over the utterances (one core, one BLAS thread)."""
+    """({utt: words}, cpu seconds, Recognizer) of asrkit.Recognizer over the utterances (one core, one BLAS
+    thread)."""
     from asrkit.recognizer.recognizer import Recognizer
 
     recognizer = Recognizer(args.package)
@@ -129,7 +134,39 @@ def asrkit_pass(args, audio):
     start = time.process_time()
     for utt, samples in audio.items():
         hyps[utt] = recognizer.transcribe(samples).text.split()
-    return hyps, time.process_time() - start
+    return hyps, time.process_time() - start, recognizer
+
+
+def word_time_agreement(recognizer, audio, refs, tolerance=2):
+    """{"alignment": share, "lattice": share, "words": n}: correctly recognised words whose start and end
+    frames are within `tolerance` frames of the reference transcript's forced alignment."""
+    import difflib
+
+    from asrkit.recognizer.recognizer import decode_loglikes
+    from asrkit.recognizer.word_times import lattice_word_frames
+
+    aligner = recognizer.aligner
+    within = {"alignment": 0, "lattice": 0}
+    total = 0
+    for utt, samples in audio.items():
+        loglikes = recognizer.acoustic.log_likelihoods(samples)
+        decoded = decode_loglikes(recognizer.package, loglikes)
+        words = [recognizer.package.words[word] for word in decoded.word_ids]
+        reference = aligner.word_frames(refs[utt], loglikes, recognizer.package.acoustic_scale)
+        hypothesis = aligner.word_frames(words, loglikes, recognizer.package.acoustic_scale)
+        if reference is None or hypothesis is None:
+            continue
+        candidates = {"alignment": hypothesis,
+                      "lattice": lattice_word_frames(decoded.lattice, decoded.path_rows, len(loglikes))}
+        matcher = difflib.SequenceMatcher(a=refs[utt], b=words, autojunk=False)
+        for block in matcher.get_matching_blocks():
+            for offset in range(block.size):
+                ref_frames = reference[block.a + offset]
+                total += 1
+                for name, frames in candidates.items():
+                    ours = frames[block.b + offset]
+                    within[name] += abs(ours[0] - ref_frames[0]) <= tolerance and abs(ours[1] - ref_frames[1]) <= tolerance
+    return {name: count / max(total, 1) for name, count in within.items()} | {"words": total}
 
 
 def pocketsphinx_pass(args, audio):
@@ -205,7 +242,7 @@ def main():
     package = load_package(args.package)
     audio = load_audio(args.data, utterance_ids, package.sample_rate)
     audio_seconds = sum(len(samples) for samples in audio.values()) / package.sample_rate
-    ours, our_cpu = asrkit_pass(args, audio)
+    ours, our_cpu, recognizer = asrkit_pass(args, audio)
     ps_audio = load_audio(args.data, utterance_ids, POCKETSPHINX_RATE)
     theirs, their_cpu = pocketsphinx_pass(args, ps_audio)
     refs = read_kaldi_text(os.path.join(args.data, "text"))
@@ -216,6 +253,11 @@ def main():
     if args.reference_hyp:
         reference = read_kaldi_text(args.reference_hyp)
         print(f"  asrkit against asrkit-decode's hypotheses: {wer_line(reference, ours)}")
+    if recognizer.aligner is not None:
+        agreement = word_time_agreement(recognizer, audio, refs)
+        print(f"  word times within 2 frames of the reference's forced alignment, {agreement['words']} correctly "
+              f"recognised words: {100 * agreement['alignment']:.1f}% (forced alignment of the hypothesis), "
+              f"{100 * agreement['lattice']:.1f}% (lattice label frames)")
     package_seconds, fst_seconds = graph_load_times(args)
     line = f"package load (graph.npz and the rest) {package_seconds:.2f} s"
     if fst_seconds is not None:

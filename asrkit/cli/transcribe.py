@@ -67,7 +67,8 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
         try:
             samples = read_stdin(sample_rate) if spec == "-" else spec
             began = time.monotonic()
-            result = recognizer.transcribe(samples, sample_rate=sample_rate if spec == "-" else None, nbest=nbest)
+            result = recognizer.transcribe(samples, sample_rate=sample_rate if spec == "-" else None, nbest=nbest,
+                                           details=output_format != "text")
             busy += time.monotonic() - began
         except AsrkitError as error:
             failed.append(key)

@@ -102,7 +102,10 @@ def cold_start_file(data_dir, utterance_ids, seconds, directory):
 
 
 def cold_starts(args, wav):
-    """{name: [wall seconds]} of fresh processes, asrkit and pocketsphinx interleaved."""
+    """({name: [wall seconds]}, {name: [CPU seconds]}, outputs) of fresh processes, asrkit and pocketsphinx
+    interleaved.  On a shared machine the wall time follows the load; the CPU time (user + system) much less."""
+    import resource
+
     env = {**os.environ, "PYTHONPATH": ROOT}
     commands = {
         "asrkit-transcribe": [sys.executable, "-m", "asrkit.cli.transcribe", args.package, wav],
@@ -110,16 +113,20 @@ def cold_starts(args, wav):
                          args.ps_lm_weight or "none"],
     }
     times = {name: [] for name in commands}
+    cpu = {name: [] for name in commands}
     outputs = {}
     for _ in range(args.repeats):
         for name, command in commands.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.monotonic()
             run = subprocess.run(command, capture_output=True, text=True, env=env)
             times[name].append(time.monotonic() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
             if run.returncode:
                 raise SystemExit(f"{name} failed: {run.stderr[-2000:]}")
             outputs[name] = run.stdout.strip()
-    return times, outputs
+    return times, cpu, outputs
 
 
 def asrkit_pass(args, audio):
@@ -230,12 +237,13 @@ def main():
     utterance_ids = read_utterances(args.data, args.utterances)
     with tempfile.TemporaryDirectory() as directory:
         wav, seconds = cold_start_file(args.data, utterance_ids, args.seconds, directory)
-        times, outputs = cold_starts(args, wav)
+        times, cpu, outputs = cold_starts(args, wav)
     print(f"cold start, {seconds:.2f}-s file, {args.repeats} runs each:")
     for name, values in times.items():
-        print(f"  {name:18s} {spread(values)}: {outputs[name]!r}")
-    ratio = statistics.median(times["asrkit-transcribe"]) / statistics.median(times["pocketsphinx"])
-    print(f"  asrkit / pocketsphinx: {ratio:.2f}x")
+        print(f"  {name:18s} wall {spread(values)}, CPU {spread(cpu[name])}: {outputs[name]!r}")
+    for what, values in (("wall", times), ("CPU", cpu)):
+        ratio = statistics.median(values["asrkit-transcribe"]) / statistics.median(values["pocketsphinx"])
+        print(f"  asrkit / pocketsphinx, {what}: {ratio:.2f}x")
 
     os.sched_setaffinity(0, {args.core})
     threadpool_limits(1)

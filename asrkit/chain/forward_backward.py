@@ -96,45 +96,72 @@ def numerator_reference(numerator, x):
 
 
 @numba.njit(cache=True)
-def _denominator_chunk(source, target, pdf, prob, initial, x, leaky, occupancies):
-    """log Z of one chunk x [T, K]; its occupancies added into `occupancies` [T, K] (zeroed by the caller)."""
-    num_frames, num_pdfs = x.shape
-    num_states, num_arcs = initial.shape[0], source.shape[0]
-    emissions = np.empty((num_frames, num_pdfs))
-    log_z = 0.0
-    for t in range(num_frames):
-        best = x[t, 0]
-        for k in range(1, num_pdfs):
-            best = max(best, x[t, k])
-        log_z += best
-        for k in range(num_pdfs):
-            emissions[t, k] = np.exp(x[t, k] - best)
-    alpha_hat = np.empty((num_frames, num_states))
-    scales = np.empty(num_frames)
-    current = initial.copy()
-    following = np.empty(num_states)
+def _block_emissions(x, lengths):
+    """exp(x - max per frame) as [T, K, b] (chunks innermost, for the vectorised arc loops) and the log of the
+    shifts summed per chunk; frames past a chunk's length emit 1 (they are left out of every sum)."""
+    block, num_frames, num_pdfs = x.shape
+    emissions = np.ones((num_frames, num_pdfs, block), dtype=x.dtype)
+    shift = np.zeros(block)
+    for b in range(block):
+        for t in range(lengths[b]):
+            best = x[b, t, 0]
+            for k in range(1, num_pdfs):
+                best = max(best, x[b, t, k])
+            shift[b] += best
+            for k in range(num_pdfs):
+                emissions[t, k, b] = np.exp(x[b, t, k] - best)
+    return emissions, shift
+
+
+@numba.njit(cache=True)
+def _denominator_block(by_target, by_source, source, target, pdf, prob, initial, x, lengths, leaky, occupancies,
+                       log_z):
+    """Forward-backward of a block of chunks x [b, T, K] at once, the chunks innermost in every array so that
+    each arc's update is one vector operation; occupancies [b, T, K] get the denominator's, log_z [b] its."""
+    block, num_frames, num_pdfs = x.shape
+    num_states = initial.shape[0]
+    emissions, shift = _block_emissions(x, lengths)
+    alpha_hat = np.empty((num_frames, num_states, block), dtype=emissions.dtype)
+    scales = np.ones((num_frames, block))
+    current = np.empty((num_states, block), dtype=emissions.dtype)
+    for s in range(num_states):
+        current[s, :] = initial[s]
+    following = np.empty((num_states, block), dtype=emissions.dtype)
     for t in range(num_frames):
         alpha_hat[t] = current
-        following[:] = 0.0
-        for a in range(num_arcs):
-            following[target[a]] += current[source[a]] * prob[a] * emissions[t, pdf[a]]
-        scales[t] = following.sum()
-        for s in range(num_states):
-            current[s] = following[s] / scales[t] + leaky * initial[s]
-        log_z += np.log(scales[t])
-    backward = np.ones(num_states)
-    before = np.empty(num_states)
+        following[:] = 0
+        for a in by_target:
+            j, i, k, p = target[a], source[a], pdf[a], prob[a]
+            for b in range(block):
+                following[j, b] += current[i, b] * p * emissions[t, k, b]
+        for b in range(block):
+            if t < lengths[b]:
+                scales[t, b] = following[:, b].sum()
+            for s in range(num_states):
+                current[s, b] = following[s, b] / scales[t, b] + leaky * initial[s]
+    for b in range(block):
+        log_z[b] = shift[b] + np.log(scales[:lengths[b], b]).sum()
+    backward = np.ones((num_states, block), dtype=emissions.dtype)
+    before = np.empty((num_states, block), dtype=emissions.dtype)
+    occupancy = np.empty((num_pdfs, block), dtype=emissions.dtype)
     for t in range(num_frames - 1, -1, -1):
-        before[:] = 0.0
-        inverse = 1.0 / scales[t]
-        for a in range(num_arcs):
-            weight = prob[a] * emissions[t, pdf[a]] * inverse * backward[target[a]]
-            before[source[a]] += weight
-            occupancies[t, pdf[a]] += alpha_hat[t, source[a]] * weight
-        leak = leaky * np.dot(initial, before)
-        for s in range(num_states):
-            backward[s] = before[s] + leak
-    return log_z
+        before[:] = 0
+        occupancy[:] = 0
+        inverse = (1.0 / scales[t]).astype(emissions.dtype)
+        for a in by_source:
+            j, i, k, p = target[a], source[a], pdf[a], prob[a]
+            for b in range(block):
+                weight = p * emissions[t, k, b] * inverse[b] * backward[j, b]
+                before[i, b] += weight
+                occupancy[k, b] += alpha_hat[t, i, b] * weight
+        for b in range(block):
+            if t >= lengths[b]:
+                continue  # past this chunk's end: its backward variables stay one
+            leak = leaky * np.dot(initial, before[:, b].astype(np.float64))
+            for s in range(num_states):
+                backward[s, b] = before[s, b] + leak
+            for k in range(num_pdfs):
+                occupancies[b, t, k] = occupancy[k, b]
 
 
 @numba.njit(cache=True)
@@ -182,26 +209,41 @@ def _numerator_chunk(pdfs, first, last, may_start, may_end, x, occupancies):
     return log_z
 
 
+# Chunks a thread runs through the denominator together, at most: on the recipe's graph (5730 states, 93800
+# arcs, 800 pdfs) blocks of 8, 16 and 32 chunks took 0.58, 0.32 and 0.23 CPU-seconds per 1000 frames.
+MAX_BLOCK = 32
+
+
+def block_size(num_chunks):
+    """Chunks per block: as many as MAX_BLOCK while every thread still gets a block."""
+    per_thread = -(-num_chunks // numba.get_num_threads())
+    return int(min(MAX_BLOCK, max(1, per_thread)))
+
+
 @numba.njit(parallel=True, cache=True)
-def _batch(source, target, pdf, prob, initial, x, lengths, num_offsets, num_pdfs, num_first, num_last,
-           num_may_start, num_may_end, leaky, gradient, num_log_z, den_log_z):
+def _denominator_batch(by_target, by_source, source, target, pdf, prob, initial, x, lengths, leaky, occupancies,
+                       log_z, block_chunks):
+    num_blocks = (x.shape[0] + block_chunks - 1) // block_chunks
+    for block in numba.prange(num_blocks):
+        low, high = block * block_chunks, min((block + 1) * block_chunks, x.shape[0])
+        _denominator_block(by_target, by_source, source, target, pdf, prob, initial, x[low:high], lengths[low:high],
+                           leaky, occupancies[low:high], log_z[low:high])
+
+
+@numba.njit(parallel=True, cache=True)
+def _numerator_batch(x, lengths, offsets, pdfs, first, last, may_start, may_end, occupancies, log_z):
     for b in numba.prange(x.shape[0]):
-        length = lengths[b]
-        chunk = x[b, :length].astype(np.float64)
-        den_occupancies = np.zeros((length, x.shape[2]))
-        num_occupancies = np.zeros((length, x.shape[2]))
-        den_log_z[b] = _denominator_chunk(source, target, pdf, prob, initial, chunk, leaky, den_occupancies)
-        low, high = num_offsets[b], num_offsets[b + 1]
-        num_log_z[b] = _numerator_chunk(num_pdfs[low:high], num_first[low:high], num_last[low:high],
-                                        num_may_start[low:high], num_may_end[low:high], chunk, num_occupancies)
-        for t in range(length):
-            for k in range(x.shape[2]):
-                gradient[b, t, k] = num_occupancies[t, k] - den_occupancies[t, k]
+        low, high = offsets[b], offsets[b + 1]
+        chunk = x[b, :lengths[b]].astype(np.float64)
+        found = np.zeros(chunk.shape)
+        log_z[b] = _numerator_chunk(pdfs[low:high], first[low:high], last[low:high], may_start[low:high],
+                                    may_end[low:high], chunk, found)
+        occupancies[b, :lengths[b]] = found
 
 
 def lfmmi_batch(graph, numerators, x, lengths=None, leaky=LEAKY_HMM_COEFFICIENT):
-    """(numerator log Z [B], denominator log Z [B], dF/dx [B, T, K] float32) of a batch: x [B, T, K] the
-    chunks' outputs (float32 or float64), numerators one Numerator per chunk, lengths [B] the chunks' frames
+    """(numerator log Z [B], denominator log Z [B], dF/dx [B, T, K]) of a batch: x [B, T, K] the chunks'
+    outputs; the denominator runs in x's precision (float32 in training, float64 for exact checks).  numerators one Numerator per chunk, lengths [B] the chunks' frames
     (default: each numerator's).  Frames past a chunk's length get zero gradient.  A chunk whose numerator has
     no path gets log Z = -inf and no numerator occupancy (the caller decides what to do with it)."""
     x = np.ascontiguousarray(x)
@@ -212,10 +254,14 @@ def lfmmi_batch(graph, numerators, x, lengths=None, leaky=LEAKY_HMM_COEFFICIENT)
         parts = [np.asarray(getattr(n, field), dtype) for n in numerators]
         return np.concatenate(parts) if parts else np.zeros(0, dtype)
 
-    gradient = np.zeros(x.shape, np.float32)
+    num_occupancies = np.zeros(x.shape, x.dtype)
+    den_occupancies = np.zeros(x.shape, x.dtype)
     num_log_z, den_log_z = np.zeros(len(x)), np.zeros(len(x))
-    _batch(graph.source.astype(np.int64), graph.target.astype(np.int64), graph.pdf.astype(np.int64),
-           graph.prob.astype(np.float64), graph.initial.astype(np.float64), x, lengths, offsets,
-           joined("pdfs", np.int64), joined("first", np.int64), joined("last", np.int64),
-           joined("may_start", np.bool_), joined("may_end", np.bool_), float(leaky), gradient, num_log_z, den_log_z)
-    return num_log_z, den_log_z, gradient
+    _numerator_batch(x, lengths, offsets, joined("pdfs", np.int64), joined("first", np.int64),
+                     joined("last", np.int64), joined("may_start", np.bool_), joined("may_end", np.bool_),
+                     num_occupancies, num_log_z)
+    by_target, by_source = np.argsort(graph.target, kind="stable"), np.argsort(graph.source, kind="stable")
+    _denominator_batch(by_target, by_source, graph.source.astype(np.int64), graph.target.astype(np.int64),
+                       graph.pdf.astype(np.int64), graph.prob.astype(x.dtype), graph.initial.astype(np.float64), x,
+                       lengths, float(leaky), den_occupancies, den_log_z, block_size(len(x)))
+    return num_log_z, den_log_z, num_occupancies - den_occupancies

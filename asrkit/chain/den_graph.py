@@ -35,10 +35,13 @@ import os
 
 import numpy as np
 
+from asrkit.align.ali_dir import AliDir
+from asrkit.chain.phone_lm import estimate_phone_lm
 from asrkit.errors import AsrkitError
 from asrkit.graph.fst_arrays import arrays_to_fst, fst_to_arrays
 from asrkit.graph.h_fst import make_h_transducer
 from asrkit.graph.self_loops import add_self_loops, remove_input_symbols
+from asrkit.hmm.topology import Topology
 from asrkit.io.atomic import atomic_path
 
 INITIAL_ITERATIONS = 100  # frames the graph runs from its start state to give the initial distribution
@@ -136,3 +139,17 @@ def make_den_graph(phone_lm, tree, topology):
     initial = initial_distribution(arrays.num_states, arrays.start, source, target, prob)
     return DenGraph(tree.num_pdfs, source, target, (arrays.ilabel - 1).astype(np.int32), prob, initial,
                     int(arrays.start))
+
+
+def den_graph_of_ali_dir(ali_dir, utterance_ids=None, order=4, no_prune_order=3, num_extra_states=1000):
+    """(DenGraph, PhoneLm) from an ali dir (asrkit.align.ali_dir): the phone LM of its phone alignments (of
+    `utterance_ids`, default all) through its tree and topo."""
+    ali = AliDir(ali_dir)
+    try:
+        ids = ali.utterance_ids() if utterance_ids is None else utterance_ids
+        sentences = ([phone for phone, _, _ in ali.phone_segments(utterance_id)] for utterance_id in ids)
+        lm = estimate_phone_lm(sentences, order, no_prune_order, num_extra_states)
+        topology = Topology.read(os.path.join(ali.path, "topo"))
+        return make_den_graph(lm, ali.tree, topology), lm
+    finally:
+        ali.close()

@@ -94,3 +94,29 @@ def test_write_and_read_back(monophone_case, tmp_path):
     assert back.num_states == graph.num_states and back.start == graph.start
     np.testing.assert_array_equal(back.pdf, graph.pdf)
     np.testing.assert_allclose(back.prob, graph.prob)
+
+
+def test_den_graph_of_an_ali_dir_takes_its_phone_alignments_tree_and_topo(tmp_path):
+    from asrkit.align.ali_dir import PHONE_STARTS
+    from asrkit.chain.den_graph import den_graph_of_ali_dir
+    from asrkit.io.table import ShardWriter, write_scp
+
+    tree = monophone_tree()
+    sentences = {"u1": ([1, 2, 3, 1], [2, 1, 3, 1]), "u2": ([1, 3, 2, 2, 1], [1, 2, 1, 1, 2])}
+    with ShardWriter(str(tmp_path / "ali.1.h5")) as pdfs, ShardWriter(str(tmp_path / "phone_ali.1.h5")) as phones:
+        for utterance_id, (phone_ids, durations) in sentences.items():
+            frames = np.repeat(phone_ids, durations).astype(np.int32)
+            starts = np.concatenate([[0], np.cumsum(durations)[:-1]]).astype(np.int32)
+            pdfs.write(utterance_id, frames - 1)
+            phones.write(utterance_id, frames, attrs={PHONE_STARTS: starts})
+    write_scp(str(tmp_path / "ali.scp"), [str(tmp_path / "ali.1.h5")])
+    write_scp(str(tmp_path / "phone_ali.scp"), [str(tmp_path / "phone_ali.1.h5")])
+    tree.write(str(tmp_path / "tree.json"))
+    topology().write(str(tmp_path / "topo"))
+    (tmp_path / "num_pdfs").write_text(f"{tree.num_pdfs}\n")
+    graph, lm = den_graph_of_ali_dir(str(tmp_path), order=3)
+    assert lm.log_prob_of([1, 3, 2, 2, 1]) > -np.inf  # the two B's of u2 are two phones
+    assert forward_from_start(graph, [0, 2, 2, 1, 1, 1, 0]) > 0
+    assert forward_from_start(graph, [0, 3]) == 0  # C (phone 4, pdf 3) is in no alignment
+    only_u1, _ = den_graph_of_ali_dir(str(tmp_path), ["u1"], order=3)
+    assert forward_from_start(only_u1, [0, 2]) == 0  # SIL B is in u2 only

@@ -171,6 +171,7 @@ class LfmmiCriterion(CrossEntropyCriterion):
             logger.info("phone LM of %s: %d states, %d arcs; denominator graph: %d states, %d arcs", ali_dir,
                         lm.num_states, lm.num_arcs, graph.num_states, graph.num_arcs)
             if path:
+                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
                 graph.write(path)
         if graph.num_pdfs != data.num_pdfs:
             raise AsrkitError(f"the denominator graph has {graph.num_pdfs} pdfs, the alignments {data.num_pdfs}")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from asrkit.chain.den_graph import DenGraph, make_den_graph
-from asrkit.chain.forward_backward import denominator_reference, lfmmi_batch, numerator_reference
+from asrkit.chain.forward_backward import denominator_reference, lfmmi_batch, numerator_reference, state_pdfs
 from asrkit.chain.numerator import numerator_of, units_from_pdfs
 from asrkit.chain.phone_lm import estimate_phone_lm
 from tests.chain.conftest import monophone_tree, random_sentences, topology
@@ -129,6 +129,21 @@ def test_compiled_batch_equals_the_references(den_graph, leaky, dtype, tolerance
         np.testing.assert_allclose(gradient[b, :length], num_occupancies - den_occupancies, atol=tolerance * 10)
         assert not np.any(gradient[b, length:])
         np.testing.assert_allclose(den_occupancies.sum(axis=1), 1.0)  # one arc a frame
+
+
+def test_the_per_arc_kernel_serves_graphs_whose_states_mix_pdfs():
+    rng = np.random.default_rng(9)
+    graph = random_graph(rng, num_states=4, num_pdfs=4, num_arcs=12)
+    assert state_pdfs(graph).tolist() == [-2]
+    x, numerators = batch_case(rng, [5, 9])
+    _, den_log_z, _ = lfmmi_batch(graph, numerators, x.astype(np.float64), None, 0.01)
+    for b, length in enumerate([5, 9]):
+        assert den_log_z[b] == pytest.approx(denominator_reference(graph, x[b, :length], 0.01)[0], abs=1e-9)
+
+
+def test_den_graphs_have_one_pdf_per_state(den_graph):
+    pdfs = state_pdfs(den_graph)
+    assert len(pdfs) == den_graph.num_states and np.all(pdfs[den_graph.target] == den_graph.pdf)
 
 
 def test_gradient_is_the_derivative_of_the_objective(den_graph):

@@ -75,8 +75,9 @@ class LfmmiObjective:
                 found.append((column, frames, numerator))
         return found
 
-    def loss_and_gradient(self, logits, targets, weights):
-        """(loss sum float32, d loss / d logits [u, b, K] float32) of logits [u, b, K], targets and weights [u, b]."""
+    def loss_and_gradient(self, logits, targets, weights, record=True):
+        """(loss sum float32, d loss / d logits [u, b, K] float32) of logits [u, b, K], targets and weights [u, b];
+        with `record` the objective and failed chunks count towards `take_objective` (training, not held-out)."""
         chunks = self.chunks(targets, weights)
         gradient = np.zeros(logits.shape, np.float32)
         if not chunks:
@@ -90,24 +91,29 @@ class LfmmiObjective:
         loss = 0.0
         for row, (column, frames, _) in enumerate(chunks):
             if not np.isfinite(num_log_z[row]):
-                self.failed_chunks += 1
+                self.failed_chunks += record
                 continue
             chunk = x[row, :len(frames)]
             loss -= num_log_z[row] - den_log_z[row]
-            self.objective_sum += num_log_z[row] - den_log_z[row]
-            self.objective_frames += len(frames)
+            if record:
+                self.objective_sum += num_log_z[row] - den_log_z[row]
+                self.objective_frames += len(frames)
             gradient[frames, column] = -occupancy_difference[row, :len(frames)]
             if self.output_l2:
                 loss += 0.5 * self.output_l2 * float(np.square(chunk, dtype=np.float64).sum())
                 gradient[frames, column] += self.output_l2 * chunk
         return np.float32(loss), gradient
 
-    def tensor_loss(self, logits, targets, weights):
+    def held_out_loss_and_gradient(self, logits, targets, weights):
+        return self.loss_and_gradient(logits, targets, weights, record=False)
+
+    def tensor_loss(self, logits, targets, weights, record=True):
         """The loss sum as a TF tensor with the gradient of `loss_and_gradient` (targets and weights get none)."""
+        function = self.loss_and_gradient if record else self.held_out_loss_and_gradient
 
         @tf.custom_gradient
         def loss_of(logits):
-            loss, gradient = tf.numpy_function(self.loss_and_gradient, [logits, targets, weights],
+            loss, gradient = tf.numpy_function(function, [logits, targets, weights],
                                                [tf.float32, tf.float32], stateful=True)
             loss.set_shape([])
             gradient.set_shape(logits.shape)
@@ -132,11 +138,20 @@ class LfmmiSteps(Steps):
     data; the steps are traced at their first call, after that."""
 
     criterion = None
+    _held_out = False  # set while `_evaluate` is traced: its chunks stay out of the training metrics
 
     def loss_sums(self, logits, targets, weights):
-        loss_sum = self.criterion.objective.tensor_loss(logits, tf.maximum(targets, 0), weights)
+        loss_sum = self.criterion.objective.tensor_loss(logits, tf.maximum(targets, 0), weights,
+                                                        record=not self._held_out)
         correct = label_is_best(logits, tf.maximum(targets, 0))
         return loss_sum, tf.reduce_sum(correct * weights), tf.reduce_sum(weights)
+
+    def _evaluate(self, features, targets, mask):
+        self._held_out = True
+        try:
+            return super()._evaluate(features, targets, mask)
+        finally:
+            self._held_out = False
 
 
 class LfmmiCriterion(CrossEntropyCriterion):

@@ -60,6 +60,8 @@ def test_loss_and_gradient_are_the_forward_backward_of_the_labelled_frames(graph
     assert not np.any(gradient[5:, 0]) and not np.any(gradient[4:, 1])
     mean, failed = objective.take_objective()
     assert failed == 0 and mean < 0
+    held_out, _ = objective.held_out_loss_and_gradient(logits, targets, weights)
+    assert held_out == loss and np.isnan(objective.take_objective()[0])  # held-out chunks are not recorded
 
     variable = tf.Variable(logits)
     with tf.GradientTape() as tape:
@@ -117,3 +119,14 @@ def test_cli_trains_with_a_den_graph_and_names_what_a_built_one_lacks(corpus, tm
     built = CliRunner().invoke(main, args[:2] + [str(tmp_path / "exp2"), "--criterion", "lfmmi"] + args[7:])
     assert built.exit_code != 0 and "is not an ali dir: it has no tree.json" in built.output
     assert os.path.exists(tmp_path / "exp" / "final" / "priors")
+
+
+def test_example_servers_serve_lfmmi_chunks_as_ce_examples(corpus, tmp_path):
+    data_dir, ali_dir, utterances = corpus(num_utts=12, num_pdfs=5)
+    den_path = str(tmp_path / "den.npz")
+    label_den_graph([labels for _, labels in utterances.values()], 5).write(den_path)
+    options = lfmmi_options(den_path, max_steps=30, log_every=10, valid_utts=2, valid_every=15)
+    options.example_servers, options.server_from_feats, options.server_receive_timeout = "local:1", True, 60
+    result = train_ce(data_dir, ali_dir, str(tmp_path / "served"), options)
+    assert result.steps == 30 and np.isfinite(result.loss)  # (the numerator has no LM weight: the loss may be < 0)
+    assert len(result.example_servers["received"]) == 1 and result.valid_accuracy is not None

@@ -119,8 +119,9 @@ def main():
 
     started = time.perf_counter()
     graph = den_graph_of_ali_dir(args.ali_dir)[0] if args.ali_dir else synthetic_graph(args.phones, args.pdfs)
+    source = "from " + args.ali_dir if args.ali_dir else "synthetic"
     print(f"denominator graph: {graph.num_states} states, {graph.num_arcs} arcs, {graph.num_pdfs} pdfs "
-          f"({'from ' + args.ali_dir if args.ali_dir else 'synthetic'}; built in {time.perf_counter() - started:.1f} s)")
+          f"({source}; built in {time.perf_counter() - started:.1f} s)")
     x, targets, numerators = batch(graph, args.chunks, args.frames)
     lfmmi_batch(graph, numerators[:1], x[:1])  # compile (or load numba's cache)
     frames = args.chunks * args.frames

@@ -318,9 +318,10 @@ def state_pdfs(graph):
 
 def lfmmi_batch(graph, numerators, x, lengths=None, leaky=LEAKY_HMM_COEFFICIENT):
     """(numerator log Z [B], denominator log Z [B], dF/dx [B, T, K]) of a batch: x [B, T, K] the chunks'
-    outputs; the denominator runs in x's precision (float32 in training, float64 for exact checks).  numerators one Numerator per chunk, lengths [B] the chunks' frames
-    (default: each numerator's).  Frames past a chunk's length get zero gradient.  A chunk whose numerator has
-    no path gets log Z = -inf and no numerator occupancy (the caller decides what to do with it)."""
+    outputs; the denominator runs in x's precision (float32 in training, float64 for exact checks).
+    numerators: one Numerator per chunk; lengths [B]: the chunks' frames (default: each numerator's).  Frames
+    past a chunk's length get zero gradient.  A chunk whose numerator has no path gets log Z = -inf and no
+    numerator occupancy (the caller decides what to do with it)."""
     x = np.ascontiguousarray(x)
     lengths = np.array([n.num_frames for n in numerators] if lengths is None else lengths, np.int64)
     offsets = np.concatenate([[0], np.cumsum([n.num_states for n in numerators])]).astype(np.int64)

@@ -130,7 +130,8 @@ def numerator_of(units, num_frames, left_tolerance=1, right_tolerance=1, begin=0
     pdfs, first, last = _states(units, left_tolerance, right_tolerance)
     first, last = np.maximum(first, 0), np.minimum(last, num_frames - 1)
     inside = (last >= begin) & (first < end)
-    pdfs, first, last = pdfs[inside], np.maximum(first[inside], begin) - begin, np.minimum(last[inside], end - 1) - begin
+    pdfs = pdfs[inside]
+    first, last = np.maximum(first[inside], begin) - begin, np.minimum(last[inside], end - 1) - begin
     length = end - begin
     may_start = first == 0 if cut_start else np.arange(len(pdfs)) == 0
     may_end = last == length - 1 if cut_end else np.arange(len(pdfs)) == len(pdfs) - 1

@@ -2,8 +2,6 @@
 
 import itertools
 
-import numpy as np
-
 from asrkit.hmm.topology import Topology
 from asrkit.hmm.tree import ContextDependency
 
@@ -41,5 +39,3 @@ def segmentations(length):
 def random_sentences(rng, count, max_length=6):
     return [rng.integers(1, 5, size=rng.integers(1, max_length + 1)).tolist() for _ in range(count)]
 
-
-__all__ = ["PHONES", "topology", "monophone_tree", "triphone_tree", "segmentations", "random_sentences", "np"]

@@ -1,4 +1,3 @@
-import numpy as np
 import pytest
 
 from asrkit.chain.numerator import (NumeratorError, Unit, check_chunk_length, chunk_starts, numerator_of,

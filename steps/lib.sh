@@ -345,6 +345,23 @@ ctc_comparison() {
   decode_tuned_first "${am}_ctc" "${am}_ctc" "$1"
 }
 
+# lfmmi_comparison STAGE: ${am}_ce_clean's network, clean features and epochs trained from scratch with lattice-free
+# MMI ([Povey2016]; asrkit-train-ce --criterion lfmmi: the tree alignments give the numerators and the phone LM of
+# the denominator graph, kept in exp/${am}_lfmmi_den.npz) on chunks of 50 frames (Kaldi's 1.5 s), the schedule
+# counting steps of that size -> exp/${am}_lfmmi, decoded on the CE model's graph (same tree).  Its outputs are
+# log-likelihoods with uniform priors, so no prior scale is tried, and LM weights near 1 (Kaldi's chain acoustic
+# scale of 1 at 30 ms frames).
+lfmmi_lm_weights=(--min-lmwt 0.5 --max-lmwt 3 --lmwt-step 0.25)
+lfmmi_comparison() {
+  launch "$gpu_cmd" "$logs/stage$1/train_${am}_lfmmi.log" \
+    asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" --criterion lfmmi --unroll 50 \
+      --den-graph "$exp/${am}_lfmmi_den.npz" $(streams=$(( streams * 5 / 2 )) ce_schedule) --num-epochs "$ce_epochs" \
+      "$data/train" "$exp/tree_ali" "$exp/${am}_lfmmi"
+  local prior_scales="1"
+  local -a dev_sweep=(--lmwt-sweep --sweep-method lattice "${lfmmi_lm_weights[@]}")
+  decode_tuned_first "${am}_lfmmi" "${am}_ce" "$1"
+}
+
 # pocketsphinx_baseline STAGE SET...: pocketsphinx's stock en-us model (trained on real speech by
 # another toolkit) decoding data/SET with the same lexicon and trigram LM -> exp/pocketsphinx: the
 # reference every WER of the recipe is read against.  With pocketsphinx_lm_weights set (e.g. "6.5 10

@@ -9,7 +9,7 @@ from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
 from asrkit.cli.options_file import options_file
 
 CHOICES = {"mode": ("truncated", "full"), "optimizer": ("adagrad", "adam", "sgd"),
-           "lr_schedule": ("constant", "exponential"), "criterion": ("ce", "ctc")}
+           "lr_schedule": ("constant", "exponential"), "criterion": ("ce", "ctc", "lfmmi")}
 
 
 def training_options(params_function, choices=None):

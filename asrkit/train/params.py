@@ -149,7 +149,20 @@ def ce_params():
     """train_params() plus asrkit-train-ce's criterion."""
     p = train_params()
     p.define("criterion", "ce", "ce: frame cross-entropy on the tree's pdfs; ctc: CTC over phones and a blank "
-             "([Variani2017] and [Variani2017-15k] section 3; asrkit.train.ctc), on the alignment dir's phone_ali.scp, --mode full.")
+             "([Variani2017] and [Variani2017-15k] section 3; asrkit.train.ctc), on the alignment dir's phone_ali.scp, --mode full; "
+             "lfmmi: lattice-free MMI ([Povey2016]; asrkit.train.lfmmi) on the tree's pdfs.")
+    p.define("den_graph", "", "lfmmi: the denominator graph (an .npz of asrkit.chain.den_graph) to read; when it "
+             "does not exist it is built from the alignment dir's phone alignments, tree and topo and written there "
+             "(empty: built, not kept).")
+    p.define("phone_lm_order", 4, "lfmmi: n-gram order of the denominator graph's phone LM (Kaldi's "
+             "chain-est-phone-lm).")
+    p.define("phone_lm_extra_states", 1000, "lfmmi: history states of the phone LM beyond the trigram ones.")
+    p.define("lfmmi_left_tolerance", 1, "lfmmi: frames a unit of the numerator may start before its aligned start "
+             "(Kaldi's 5 frames at 10 ms are about 1.7 of asrkit's 30 ms frames).")
+    p.define("lfmmi_right_tolerance", 1, "lfmmi: frames a unit may end after its aligned end.")
+    p.define("leaky_hmm_coefficient", 1e-5, "lfmmi: the leaky HMM's jump weight between any two frames (Kaldi's "
+             "--leaky-hmm-coefficient).")
+    p.define("output_l2", 5e-4, "lfmmi: l2 penalty 0.5 c x sum of squared outputs (Kaldi's output-l2-regularize).")
     return p
 
 

@@ -92,6 +92,11 @@ class Steps:
             self.apply_accumulated = self.distribution.compile(self._apply_accumulated,
                                                                input_signature=[tf.TensorSpec([], tf.float32)])
 
+    def loss_sums(self, logits, targets, weights):
+        """(loss sum, correct frames, labelled frames) of time-major logits [u, b, K]: frame cross-entropy here,
+        another criterion's loss in a subclass (asrkit.train.lfmmi)."""
+        return cross_entropy_sums(logits, targets, weights)
+
     def trial_variables(self):
         """What a training step changes besides the network and the optimizer (a minibatch search puts it back)."""
         variables = [self.state.step] + list(self.state.stream_state)
@@ -134,7 +139,7 @@ class Steps:
         features, targets, weights, keep, state = self._window_inputs(features, targets, mask, reset)
         with tf.GradientTape() as tape:
             logits, new_state = self.net.window_time_major(features, state, keep)
-            loss_sum, correct, count = cross_entropy_sums(logits, targets, weights)
+            loss_sum, correct, count = self.loss_sums(logits, targets, weights)
         self._accumulate(loss_sum, count, tape)
         self._save_state(new_state)
         return loss_sum, correct, count
@@ -177,7 +182,7 @@ class Steps:
         features, targets, weights, keep, state = self._window_inputs(features, targets, mask, reset)
         with tf.GradientTape() as tape:
             logits, new_state = self.net.window_time_major(features, state, keep)
-            loss_sum, correct, count = cross_entropy_sums(logits, targets, weights)
+            loss_sum, correct, count = self.loss_sums(logits, targets, weights)
             loss = self._mean_over_replicas(loss_sum, count)
         norm = self._apply(tape, loss)
         self._save_state(new_state)
@@ -187,7 +192,7 @@ class Steps:
         """cross_entropy_sums of the network on a batch of whole utterances [b, T, ...] (inside a tape)."""
         targets = _time_major_targets(targets)
         logits = self.net.sequence_time_major(tf.transpose(features, [1, 0, 2]))
-        return cross_entropy_sums(logits, targets, _frame_weights(targets, tf.transpose(mask)))
+        return self.loss_sums(logits, targets, _frame_weights(targets, tf.transpose(mask)))
 
     def _full(self, features, targets, mask):
         with tf.GradientTape() as tape:
@@ -200,7 +205,7 @@ class Steps:
         features = tf.transpose(features, [1, 0, 2])
         targets = _time_major_targets(targets)
         logits = self.net.sequence_time_major(features)
-        return cross_entropy_sums(logits, targets, _frame_weights(targets, tf.transpose(mask)))
+        return self.loss_sums(logits, targets, _frame_weights(targets, tf.transpose(mask)))
 
 
 def auxiliary_sum(logits, pdfs, values):

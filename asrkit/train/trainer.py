@@ -60,6 +60,7 @@ from asrkit.train.bucket_batcher import BucketBatcher
 from asrkit.train.criterion import CrossEntropyCriterion
 from asrkit.train.cross_entropy import describe as describe_frame_loss
 from asrkit.train.ctc import CtcCriterion
+from asrkit.train.lfmmi import LfmmiCriterion
 from asrkit.train.distribute import check_params as check_strategy_params, make_distribution
 from asrkit.train.experiment import experiment_config, open_experiment, write_result
 from asrkit.train.loop import Checkpoints, TrainingLoop, TrainingParts
@@ -77,7 +78,7 @@ from asrkit.train.validation import Validation, validation_batches
 
 logger = logging.getLogger("asrkit.train")
 
-CRITERIA = {"ce": CrossEntropyCriterion, "ctc": CtcCriterion}  # asrkit-train-ce's --criterion
+CRITERIA = {"ce": CrossEntropyCriterion, "ctc": CtcCriterion, "lfmmi": LfmmiCriterion}  # asrkit-train-ce's --criterion
 
 
 def train_ce(data_dir, ali_dir, exp_dir, options=None):

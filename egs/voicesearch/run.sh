@@ -19,6 +19,8 @@
 #                                untranscribed data; default: false)
 #     --ctc-comparison true|false   stage 11 also trains the clean-only network with CTC over phones
 #                                ([Variani2017] and [Variani2017-15k]) and decodes it with a CTC-topology graph (default: false)
+#     --lfmmi true|false         stage 11 also trains the clean-only network from scratch with lattice-free MMI
+#                                ([Povey2016], Kaldi's chain models) and decodes it on the CE graph (default: false)
 #     --group-comparison true|false   stage 11 also trains the clean-only windowed BLSTM at [Mohamed2015]'s 20+1+20
 #                                and 20+8+20 on the unrolling comparison's subset (default: false)
 #     --am wblstm|lstm           the acoustic network: [Mohamed2015]'s windowed BLSTM or [Variani2017]'s LSTM; its
@@ -79,6 +81,7 @@ unroll_comparison=false
 unsupervised_demo=false
 jitter_comparison=false
 ctc_comparison=false
+lfmmi=false
 group_comparison=false
 am=wblstm
 cmvn_mean=utterance
@@ -100,6 +103,7 @@ while [ $# -gt 0 ]; do
     --unsupervised-demo) unsupervised_demo="$2"; shift 2 ;;
     --jitter-comparison) jitter_comparison="$2"; shift 2 ;;
     --ctc-comparison) ctc_comparison="$2"; shift 2 ;;
+    --lfmmi) lfmmi="$2"; shift 2 ;;
     --group-comparison) group_comparison="$2"; shift 2 ;;
     --am) am="$2"; shift 2 ;;
     --cmvn-mean) cmvn_mean="$2"; shift 2 ;;
@@ -116,6 +120,7 @@ case "$unroll_comparison" in true|false) ;; *) echo "$0: --unroll-comparison tak
 case "$unsupervised_demo" in true|false) ;; *) echo "$0: --unsupervised-demo takes true or false, not '$unsupervised_demo'" >&2; exit 2 ;; esac
 case "$jitter_comparison" in true|false) ;; *) echo "$0: --jitter-comparison takes true or false, not '$jitter_comparison'" >&2; exit 2 ;; esac
 case "$ctc_comparison" in true|false) ;; *) echo "$0: --ctc-comparison takes true or false, not '$ctc_comparison'" >&2; exit 2 ;; esac
+case "$lfmmi" in true|false) ;; *) echo "$0: --lfmmi takes true or false, not '$lfmmi'" >&2; exit 2 ;; esac
 case "$group_comparison" in true|false) ;; *) echo "$0: --group-comparison takes true or false, not '$group_comparison'" >&2; exit 2 ;; esac
 for value in "$stage" "$stop_stage" "$nj" "$seed"; do
   case "$value" in ''|*[!0-9]*) echo "$0: --stage, --stop-stage, --nj and --seed take whole numbers, not '$value'" >&2; exit 2 ;; esac
@@ -410,6 +415,14 @@ fi
 if run_stage 11 && $ctc_comparison; then
   echo "stage 11: CTC over phones ([Variani2017] and [Variani2017-15k]) -> $exp/${am}_ctc" >&2
   ctc_comparison 11
+fi
+
+# Lattice-free MMI ([Povey2016]): the clean-only CE network trained from scratch on chunks of 50 frames against the
+# tree alignments' numerators and a 4-gram phone LM's denominator graph (steps/lib.sh lfmmi_comparison).  Off by
+# default: one more training.
+if run_stage 11 && $lfmmi; then
+  echo "stage 11: lattice-free MMI ([Povey2016]) -> $exp/${am}_lfmmi" >&2
+  lfmmi_comparison 11
 fi
 
 if run_stage 12; then

@@ -1,7 +1,7 @@
 """egs/voicesearch/run.sh --size tiny, end to end: corpus, dictionary, noisy sets, lang and LMs, features, flat
 start and monophone training, tree, CE training of the LSTM, decoding at the LM weight chosen on dev, scoring,
 sMBR training with seq-mode example servers, decoding and scoring again (all with the windowed BLSTM,
---am's default), clean-only CE, the unrolling, jitter, untranscribed-data, CTC and frame-grouping
+--am's default), clean-only CE, the unrolling, jitter, untranscribed-data, CTC, LF-MMI and frame-grouping
 comparisons, the pocketsphinx baseline, the results table and the training plots."""
 
 import json
@@ -27,7 +27,8 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     data, exp = tmp_path / "data", tmp_path / "exp"
     command = [os.path.join(ROOT, "egs", "voicesearch", "run.sh"), "--size", "tiny", "--data", str(data),
                "--exp", str(exp), "--unroll-comparison", "true", "--unsupervised-demo", "true",
-               "--jitter-comparison", "true", "--ctc-comparison", "true", "--group-comparison", "true"]
+               "--jitter-comparison", "true", "--ctc-comparison", "true", "--group-comparison", "true",
+               "--lfmmi", "true"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stderr[-3000:]
     for split in ("train", "dev", "test", "dev_noisy", "test_noisy"):
@@ -128,6 +129,11 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert ctc_config["outputs"] == "ctc-phones" and not (exp / "wblstm_ctc" / "final" / "tree.json").exists()
     assert json.load(open(exp / "wblstm_ctc" / "graph" / "graph_info.json"))["options"] == {"topology": "ctc"}
     assert (exp / "wblstm_ctc" / "decode_test" / "best_wer").exists()
+    # LF-MMI: trained from scratch with its denominator graph kept, uniform priors, decoded on the CE graph.
+    assert json.load(open(exp / "wblstm_lfmmi" / "config.json"))["train"]["criterion"] == "lfmmi"
+    assert (exp / "wblstm_lfmmi_den.npz").exists()
+    assert len(set(open(exp / "wblstm_lfmmi" / "final" / "priors").read().split())) == 1
+    assert (exp / "wblstm_lfmmi" / "decode_test" / "best_wer").exists()
     # Stage 11, [Mohamed2015]'s frame grouping: 20+1+20 and 20+8+20, their test WER and decoding speed.
     for group in (1, 8):
         params = json.load(open(exp / f"wblstm_g{group}" / "config.json"))["model"]["params"]

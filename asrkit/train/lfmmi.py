@@ -1,0 +1,208 @@
+"""Lattice-free MMI ([Povey2016], Kaldi's chain models): `asrkit-train-ce --criterion lfmmi`.
+
+The network's outputs are the tree's pdfs, as for cross-entropy, but trained as
+unnormalised log-likelihoods: the loss of a chunk is -(log numerator score -
+log denominator score) (asrkit.chain.forward_backward) and its gradient
+with respect to the outputs is denominator occupancy - numerator occupancy.
+No CE model is needed first: the alignments (the flat start's or a CE
+model's) give the numerators and the phone LM of the denominator graph.
+
+Chunks.  The examples and batchers are cross-entropy's unchanged, in-process
+or from example servers (noisified on the fly, multi-style): each row of a
+batch is a chunk, a truncated window (--mode truncated: choose --unroll 50,
+Kaldi's 1.5 s chunks at 30 ms frames) or a whole utterance (--mode full).  A
+chunk's numerator comes from its frames' pdf targets (asrkit.chain.numerator:
+one unit per run of a pdf, with --lfmmi-left/right-tolerance), with its ends
+free, since a window may cut the utterance anywhere; frames without a target
+(padding, label delay) are left out of the chunk.
+
+The denominator graph (asrkit.chain.den_graph) is read from --den-graph, or
+built at the start from the alignment dir's phone alignments (phone_ali.scp),
+tree and topo, and written to --den-graph when that names a file that does not
+exist yet.
+
+Extras as in Kaldi: the leaky HMM (--leaky-hmm-coefficient) and the l2 penalty
+on the outputs (--output-l2: 0.5 x c x sum of squared outputs, which keeps
+the unnormalised outputs from drifting).  Kaldi's cross-entropy regularisation
+(a second output layer trained on the numerator posteriors) is not built.
+
+The exported model's priors are uniform (a count of one per pdf), so that
+decoding divides by nothing: decode with an acoustic scale near 1 rather than
+CE's 0.1.  The loss and the gradient run on the CPU through tf.numpy_function
+(the compiled forward-backward), so the steps work with --strategy local and
+multiworker; ps workers would need the graph on every task and are refused.
+"""
+
+import logging
+import os
+
+import numpy as np
+
+from asrkit.chain.den_graph import DenGraph, den_graph_of_ali_dir
+from asrkit.chain.forward_backward import lfmmi_batch
+from asrkit.chain.numerator import numerator_of, units_from_pdfs
+from asrkit.errors import AsrkitError
+from asrkit.tf_runtime import import_tensorflow
+from asrkit.train.criterion import CrossEntropyCriterion
+from asrkit.train.cross_entropy import label_is_best
+from asrkit.train.steps import Steps
+
+tf = import_tensorflow()
+
+logger = logging.getLogger("asrkit.train")
+
+
+class LfmmiObjective:
+    """The LF-MMI loss of a time-major batch of chunks, in NumPy: `loss_and_gradient` is what the TF op calls."""
+
+    def __init__(self, graph, left_tolerance=1, right_tolerance=1, leaky=1e-5, output_l2=0.0):
+        self.graph = graph
+        self.left_tolerance, self.right_tolerance = left_tolerance, right_tolerance
+        self.leaky, self.output_l2 = leaky, output_l2
+        self.failed_chunks = 0  # chunks whose numerator had no path (left out of the loss)
+        self.objective_sum = 0.0  # sum of log numerator - log denominator over the chunks since the last read
+        self.objective_frames = 0
+
+    def chunks(self, targets, weights):
+        """[(column, frame indices, Numerator)] of the rows of a time-major batch that have labelled frames."""
+        found = []
+        for column in range(targets.shape[1]):
+            frames = np.flatnonzero(weights[:, column] > 0)
+            if len(frames):
+                units = units_from_pdfs(targets[frames, column])
+                numerator = numerator_of(units, len(frames), self.left_tolerance, self.right_tolerance,
+                                         cut_start=True, cut_end=True)
+                found.append((column, frames, numerator))
+        return found
+
+    def loss_and_gradient(self, logits, targets, weights, record=True):
+        """(loss sum float32, d loss / d logits [u, b, K] float32) of logits [u, b, K], targets and weights [u, b];
+        with `record` the objective and failed chunks count towards `take_objective` (training, not held-out)."""
+        chunks = self.chunks(targets, weights)
+        gradient = np.zeros(logits.shape, np.float32)
+        if not chunks:
+            return np.float32(0.0), gradient
+        longest = max(len(frames) for _, frames, _ in chunks)
+        x = np.zeros((len(chunks), longest, logits.shape[2]), np.float32)
+        for row, (column, frames, _) in enumerate(chunks):
+            x[row, :len(frames)] = logits[frames, column]
+        num_log_z, den_log_z, occupancy_difference = lfmmi_batch(
+            self.graph, [numerator for _, _, numerator in chunks], x, [len(f) for _, f, _ in chunks], self.leaky)
+        loss = 0.0
+        for row, (column, frames, _) in enumerate(chunks):
+            if not np.isfinite(num_log_z[row]):
+                self.failed_chunks += record
+                continue
+            chunk = x[row, :len(frames)]
+            loss -= num_log_z[row] - den_log_z[row]
+            if record:
+                self.objective_sum += num_log_z[row] - den_log_z[row]
+                self.objective_frames += len(frames)
+            gradient[frames, column] = -occupancy_difference[row, :len(frames)]
+            if self.output_l2:
+                loss += 0.5 * self.output_l2 * float(np.square(chunk, dtype=np.float64).sum())
+                gradient[frames, column] += self.output_l2 * chunk
+        return np.float32(loss), gradient
+
+    def held_out_loss_and_gradient(self, logits, targets, weights):
+        return self.loss_and_gradient(logits, targets, weights, record=False)
+
+    def tensor_loss(self, logits, targets, weights, record=True):
+        """The loss sum as a TF tensor with the gradient of `loss_and_gradient` (targets and weights get none)."""
+        function = self.loss_and_gradient if record else self.held_out_loss_and_gradient
+
+        @tf.custom_gradient
+        def loss_of(logits):
+            loss, gradient = tf.numpy_function(function, [logits, targets, weights],
+                                               [tf.float32, tf.float32], stateful=True)
+            loss.set_shape([])
+            gradient.set_shape(logits.shape)
+
+            def backward(upstream):
+                return upstream * gradient
+
+            return loss, backward
+
+        return loss_of(logits)
+
+    def take_objective(self):
+        """(mean objective per frame, failed chunks) since the last call."""
+        mean = self.objective_sum / self.objective_frames if self.objective_frames else float("nan")
+        failed = self.failed_chunks
+        self.objective_sum, self.objective_frames, self.failed_chunks = 0.0, 0, 0
+        return mean, failed
+
+
+class LfmmiSteps(Steps):
+    """Steps whose loss is the LF-MMI objective's: `criterion` (set by it) holds the LfmmiObjective once it has the
+    data; the steps are traced at their first call, after that."""
+
+    criterion = None
+    _held_out = False  # set while `_evaluate` is traced: its chunks stay out of the training metrics
+
+    def loss_sums(self, logits, targets, weights):
+        loss_sum = self.criterion.objective.tensor_loss(logits, tf.maximum(targets, 0), weights,
+                                                        record=not self._held_out)
+        correct = label_is_best(logits, tf.maximum(targets, 0))
+        return loss_sum, tf.reduce_sum(correct * weights), tf.reduce_sum(weights)
+
+    def _evaluate(self, features, targets, mask):
+        self._held_out = True
+        try:
+            return super()._evaluate(features, targets, mask)
+        finally:
+            self._held_out = False
+
+
+class LfmmiCriterion(CrossEntropyCriterion):
+    """asrkit-train-ce's loop with the LF-MMI loss (see the module docstring)."""
+
+    name = "lfmmi"
+
+    def __init__(self, params, init_model=None):
+        if params.minibatch_search_every:
+            raise AsrkitError("--criterion lfmmi does not support --minibatch-search-every")
+        super().__init__(params, init_model)
+        self.objective = None
+
+    def steps_class(self):
+        return LfmmiSteps
+
+    def prepare(self, data, cmvn):
+        super().prepare(data, cmvn)
+        p = self.params
+        self.objective = LfmmiObjective(self._den_graph(data), p.lfmmi_left_tolerance, p.lfmmi_right_tolerance,
+                                        p.leaky_hmm_coefficient, p.output_l2)
+
+    def _den_graph(self, data):
+        path = self.params.den_graph
+        if path and os.path.exists(path):
+            graph = DenGraph.read(path)
+            logger.info("denominator graph %s: %d states, %d arcs", path, graph.num_states, graph.num_arcs)
+        else:
+            ali_dir = os.path.dirname(os.path.abspath(data.train.ali_scp))
+            graph, lm = den_graph_of_ali_dir(ali_dir, data.train.utterance_ids, self.params.phone_lm_order,
+                                             num_extra_states=self.params.phone_lm_extra_states)
+            logger.info("phone LM of %s: %d states, %d arcs; denominator graph: %d states, %d arcs", ali_dir,
+                        lm.num_states, lm.num_arcs, graph.num_states, graph.num_arcs)
+            if path:
+                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+                graph.write(path)
+        if graph.num_pdfs != data.num_pdfs:
+            raise AsrkitError(f"the denominator graph has {graph.num_pdfs} pdfs, the alignments {data.num_pdfs}")
+        return graph
+
+    def make_steps(self, net, optimizer, learning_rate, training_state, distribution=None):
+        if distribution is not None and distribution.name == "ps":
+            raise AsrkitError("--criterion lfmmi runs with --strategy local or multiworker, not ps")
+        steps = super().make_steps(net, optimizer, learning_rate, training_state, distribution)
+        steps.criterion = self
+        return steps
+
+    def interval_metrics(self):
+        mean, failed = self.objective.take_objective()
+        return {"lfmmi_objective": mean, "lfmmi_failed_chunks": failed}
+
+    def pdf_counts(self, data):
+        # Uniform priors: LF-MMI outputs are log-likelihoods already; nothing is divided out in decoding.
+        return np.ones(data.num_pdfs, np.int64)

@@ -1,0 +1,132 @@
+"""LF-MMI training (asrkit.train.lfmmi): the loss op against the forward-backward, a tiny run that learns, the
+exported model's uniform priors, and the command line."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from asrkit.chain.den_graph import make_den_graph
+from asrkit.chain.forward_backward import lfmmi_batch
+from asrkit.chain.numerator import numerator_of, units_from_pdfs
+from asrkit.chain.phone_lm import estimate_phone_lm
+from asrkit.hmm.topology import Topology
+from asrkit.hmm.tree import ContextDependency
+from asrkit.tf_runtime import import_tensorflow
+from asrkit.train.lfmmi import LfmmiObjective
+from asrkit.train.trainer import TrainOptions, train_ce
+
+tf = import_tensorflow()
+
+
+def label_den_graph(label_sequences, num_pdfs):
+    """A denominator graph where phone k + 1 is pdf k (one state, monophone): the phone LM of the label runs."""
+    phones = {f"P{k + 1}": k + 1 for k in range(num_pdfs)}
+    tree = ContextDependency(1, 0, num_pdfs, phones, [{"context": [f"P{k + 1}"], "pdf_class": 0, "pdf": k}
+                                                      for k in range(num_pdfs)])
+    ids = " ".join(str(k + 1) for k in range(num_pdfs))
+    topology = Topology.from_text(f"<Topology> <TopologyEntry> <ForPhones> {ids} </ForPhones> <State> 0 <PdfClass> 0 "
+                                  "<Transition> 0 0.5 <Transition> 1 0.5 </State> <State> 1 </State> </TopologyEntry> "
+                                  "</Topology>")
+    runs = [[int(unit.pdfs[0]) + 1 for unit in units_from_pdfs(labels)] for labels in label_sequences]
+    return make_den_graph(estimate_phone_lm(runs, order=3), tree, topology)
+
+
+@pytest.fixture(scope="module")
+def graph():
+    rng = np.random.default_rng(0)
+    return label_den_graph([np.repeat(rng.integers(0, 4, 8), 2) for _ in range(20)], 4)
+
+
+def test_loss_and_gradient_are_the_forward_backward_of_the_labelled_frames(graph):
+    rng = np.random.default_rng(1)
+    logits = rng.normal(size=(6, 2, 4)).astype(np.float32)
+    targets = np.array([[0, 0, 1, 1, 2, -1], [3, 3, 3, 0, -1, -1]], np.int32).T
+    weights = (targets >= 0).astype(np.float32)
+    objective = LfmmiObjective(graph, 1, 1, leaky=1e-5, output_l2=0.01)
+    loss, gradient = objective.loss_and_gradient(logits, targets, weights)
+    expected_loss, expected_gradient = 0.0, np.zeros_like(logits)
+    for column, length in ((0, 5), (1, 4)):
+        numerator = numerator_of(units_from_pdfs(targets[:length, column]), length, 1, 1, cut_start=True,
+                                 cut_end=True)
+        chunk = logits[:length, column][None]
+        num_log_z, den_log_z, difference = lfmmi_batch(graph, [numerator], chunk)
+        expected_loss += den_log_z[0] - num_log_z[0] + 0.005 * float(np.square(chunk).sum())
+        expected_gradient[:length, column] = -difference[0] + 0.01 * chunk[0]
+    assert loss == pytest.approx(expected_loss, rel=1e-5)
+    np.testing.assert_allclose(gradient, expected_gradient, atol=1e-5)
+    assert not np.any(gradient[5:, 0]) and not np.any(gradient[4:, 1])
+    mean, failed = objective.take_objective()
+    assert failed == 0 and mean < 0
+    held_out, _ = objective.held_out_loss_and_gradient(logits, targets, weights)
+    assert held_out == loss and np.isnan(objective.take_objective()[0])  # held-out chunks are not recorded
+
+    variable = tf.Variable(logits)
+    with tf.GradientTape() as tape:
+        tensor_loss = objective.tensor_loss(variable, tf.constant(np.maximum(targets, 0)), tf.constant(weights))
+    assert float(tensor_loss) == pytest.approx(expected_loss, rel=1e-5)
+    np.testing.assert_allclose(tape.gradient(tensor_loss, variable).numpy(), expected_gradient, atol=1e-5)
+
+
+TINY = {"num_layers": 1, "num_cells": 16, "label_delay": 0}
+
+
+def lfmmi_options(den_graph_path, **params):
+    base = {"num_streams": 4, "unroll": 20, "num_epochs": 0, "max_steps": 20, "log_every": 5, "valid_every": 0,
+            "checkpoint_every": 50, "learning_rate": 0.01, "optimizer": "adam", "valid_utts": 0,
+            "criterion": "lfmmi", "den_graph": den_graph_path}
+    base.update(params)
+    return TrainOptions(model="lstm", model_overrides=dict(TINY), params=base)
+
+
+def test_a_tiny_run_learns_and_exports_uniform_priors(corpus, tmp_path):
+    from asrkit.nn.model_dir import load_acoustic_model
+
+    data_dir, ali_dir, utterances = corpus(num_utts=20, num_pdfs=5)
+    den_path = str(tmp_path / "den.npz")
+    label_den_graph([labels for _, labels in utterances.values()], 5).write(den_path)
+    first = train_ce(data_dir, ali_dir, str(tmp_path / "exp0"), lfmmi_options(den_path, max_steps=5))
+    result = train_ce(data_dir, ali_dir, str(tmp_path / "exp"), lfmmi_options(den_path, max_steps=100,
+                                                                               log_every=20))
+    assert result.steps == 100
+    assert result.loss < 0.5 * first.loss  # the loss is -(log num - log den) per frame
+    assert result.frame_accuracy > 0.8
+    model = load_acoustic_model(tmp_path / "exp" / "final")
+    np.testing.assert_allclose(model.priors, 0.2)
+    correct = total = 0
+    for features, labels in utterances.values():
+        correct += (model.log_likelihoods(features).argmax(axis=1) == labels).sum()
+        total += len(labels)
+    assert correct / total > 0.8
+    assert json.load(open(tmp_path / "exp" / "config.json"))["train"]["criterion"] == "lfmmi"
+
+
+def test_cli_trains_with_a_den_graph_and_names_what_a_built_one_lacks(corpus, tmp_path):
+    from asrkit.cli.train_ce import main
+
+    data_dir, ali_dir, utterances = corpus(num_utts=8, num_pdfs=5)
+    den_path = str(tmp_path / "den.npz")
+    label_den_graph([labels for _, labels in utterances.values()], 5).write(den_path)
+    args = [data_dir, ali_dir, str(tmp_path / "exp"), "--criterion", "lfmmi", "--den-graph", den_path,
+            "--model-param", "num_cells=8", "--model-param", "num_layers=1", "--num-streams", "2", "--unroll", "10",
+            "--max-steps", "4", "--num-epochs", "0", "--log-every", "2", "--valid-utts", "0", "--num-threads", "1"]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "asrkit-train-ce summary: status=ok steps=4" in result.output
+    assert "lfmmi_objective" in result.output
+    built = CliRunner().invoke(main, args[:2] + [str(tmp_path / "exp2"), "--criterion", "lfmmi"] + args[7:])
+    assert built.exit_code != 0 and "is not an ali dir: it has no tree.json" in built.output
+    assert os.path.exists(tmp_path / "exp" / "final" / "priors")
+
+
+def test_example_servers_serve_lfmmi_chunks_as_ce_examples(corpus, tmp_path):
+    data_dir, ali_dir, utterances = corpus(num_utts=12, num_pdfs=5)
+    den_path = str(tmp_path / "den.npz")
+    label_den_graph([labels for _, labels in utterances.values()], 5).write(den_path)
+    options = lfmmi_options(den_path, max_steps=30, log_every=10, valid_utts=2, valid_every=15)
+    options.example_servers, options.server_from_feats, options.server_receive_timeout = "local:1", True, 60
+    result = train_ce(data_dir, ali_dir, str(tmp_path / "served"), options)
+    assert result.steps == 30 and np.isfinite(result.loss)  # (the numerator has no LM weight: the loss may be < 0)
+    assert len(result.example_servers["received"]) == 1 and result.valid_accuracy is not None

@@ -18,6 +18,7 @@ def check_finite(matrix, utterance_id, source, what="features", allow_minus_inf=
     if finite.all():
         return matrix
     first_frame = int(np.argmin(finite.reshape(len(finite), -1).all(axis=1)))
+    infinite = "+infinite" if allow_minus_inf else "infinite"
     raise FeatureError(f"utterance {utterance_id}: its {what} in {source} hold {int((~finite).sum())} NaN or "
-                       f"{'+' if allow_minus_inf else ''}infinite values (the first in frame {first_frame}); featurize it again, or remove it "
+                       f"{infinite} values (the first in frame {first_frame}); featurize it again, or remove it "
                        "from the data dir")

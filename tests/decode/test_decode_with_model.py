@@ -42,7 +42,8 @@ def test_trained_model_decodes_its_task(tmp_path):
     write_table(str(tmp_path / "bad"), "feats", features)
     os.replace(str(tmp_path / "bad" / "feats.scp"), os.path.join(data_dir, "feats.scp"))
     decode = CliRunner().invoke(decode_main, [task["graph"], model_dir, data_dir, str(tmp_path / "decode_bad"),
-                                              "--no-lmwt-sweep", "--acoustic-scale", "0.5", "--max-fail-ratio", "0.5"], catch_exceptions=False)
+                                              "--no-lmwt-sweep", "--acoustic-scale", "0.5", "--max-fail-ratio", "0.5"],
+                                catch_exceptions=False)
     assert decode.exit_code == 0, decode.output
     assert f"missing={len(bad)}" in decode.output.split("summary:")[1], decode.output
     statuses = dict(line.split()[:2] for line in open(os.path.join(tmp_path, "decode_bad", "costs.txt")))

@@ -46,3 +46,8 @@ class TableError(AsrkitError):
 
 class IvectorError(AsrkitError):
     """An i-vector extractor file that cannot be used, or features that do not fit the extractor."""
+
+
+class FeatureError(AsrkitError):
+    """Features (or log-likelihoods) of one utterance that no model can use: NaN or infinite values."""
+

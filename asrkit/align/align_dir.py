@@ -35,7 +35,8 @@ from asrkit.align.phone_graph import make_phone_graph
 from asrkit.align.state_graph import make_state_graph
 from asrkit.align.viterbi import FAILED, RETRIED, ViterbiOptions, align
 from asrkit.data.data_dir import DataDir
-from asrkit.errors import AsrkitError
+from asrkit.errors import AsrkitError, AudioError, FeatureError
+from asrkit.frontend.finite import check_finite
 from asrkit.graph.hclg import check_phones_compatible, model_outputs, read_num_pdfs
 from asrkit.graph.symbols import SymbolTable
 from asrkit.hmm.topology import Topology
@@ -112,7 +113,11 @@ def _align_one(job, lang, tree, topology, utterance_id, transcript, num_frames, 
         if features is not None:
             if utterance_id not in features:
                 return f"no features in {job.features[0]} (needed by the flat start by energy)"
-            energy = log_mel_energy(features[utterance_id], job.features[1])
+            try:
+                energy = log_mel_energy(check_finite(features[utterance_id], utterance_id, job.features[0]),
+                                        job.features[1])
+            except FeatureError as error:
+                return str(error)
             if len(energy) != num_frames:
                 raise LengthMismatchError(f"{utterance_id}: utt2num_frames says {num_frames} frames but "
                                           f"{job.features[0]} has {len(energy)}")
@@ -123,7 +128,10 @@ def _align_one(job, lang, tree, topology, utterance_id, transcript, num_frames, 
             return str(error)
     if utterance_id not in available:
         return f"no log-likelihoods in {job.source.describe()}"
-    loglikes = job.source.loglikes(utterance_id)
+    try:
+        loglikes = job.source.loglikes(utterance_id)
+    except (AudioError, FeatureError) as error:  # the utterance fails (counted), not the job
+        return str(error)
     if loglikes.shape[0] != num_frames:
         raise LengthMismatchError(length_mismatch_message(utterance_id, num_frames, loglikes.shape[0], job.source))
     graph = make_state_graph(make_phone_graph(words, lang), tree, topology, job.options.self_loop_scale,

@@ -97,7 +97,9 @@ def load_recording(spec, options=None, utterance_id=None):
     Refused with an AudioError that names the utterance and the file: an empty
     file or no samples, data soundfile cannot read, a WAV whose header promises
     more data than the file holds (libsndfile would silently return the short
-    data), a sample rate other than options.sample_rate unless resampling is on,
+    data), a compressed file (an MP3 with a length in its header) that decodes to fewer samples
+    than its header promises (cut off or damaged; libsndfile returns what it could decode), a
+    sample rate other than options.sample_rate unless resampling is on,
     multi-channel audio when options.channel is -1, a channel index out of
     range, 8-bit PCM unless options.allow_8bit (8 bits leave quantisation
     noise only ~48 dB below full scale, which is usually a conversion mistake),
@@ -356,6 +358,13 @@ def _read_channel(sound_file, frames, options, utterance_id, source):
         samples = np.ascontiguousarray(interleaved[:, options.channel])
     if samples.shape[0] == 0:
         raise AudioError("no samples could be read", utterance_id, source)
+    if samples.shape[0] < frames:
+        # A cut-off or damaged compressed file (an MP3 whose Xing/Info header gives its length) decodes to
+        # fewer samples than its header promises, without an error from libsndfile.
+        raise AudioError(f"decoded {samples.shape[0]} of the {frames} samples its header promises "
+                         f"({100 * samples.shape[0] / frames:.0f}%, {samples.shape[0] / sound_file.samplerate:.3f} "
+                         f"of {frames / sound_file.samplerate:.3f} s): the file is truncated or corrupt; re-create "
+                         "or re-copy it", utterance_id, source)
     finite = np.isfinite(samples)
     if not finite.all():
         # Only floating-point files can hold these; they would become NaN features downstream.

@@ -36,7 +36,7 @@ from asrkit.data.data_dir import DataDir
 from asrkit.data.kaldi_files import c_sorted
 from asrkit.decode.decoder import DecoderOptions, EMPTY, FAILED, GraphDecoder, PARTIAL, RETRIED
 from asrkit.decode.lattice import best_path_words
-from asrkit.errors import AsrkitError, AudioError
+from asrkit.errors import AsrkitError, AudioError, FeatureError
 from asrkit.graph.hclg import read_num_pdfs
 from asrkit.graph.symbols import SymbolTable
 from asrkit.hmm.num_pdfs import read_num_pdfs_file
@@ -202,8 +202,8 @@ def _utterance_loglikes(job, utterance_id, available, statuses, log):
         return None
     try:
         return job.source.loglikes(utterance_id)
-    except AudioError as error:
-        # Features computed on the fly: one unreadable recording costs its utterance only.
+    except (AudioError, FeatureError) as error:
+        # One unreadable recording, or features that hold NaN or inf, cost their utterance only (counted).
         statuses[utterance_id] = MISSING
         log.warning("%s: no log-likelihoods: %s", utterance_id, error)
         return None

@@ -38,7 +38,8 @@ from asrkit.errors import AsrkitError
 from asrkit.graph.hclg import CTC_OUTPUTS, model_outputs
 from asrkit.graph.symbols import SymbolTable
 from asrkit.hmm.tree import ContextDependency
-from asrkit.io.atomic import atomic_output
+from asrkit.io.atomic import atomic_output, temporary_name
+from asrkit.io.output_dir import check_output_dir, replace_output_dir
 from asrkit.io.table import ShardWriter, TableReader, parse_scp, shard_config, shard_path, write_scp
 from asrkit.lm.arpa import read_arpa
 from asrkit.logs import Progress
@@ -187,6 +188,26 @@ class SelectionResult:
     lm_weight: float
 
 
+SELECTION_SIGNATURE = ("utt2confidence", "text")  # what marks a data dir as select's own earlier output
+
+
+def _write_selected(chosen, words, data_dir, out_dir, inputs):
+    """The data dir out_dir of the `chosen` candidates, written aside and renamed into place (a killed run leaves
+    no half-written data dir); an existing out_dir is replaced only when it is an earlier selection."""
+    check_output_dir(out_dir, SELECTION_SIGNATURE, inputs, "selection")
+    temporary = temporary_name(os.path.abspath(out_dir))
+    try:
+        subset_data_dir(data_dir, temporary, utt_list=[c.utterance_id for c in chosen])
+        write_kaldi_map(os.path.join(temporary, "text"),
+                        {c.utterance_id: _word_text(c.words, words, c.utterance_id) for c in chosen})
+        write_kaldi_map(os.path.join(temporary, "utt2confidence"),
+                        {c.utterance_id: f"{c.confidence:.4f}" for c in chosen})
+        validate_data_dir(temporary, require_text=True, raise_on_error=True)
+        replace_output_dir(temporary, out_dir, SELECTION_SIGNATURE, inputs, "selection")
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)  # gone already when renamed into place
+
+
 def write_selection(decode_dir, graph_dir, data_dir, out_dir, tree_path=None, lm_weight=None, max_per_text=50,
                     hours=None, max_utts=None, min_confidence=0.0):
     """The data dir out_dir of the utterances of data_dir (decoded into decode_dir on graph_dir) to train on, with
@@ -196,6 +217,7 @@ def write_selection(decode_dir, graph_dir, data_dir, out_dir, tree_path=None, lm
 
     import numpy as np
 
+    check_output_dir(out_dir, SELECTION_SIGNATURE, (decode_dir, graph_dir, data_dir), "selection")  # before the work
     lm_weight = lm_weight or lattice_lm_weight(decode_dir)
     words = SymbolTable.read(os.path.join(graph_dir, "words.txt"))
     model_dir = None
@@ -241,15 +263,5 @@ def write_selection(decode_dir, graph_dir, data_dir, out_dir, tree_path=None, lm
                           f"{result.no_path} without a path, {result.empty} empty, {result.below_floor} below "
                           f"--min-confidence {min_confidence})")
     result.mean_confidence = float(np.mean([c.confidence for c in selection.chosen]))
-    # Written aside and renamed into place: a killed run leaves no half-written data dir.
-    temporary = out_dir.rstrip("/") + ".tmp"
-    shutil.rmtree(temporary, ignore_errors=True)
-    subset_data_dir(data_dir, temporary, utt_list=[c.utterance_id for c in selection.chosen])
-    write_kaldi_map(os.path.join(temporary, "text"),
-                    {c.utterance_id: _word_text(c.words, words, c.utterance_id) for c in selection.chosen})
-    write_kaldi_map(os.path.join(temporary, "utt2confidence"),
-                    {c.utterance_id: f"{c.confidence:.4f}" for c in selection.chosen})
-    validate_data_dir(temporary, require_text=True, raise_on_error=True)
-    shutil.rmtree(out_dir, ignore_errors=True)
-    os.rename(temporary, out_dir)
+    _write_selected(selection.chosen, words, data_dir, out_dir, (decode_dir, graph_dir, data_dir))
     return result

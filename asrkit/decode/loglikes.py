@@ -13,6 +13,7 @@ import typing
 import numpy as np
 
 from asrkit.errors import AsrkitError
+from asrkit.frontend.finite import check_finite
 from asrkit.io.json_file import read_json
 from asrkit.ivector.append import OnlineIvectorAppender
 
@@ -65,7 +66,7 @@ class TableLoglikes:
         matrix = np.asarray(self.table[utterance_id], dtype=np.float32)
         if matrix.ndim != 2:
             raise AsrkitError(f"{self.scp_path}: {utterance_id} has shape {matrix.shape}, not [frames, num_pdfs]")
-        return matrix
+        return check_finite(matrix, utterance_id, self.scp_path, "log-likelihoods", allow_minus_inf=True)
 
     def describe(self):
         return f"table {self.scp_path}"
@@ -201,7 +202,7 @@ class ModelLoglikes:
                 from asrkit.io.table import TableReader
 
                 self._features = TableReader(self._feats_scp())
-            return self._features[utterance_id]
+            return check_finite(self._features[utterance_id], utterance_id, self._feats_scp())
         if self._extractor is None:
             from asrkit.data.data_dir import DataDir
             from asrkit.frontend.config import FeatureConfig
@@ -212,7 +213,9 @@ class ModelLoglikes:
             self._data = DataDir.load(self.data_dir)
         from asrkit.data.audio import load_utterance_audio
 
-        return self._extractor(load_utterance_audio(self._data, utterance_id, self._extractor.config.audio_options()))
+        features = self._extractor(load_utterance_audio(self._data, utterance_id,
+                                                        self._extractor.config.audio_options()))
+        return check_finite(features, utterance_id, "the features computed from its audio")
 
     def network_input(self, utterance_id):
         """[frames, input dim] float32: the utterance's normalised features, with its i-vectors if the model
@@ -224,7 +227,9 @@ class ModelLoglikes:
         return features
 
     def loglikes(self, utterance_id):
-        return self.model.log_likelihoods_normalized(self.network_input(utterance_id), self.prior_scale)
+        loglikes = self.model.log_likelihoods_normalized(self.network_input(utterance_id), self.prior_scale)
+        return check_finite(loglikes, utterance_id, f"the output of {self.model_dir}", "log-likelihoods",
+                            allow_minus_inf=True)
 
     def describe(self):
         source = "feats.scp" if self._feats_scp() is not None else "features computed from the audio"

@@ -16,11 +16,13 @@ from asrkit.errors import AsrkitError
 from asrkit.graph.fst_arrays import arrays_to_fst
 from asrkit.hmm.num_pdfs import read_num_pdfs_file
 from asrkit.hmm.tree import ContextDependency
-from asrkit.io.atomic import atomic_output, atomic_path
+from asrkit.io.atomic import atomic_output, atomic_path, temporary_name
+from asrkit.io.output_dir import check_output_dir, replace_output_dir
 
 logger = logging.getLogger("asrkit.mkgraph")
 
 TREE_FILE = "tree.json"
+PHONES_SIGNATURE = ("silence.txt",)  # a lang dir's phones/, copied into the graph dir
 
 CTC_OUTPUTS = "ctc-phones"  # model.json's "outputs" of a CTC model (asrkit.train.ctc)
 
@@ -104,6 +106,9 @@ def write_graph_dir(graph_dir, arrays, num_pdfs, lang_dir, model_dir, options, s
     if arrays.num_arcs and arrays.ilabel.max() > num_pdfs:
         raise AsrkitError(f"internal error: HCLG has input label {arrays.ilabel.max()} > num_pdfs {num_pdfs}")
     hclg = arrays_to_fst(arrays)
+    # graph_dir/phones is replaced below: it must not be the lang dir's own (graph_dir = lang_dir).
+    check_output_dir(os.path.join(graph_dir, "phones"), PHONES_SIGNATURE, (os.path.join(lang_dir, "phones"),),
+                     "graph's phones dir")
     os.makedirs(graph_dir, exist_ok=True)
     with atomic_path(os.path.join(graph_dir, "HCLG.fst")) as tmp:
         if not hclg.write(tmp):
@@ -111,8 +116,13 @@ def write_graph_dir(graph_dir, arrays, num_pdfs, lang_dir, model_dir, options, s
     shutil.copyfile(os.path.join(lang_dir, "words.txt"), os.path.join(graph_dir, "words.txt"))
     shutil.copyfile(os.path.join(lang_dir, "phones.txt"), os.path.join(graph_dir, "phones.txt"))
     phones_out = os.path.join(graph_dir, "phones")
-    shutil.rmtree(phones_out, ignore_errors=True)
-    shutil.copytree(os.path.join(lang_dir, "phones"), phones_out)
+    work = temporary_name(os.path.abspath(phones_out))
+    try:
+        shutil.copytree(os.path.join(lang_dir, "phones"), work)
+        replace_output_dir(work, phones_out, PHONES_SIGNATURE, (os.path.join(lang_dir, "phones"),),
+                           "graph's phones dir")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # gone already when renamed into place
     with atomic_output(os.path.join(graph_dir, "num_pdfs")) as out:
         out.write(f"{num_pdfs}\n")
 

@@ -21,8 +21,11 @@ from asrkit.graph.lexicon_fst import add_disambiguation, make_lexicon_fst
 from asrkit.graph.symbols import SymbolTable, write_csl, write_symbol_list
 from asrkit.hmm.topology import make_topology
 from asrkit.io.atomic import atomic_output, temporary_name
+from asrkit.io.output_dir import check_output_dir, replace_output_dir
 
 logger = logging.getLogger("asrkit.prepare_lang")
+
+LANG_SIGNATURE = ("lang_options.json",)  # an existing dir is replaced only when it is a lang dir this wrote
 
 
 @dataclasses.dataclass
@@ -72,6 +75,7 @@ def prepare_lang(dict_dir, oov_word, lang_dir, options=None):
         )
     lang = _Lang(dictionary, oov_word)
     lang_dir = os.fspath(lang_dir)
+    check_output_dir(lang_dir, LANG_SIGNATURE, (dict_dir,), "lang dir")
     os.makedirs(os.path.dirname(os.path.abspath(lang_dir)), exist_ok=True)
     work = temporary_name(os.path.abspath(lang_dir))
     shutil.rmtree(work, ignore_errors=True)
@@ -88,7 +92,7 @@ def prepare_lang(dict_dir, oov_word, lang_dir, options=None):
                                                        "position_dependent_phones": False},
                       out, indent=2, sort_keys=True)
             out.write("\n")
-        _replace_dir(work, lang_dir)
+        replace_output_dir(work, lang_dir, LANG_SIGNATURE, (dict_dir,), "lang dir")
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
@@ -179,12 +183,3 @@ def _write_lexicon_fsts(work, lang, options):
     disambig_fst.write(os.path.join(work, "L_disambig.fst"))
 
 
-def _replace_dir(work, lang_dir):
-    """The finished `work` dir becomes lang_dir; an old lang dir is removed only once the new one is in place."""
-    if os.path.isdir(lang_dir):
-        old = lang_dir.rstrip("/") + f".old.{os.getpid()}"
-        os.replace(lang_dir, old)
-        os.replace(work, lang_dir)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(work, lang_dir)

@@ -10,8 +10,11 @@ a hidden temporary file, and the rerun simply writes the shard again.
 Every non-empty array is stored with HDF5's Fletcher-32 checksum filter, so a
 shard corrupted after it was written (a bad disk, a truncated copy, a stray
 write) fails its read with an error naming the utterance and the shard instead
-of handing back wrong numbers; shards written before the checksums read as
-they always did.
+of handing back wrong numbers.  The file's metadata (shapes, types, names,
+attributes) is covered by the shard's manifest (asrkit.io.shard_manifest),
+against which every read is checked: a read of a shard returns what was
+written or raises TableError.  Shards written before the manifest (format 1)
+read as they always did, with h5py's errors turned into TableError.
 """
 
 import collections
@@ -22,13 +25,18 @@ import h5py
 import numpy as np
 
 from asrkit.errors import TableError
+from asrkit.io import shard_manifest
 from asrkit.io.atomic import atomic_output, temporary_name
 
 # File attributes every shard carries.
 ATTR_CONFIG = "config"
 ATTR_NUM_ENTRIES = "num_entries"
 ATTR_FORMAT = "asrkit_table"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: with a manifest (asrkit.io.shard_manifest)
+# What h5py raises for a damaged file, besides OSError: a flipped byte in an object header surfaces as any of
+# these (and numpy's as ValueError).
+H5_ERRORS = (OSError, KeyError, RuntimeError, TypeError, ValueError, AttributeError, IndexError, OverflowError,
+             MemoryError, UnicodeDecodeError)
 
 
 def shard_path(directory, name, index):
@@ -50,9 +58,10 @@ class ShardWriter:
         self.config = config
         self.compression = compression
         self.keys = []
+        self._entries = {}  # key -> the manifest's record of it
         self._tmp = temporary_name(self.path)
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-        self._file = h5py.File(self._tmp, "w")
+        self._file = h5py.File(self._tmp, "w", libver="latest")
         self._file.attrs[ATTR_FORMAT] = FORMAT_VERSION
         if config is not None:
             self._file.attrs[ATTR_CONFIG] = json.dumps(config, sort_keys=True)
@@ -67,6 +76,11 @@ class ShardWriter:
         dataset = self._file.create_dataset(key, data=array, compression=self.compression, fletcher32=checksum)
         for attr_name, value in (attrs or {}).items():
             dataset.attrs[attr_name] = value
+        # Described as a reader will get it back: h5py keeps numbers' types, not those of strings or objects.
+        entry = shard_manifest.describe(array if array.dtype.kind in "biufcSV" else dataset[()])
+        entry["attrs_crc32"] = shard_manifest.attrs_digest(dataset.attrs)
+        entry["attrs_layout"] = shard_manifest.attrs_layout(dataset.attrs)
+        self._entries[key] = entry
         self.keys.append(key)
 
     def set_attr(self, name, value):
@@ -78,6 +92,10 @@ class ShardWriter:
         if self._file is None:
             return
         self._file.attrs[ATTR_NUM_ENTRIES] = len(self.keys)
+        data, crc = shard_manifest.encode(self._entries, shard_manifest.attrs_digest(self._file.attrs),
+                                          shard_manifest.attrs_layout(self._file.attrs))
+        self._file.create_dataset(shard_manifest.MANIFEST, data=data, fletcher32=True)
+        self._file.attrs[shard_manifest.ATTR_MANIFEST_CRC] = crc
         self._file.close()
         self._file = None
         os.replace(self._tmp, self.path)
@@ -104,21 +122,104 @@ class ShardWriter:
         return False
 
 
+class _Shard:
+    """An open shard with its manifest (None for a shard written before manifests): every read checked."""
+
+    def __init__(self, path, named_in=None):
+        self.path = os.fspath(path)
+        where = f" named in {named_in}" if named_in else ""
+        try:
+            self.file = h5py.File(self.path, "r")
+        except FileNotFoundError:
+            raise TableError(f"shard {self.path}{where} does not exist") from None
+        except H5_ERRORS as error:
+            raise TableError(f"shard {self.path}{where} cannot be read: {error}") from None
+        try:
+            self.manifest = self._manifest()
+        except H5_ERRORS as error:
+            self.file.close()
+            raise TableError(f"shard {self.path}{where} is corrupt ({error}); write the shard again") from None
+
+    def _manifest(self):
+        attrs = self.file.attrs
+        legacy = (shard_manifest.MANIFEST not in self.file and shard_manifest.ATTR_MANIFEST_CRC not in attrs
+                  and attrs.get(ATTR_FORMAT, 1) == 1)
+        if legacy:
+            return None
+        return shard_manifest.decode(self.file[shard_manifest.MANIFEST][()], attrs[shard_manifest.ATTR_MANIFEST_CRC])
+
+    def close(self):
+        self.file.close()
+
+    def keys(self):
+        """The shard's keys, sorted (Kaldi's C order for ASCII ids)."""
+        if self.manifest is not None:
+            return sorted(self.manifest["entries"])
+        return sorted(name for name in self.file.keys() if name != shard_manifest.MANIFEST)
+
+    def file_attrs(self):
+        layout = self.manifest["attrs_layout"] if self.manifest is not None else None
+        attrs = shard_manifest.read_attrs(self.file.attrs, layout)
+        if self.manifest is not None and shard_manifest.attrs_digest(attrs) != self.manifest["attrs_crc32"]:
+            raise ValueError("its file attributes do not match its manifest")
+        return attrs
+
+    def entry(self, name):
+        """The manifest's record of dataset `name` (None for a shard without a manifest); KeyError when absent."""
+        if self.manifest is None:
+            if name not in self.file:
+                raise KeyError(name)
+            return None
+        return self.manifest["entries"][name]
+
+    def read(self, name):
+        entry, dataset = self.entry(name), self.file[name]
+        if entry is not None and list(dataset.shape) != entry["shape"]:  # before reading a shape gone wrong
+            raise ValueError(f"its shape is {dataset.shape}, the manifest says {entry['shape']}")
+        value = dataset[()]
+        why = shard_manifest.mismatch(entry, value) if entry is not None else None
+        if why:
+            raise ValueError(why)
+        return value
+
+    def attrs(self, name):
+        entry = self.entry(name)
+        attrs = shard_manifest.read_attrs(self.file[name].attrs, entry["attrs_layout"] if entry else None)
+        if entry is not None and shard_manifest.attrs_digest(attrs) != entry["attrs_crc32"]:
+            raise ValueError("its attributes do not match the manifest")
+        return attrs
+
+    def shape(self, name):
+        entry = self.entry(name)
+        return tuple(entry["shape"]) if entry is not None else self.file[name].shape
+
+
+def _read_shard(path, read):
+    """read(_Shard) for a shard on its own, with a damaged shard's errors as TableError."""
+    shard = _Shard(path)
+    try:
+        return read(shard)
+    except H5_ERRORS as error:
+        raise TableError(f"shard {path} is corrupt ({error}); write the shard again") from None
+    finally:
+        shard.close()
+
+
 def read_shard_keys(path):
-    """Keys of a finished shard, in the order they were written (HDF5 keeps creation order only if asked,
-    so sorted order is returned: Kaldi's C order for ASCII ids)."""
-    with h5py.File(path, "r") as shard:
-        return sorted(shard.keys())
+    """Keys of a finished shard, sorted (HDF5 keeps creation order only if asked): Kaldi's C order for ASCII ids."""
+    return _read_shard(path, _Shard.keys)
 
 
 def read_shard_attrs(path):
-    with h5py.File(path, "r") as shard:
-        return dict(shard.attrs)
+    return _read_shard(path, _Shard.file_attrs)
 
 
 def shard_config(path):
     attrs = read_shard_attrs(path)
-    return json.loads(attrs[ATTR_CONFIG]) if ATTR_CONFIG in attrs else None
+    try:
+        return json.loads(attrs[ATTR_CONFIG]) if ATTR_CONFIG in attrs else None
+    except (ValueError, TypeError) as error:  # a shard without a manifest: nothing vouches for the attribute
+        raise TableError(f"shard {path}: its config attribute is not JSON ({error})") from None
 
 
 def write_scp(scp_path, shard_paths):
@@ -175,12 +276,7 @@ class TableReader:
         if shard is not None:
             self._open.move_to_end(path)
             return shard
-        try:
-            shard = h5py.File(path, "r")
-        except FileNotFoundError:
-            raise TableError(f"shard {path} named in {self.scp_path} does not exist") from None
-        except OSError as error:
-            raise TableError(f"shard {path} named in {self.scp_path} cannot be read: {error}") from None
+        shard = _Shard(path, self.scp_path)
         self._open[path] = shard
         if len(self._open) > self._max_open:
             _, oldest = self._open.popitem(last=False)
@@ -199,35 +295,40 @@ class TableReader:
     def __iter__(self):
         return iter(self._index)
 
-    def _dataset(self, key):
+    def _checked(self, key, read):
+        """read(shard, dataset name) for `key`, with anything a damaged shard raises as a TableError naming both."""
         try:
             path, name = self._index[key]
         except KeyError:
             raise KeyError(f"{key!r} is not in table {self.scp_path}") from None
         shard = self._shard(path)
-        if name not in shard:
-            raise TableError(f"{path} has no dataset /{name} (named in {self.scp_path} for {key})")
-        return shard[name]
-
-    def __getitem__(self, key):
-        dataset = self._dataset(key)
         try:
-            return dataset[()]
-        except OSError as error:
-            # HDF5 reports a failed Fletcher-32 check (or an unreadable chunk) as an OSError.
-            path, _ = self._index[key]
+            shard.entry(name)
+        except KeyError:
+            raise TableError(f"{path} has no dataset /{name} (named in {self.scp_path} for {key})") from None
+        except H5_ERRORS as error:
+            raise TableError(f"{key}: shard {path} (named in {self.scp_path}) is corrupt: {error}; "
+                             "write the shard again") from None
+        try:
+            return read(shard, name)
+        except H5_ERRORS as error:
+            # HDF5 reports a failed Fletcher-32 check (or an unreadable chunk) as an OSError; the manifest's
+            # checks of the rest raise ValueError.
             raise TableError(f"{key}: its data in shard {path} (named in {self.scp_path}) is corrupt: {error}; "
                              "write the shard again") from None
+
+    def __getitem__(self, key):
+        return self._checked(key, _Shard.read)
 
     def get(self, key, default=None):
         return self[key] if key in self._index else default
 
     def attrs(self, key):
-        return dict(self._dataset(key).attrs)
+        return self._checked(key, _Shard.attrs)
 
     def shape(self, key):
         """Shape without reading the data (e.g. the frame count)."""
-        return self._dataset(key).shape
+        return self._checked(key, _Shard.shape)
 
     def items(self):
         """(key, array) pairs in index order."""

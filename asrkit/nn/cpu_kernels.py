@@ -8,7 +8,10 @@ against the installed TensorFlow's headers the first time it is needed (about
 ~/.cache/asrkit)/kernels/<key>, the key naming the source, TensorFlow's
 version and build flags and the CPU, so a shared home directory serves
 machines of different kinds.  Concurrent first uses wait for one build (a file
-lock); the library is written under a temporary name and renamed.
+lock); the library is written under a temporary name and renamed.  Its SHA-256
+is recorded beside it (<kernel>.so.sha256) at build time and checked before
+every load: a library changed or swapped in the cache is built again, never
+loaded.
 
 Where a kernel cannot be had (no compiler or a failed build, or its switch
 set to 0 in the environment) its users run TensorFlow's ops, with the same
@@ -70,6 +73,31 @@ def _key(source_path):
     return digest.hexdigest()[:16]
 
 
+def _digest(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _digest_record(target):
+    return target.with_name(target.name + ".sha256")
+
+
+def _verified(target):
+    """Whether the cached library `target` is the one built here: its SHA-256 is the one recorded at build time.
+    One that is not (changed or replaced in the cache since, or from a build that recorded none) is removed."""
+    if not target.exists():
+        return False
+    try:
+        recorded = _digest_record(target).read_text().strip()
+    except FileNotFoundError:
+        recorded = None
+    if recorded == _digest(target):
+        return True
+    log.warning("the cached CPU kernel %s is not the library that was built (%s): building it again", target,
+                "no digest recorded" if recorded is None else "its SHA-256 differs from the one recorded")
+    target.unlink()
+    return False
+
+
 def build(source_path, directory=None):
     """The path of the compiled library for `source_path`, building it unless the cache has it.
     Raises RuntimeError with the compiler's message when the build fails."""
@@ -78,7 +106,7 @@ def build(source_path, directory=None):
     target = directory / (Path(source_path).stem + ".so")
     with open(directory / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building it right now
-        if target.exists():
+        if _verified(target):
             return target
         partial = directory / f"{target.name}.{os.getpid()}.tmp"
         started = time.time()
@@ -90,6 +118,11 @@ def build(source_path, directory=None):
             partial.unlink(missing_ok=True)
             message = (result.stderr.strip().splitlines() or ["(no message)"])[-1]
             raise RuntimeError(f"compiling {source_path} failed (exit {result.returncode}): {message}")
+        # The digest first: a library without its record is built again, never loaded unchecked.
+        record = _digest_record(target)
+        record_partial = record.with_name(f"{record.name}.{os.getpid()}.tmp")
+        record_partial.write_text(_digest(partial) + "\n")
+        os.replace(record_partial, record)
         os.replace(partial, target)
         log.info("built the CPU kernel %s in %.0f s: %s", Path(source_path).stem, time.time() - started, target)
     return target

@@ -55,11 +55,13 @@ import numpy as np
 from asrkit.errors import AsrkitError
 from asrkit.frontend.cmvn import CmvnStats
 from asrkit.io.atomic import temporary_name
+from asrkit.io.output_dir import check_output_dir, replace_output_dir
 from asrkit.nn.label_delay import delay_features, undelay_outputs
 
 FORMAT_NAME = "asrkit-acoustic-model"
 FORMAT_VERSION = 1
 WEIGHTS_PREFIX = os.path.join("weights", "model")
+MODEL_SIGNATURE = ("model.json",)  # an existing dir is replaced only when it is a model dir
 # Log prior given to pdfs without training frames: large enough to exclude them from any path,
 # small enough that beam arithmetic on the resulting costs stays finite in float32.
 UNSEEN_PDF_LOG_PRIOR = 1e10
@@ -92,8 +94,8 @@ def write_model_dir(model_dir, net, model_config, pdf_counts, feature_config_pat
 
     tf = import_tensorflow()
     model_dir = os.path.abspath(os.fspath(model_dir))
-    parent, base = os.path.split(model_dir)
-    os.makedirs(parent, exist_ok=True)
+    check_output_dir(model_dir, MODEL_SIGNATURE, what="model dir")  # before the export, not only at its end
+    os.makedirs(os.path.dirname(model_dir), exist_ok=True)
     building = temporary_name(model_dir)
     shutil.rmtree(building, ignore_errors=True)
     os.makedirs(os.path.join(building, "weights"))
@@ -124,15 +126,7 @@ def write_model_dir(model_dir, net, model_config, pdf_counts, feature_config_pat
         with open(os.path.join(building, "model.json"), "w", encoding="utf-8") as out:
             json.dump(info, out, indent=2, sort_keys=True)
             out.write("\n")
-        # A directory cannot be renamed over a non-empty one: move the old one aside first.
-        retired = None
-        if os.path.exists(model_dir):
-            retired = os.path.join(parent, f".{base}.old.{os.getpid()}")
-            shutil.rmtree(retired, ignore_errors=True)
-            os.rename(model_dir, retired)
-        os.rename(building, model_dir)
-        if retired:
-            shutil.rmtree(retired, ignore_errors=True)
+        replace_output_dir(building, model_dir, MODEL_SIGNATURE, what="model dir")
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
         raise

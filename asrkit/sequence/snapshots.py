@@ -79,7 +79,12 @@ def read_latest(root):
     # would have the servers load a model from elsewhere.
     if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or os.sep in name:
         raise AsrkitError(f"{os.path.join(root, LATEST)} is malformed: dir {name!r} is not a directory of {root}")
-    return step, os.path.join(root, name)
+    path = os.path.join(root, name)
+    # Nor may the name be a symbolic link (or one of root's dirs be reached through one) to a model elsewhere.
+    real_root, real_path = os.path.realpath(root), os.path.realpath(path)
+    if os.path.dirname(real_path) != real_root:
+        raise AsrkitError(f"snapshot {path} is a link to {real_path}, outside the snapshot dir {root}: not loaded")
+    return step, path
 
 
 class SnapshotFollower:

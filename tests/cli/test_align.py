@@ -94,6 +94,19 @@ def test_forced_alignment_with_a_trained_model_and_a_prior_scale(task, tmp_path)
     info = json.loads((tmp_path / "realigned" / "ali_info.json").read_text())
     assert "prior scale 0.5" in info["source"]
 
+    # Features that hold NaN or inf: the network would give finite log-likelihoods; the utterance fails instead.
+    with TableReader(data_dir / "feats.scp") as table:
+        features = dict(table.items())
+    features["s0-00"][3, 1], features["s1-01"][0, :] = np.nan, np.inf
+    os.replace(write_table(str(tmp_path), "bad_feats", features), data_dir / "feats.scp")
+    result = run(main, "--retry-beam", "1000", "--max-fail-ratio", "0.5", data_dir, task["lang"],
+                 tmp_path / "exp" / "final", tmp_path / "bad")
+    assert result.exit_code == 0, result.output
+    assert "utterances=12 aligned=10 retried=0 failed=2" in result.output
+    log = "".join(path.read_text() for path in (tmp_path / "bad" / "log").glob("align.*.log"))
+    assert "s0-00: not aligned: utterance s0-00: its features in" in log and "(the first in frame 3)" in log
+    assert "s1-01: not aligned: utterance s1-01: its features in" in log and "8 NaN or infinite" in log
+
 
 def test_usage_and_failures(task, tmp_path):
     result = run(main, task["data"], task["lang"], tmp_path / "ali")

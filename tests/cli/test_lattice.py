@@ -1,5 +1,7 @@
 """asrkit-lattice nbest and confidence through click's CliRunner, on the toy task's lattices."""
 
+import os
+
 import pytest
 from click.testing import CliRunner
 
@@ -114,3 +116,28 @@ def test_select_writes_a_data_dir_of_the_most_confident_hypotheses(decoded, task
     assert result.exit_code != 0 and "b-1: a lattice of" in result.output
     result = run("select", "--hours", "1", graph, decode_dir, task["data"], tmp_path / "none")
     assert result.exit_code != 0 and "has no utt2dur" in result.output
+
+
+def test_select_replaces_its_own_selection_but_never_the_data_dir_or_its_parent(decoded, task, tmp_path):  # noqa: F811
+    import shutil
+
+    graph, decode_dir = decoded
+    data = tmp_path / "corpus" / "data"
+    shutil.copytree(task["data"], data)
+    before = {name: (data / name).read_text() for name in sorted(os.listdir(data)) if (data / name).is_file()}
+    for out in (data, data.parent):
+        result = run("select", "--max-utts", "1", graph, decode_dir, data, out)
+        assert result.exit_code != 0 and "is or holds the input" in result.output
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine\n")
+    result = run("select", "--max-utts", "1", graph, decode_dir, data, tmp_path / "other")
+    assert result.exit_code != 0 and "is not empty and is not a selection" in result.output
+    assert (tmp_path / "other" / "notes.txt").read_text() == "mine\n"
+    assert {name: (data / name).read_text() for name in before} == before
+    assert sorted(os.listdir(data.parent)) == ["data"]
+    # An earlier selection is the command's own: replaced whole.
+    for max_utts in ("2", "1"):
+        result = run("select", "--max-utts", max_utts, graph, decode_dir, data, tmp_path / "selected")
+        assert result.exit_code == 0, result.output
+    assert len(lines(tmp_path / "selected" / "text")) == 1
+    assert sorted(os.listdir(tmp_path)) == ["corpus", "other", "selected"]

@@ -62,6 +62,46 @@ def test_truncation_found_after_extra_chunks(tmp_path, tone):
         load_recording(path)
 
 
+
+def _mp3(path, samples):
+    """An MP3 as libsndfile writes it (LAME, with a Xing/Info header that gives its length)."""
+    soundfile.write(os.fspath(path), samples, 16000, format="MP3")
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _mp3_frame_starts(data):
+    """Offsets of the frames of an MPEG-2 layer III stream at 16 kHz (as _mp3 writes it): each header's
+    bitrate and padding give its length (ISO/IEC 13818-3)."""
+    bitrates_kbps = [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160]
+    starts, offset = [], 0
+    while offset + 4 <= len(data) and data[offset] == 0xFF and data[offset + 1] & 0xE0 == 0xE0:
+        starts.append(offset)
+        offset += 72_000 * bitrates_kbps[data[offset + 2] >> 4] // 16000 + (data[offset + 2] >> 1 & 1)
+    assert len(starts) > 10
+    return starts
+
+
+def test_truncated_or_damaged_mp3_is_refused_not_read_short(tmp_path, tone):
+    data = _mp3(tmp_path / "a.mp3", tone(440.0, 3.0))
+    assert load_recording(os.fspath(tmp_path / "a.mp3")).shape == (48000,)
+    cut = tmp_path / "cut.mp3"
+    cut.write_bytes(data[:int(len(data) * 0.3)])
+    with pytest.raises(AudioError, match=r"file .*cut.mp3: decoded \d+ of the 48000 samples its header promises"):
+        load_recording(os.fspath(cut), utterance_id="spk-1")
+    # The header of a frame in the middle flipped: libmpg123 skips what it cannot decode.
+    flipped = bytearray(data)
+    middle = _mp3_frame_starts(data)[len(_mp3_frame_starts(data)) // 2]
+    flipped[middle + 1] ^= 0xFF
+    (tmp_path / "flipped.mp3").write_bytes(bytes(flipped))
+    with pytest.raises(AudioError, match="truncated or corrupt"):
+        load_recording(os.fspath(tmp_path / "flipped.mp3"))
+    # A segment that reaches past what a cut-off MP3 decodes is refused the same way.
+    data_dir = DataDir(path=os.fspath(tmp_path), wav_scp={"rec": os.fspath(cut)},
+                       segments={"u1": Segment("rec", 0.25, 1.25)})
+    with pytest.raises(AudioError, match="utterance u1, file .*cut.mp3: decoded"):
+        load_utterance_audio(data_dir, "u1")
+
 def test_empty_file(tmp_path):
     path = tmp_path / "empty.wav"
     path.write_bytes(b"")

@@ -85,3 +85,11 @@ def test_bad_bundles_are_refused_naming_file_and_offset(tmp_path, queen_bundle):
     short = queen_bundle({"X.DOG": b"AmBk" + b"\0" * 30})
     with pytest.raises(QueenFormatError, match="X.DOG: 34 bytes, too short"):
         amazon_queen.spoken_segments(amazon_queen.Bundle(short))
+
+
+@pytest.mark.parametrize("name", ["/TMP/X.CUT", "../X.SB", "A/B.SB", "..", "C:X.SB", "A\\B.SB", "X\x01.SB"])
+def test_a_table_entry_that_is_no_plain_file_name_is_refused(queen_bundle, name):
+    # Speech files are copied out under their names: /TMP/X.CUT made prepare_data write /tmp/011.mp3.
+    path = queen_bundle({"A.SB": b"xyz", name: b"abc"})
+    with pytest.raises(QueenFormatError, match=r"table entry 1 \(at offset 36\) is named .*not a plain file name"):
+        amazon_queen.Bundle(path)

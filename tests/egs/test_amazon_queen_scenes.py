@@ -171,3 +171,14 @@ def test_bad_tables_and_scenes_name_the_file(queen_bundle):
     queen = open_bundle(queen_bundle, files)
     with pytest.raises(QueenFormatError, match="C9.CUT record 1: object 9 of 4"):
         scenes.cutaway_segments(queen, scenes.GameTables(queen), "C9.CUT")
+
+
+def test_a_negative_count_is_refused_naming_the_file_and_offset(queen_bundle):
+    # The count of persons a record moves, read as -4: the reader went backwards (struct.error before).
+    files = game_tables()
+    data, text = record(0, b"Backwards")
+    files["C9.CUT"] = cutaway(b"", [(data[:34] + struct.pack(">h", -4) + data[36:], text)])
+    queen = open_bundle(queen_bundle, files)
+    with pytest.raises(QueenFormatError, match=r"C9.CUT \(after its bank header\): a negative size \(-8 bytes\) "
+                                               r"to skip at offset 48"):
+        scenes.cutaway_segments(queen, scenes.GameTables(queen), "C9.CUT")

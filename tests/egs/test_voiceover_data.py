@@ -155,3 +155,26 @@ def test_steel_sky_lines_train_as_their_own_speakers(sky_game, sky_files, tmp_pa
 def test_steel_sky_missing_game_is_named(tmp_path):
     with pytest.raises(AsrkitError, match=r"beneath-a-steel-sky/sky.dsk is missing: run local/fetch_games.sh"):
         prepare_data.steel_sky_utterances(str(tmp_path), str(tmp_path / "audio"), [])
+
+
+def test_audio_paths_stay_in_the_audio_dir(tmp_path):
+    assert prepare_data.audio_path(str(tmp_path), "011.mp3") == os.path.join(str(tmp_path), "011.mp3")
+    for name in ("/tmp/011.mp3", "../011.mp3", "a/../../011.mp3", ".."):
+        with pytest.raises(AsrkitError, match="not a file of"):
+            prepare_data.audio_path(str(tmp_path), name)
+
+
+def test_undecodable_audio_is_dropped_and_counted(tmp_path):
+    good = tmp_path / "good.wav"
+    with wave.open(str(good), "wb") as writer:
+        writer.setnchannels(1)
+        writer.setsampwidth(2)
+        writer.setframerate(11025)
+        writer.writeframes(b"\0\0" * 11025)
+    bad = tmp_path / "bad.mp3"
+    bad.write_bytes(b"\xff\xfb" + bytes(range(256)) * 4)
+    items = [("u-good", "s", "S", "HELLO", str(good)), ("u-bad", "s", "S", "HELLO", str(bad))]
+    dropped = []
+    assert prepare_data.audio_durations(items, dropped) == {"u-good": 1.0}
+    assert [item[0] for item in items] == ["u-good"]
+    assert [entry[:2] for entry in dropped] == [("u-bad", "undecodable audio")] and str(bad) in dropped[0][2]

@@ -139,3 +139,21 @@ def test_triphone_tree_with_wildcards_builds_a_graph_that_decodes(task, tmp_path
         alignment = np.repeat(pdfs, rng.integers(1, 3, size=len(pdfs)))
         result = decoder.decode(oracle_loglikes(alignment, tree.num_pdfs, rng, wrong=-50.0))
         assert " ".join(words.symbol_of[w] for w in result.words) == sentence
+
+
+def test_a_graph_dir_that_is_the_lang_dir_is_refused_before_anything_is_written(task, tmp_path):
+    import shutil
+
+    lang = str(tmp_path / "lang")
+    shutil.copytree(task["lang"], lang)
+    before = sorted(os.listdir(os.path.join(lang, "phones")))
+    with pytest.raises(AsrkitError, match="is or holds the input"):
+        make_graph(lang, task["model"], lang)
+    assert sorted(os.listdir(os.path.join(lang, "phones"))) == before
+    assert not os.path.exists(os.path.join(lang, "HCLG.fst"))
+    # Rebuilt in place, a graph dir's phones/ is replaced by the lang dir's.
+    graph = str(tmp_path / "graph")
+    make_graph(lang, task["model"], graph)
+    open(os.path.join(graph, "phones", "stale.txt"), "w").close()
+    make_graph(lang, task["model"], graph)
+    assert sorted(os.listdir(os.path.join(graph, "phones"))) == before

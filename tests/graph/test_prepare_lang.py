@@ -115,3 +115,19 @@ def test_oov_word_must_be_in_the_lexicon(tmp_path):
     dict_dir = write_dict_dir(str(tmp_path / "dict"), LEXICON)
     with pytest.raises(AsrkitError, match="'<NOISE>' is not in the lexicon"):
         prepare_lang(dict_dir, "<NOISE>", str(tmp_path / "lang"))
+
+
+def test_a_lang_dir_is_replaced_but_no_other_dir_and_never_the_dict_dir(tmp_path):
+    dict_dir = write_dict_dir(str(tmp_path / "dict"), LEXICON)
+    prepare_lang(dict_dir, "<UNK>", str(tmp_path / "lang"))
+    prepare_lang(dict_dir, "<UNK>", str(tmp_path / "lang"))  # its own earlier output
+    assert sorted(os.listdir(tmp_path)) == ["dict", "lang"]
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "wav.scp").write_text("a a.wav\n")
+    with pytest.raises(AsrkitError, match="is not empty and is not a lang dir"):
+        prepare_lang(dict_dir, "<UNK>", str(tmp_path / "data"))
+    assert os.listdir(tmp_path / "data") == ["wav.scp"]
+    for out in (dict_dir, str(tmp_path)):
+        with pytest.raises(AsrkitError, match="is or holds the input"):
+            prepare_lang(dict_dir, "<UNK>", out)
+    assert sorted(os.listdir(tmp_path)) == ["data", "dict", "lang"]

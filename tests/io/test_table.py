@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 
 from asrkit.errors import TableError
-from asrkit.io.table import ShardWriter, TableReader, read_shard_attrs, shard_config, shard_path, write_scp
+from asrkit.io.table import (
+    ShardWriter, TableReader, read_shard_attrs, read_shard_keys, shard_config, shard_path, write_scp,
+)
 
 
 def write_table(directory, entries_per_shard, config=None):
@@ -123,3 +125,87 @@ def test_a_corrupted_shard_fails_its_read_naming_the_utterance(tmp_path):
             table["spk1-a"]
         np.testing.assert_array_equal(table["spk1-b"], np.arange(6))
         assert table["spk1-empty"].shape == (0, 8) and table["spk1-scalar"] == 3
+
+
+def _shard_for_fuzzing(directory):
+    """A shard with the kinds of entries tables hold: features, alignments, an empty array, a scalar, a string,
+    dataset and file attributes, a config."""
+    rng = np.random.default_rng(7)
+    path = shard_path(directory, "feats", 1)
+    with ShardWriter(path, config={"num_mel_bins": 8, "dither": 1.0}) as writer:
+        writer.write("spk1-a", rng.standard_normal((40, 8)).astype(np.float32), attrs={"num_frames": 40})
+        writer.write("spk1-b", np.arange(30, dtype=np.int32), attrs={"phones": np.array([3, 1, 2], np.int64)})
+        writer.write("spk1-empty", np.zeros((0, 8), np.float32))
+        writer.write("spk1-scalar", np.float64(2.5))
+        writer.write("spk1-bytes", np.array([b"a b", b"c"]))
+        writer.set_attr("failed", ["spk1-x", "spk1-y"])
+    scp = os.path.join(directory, "feats.scp")
+    write_scp(scp, [path])
+    return path, scp
+
+
+def _everything_read(path, scp):
+    """What every reader of a shard gets, in a form that compares with ==."""
+    def plain(value):
+        array = np.asarray(value)
+        return (array.dtype.str, array.shape, array.tolist())
+
+    with TableReader(scp) as table:
+        entries = {key: (plain(table[key]), {name: plain(v) for name, v in table.attrs(key).items()},
+                         tuple(table.shape(key))) for key in table.keys()}
+    file_attrs = {name: plain(value) for name, value in read_shard_attrs(path).items()}
+    return entries, file_attrs, shard_config(path), read_shard_keys(path)
+
+
+def _data_ranges(path):
+    """[start, end) byte ranges of the shard's chunked array data (what Fletcher-32 covers)."""
+    ranges = []
+    with h5py.File(path, "r") as shard:
+        for name in shard:
+            dataset = shard[name]
+            if dataset.chunks is not None:
+                for index in range(dataset.id.get_num_chunks()):
+                    info = dataset.id.get_chunk_info(index)
+                    ranges.append((info.byte_offset, info.byte_offset + info.size))
+    return ranges
+
+
+def test_corrupt_metadata_is_a_named_error_or_changes_nothing(tmp_path):
+    """Bytes flipped in a shard's metadata (outside its checksummed data chunks): every read gives what was
+    written or raises TableError; no KeyError, RuntimeError or TypeError from h5py, no wrong data."""
+    path, scp = _shard_for_fuzzing(str(tmp_path))
+    expected = _everything_read(path, scp)
+    original = open(path, "rb").read()
+    data = _data_ranges(path)
+    metadata = [offset for offset in range(len(original)) if not any(start <= offset < end for start, end in data)]
+    rng = np.random.default_rng(11)
+    outcomes = {"same": 0, "TableError": 0}
+    for _ in range(400):
+        damaged = bytearray(original)
+        for offset in rng.choice(metadata, size=int(rng.integers(1, 4)), replace=False):
+            damaged[offset] ^= int(rng.integers(1, 256))
+        with open(path, "wb") as handle:
+            handle.write(bytes(damaged))
+        try:
+            got = _everything_read(path, scp)
+        except TableError:
+            outcomes["TableError"] += 1
+            continue
+        assert got == expected, "a damaged shard read back different data without an error"
+        outcomes["same"] += 1
+    assert outcomes["TableError"] > 100, outcomes  # most of a small shard's metadata is read
+
+
+def test_a_shard_without_a_manifest_still_reads(tmp_path):
+    # Written before manifests (format 1): read as before, h5py's errors named.
+    path = str(tmp_path / "old.h5")
+    with h5py.File(path, "w") as shard:
+        shard.attrs["asrkit_table"] = 1
+        shard.attrs["num_entries"] = 1
+        shard.create_dataset("u1", data=np.arange(4.0), fletcher32=True)
+    scp = tmp_path / "old.scp"
+    scp.write_text(f"u1 {path}:/u1\n")
+    with TableReader(str(scp)) as table:
+        np.testing.assert_array_equal(table["u1"], np.arange(4.0))
+        assert table.shape("u1") == (4,) and table.attrs("u1") == {}
+    assert read_shard_attrs(path) == {"asrkit_table": 1, "num_entries": 1}

@@ -62,3 +62,33 @@ def test_a_visible_gpu_rules_every_kernel_out_for_its_users(monkeypatch):
         assert cpu_kernels.reason(name) == "the kernel is CPU-only and a GPU is visible"
     assert not fused_lstm.usable() and not cross_entropy.fused_usable()
     assert cross_entropy.describe() == "TensorFlow ops (the kernel is CPU-only and a GPU is visible)"
+
+
+
+def test_a_cached_library_that_is_not_the_one_built_is_built_again_not_loaded(tmp_path, monkeypatch, caplog):
+    # A stand-in compiler (a copy) keeps the test fast; the real build and load are tested above.
+    kernel = tmp_path / "kernels" / "fake.cc"
+    kernel.parent.mkdir()
+    kernel.write_bytes(bytes(range(256)) * 8)
+    monkeypatch.setattr(cpu_kernels, "_compiler_command", lambda source, target: ["cp", str(source), str(target)])
+    built = cpu_kernels.build(kernel, tmp_path / "cache")
+    good = built.read_bytes()
+    record = built.with_name(built.name + ".sha256")
+    assert good == kernel.read_bytes()
+    assert record.read_text().split() == [cpu_kernels.hashlib.sha256(good).hexdigest()]
+    # A flipped byte, another library put in its place, and a library whose digest is missing.
+    damages = [lambda: built.write_bytes(good[:1000] + bytes([good[1000] ^ 1]) + good[1001:]),
+               lambda: built.write_bytes(b"\x7fELF not the kernel"),
+               lambda: record.unlink()]
+    for damage in damages:
+        damage()
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="asrkit.nn.cpu_kernels"):
+            assert cpu_kernels.build(kernel, tmp_path / "cache") == built
+        assert "is not the library that was built" in caplog.text
+        assert built.read_bytes() == good
+        assert record.read_text().split() == [cpu_kernels.hashlib.sha256(good).hexdigest()]
+    caplog.clear()
+    stamp = built.stat().st_mtime_ns
+    assert cpu_kernels.build(kernel, tmp_path / "cache") == built and built.stat().st_mtime_ns == stamp
+    assert not caplog.text and not list(built.parent.glob("*.tmp"))

@@ -59,6 +59,11 @@ def test_export_and_load_give_the_same_posteriors(tmp_path, config, overrides):
                     tmp_path / "cmvn.h5")
     assert load_acoustic_model(model_dir).priors.tolist() == [0.25] * 4
     assert sorted(os.listdir(tmp_path / "exp")) == ["final"]
+    # A dir that is no model dir is not replaced (nor deleted): the export is refused before it starts.
+    with pytest.raises(AsrkitError, match="is not empty and is not a model dir"):
+        write_model_dir(tmp_path / "exp", net, model_config(config, overrides), [1, 1, 1, 1],
+                        tmp_path / "featurize.json", tmp_path / "cmvn.h5")
+    assert sorted(os.listdir(tmp_path / "exp")) == ["final"]
 
 
 def test_loading_something_else_fails_clearly(tmp_path):

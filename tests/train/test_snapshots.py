@@ -139,3 +139,24 @@ def test_follower_survives_a_damaged_snapshot_and_keeps_its_weights(seq_task, tm
     # The next good snapshot is followed.
     publish_snapshot(root, 4, _copy_export(seq_task["ce"]))
     assert follower.refresh() == 4
+
+
+def test_a_snapshot_dir_that_links_outside_the_root_is_not_followed(seq_task, tmp_path):
+    from asrkit.nn.model_dir import load_acoustic_model
+
+    root = str(tmp_path / "snapshots")
+    publish_snapshot(root, 2, _copy_export(seq_task["ce"]))
+    # A loadable model elsewhere, reached through a link where the newest snapshot should be.
+    os.symlink(os.path.abspath(seq_task["ce"]), os.path.join(root, "step-000000003"))
+    with open(os.path.join(root, "latest"), "w") as handle:
+        handle.write('{"step": 3, "dir": "step-000000003"}\n')
+    with pytest.raises(AsrkitError, match="outside the snapshot dir"):
+        read_latest(root)
+    follower = SnapshotFollower(load_acoustic_model(seq_task["ce"]), root, check_seconds=0.0)
+    assert follower.refresh() == 0 and follower.reloads == 0
+    # A link within the root, and a root reached through a link, are the root's own.
+    os.remove(os.path.join(root, "step-000000003"))
+    os.symlink("step-000000002", os.path.join(root, "step-000000003"))
+    assert read_latest(root) == (3, os.path.join(root, "step-000000003"))
+    os.symlink(root, str(tmp_path / "linked"))
+    assert read_latest(str(tmp_path / "linked"))[0] == 3

@@ -88,6 +88,11 @@ class Bundle:
         for index in range(count):
             at = TABLE_HEADER_SIZE + index * TABLE_ENTRY_SIZE
             name = data[at:at + 12].split(b"\0", 1)[0].decode("ascii", "replace")
+            if not plain_file_name(name):
+                # Speech files are copied out under their names: one with a directory in it would be
+                # written outside the output dir.
+                raise QueenFormatError(f"{self.path}: table entry {index} (at offset {at}) is named {name!r}, "
+                                       "not a plain file name")
             offset, size = struct.unpack_from(">II", data, at + 13)
             if offset < table_end or offset + size > len(data):
                 raise QueenFormatError(f"{self.path}: table entry {index} ({name}, at offset {at}) points at "
@@ -104,6 +109,12 @@ class Bundle:
 
     def names(self, extension):
         return sorted(name for name in self.entries if name.endswith(extension))
+
+
+def plain_file_name(name):
+    """Whether `name` names a file by itself: no directory part, no '..', no control characters."""
+    return (bool(name) and not name.startswith(".") and name.isprintable() and "\ufffd" not in name
+            and not any(separator in name for separator in ("/", "\\", ":")))
 
 
 def split_segments(sentence):

@@ -65,6 +65,8 @@ class _Reader:
         self.data, self.where, self.offset = data, where, offset
 
     def values(self, count, signed=True):
+        if self.offset < 0:
+            raise QueenFormatError(f"{self.where}: values at offset {self.offset}, before the start")
         end = self.offset + 2 * count
         if end > len(self.data):
             raise QueenFormatError(f"{self.where}: {count} values at offset {self.offset} run past the end "
@@ -81,6 +83,8 @@ class _Reader:
         self.skip(record_size * (max(count, 1) if dummy_when_empty else count))
 
     def skip(self, size):
+        if size < 0:  # a negative count read from the file: it would move the reader backwards
+            raise QueenFormatError(f"{self.where}: a negative size ({size} bytes) to skip at offset {self.offset}")
         if self.offset + size > len(self.data):
             raise QueenFormatError(f"{self.where}: {size} bytes at offset {self.offset} run past the end "
                                    f"({len(self.data)} bytes)")

@@ -127,6 +127,27 @@ def scene_utterances(bundle, audio_dir, assignment, dropped):
     return utterances
 
 
+def audio_path(audio_dir, name):
+    """audio_dir/name, refused when a name read from the game's files would put it anywhere else."""
+    path = os.path.join(audio_dir, name)
+    if os.path.dirname(os.path.abspath(path)) != os.path.abspath(audio_dir) or name in ("", ".", ".."):
+        raise AsrkitError(f"the game's files name the speech file {name!r}, which is not a file of {audio_dir}")
+    return path
+
+
+def audio_durations(items, dropped):
+    """{utterance id: seconds} of the items whose audio libsndfile can read; the others are left out of
+    `items` and counted in `dropped` (a damaged MP3 in the bundle)."""
+    durations = {}
+    for item in list(items):
+        try:
+            durations[item[0]] = round(soundfile.info(item[4]).duration, 4)
+        except (soundfile.LibsndfileError, RuntimeError) as error:
+            dropped.append((item[0], "undecodable audio", " ".join(f"{item[4]}: {error}".split())))
+            items.remove(item)
+    return durations
+
+
 def _utterance(bundle, speech_file, character, subtitle, audio_dir, dropped):
     """(utterance id, speaker id, character, transcript, audio path), the MP3 copied out; None (and
     counted) when the subtitle has no usable words."""
@@ -135,7 +156,7 @@ def _utterance(bundle, speech_file, character, subtitle, audio_dir, dropped):
     if text is None:
         dropped.append((f"fotaq-{stem}", "no usable words", subtitle))
         return None
-    path = os.path.join(audio_dir, stem + ".mp3")
+    path = audio_path(audio_dir, stem + ".mp3")
     data = bundle.read(speech_file)
     if not os.path.exists(path) or os.path.getsize(path) != len(data):
         with atomic_output(path, mode="wb") as handle:
@@ -165,7 +186,7 @@ def steel_sky_utterances(games_dir, audio_dir, dropped, sample=None):
     utterances = []
     for line, text in usable:
         speaker = f"bass-{line.speech_file}"  # the file number: only digits reach the path below
-        path = os.path.join(audio_dir, f"{line.speech_file}.wav")
+        path = audio_path(audio_dir, f"{line.speech_file}.wav")
         if not os.path.exists(path):
             write_wav(path, disk.speech(line.speech_file), steel_sky.SPEECH_SAMPLE_RATE)
         utterances.append((f"{speaker}-{line.section}-{line.line:04d}", speaker, STEEL_SKY_CHARACTER, text, path))
@@ -256,7 +277,7 @@ def main(argv=None):
         os.makedirs(corpus_dir, exist_ok=True)
         minutes = collections.Counter()
         for split, items in splits.items():
-            durations = {item[0]: round(soundfile.info(item[4]).duration, 4) for item in items}
+            durations = audio_durations(items, dropped)
             write_new_data_dir(os.path.join(args.data_dir, split),
                                wav_scp={item[0]: os.path.abspath(item[4]) for item in items},
                                text={item[0]: item[3] for item in items},

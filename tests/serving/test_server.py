@@ -133,6 +133,7 @@ def test_a_replacement_server_resumes_after_the_last_utterance_the_trainer_recei
 
     client = SimpleNamespace(last_position_of_shard={(2, 2): (3, "spk1-u7")})
     servers = LocalServers(client, 2, data_dir, ali_dir, str(tmp_path / "exp"))
+    servers.servers[1].resume_position = client.last_position_of_shard[(2, 2)]
     fresh, replacement = (servers._command(server) for server in servers.servers)
     assert "--start-after" not in fresh
     assert replacement[replacement.index("--start-epoch"):][:4] == ["--start-epoch", "3", "--start-after", "spk1-u7"]

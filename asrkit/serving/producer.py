@@ -78,6 +78,7 @@ class ExampleProducer:
         self.feature_config = read_feature_config(data_dir)
         ali_scp, self.num_pdfs = alignment_targets(ali_dir, targets)
         self.targets = targets
+        self.ali_scp = ali_scp
         cmvn_path = cmvn_path or os.path.join(data_dir, "cmvn.h5")
         if not os.path.exists(cmvn_path):
             raise AsrkitError(f"{cmvn_path} does not exist (fix: featurize {data_dir} with --compute-cmvn or pass "
@@ -186,7 +187,7 @@ class ExampleProducer:
         """(normalised features [T, D] float32 with the i-vectors [T, R] appended, if any, targets [T] int32,
         style or None)."""
         features, params, clean_features = self._features(utterance_id, epoch)
-        raw_targets = read_alignment(self._alignments, utterance_id, self._alignments.scp_path)
+        raw_targets = read_alignment(self._alignments, utterance_id, self.ali_scp)
         if "speed" in params:
             # Speed perturbation re-timed the utterance: its alignment follows, frame for relative time, once
             # its length says it is this utterance's (one more frame of slack for the rounding).

@@ -39,6 +39,7 @@ logger = logging.getLogger("asrkit.serving")
 
 BURST = 16  # messages received between looks at the command queue and the monitor
 MAX_BAD_MESSAGES = 100  # malformed messages tolerated (logged) before the run fails
+HANDSHAKE_FAILURES_TOLERATED = 3  # on an endpoint never verified; ZeroMQ retries every 0.1 s
 
 
 class _Failure:
@@ -99,6 +100,7 @@ class ServerExamples:
         self._position_lock = threading.Lock()
         self._endpoints = set()  # connected now: handshake failures of others (dead servers) are not ours
         self._verified_endpoints = set()  # a handshake succeeded there once: its keys are right
+        self._handshake_failures = {}  # endpoint -> failed handshakes without a success
         self._queue = queue.Queue(maxsize=capacity)
         self._commands = queue.Queue()
         self._stop = threading.Event()
@@ -178,20 +180,32 @@ class ServerExamples:
         import zmq
         from zmq.utils.monitor import recv_monitor_message
 
+        events = []
         while self._monitor.poll(0):
             event = recv_monitor_message(self._monitor)
-            endpoint = event["endpoint"].decode("utf-8", "replace")
-            if event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+            events.append((event["event"], event["endpoint"].decode("utf-8", "replace")))
+        # Successes first, whatever their order among the pending events: a failure is judged against every
+        # handshake known to have succeeded.
+        for event, endpoint in events:
+            if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 logger.debug("handshake with %s succeeded", endpoint)
                 self._verified_endpoints.add(endpoint)
+        for event, endpoint in events:
+            if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 continue
             if endpoint in self._verified_endpoints or endpoint not in self._endpoints:
                 # Its keys were right: the server behind it died, and a reconnect attempt met its freed port
                 # (even a TCP self-connect); its replacement is connected elsewhere.
-                logger.warning("handshake with %s failed after it had succeeded: a restarted or dead server",
-                               endpoint)
+                logger.warning("handshake with %s failed (event %d) where one had succeeded or the server was "
+                               "replaced: a dead server's port", endpoint, event)
                 continue
-            raise _handshake_failure(event["event"], endpoint, bool(self.server_public_key))
+            self._handshake_failures[endpoint] = self._handshake_failures.get(endpoint, 0) + 1
+            if event == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL and \
+                    self._handshake_failures[endpoint] < HANDSHAKE_FAILURES_TOLERATED:
+                # Also what a server killed during the handshake gives; a wrong key fails every reconnect.
+                logger.warning("handshake with %s failed (%d so far)", endpoint, self._handshake_failures[endpoint])
+                continue
+            raise _handshake_failure(event, endpoint, bool(self.server_public_key))
 
     def _decode(self, parts):
         """(kind, end dict or ServedExample); WireError for a malformed one or a shard of another count."""

@@ -91,12 +91,14 @@ def test_a_restarted_server_leaves_every_utterance_consumed_exactly_once(corpus,
     try:
         for example in source:
             consumed[example.utterance_id] += 1
-            if not killed and sum(consumed.values()) == 6:
+            from_first = sum(count for server, count in source.received.items() if server.endswith(":1/2"))
+            if not killed and from_first >= 6:  # server 1 has delivered a few: it is mid-stream
                 pid = json.loads(endpoint_file.read_text())["pid"]
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
-                # The trainer keeps consuming slowly: the killed server's last messages are still in its socket.
-            time.sleep(0.005)
+            # Slowly for a while after the kill, as a trainer busy with its steps: the killed server's last messages
+            # are still in the socket when the supervisor restarts it (within 0.2 s).
+            time.sleep(0.1 if killed and sum(consumed.values()) < 60 else 0.005)
     finally:
         source.close()
     assert killed and source.restarts == 1, source.stats()

@@ -6,6 +6,7 @@ import logging
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.decode.word_lattice import MAX_NBEST
 
 COMMAND = "asrkit-lattice"
 
@@ -36,7 +37,7 @@ def main():
 
 @main.command(context_settings=CONTEXT_SETTINGS)
 @lattice_arguments
-@click.option("-n", "--n", "count", default=10, show_default=True, type=click.IntRange(min=1),
+@click.option("-n", "--n", "count", default=10, show_default=True, type=click.IntRange(1, MAX_NBEST),
               help="Word sequences per utterance.")
 @asrkit_command(f"{COMMAND} nbest")
 def nbest(graph_dir, decode_dir, out_dir, lm_weight, count):

@@ -7,6 +7,7 @@ import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
 from asrkit.cli.options_file import options_file
+from asrkit.serving.wire import MAX_SHARDS
 
 
 def _parse_shard(ctx, param, value):
@@ -14,8 +15,8 @@ def _parse_shard(ctx, param, value):
         index, count = (int(part) for part in value.split("/"))
     except ValueError:
         raise click.BadParameter(f"{value!r}: expected r/R, e.g. 1/4") from None
-    if not 1 <= index <= count:
-        raise click.BadParameter(f"{value!r}: expected 1 <= r <= R")
+    if not 1 <= index <= count <= MAX_SHARDS:
+        raise click.BadParameter(f"{value!r}: expected 1 <= r <= R <= {MAX_SHARDS} (what a trainer accepts)")
     return index, count
 
 
@@ -53,7 +54,8 @@ def _watch_parent(server, logger):
                    "see --endpoint-file). Anything but loopback needs --allow-remote and --curve-secret-key.")
 @click.option("--shard", default="1/1", callback=_parse_shard, metavar="r/R",
               help="Serve utterances r, r+R, r+2R, ... (1-based) of the sorted utterance list.")
-@click.option("--seed", default=1, type=int, help="Seed of the epoch orders and of the noisification.")
+@click.option("--seed", default=1, type=click.IntRange(min=0),
+              help="Seed of the epoch orders and of the noisification.")
 @click.option("--randomisation", type=click.Choice(["shuffle", "rolling"]), default="shuffle", show_default=True,
               help="Epoch order: a permutation of the shard, or [Mohamed2015]'s rolling window over blocks of "
               "--rolling-block-utts consecutive utterances (asrkit.examples.randomisation).")

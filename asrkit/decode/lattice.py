@@ -12,11 +12,56 @@ other.  The lattices are the decoder's raw state-level lattices, pruned to
 kaldifst.Lattice, for OpenFst's algorithms (n-best lists, shortest paths).
 """
 
+import math
+
 import numpy as np
 
 from asrkit.decode.lattice_faster import best_path
+from asrkit.errors import AsrkitError
 
 FINAL = -1
+MAX_LABEL = 1 << 31  # pdf + 1 and word ids are int32 in the graphs
+
+
+class LatticeError(AsrkitError):
+    """A stored lattice that is not what asrkit's decoder writes."""
+
+
+def checked_lattice(array, utterance_id, where):
+    """The float64 [N, 6] lattice array of `utterance_id` (read from `where`), or a LatticeError that says what is
+    wrong: the shape, non-integer or negative state ids and labels, a state id beyond what N rows can number
+    (every state but the start is the target of an arc: a state id of 1e12 would size arrays of 1e12), NaN or
+    infinite costs, or states not numbered topologically (every reader makes one pass over the rows)."""
+    def refuse(why):
+        return LatticeError(f"utterance {utterance_id}: its lattice in {where} {why}")
+
+    array = np.asarray(array)
+    if array.ndim != 2 or array.shape[1] != 6 or not np.issubdtype(array.dtype, np.number) \
+            or np.issubdtype(array.dtype, np.complexfloating):
+        raise refuse(f"is a {array.dtype} array of shape {list(array.shape)}, not [arcs, 6] numbers")
+    array = array.astype(np.float64)
+    if not np.isfinite(array).all():
+        raise refuse("holds a NaN or infinite value")
+    ids = array[:, :4]
+    negative = ids < 0
+    if not np.array_equal(ids, np.floor(ids)) or negative[:, [0, 2, 3]].any() \
+            or (array[negative[:, 1], 1] != FINAL).any():
+        raise refuse(f"holds a state id or label that is not a whole number >= 0 (or {FINAL}, a final row's target)")
+    if len(array) and (ids[:, :2].max() > len(array) or ids[:, 2:].max() >= MAX_LABEL):
+        raise refuse(f"numbers a state {int(ids[:, :2].max())} or a label {int(ids[:, 2:].max())} beyond what its "
+                     f"{len(array)} rows can hold")
+    if not is_topological(array):
+        raise refuse("is not numbered topologically (arcs to higher states, rows sorted by state), as asrkit's "
+                     "decoder writes it")
+    return array
+
+
+def checked_acoustic_scale(value, where):
+    """A lattice shard's recorded acoustic scale as a finite positive float; LatticeError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise LatticeError(f"{where}: acoustic_scale {str(value)[:40]!r} is not a finite positive number (give "
+                           "--lm-weight)")
+    return float(value)
 
 
 def lattice_to_array(lattice):

@@ -26,10 +26,13 @@ import logging
 import os
 import shutil
 
+import numpy as np
+
 from asrkit.data.data_dir import DataDir
 from asrkit.data.kaldi_files import write_kaldi_map
 from asrkit.data.split import subset_data_dir
 from asrkit.data.validate import validate_data_dir
+from asrkit.decode.lattice import checked_acoustic_scale, checked_lattice
 from asrkit.decode.lattice_faster import best_path
 from asrkit.decode.lm_rescore import LmCosts, rescore
 from asrkit.decode.unsupervised_selection import best_path_confidence, select
@@ -60,19 +63,30 @@ def lattice_lm_weight(decode_dir):
     if not os.path.isfile(scp):
         raise AsrkitError(f"{scp} does not exist: decode with asrkit-decode --write-lattices first")
     shards = sorted({path for path, _ in parse_scp(scp).values()})
-    scales = {float((shard_config(path) or {}).get("acoustic_scale", 0.0)) for path in shards}
-    if len(scales) != 1 or not min(scales) > 0:
+    scales = {checked_acoustic_scale((shard_config(path) or {}).get("acoustic_scale", 0.0), path) for path in shards}
+    if len(scales) != 1:
         raise AsrkitError(f"{decode_dir}: the lattice shards record no single positive acoustic scale "
                           f"({sorted(scales)}); give --lm-weight")
     return 1.0 / scales.pop()
 
 
+def _lm_weight(lm_weight, decode_dir):
+    """The given LM weight, checked (NaN or infinity would make every cost NaN), or the lattices' own."""
+    if lm_weight is None:
+        return lattice_lm_weight(decode_dir)
+    if not 0 < lm_weight < float("inf"):
+        raise AsrkitError(f"--lm-weight {lm_weight}: must be a finite positive number")
+    return lm_weight
+
+
 def _lattices(decode_dir):
-    with TableReader(os.path.join(decode_dir, "lat.scp")) as table:
+    """(utterance id, lattice array) of each lattice, checked (asrkit.decode.lattice.checked_lattice)."""
+    scp = os.path.join(decode_dir, "lat.scp")
+    with TableReader(scp) as table:
         keys = sorted(table.keys())
         progress = Progress(len(keys), "lattices", logger)
         for key in keys:
-            yield key, table[key]
+            yield key, checked_lattice(table[key], key, scp)
             progress.update(1)
         progress.close()
 
@@ -88,7 +102,7 @@ def _word_text(ids, words, utterance_id):
 def _begin(decode_dir, words_txt, out_dir, lm_weight):
     """(words, an empty result at the LM weight: the given one or the lattices' own), out_dir made."""
     words = SymbolTable.read(words_txt)
-    result = LatticeDirResult(0, 0, lm_weight or lattice_lm_weight(decode_dir))
+    result = LatticeDirResult(0, 0, _lm_weight(lm_weight, decode_dir))
     os.makedirs(out_dir, exist_ok=True)
     return words, result
 
@@ -160,6 +174,9 @@ def write_rescored(decode_dir, words_txt, old_arpa, new_arpa, out_dir, lm_weight
                 rescored = rescore(lattice, costs, words.symbol_of)
             except AsrkitError as error:
                 raise AsrkitError(f"{utterance_id}: {error}") from None
+            if not np.isfinite(rescored[:, 4:]).all():  # never written as a lattice with status=ok
+                raise AsrkitError(f"{utterance_id}: rescoring gave NaN or infinite costs (check {old_arpa} and "
+                                  f"{new_arpa})")
             arcs_in, arcs_out = arcs_in + len(lattice), arcs_out + len(rescored)
             writer.write(utterance_id, rescored, attrs={"start": 0})
             best = best_path(rescored, acoustic_scale=1.0 / lm_weight) if len(rescored) else None
@@ -218,7 +235,7 @@ def write_selection(decode_dir, graph_dir, data_dir, out_dir, tree_path=None, lm
     import numpy as np
 
     check_output_dir(out_dir, SELECTION_SIGNATURE, (decode_dir, graph_dir, data_dir), "selection")  # before the work
-    lm_weight = lm_weight or lattice_lm_weight(decode_dir)
+    lm_weight = _lm_weight(lm_weight, decode_dir)
     words = SymbolTable.read(os.path.join(graph_dir, "words.txt"))
     model_dir = None
     if tree_path is None:

@@ -36,6 +36,10 @@ import numpy as np
 from asrkit.decode.lattice import FINAL, is_topological
 from asrkit.decode.lattice_faster import best_path_rows
 
+# N-best lists keep up to N word sequences per state on the frontier of the pass: a million of them (-n 1000000)
+# exhausted memory; Kaldi's recipes use tens to a few hundred.
+MAX_NBEST = 1000
+
 
 def _check(lattice):
     if not is_topological(lattice):
@@ -146,8 +150,8 @@ def nbest(lattice, n, lm_weight):
     """The n cheapest distinct word sequences of the lattice (fewer when it has fewer), cheapest first,
     each with the graph and acoustic costs of its best path; [] without a complete path."""
     _check(lattice)
-    if n < 1:
-        raise ValueError(f"n must be at least 1, got {n}")
+    if not 1 <= n <= MAX_NBEST:
+        raise ValueError(f"n must be in [1, {MAX_NBEST}], got {n}")
     num_states = _num_states(lattice)
     costs = path_costs(lattice, lm_weight)
     # kept[state]: {word tuple: (cost, graph, acoustic)} of the paths reaching it, trimmed to the n cheapest
@@ -161,6 +165,8 @@ def nbest(lattice, n, lm_weight):
     for row, (state, target, _, word, graph, acoustic) in enumerate(rows):
         state, target, word = int(state), int(target), int(word)
         if state != current:
+            if current >= 0:
+                kept[current] = None  # every arc out of it is done: only the frontier's lists stay in memory
             current = state
             if kept[state] is not None and len(kept[state]) > n:
                 kept[state] = dict(heapq.nsmallest(n, kept[state].items(), key=lambda item: item[1][0]))

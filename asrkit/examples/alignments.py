@@ -13,6 +13,22 @@ from asrkit.graph.symbols import SymbolTable
 from asrkit.hmm.num_pdfs import read_num_pdfs_file
 
 
+INT32_RANGE = (-(1 << 31), 1 << 31)
+
+
+def read_alignment(table, utterance_id, ali_scp):
+    """One utterance's alignment from an open alignment table, as int32 [T]; AsrkitError naming the utterance
+    and the table when it is not one integer id per frame (a float table would be truncated to ids silently)."""
+    values = np.asarray(table[utterance_id])
+    if values.ndim != 1 or not np.issubdtype(values.dtype, np.integer):
+        raise AsrkitError(f"utterance {utterance_id}: {ali_scp} holds a {values.dtype} array of shape "
+                          f"{list(values.shape)}, not one integer id per frame (fix: give an alignment dir made by "
+                          "asrkit-align or utils/convert_ali)")
+    if values.size and (values.min() < INT32_RANGE[0] or values.max() >= INT32_RANGE[1]):
+        raise AsrkitError(f"utterance {utterance_id}: {ali_scp} holds ids beyond 32 bits ({values.max()})")
+    return values.astype(np.int32)
+
+
 def fit_alignment(targets, num_frames, tolerance):
     """Targets trimmed or extended (last label repeated) to num_frames, or None when the lengths differ
     by more than `tolerance` frames.  A one-frame difference is common at the end of an utterance when
@@ -25,6 +41,21 @@ def fit_alignment(targets, num_frames, tolerance):
     if difference < 0:
         return np.concatenate([targets, np.repeat(targets[-1:], -difference)])
     return targets
+
+
+def target_problem(fitted, num_classes, targets="pdfs"):
+    """Why an utterance's fitted alignment cannot be its targets, or None: a class outside [0, num_classes), or,
+    for phone targets (CTC), phone 0: phones.txt's <eps>, which is CTC's blank (the network's "no label"
+    output), so a frame aligned to it would train the blank as a label and no decoding could emit it."""
+    if fitted.min() < 0 or fitted.max() >= num_classes:
+        bad = int(fitted.max()) if fitted.max() >= num_classes else int(fitted.min())
+        return f"{'phone' if targets == 'phones' else 'pdf'} id {bad} outside [0, {num_classes})"
+    if targets == "phones" and not fitted.all():
+        frame = int(np.flatnonzero(fitted == 0)[0])
+        return (f"phone 0 (<eps>, CTC's blank) is the target of frame {frame}: phone alignments hold real "
+                "phones only (fix: align with asrkit-align, or check that phone_ali.scp was made with this "
+                "phones.txt)")
+    return None
 
 
 def read_num_pdfs(ali_dir):

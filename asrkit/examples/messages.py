@@ -30,8 +30,13 @@ class OuterDerivatives:
 
     @classmethod
     def from_sparse(cls, num_frames, frames, pdfs, values, version, stats=None):
-        """From parallel arrays (frame, pdf, value), in any order."""
+        """From parallel arrays (frame, pdf, value), in any order; ValueError for arrays that do not pair up
+        or a frame outside [0, num_frames) (which would otherwise pad to any size or index out of range)."""
         frames = np.asarray(frames, dtype=np.int64)
+        if not len(frames) == len(pdfs) == len(values):
+            raise ValueError(f"{len(frames)} frames, {len(pdfs)} pdfs and {len(values)} values do not pair up")
+        if len(frames) and (frames.min() < 0 or frames.max() >= num_frames):
+            raise ValueError(f"a derivative's frame is outside [0, {num_frames})")
         order = np.argsort(frames, kind="stable")
         frames = frames[order]
         counts = np.bincount(frames, minlength=num_frames) if len(frames) else np.zeros(num_frames, np.int64)

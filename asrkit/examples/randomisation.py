@@ -61,7 +61,10 @@ def rolling_order(utterance_ids, block_utts, window_blocks, rng):
         if pending:
             block = pending.pop()
             block = [block[i] for i in rng.permutation(len(block))]
-            window.append([block[part::window_blocks] for part in range(window_blocks)])
+            # Dealt into window_blocks parts, of which only the first len(block) can hold an utterance: the empty
+            # rest would emit nothing, so they are not made (a window of 100,000 blocks made 100,000 lists a block
+            # and popped them from the front: quadratic, hours for one epoch).
+            window.append([block[part::window_blocks] for part in range(min(window_blocks, len(block)))])
         emitted = []
         for parts in window:
             emitted.extend(parts.pop(0))

@@ -1,5 +1,6 @@
 """ARPA back-off language model files: writing (atomically) and reading, with errors that name the line."""
 
+import math
 import os
 import re
 
@@ -31,14 +32,23 @@ def write_arpa(model, path):
         out.write("\n\\end\\\n")
 
 
+def _utf8_lines(handle, path):
+    """The lines of an ARPA file opened in binary, as UTF-8; an ArpaError naming the line that is not UTF-8."""
+    for line_number, line in enumerate(handle, 1):
+        try:
+            yield line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ArpaError(f"{path}:{line_number}: not UTF-8 ({error.reason} at byte {error.start})") from None
+
+
 def read_arpa(path):
     path = os.fspath(path)
     if not os.path.exists(path):
         raise ArpaError(f"ARPA file {path} does not exist")
     declared, ngrams, backoffs = {}, [None], {}
     section = None
-    with open(path, encoding="utf-8") as handle:
-        for line_number, raw in enumerate(handle, 1):
+    with open(path, "rb") as handle:
+        for line_number, raw in enumerate(_utf8_lines(handle, path), 1):
             line = raw.strip()
             if not line:
                 continue
@@ -70,6 +80,9 @@ def read_arpa(path):
                 elif len(fields) == section + 2:
                     prob, words, backoff = float(fields[0]), tuple(fields[1:-1]), float(fields[-1])
                 else:
+                    raise ValueError
+                if math.isnan(prob) or prob == math.inf or backoff is not None and not math.isfinite(backoff):
+                    # Log-probabilities are <= 0 or -inf (a zero); NaN would reach every rescored cost.
                     raise ValueError
             except ValueError:
                 raise ArpaError(f"{path}:{line_number}: expected 'log10p {section} words [backoff]', got {line!r}")

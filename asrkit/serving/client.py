@@ -13,6 +13,16 @@ trainer that silently waits.
 Iteration ends when every expected server has sent its end message (servers
 started with a number of epochs), and fails when nothing has arrived for
 `receive_timeout` seconds.
+
+Exactly once across a server restart: `replace_server` retires the dead
+process's server id and returns its shard's last accepted position, in one step
+under the lock the receiver takes to accept an example.  The replacement
+serves everything after that position, so whatever the dead process had
+already sent and still arrives (messages in the trainer's socket and TCP
+buffers outlive the process) is dropped and counted (`stale_messages`), never
+consumed as well as its replacement's copy.  With `num_servers` (the
+trainer's own count of servers), an example or end message naming a shard of
+any other count is refused as malformed.
 """
 
 import logging
@@ -29,6 +39,7 @@ logger = logging.getLogger("asrkit.serving")
 
 BURST = 16  # messages received between looks at the command queue and the monitor
 MAX_BAD_MESSAGES = 100  # malformed messages tolerated (logged) before the run fails
+HANDSHAKE_FAILURES_TOLERATED = 3  # on an endpoint never verified; ZeroMQ retries every 0.1 s
 
 
 class _Failure:
@@ -67,13 +78,14 @@ class ServerExamples:
     """
 
     def __init__(self, expected, endpoints=(), server_public_key=None, capacity=64, expected_servers=None,
-                 receive_timeout=300.0):
+                 receive_timeout=300.0, num_servers=None):
         import zmq
 
         self.expected = expected
         self.server_public_key = server_public_key
         self.capacity = capacity
         self.expected_servers = expected_servers
+        self.num_servers = num_servers
         self.receive_timeout = receive_timeout
         self.epoch = 0
         self.received = {}  # server id -> examples
@@ -83,6 +95,12 @@ class ServerExamples:
         # shard -> (epoch, utterance id) of the last example received from it: where a restarted server resumes.
         self.last_position_of_shard = {}
         self.restarts = 0  # set by whoever restarts servers
+        self.stale_messages = 0  # sent by a server process after it was replaced; dropped
+        self._retired_servers = set()
+        self._position_lock = threading.Lock()
+        self._endpoints = set()  # connected now: handshake failures of others (dead servers) are not ours
+        self._verified_endpoints = set()  # a handshake succeeded there once: its keys are right
+        self._handshake_failures = {}  # endpoint -> failed handshakes without a success
         self._queue = queue.Queue(maxsize=capacity)
         self._commands = queue.Queue()
         self._stop = threading.Event()
@@ -117,6 +135,17 @@ class ServerExamples:
     def connect(self, endpoint, replaces=None):
         self._commands.put((endpoint, replaces))
 
+    def replace_server(self, shard, server_id, endpoint):
+        """Retire a dead server process (its id, and its endpoint at once) and return where its replacement
+        resumes: the (epoch, utterance id) last accepted from `shard`, or None.  See the module docstring."""
+        with self._position_lock:
+            if server_id is not None:
+                self._retired_servers.add(server_id)
+            position = self.last_position_of_shard.get(shard)
+        if endpoint is not None:
+            self._commands.put((None, endpoint))
+        return position
+
     def fail(self, error):
         """Make the consumer raise `error` (e.g. a local server that keeps dying)."""
         self._external_failure = error
@@ -126,7 +155,7 @@ class ServerExamples:
 
     def stats(self):
         return {"received": dict(self.received), "queue_depth": self.depth(), "restarts": self.restarts,
-                "bad_messages": self.bad_messages, "frames": self.frames}
+                "bad_messages": self.bad_messages, "stale_messages": self.stale_messages, "frames": self.frames}
 
     def _apply_commands(self):
         import zmq
@@ -137,39 +166,60 @@ class ServerExamples:
             except queue.Empty:
                 return
             if replaces:
+                self._endpoints.discard(replaces)
                 try:
                     self._socket.disconnect(replaces)
                 except zmq.ZMQError:
                     pass
-            self._socket.connect(endpoint)
-            logger.info("connected to example server %s", endpoint)
+            if endpoint is not None:
+                self._socket.connect(endpoint)
+                self._endpoints.add(endpoint)
+                logger.info("connected to example server %s", endpoint)
 
     def _check_monitor(self):
         import zmq
         from zmq.utils.monitor import recv_monitor_message
 
+        events = []
         while self._monitor.poll(0):
             event = recv_monitor_message(self._monitor)
-            endpoint = event["endpoint"].decode("utf-8", "replace")
-            if event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+            events.append((event["event"], event["endpoint"].decode("utf-8", "replace")))
+        # Successes first, whatever their order among the pending events: a failure is judged against every
+        # handshake known to have succeeded.
+        for event, endpoint in events:
+            if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 logger.debug("handshake with %s succeeded", endpoint)
+                self._verified_endpoints.add(endpoint)
+        for event, endpoint in events:
+            if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 continue
-            raise _handshake_failure(event["event"], endpoint, bool(self.server_public_key))
+            if endpoint in self._verified_endpoints or endpoint not in self._endpoints:
+                # Its keys were right: the server behind it died, and a reconnect attempt met its freed port
+                # (even a TCP self-connect); its replacement is connected elsewhere.
+                logger.warning("handshake with %s failed (event %d) where one had succeeded or the server was "
+                               "replaced: a dead server's port", endpoint, event)
+                continue
+            self._handshake_failures[endpoint] = self._handshake_failures.get(endpoint, 0) + 1
+            if event == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL and \
+                    self._handshake_failures[endpoint] < HANDSHAKE_FAILURES_TOLERATED:
+                # Also what a server killed during the handshake gives; a wrong key fails every reconnect.
+                logger.warning("handshake with %s failed (%d so far)", endpoint, self._handshake_failures[endpoint])
+                continue
+            raise _handshake_failure(event, endpoint, bool(self.server_public_key))
+
+    def _decode(self, parts):
+        """(kind, end dict or ServedExample); WireError for a malformed one or a shard of another count."""
+        kind, payload = check_kind(parts)
+        message = decode_end(payload) if kind == END_KIND else decode_example(payload)
+        shard = message["shard"] if kind == END_KIND else message.shard
+        if self.num_servers is not None and shard[1] != self.num_servers:
+            raise WireError(f"shard {shard[0]}/{shard[1]} from a trainer of {self.num_servers} example servers")
+        return kind, message
 
     def _accept(self, parts):
         """An Example from a message, _END for a finished stream, None for a message that is dropped."""
         try:
-            kind, payload = check_kind(parts)
-            if kind == END_KIND:
-                end = decode_end(payload)
-                shard = tuple(end.get("shard", ()))
-                self.ended_shards.add(shard or end["server_id"])
-                logger.info("example server %s finished: %s", end["server_id"],
-                            ", ".join(f"{k}={v}" for k, v in sorted(end.items()) if k not in ("server_id",)))
-                if self.expected_servers is not None and len(self.ended_shards) >= self.expected_servers:
-                    return _END
-                return None
-            served = decode_example(payload)
+            kind, message = self._decode(parts)
         except WireError as error:
             self.bad_messages += 1
             logger.warning("dropped a malformed message (%d so far): %s", self.bad_messages, error)
@@ -177,6 +227,24 @@ class ServerExamples:
                 raise AsrkitError(f"more than {MAX_BAD_MESSAGES} malformed messages from the example servers; "
                                   f"last: {error}") from None
             return None
+        with self._position_lock:
+            server_id = message["server_id"] if kind == END_KIND else message.server_id
+            if server_id in self._retired_servers:
+                self.stale_messages += 1  # its replacement serves it again
+                return None
+            if kind == END_KIND:
+                return self._accept_end(message)
+            return self._accept_example(message)
+
+    def _accept_end(self, end):
+        self.ended_shards.add(end["shard"])
+        logger.info("example server %s finished: %s", end["server_id"],
+                    ", ".join(f"{k}={v}" for k, v in sorted(end.items()) if k not in ("server_id",)))
+        if self.expected_servers is not None and len(self.ended_shards) >= self.expected_servers:
+            return _END
+        return None
+
+    def _accept_example(self, served):
         if served.server_id not in self._seen_servers:
             problems = served.handshake.mismatches(self.expected)
             if problems:

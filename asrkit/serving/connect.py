@@ -23,14 +23,15 @@ def open_example_servers(spec, expected, exp_dir, data_dir, ali_dir, train_utter
         logger.info("pulling examples from %d example servers: %s", len(value), ", ".join(value))
         # Remote servers end the stream only if they were started with --num-epochs.
         return ServerExamples(expected, value, server_public_key, capacity,
-                              expected_servers=len(value) if num_epochs else None, receive_timeout=receive_timeout)
+                              expected_servers=len(value) if num_epochs else None, receive_timeout=receive_timeout,
+                              num_servers=len(value))
     server_dir = os.path.join(exp_dir, "servers")
     os.makedirs(server_dir, exist_ok=True)
     utt_list = os.path.join(server_dir, "train_utts")
     with open(utt_list, "w", encoding="utf-8") as out:
         out.writelines(f"{utterance_id}\n" for utterance_id in train_utterance_ids)
     client = ServerExamples(expected, (), None, capacity, expected_servers=value if num_epochs else None,
-                            receive_timeout=receive_timeout)
+                            receive_timeout=receive_timeout, num_servers=value)
     args = ["--utt-list", utt_list, "--seed", str(seed), "--num-epochs", str(num_epochs or 0)]
     servers = LocalServers(client, value, data_dir, ali_dir, exp_dir, args + list(server_options), max_restarts)
     client.add_starter(servers.start)

@@ -8,7 +8,9 @@ connects the trainer to each announced endpoint, restarts a server that dies
 (exit status other than 0: a crash, a kill, an error), counting and logging
 every restart with the tail of its log, and gives up after `max_restarts`
 restarts of one server.  A restarted server resumes its shard's epoch after the
-last example the trainer received from it.  `stop()` sends SIGTERM to all and kills what is
+last example the trainer accepted from it, and the trainer drops whatever the
+dead process sent after that (ServerExamples.replace_server): each utterance of
+an epoch is consumed exactly once.  `stop()` sends SIGTERM to all and kills what is
 still alive after a grace period.
 """
 
@@ -53,6 +55,8 @@ class _Server:
         self.process = None
         self.endpoint = None
         self.previous_endpoint = None  # of the process before a restart, disconnected when the new one is up
+        self.server_id = None  # as the running process announced it
+        self.resume_position = None  # (epoch, utterance id) the next process starts after
         self.restarts = 0
         self.finished = False
         self.log_handle = None
@@ -92,10 +96,10 @@ class LocalServers:
 
     def _command(self, server):
         count = len(self.servers)
-        # A replacement resumes after the last example the trainer received from the shard: the examples its
-        # predecessor had queued but not delivered are made again, none is served twice.
+        # A replacement resumes after the last example the trainer accepted from the shard: the examples its
+        # predecessor had queued but not delivered are made again, and the trainer drops those that still arrive.
         start = []
-        position = self.client.last_position_of_shard.get((server.index, count))
+        position = server.resume_position
         if position is not None:
             start = ["--start-epoch", str(position[0]), "--start-after", position[1]]
         return [sys.executable, "-m", "asrkit.cli.serve_examples", self.data_dir, self.ali_dir,
@@ -134,11 +138,13 @@ class LocalServers:
         return self
 
     def _read_endpoint(self, server):
+        """(endpoint, server id) the running process announced, or (None, None) before it has."""
         try:
             with open(self.endpoint_file(server), encoding="utf-8") as handle:
-                return json.load(handle)["endpoint"]
-        except (FileNotFoundError, ValueError, KeyError):
-            return None
+                announced = json.load(handle)
+            return announced["endpoint"], announced["server_id"]
+        except (FileNotFoundError, ValueError, KeyError, TypeError):
+            return None, None
 
     def _supervise(self):
         try:
@@ -155,10 +161,10 @@ class LocalServers:
             code = server.process.poll()
             if code is None:
                 if server.endpoint is None:
-                    endpoint = self._read_endpoint(server)
+                    endpoint, server_id = self._read_endpoint(server)
                     if endpoint is not None:
                         self.client.connect(endpoint, replaces=server.previous_endpoint)
-                        server.endpoint = endpoint
+                        server.endpoint, server.server_id = endpoint, server_id
                 return
             if code == 0:
                 server.finished = True
@@ -174,8 +180,10 @@ class LocalServers:
             logger.warning("example server %d exited with status %d; restarting it (restart %d of this server, "
                            "%d in all). Tail of %s:\n%s", server.index, code, server.restarts, self.restarts,
                            self.log_file(server), tail.rstrip())
+            server.resume_position = self.client.replace_server((server.index, len(self.servers)),
+                                                                server.server_id, server.endpoint)
             server.previous_endpoint = server.endpoint
-            server.endpoint = None
+            server.endpoint = server.server_id = None
             self._spawn(server)
 
     def pids(self):

@@ -28,7 +28,7 @@ import numpy as np
 
 from asrkit.augment.speed import stretch_alignment
 from asrkit.errors import AsrkitError, AudioError
-from asrkit.examples.alignments import alignment_targets, fit_alignment
+from asrkit.examples.alignments import alignment_targets, fit_alignment, read_alignment, target_problem
 
 logger = logging.getLogger("asrkit.serving")
 
@@ -77,6 +77,8 @@ class ExampleProducer:
         self.ivectors = ivectors
         self.feature_config = read_feature_config(data_dir)
         ali_scp, self.num_pdfs = alignment_targets(ali_dir, targets)
+        self.targets = targets
+        self.ali_scp = ali_scp
         cmvn_path = cmvn_path or os.path.join(data_dir, "cmvn.h5")
         if not os.path.exists(cmvn_path):
             raise AsrkitError(f"{cmvn_path} does not exist (fix: featurize {data_dir} with --compute-cmvn or pass "
@@ -185,7 +187,7 @@ class ExampleProducer:
         """(normalised features [T, D] float32 with the i-vectors [T, R] appended, if any, targets [T] int32,
         style or None)."""
         features, params, clean_features = self._features(utterance_id, epoch)
-        raw_targets = np.asarray(self._alignments[utterance_id], dtype=np.int32)
+        raw_targets = read_alignment(self._alignments, utterance_id, self.ali_scp)
         if "speed" in params:
             # Speed perturbation re-timed the utterance: its alignment follows, frame for relative time, once
             # its length says it is this utterance's (one more frame of slack for the rounding).
@@ -198,8 +200,9 @@ class ExampleProducer:
         if targets is None:
             raise SkipUtterance(f"alignment has {len(raw_targets)} frames, features {len(features)} "
                                 f"(more than {self.tolerance} apart)")
-        if targets.min() < 0 or targets.max() >= self.num_pdfs:
-            raise SkipUtterance(f"pdf id outside [0, {self.num_pdfs})")
+        problem = target_problem(targets, self.num_pdfs, self.targets)
+        if problem is not None:
+            raise SkipUtterance(problem)
         normalized = self.normalize(utterance_id, features, clean_features)
         if self.ivectors is not None:
             normalized = self.ivectors.append(utterance_id, features, normalized)

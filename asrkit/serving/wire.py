@@ -40,9 +40,13 @@ keeps the floats bit-exact without a round trip through Python floats.
 
 Everything a message says is checked before the trainer sees it, and anything
 wrong is a WireError (the trainer counts and drops those): field types and
-counts, UTF-8 strings, a handshake in range, finite features, target and
-derivative pdfs below num_pdfs, finite derivatives, a shard [r, R], and the
-size of the padded derivative table (OUTER_PADDING_CELLS) before it is made.
+counts, UTF-8 identifiers without spaces, every number within the bounds below
+(a handshake, an epoch, a shard [r, R], a frame count, a model version, end
+message counts), finite features, loss statistics and derivatives, target and
+derivative pdfs below num_pdfs, and the size of the padded derivative table
+(OUTER_PADDING_CELLS) before it is made.  An end message is JSON of at most
+END_MESSAGE_BYTES with exactly the fields encode_end writes, integers as JSON
+integers; too deep a nesting is a WireError too, never a RecursionError.
 
 The handshake rides in every example's context rather than in a one-off hello
 message: a PUSH socket round-robins over whoever is connected, a trainer may
@@ -67,6 +71,22 @@ MODES = ("ce", "seq")
 
 class WireError(AsrkitError):
     """A message that is not what an asrkit example server sends."""
+
+
+# Bounds on what a message may say: far above any real run, far below what would overflow, exhaust memory or
+# mean nothing (an epoch of 2^62 is not a pass anyone made; a shard of 2^62 servers is no one's setup).
+MAX_FEATURE_DIM = 1 << 16
+MAX_PDFS = 1 << 24
+MAX_FRAME_SHIFT_MS = 1000.0
+MAX_FRAMES = 1 << 20  # frames of one utterance: about 3 hours at 10 ms
+MAX_EPOCHS = 1 << 20
+MAX_SHARDS = 1 << 12  # servers of one trainer
+MAX_MODEL_VERSION = 1 << 48  # training steps
+MAX_COUNT = 1 << 48  # utterances served or skipped by one server
+MAX_ID_CHARS = 512  # utterance and server ids
+MAX_LOSS_STATS = 64
+END_MESSAGE_BYTES = 4096
+END_COUNTS = ("served", "skipped", "epochs")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,15 +216,22 @@ def _decode_outer(message, num_frames, num_pdfs):
         raise WireError(f"seq example: a derivative's pdf is out of range [0, {num_pdfs})")
     if not np.isfinite(values).all():
         raise WireError("seq example: a derivative is NaN or infinite")
-    names = [_utf8(name, "a loss stat name") for name in context["loss_stat_names"].bytes_list.value] \
-        if "loss_stat_names" in context else []
+    version = _bounded(_single(context, "model_version", "int64_list"), "seq example: model_version", 0,
+                       MAX_MODEL_VERSION)
+    return OuterDerivatives.from_sparse(num_frames, frames, pdfs, values, version, _loss_stats(context))
+
+
+def _loss_stats(context):
+    """{name: value} of a seq example's criterion statistics: distinct names, finite values, a bounded count."""
+    names = list(context["loss_stat_names"].bytes_list.value) if "loss_stat_names" in context else []
     numbers = list(context["loss_stats"].float_list.value) if "loss_stats" in context else []
-    if len(names) != len(numbers):
-        raise WireError(f"seq example: {len(names)} loss stat names for {len(numbers)} values")
-    version = int(_single(context, "model_version", "int64_list"))
-    if version < 0:
-        raise WireError(f"seq example: model_version {version}")
-    return OuterDerivatives.from_sparse(num_frames, frames, pdfs, values, version, dict(zip(names, numbers)))
+    if len(names) != len(numbers) or len(names) > MAX_LOSS_STATS:
+        raise WireError(f"seq example: {len(names)} loss stat names for {len(numbers)} values "
+                        f"(at most {MAX_LOSS_STATS})")
+    names = [_identifier(name, "seq example: a loss stat name") for name in names]
+    if len(set(names)) != len(names) or not np.isfinite(np.asarray(numbers, np.float64)).all():
+        raise WireError("seq example: a loss stat named twice, or NaN or infinite")
+    return dict(zip(names, numbers))
 
 
 def encode_end(server_id, shard, **counts):
@@ -218,6 +245,24 @@ def _utf8(value, what):
         raise WireError(f"{what} is not UTF-8: {value[:40]!r}") from None
 
 
+def _identifier(value, what):
+    """A Kaldi-style id: 1 to MAX_ID_CHARS printable characters, no whitespace; WireError otherwise."""
+    text = _utf8(value, what) if isinstance(value, bytes) else value
+    if not isinstance(text, str) or not 0 < len(text) <= MAX_ID_CHARS or not text.isprintable() \
+            or any(character.isspace() for character in text):
+        raise WireError(f"{what} {str(text)[:40]!r} is not 1-{MAX_ID_CHARS} printable characters without spaces")
+    return text
+
+
+def _bounded(value, what, low, high):
+    """An integer low <= value < high (a JSON integer or a protobuf int64, never a bool or a float)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise WireError(f"{what} {str(value)[:40]} is not an integer")
+    if not low <= value < high:
+        raise WireError(f"{what} {value} is outside [{low}, {high})")
+    return value
+
+
 def _one_value(feature, kind, what):
     values = getattr(feature, kind).value
     if len(values) != 1:
@@ -226,14 +271,13 @@ def _one_value(feature, kind, what):
 
 
 def _shard(values):
-    """(r, R), 1 <= r <= R, from a message's shard field; WireError otherwise."""
-    try:
-        shard = tuple(int(value) for value in values)
-    except (TypeError, ValueError):
-        raise WireError(f"shard {values!r} is not a list of integers") from None
-    if len(shard) != 2 or not 1 <= shard[0] <= shard[1]:
-        raise WireError(f"shard {list(shard)} is not [r, R] with 1 <= r <= R")
-    return shard
+    """(r, R), 1 <= r <= R <= MAX_SHARDS, from a message's shard field; WireError otherwise."""
+    if not isinstance(values, (list, tuple)):
+        raise WireError(f"shard {str(values)[:40]} is not a list")
+    if len(values) != 2:
+        raise WireError(f"shard of {len(values)} values is not [r, R]")
+    count = _bounded(values[1], "shard count R", 1, MAX_SHARDS + 1)
+    return _bounded(values[0], f"shard index r (of {count})", 1, count + 1), count
 
 
 def _single(context, name, kind):
@@ -245,23 +289,20 @@ def _single(context, name, kind):
     return values[0]
 
 
-def decode_example(payload):
-    """A ServedExample from an example payload; WireError when it is malformed."""
-    example_pb2 = _example_pb2()
-    try:
-        message = example_pb2.SequenceExample.FromString(payload)
-    except Exception as error:  # the protobuf runtime's DecodeError; any failure means the same here
-        raise WireError(f"not a SequenceExample: {error}") from None
-    context = message.context.feature
+def _handshake(context):
     mode = _single(context, "mode", "bytes_list").decode("utf-8", "replace")
     if mode not in MODES:
-        raise WireError(f"example of unknown mode {mode!r} (known: {', '.join(MODES)})")
-    handshake = Handshake(int(_single(context, "feature_dim", "int64_list")),
-                          int(_single(context, "num_pdfs", "int64_list")),
-                          float(_single(context, "frame_shift_ms", "float_list")), mode)
-    if handshake.feature_dim < 1 or handshake.num_pdfs < 1 or not 0 < handshake.frame_shift_ms < float("inf"):
-        raise WireError(f"handshake out of range: {handshake}")
-    num_frames = int(_single(context, "num_frames", "int64_list"))
+        raise WireError(f"example of unknown mode {mode[:40]!r} (known: {', '.join(MODES)})")
+    frame_shift_ms = float(_single(context, "frame_shift_ms", "float_list"))
+    if not 0 < frame_shift_ms <= MAX_FRAME_SHIFT_MS:  # False for NaN too
+        raise WireError(f"handshake frame_shift_ms {frame_shift_ms} is outside (0, {MAX_FRAME_SHIFT_MS:g}]")
+    return Handshake(_bounded(_single(context, "feature_dim", "int64_list"), "handshake feature_dim", 1,
+                              MAX_FEATURE_DIM + 1),
+                     _bounded(_single(context, "num_pdfs", "int64_list"), "handshake num_pdfs", 1, MAX_PDFS + 1),
+                     frame_shift_ms, mode)
+
+
+def _features_and_targets(message, num_frames, handshake):
     lists = message.feature_lists.feature_list
     frames = lists["features"].feature if "features" in lists else []
     labels = lists["targets"].feature if "targets" in lists else []
@@ -277,28 +318,53 @@ def decode_example(payload):
                        dtype=np.int64)
     if len(targets) and (targets.min() < 0 or targets.max() >= handshake.num_pdfs):
         raise WireError(f"a target pdf is out of range [0, {handshake.num_pdfs})")
-    epoch = int(_single(context, "epoch", "int64_list"))
-    if epoch < 0:
-        raise WireError(f"epoch {epoch}")
+    return features.astype(np.float32, copy=False), targets.astype(np.int32)
+
+
+def decode_example(payload):
+    """A ServedExample from an example payload; WireError when it is malformed or out of bounds."""
+    example_pb2 = _example_pb2()
+    try:
+        message = example_pb2.SequenceExample.FromString(payload)
+    except Exception as error:  # the protobuf runtime's DecodeError; any failure means the same here
+        raise WireError(f"not a SequenceExample: {error}") from None
+    context = message.context.feature
+    handshake = _handshake(context)
+    num_frames = _bounded(_single(context, "num_frames", "int64_list"), "num_frames", 1, MAX_FRAMES + 1)
+    features, targets = _features_and_targets(message, num_frames, handshake)
+    if "shard" not in context:
+        raise WireError("example without context field 'shard'")
     return ServedExample(
-        utterance_id=_utf8(_single(context, "utterance_id", "bytes_list"), "utterance_id"),
-        features=features.astype(np.float32, copy=False), targets=targets.astype(np.int32), epoch=epoch,
-        server_id=_utf8(_single(context, "server_id", "bytes_list"), "server_id"),
-        shard=_shard(context["shard"].int64_list.value) if "shard" in context else (1, 1), handshake=handshake,
-        outer=_decode_outer(message, num_frames, handshake.num_pdfs) if mode == "seq" else None,
+        utterance_id=_identifier(_single(context, "utterance_id", "bytes_list"), "utterance_id"),
+        features=features, targets=targets,
+        epoch=_bounded(_single(context, "epoch", "int64_list"), "epoch", 0, MAX_EPOCHS),
+        server_id=_identifier(_single(context, "server_id", "bytes_list"), "server_id"),
+        shard=_shard(list(context["shard"].int64_list.value)), handshake=handshake,
+        outer=_decode_outer(message, num_frames, handshake.num_pdfs) if handshake.mode == "seq" else None,
     )
 
 
 def decode_end(payload):
+    """The fields of an end message (server_id, shard (r, R), and the counts it carries); WireError otherwise."""
+    if len(payload) > END_MESSAGE_BYTES:
+        raise WireError(f"end message of {len(payload)} bytes (at most {END_MESSAGE_BYTES})")
     try:
         value = json.loads(payload.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as error:
-        raise WireError(f"malformed end message: {error}") from None
-    if not isinstance(value, dict) or not isinstance(value.get("server_id"), str):
-        raise WireError("end message without a server_id string")
-    if "shard" in value:
-        value["shard"] = _shard(value["shard"] if isinstance(value["shard"], list) else [value["shard"], None])
-    return value
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:  # RecursionError: nested too deep
+        raise WireError(f"malformed end message: {str(error)[:80]}") from None
+    if not isinstance(value, dict):
+        raise WireError("end message is not a JSON object")
+    unknown = sorted(set(value) - {"server_id", "shard", *END_COUNTS})
+    if unknown:
+        raise WireError(f"end message with unknown fields {', '.join(repr(name[:40]) for name in unknown[:5])}")
+    if "server_id" not in value or "shard" not in value:
+        raise WireError("end message without a server_id and a shard")
+    end = {"server_id": _identifier(value["server_id"], "end message server_id"), "shard": _shard(value["shard"])}
+    for name in END_COUNTS:
+        if name in value:
+            end[name] = _bounded(value[name], f"end message {name}", 0,
+                                 MAX_EPOCHS + 1 if name == "epochs" else MAX_COUNT)
+    return end
 
 
 def check_kind(parts):

@@ -28,7 +28,7 @@ import logging
 import numpy as np
 
 from asrkit.errors import AsrkitError
-from asrkit.examples.alignments import fit_alignment
+from asrkit.examples.alignments import fit_alignment, read_alignment
 from asrkit.graph.ctc_topology import BLANK
 from asrkit.graph.graph_dir import CTC_OUTPUTS
 from asrkit.io.table import TableReader
@@ -57,7 +57,8 @@ def label_counts(ali_scp, utterance_ids, num_outputs, num_frames_of, tolerance=1
     counts = np.zeros(num_outputs, np.int64)
     with TableReader(ali_scp) as alignments:
         for utterance_id in utterance_ids:
-            fitted = fit_alignment(np.asarray(alignments[utterance_id]), num_frames_of(utterance_id), tolerance)
+            fitted = fit_alignment(read_alignment(alignments, utterance_id, ali_scp), num_frames_of(utterance_id),
+                                   tolerance)
             labels = label_sequence(fitted)
             counts += np.bincount(labels, minlength=num_outputs)
             counts[BLANK] += len(fitted) - len(labels)

@@ -23,7 +23,7 @@ import os
 import numpy as np
 
 from asrkit.errors import AsrkitError
-from asrkit.examples.alignments import fit_alignment
+from asrkit.examples.alignments import fit_alignment, read_alignment
 from asrkit.examples.messages import Example
 from asrkit.examples.randomisation import Randomisation
 from asrkit.frontend.apply_cmvn import UtteranceCmvn
@@ -68,7 +68,8 @@ class TableExamples:
             # Caught here, by name, rather than as a NaN loss many steps later.
             raise AsrkitError(f"utterance {utterance_id}: its features in {self.feats_scp} are NaN or infinite "
                               "(featurize it again, or remove it from the data dir)")
-        targets = fit_alignment(np.asarray(self._ali[utterance_id], dtype=np.int32), len(features), self.tolerance)
+        targets = fit_alignment(read_alignment(self._ali, utterance_id, self._ali.scp_path), len(features),
+                                self.tolerance)
         if targets is None:
             # Checked when the training set was built; reaching this means the tables changed under us.
             raise AsrkitError(f"utterance {utterance_id}: alignment length no longer matches its features")

@@ -10,7 +10,9 @@ the loop, the servers).
 """
 
 import dataclasses
+import math
 
+from asrkit.errors import AsrkitError
 from asrkit.nn.params import Params
 
 MODES = ("truncated", "full")
@@ -94,6 +96,17 @@ def train_params():
              "together at most a fifth of the utterance).")
     p.define("prefetch", 4, "Capacity of the input queue (batches prepared ahead in a background thread).")
     return p
+
+
+def check_numbers(params):
+    """AsrkitError naming the option for a number no training algorithm here can use: every count, rate,
+    scale and seed is finite and >= 0 (a negative seed is no numpy seed; a negative count or NaN rate would
+    fail many steps later, or never stop)."""
+    for name, value, _ in params.describe():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if not math.isfinite(value) or value < 0:
+            raise AsrkitError(f"--{name.replace('_', '-')} {value}: must be a finite number >= 0")
 
 
 @dataclasses.dataclass

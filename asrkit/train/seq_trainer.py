@@ -60,7 +60,7 @@ from asrkit.sequence.outer import CriterionOptions, NoLattice, load_outer_comput
 from asrkit.sequence.snapshots import SnapshotFollower, publish_snapshot, read_latest
 from asrkit.train.criterion import Criterion
 from asrkit.train.examples import TableExamples
-from asrkit.train.params import seq_params  # noqa: F401 (asrkit-train-seq's hyperparameters, declared with the others)
+from asrkit.train.params import check_numbers, seq_params  # noqa: F401 (asrkit-train-seq's hyperparameters, declared with the others)
 from asrkit.train.steps import SequenceSteps
 from asrkit.train.trainer import run_training
 
@@ -418,6 +418,7 @@ def train_seq(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, options):
         params.set(**options.params)
     except KeyError as error:
         raise AsrkitError(str(error.args[0])) from None
+    check_numbers(params)
     model_json = read_json(os.path.join(ce_model_dir, "model.json"))
     if not os.path.exists(os.path.join(graph_dir, "HCLG.fst")):
         raise AsrkitError(f"{graph_dir} has no HCLG.fst (make it with utils/mkgraph from the bigram lang dir and "

@@ -42,6 +42,11 @@ class SpecAugment:
             raise AsrkitError(f"SpecAugment needs at least one band and one copy, got {self.num_bands} x {self.stack}")
         if min(self.freq_masks, self.freq_width, self.time_masks, self.time_width) < 0:
             raise AsrkitError("SpecAugment's mask counts and widths must be >= 0")
+        if self.freq_masks > self.num_bands:
+            # Each mask is drawn in turn for every utterance: 10^7 of them took minutes an utterance, and more
+            # masks than bands can only mask bands already masked.
+            raise AsrkitError(f"SpecAugment: {self.freq_masks} band masks for {self.num_bands} bands (at most one "
+                              "mask a band)")
         if self.freq_masks and self.freq_width > self.num_bands:
             raise AsrkitError(f"SpecAugment's band mask width {self.freq_width} exceeds the {self.num_bands} bands")
         if not 0.0 <= self.max_time_share <= 1.0:

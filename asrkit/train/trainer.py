@@ -70,7 +70,7 @@ from asrkit.train.one_bit import bits_per_value
 from asrkit.train.optimizers import LearningRate, make_optimizer
 # The options, result and hyperparameters live in asrkit.train.params (declarations only, which the tools
 # read when their modules load); importers of train_ce take them from here too.
-from asrkit.train.params import MODES, TrainOptions, TrainResult, ce_params, train_params  # noqa: F401
+from asrkit.train.params import MODES, TrainOptions, TrainResult, ce_params, check_numbers, train_params  # noqa: F401
 from asrkit.train.steps import TrainingState
 from asrkit.train.training_set import load_training_data
 from asrkit.train.truncated_batcher import TruncatedBatcher
@@ -90,6 +90,7 @@ def train_ce(data_dir, ali_dir, exp_dir, options=None):
         net_config = model_config(options.model, options.model_overrides)
     except KeyError as error:
         raise AsrkitError(str(error.args[0])) from None
+    check_numbers(params)
     if options.init_model:
         other = read_model_json(options.init_model)["model"]
         if (other.get("name"), other.get("params")) != (net_config["name"], net_config["params"]):

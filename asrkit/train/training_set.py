@@ -6,7 +6,8 @@ utterance at the features' frame rate; num_pdfs: one integer).  An utterance
 is skipped, counted and named in the log when it has no alignment, when its
 alignment length differs from its frame count by more than `tolerance` frames
 (default 1: a one-frame difference at the end is trimmed or padded by repeating
-the last label), or when it holds a pdf id outside [0, num_pdfs).  More than
+the last label), or when it holds a pdf id outside [0, num_pdfs) (for CTC's
+phone targets, also phone 0, the blank: asrkit.examples.alignments.target_problem).  More than
 `max_skip_ratio` skipped fails the run.
 """
 
@@ -17,7 +18,7 @@ import os
 import numpy as np
 
 from asrkit.errors import AsrkitError
-from asrkit.examples.alignments import alignment_targets, fit_alignment, require_file
+from asrkit.examples.alignments import alignment_targets, fit_alignment, read_alignment, require_file, target_problem
 from asrkit.frontend.apply_cmvn import read_speaker_cmvn
 from asrkit.frontend.cmvn import CmvnStats
 from asrkit.io.table import TableReader
@@ -53,7 +54,7 @@ class TrainingData:
         return self.feature_dim + (self.ivectors.ivector_dim if self.ivectors else 0)
 
 
-def _check_utterances(feats, ali, utterance_ids, num_pdfs, tolerance, skipped, counts=None):
+def _check_utterances(feats, ali, utterance_ids, num_pdfs, tolerance, skipped, counts=None, target_kind="pdfs"):
     """Utterances of `utterance_ids` usable for training; others go into `skipped`. Adds label counts."""
     kept, frames = [], 0
     for utterance_id in utterance_ids:
@@ -61,16 +62,16 @@ def _check_utterances(feats, ali, utterance_ids, num_pdfs, tolerance, skipped, c
             skipped[utterance_id] = "no alignment"
             continue
         num_frames = feats.shape(utterance_id)[0]
-        targets = np.asarray(ali[utterance_id])
+        targets = read_alignment(ali, utterance_id, ali.scp_path)
         fitted = fit_alignment(targets, num_frames, tolerance)
         if fitted is None:
             skipped[utterance_id] = (
                 f"alignment has {len(targets)} frames, features {num_frames} (more than {tolerance} apart)"
             )
             continue
-        if fitted.min() < 0 or fitted.max() >= num_pdfs:
-            skipped[utterance_id] = f"pdf id {int(fitted.max()) if fitted.max() >= num_pdfs else int(fitted.min())} " \
-                                    f"outside [0, {num_pdfs})"
+        problem = target_problem(fitted, num_pdfs, target_kind)
+        if problem is not None:
+            skipped[utterance_id] = problem
             continue
         if counts is not None:
             counts += np.bincount(fitted, minlength=num_pdfs)
@@ -116,8 +117,10 @@ def load_training_data(data_dir, ali_dir, cmvn_path=None, valid_utts=0, valid_da
             held_out = {utterance_ids[i] for i in order[:count]}
         train_ids = [u for u in utterance_ids if u not in held_out]
         valid_ids = [u for u in utterance_ids if u in held_out]
-        train_ids, train_frames = _check_utterances(feats, ali, train_ids, num_pdfs, tolerance, skipped, counts)
-        valid_ids, valid_frames = _check_utterances(feats, ali, valid_ids, num_pdfs, tolerance, skipped)
+        train_ids, train_frames = _check_utterances(feats, ali, train_ids, num_pdfs, tolerance, skipped, counts,
+                                                    targets)
+        valid_ids, valid_frames = _check_utterances(feats, ali, valid_ids, num_pdfs, tolerance, skipped,
+                                                    target_kind=targets)
     total = len(utterance_ids)
     if skipped:
         shown = sorted(skipped.items())[:MAX_NAMED]
@@ -126,9 +129,11 @@ def load_training_data(data_dir, ali_dir, cmvn_path=None, valid_utts=0, valid_da
         for utterance_id, reason in shown:
             logger.warning("  %s: %s", utterance_id, reason)
     if len(skipped) > max_skip_ratio * total or not train_ids:
+        first = sorted(skipped)[0] if skipped else None
         raise AsrkitError(
             f"{len(skipped)} of {total} utterances have no usable alignment, more than --max-skip-ratio "
             f"{max_skip_ratio:g}; first: {', '.join(sorted(skipped)[:MAX_NAMED])}"
+            + (f" (utterance {first}: {skipped[first]})" if first else "")
         )
     train = DataSet(feats_scp, ali_scp, train_ids, train_frames)
     valid = DataSet(feats_scp, ali_scp, valid_ids, valid_frames) if valid_ids else None
@@ -144,7 +149,7 @@ def load_training_data(data_dir, ali_dir, cmvn_path=None, valid_utts=0, valid_da
                 raise AsrkitError(f"{valid_feats} has {feats.shape(keys[0])[1]}-dim features, the training set "
                                   f"{feature_dim}")
             valid_skipped = {}
-            ids, frames = _check_utterances(feats, ali, keys, num_pdfs, tolerance, valid_skipped)
+            ids, frames = _check_utterances(feats, ali, keys, num_pdfs, tolerance, valid_skipped, target_kind=targets)
         if valid_skipped:
             logger.warning("held-out set: skipping %d of %d utterances (first: %s)", len(valid_skipped), len(keys),
                            ", ".join(sorted(valid_skipped)[:MAX_NAMED]))

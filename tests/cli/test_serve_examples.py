@@ -118,6 +118,10 @@ def test_refuses_a_remote_bind_without_the_flag_and_a_key(served_dirs):
     assert result.exit_code == 1 and "needs --curve-secret-key" in result.output
     result = CliRunner().invoke(main, [data_dir, ali_dir, "--bind", "tcp://127.0.0.1:5999", "--shard", "3/2"])
     assert result.exit_code == 2 and "1 <= r <= R" in result.output
+    result = CliRunner().invoke(main, [data_dir, ali_dir, "--bind", "tcp://127.0.0.1:5999", "--shard", "1/5000"])
+    assert result.exit_code == 2 and "1 <= r <= R <= 4096" in result.output  # #42 item 3: the wire's bound
+    result = CliRunner().invoke(main, [data_dir, ali_dir, "--bind", "tcp://127.0.0.1:5999", "--seed", "-1"])
+    assert result.exit_code == 2 and "-1 is not in the range x>=0" in result.output  # #42 item 10
     result = CliRunner().invoke(main, [data_dir, ali_dir, "--bind", "tcp://127.0.0.1:5999", "--from-feats",
                                        "--styles", os.path.join(data_dir, "wav.scp")])
     assert result.exit_code == 1 and "cannot be combined with --from-feats" in result.output

@@ -52,3 +52,39 @@ def test_tables_and_servers_take_the_same_orders_and_shuffle_keeps_the_old_permu
     # The shuffle is the permutation asrkit drew before rolling randomisation existed, so runs reproduce.
     permutation = np.random.default_rng([5, 2, 1]).permutation(len(IDS))
     assert epoch_order(IDS, 5, (2, 4), 1) == [IDS[i] for i in permutation]
+
+
+def _reference_rolling_order(utterance_ids, block_utts, window_blocks, rng):
+    """The rolling window as first written: every block dealt into window_blocks parts, empty ones included."""
+    blocks = [utterance_ids[start:start + block_utts] for start in range(0, len(utterance_ids), block_utts)]
+    pending = [blocks[i] for i in rng.permutation(len(blocks))][::-1]
+    window, order = [], []
+    while pending or window:
+        if pending:
+            block = pending.pop()
+            block = [block[i] for i in rng.permutation(len(block))]
+            window.append([block[part::window_blocks] for part in range(window_blocks)])
+        emitted = []
+        for parts in window:
+            emitted.extend(parts.pop(0))
+        window = [parts for parts in window if parts]
+        order.extend(emitted[i] for i in rng.permutation(len(emitted)))
+    return order
+
+
+@pytest.mark.parametrize("block_utts, window_blocks", [(3, 2), (3, 3), (3, 7), (5, 40), (1, 9)])
+def test_a_window_wider_than_a_block_orders_as_before(block_utts, window_blocks):
+    """#42 item 10: a window of more blocks than a block has utterances deals empty parts; they are no longer
+    made (what made --rolling-window-blocks 100000 hang), and the order is the one they gave."""
+    from asrkit.examples.randomisation import rolling_order
+
+    ids = [f"u{i:02d}" for i in range(23)]
+    for seed in range(5):
+        assert rolling_order(ids, block_utts, window_blocks, np.random.default_rng(seed)) == \
+            _reference_rolling_order(ids, block_utts, window_blocks, np.random.default_rng(seed))
+
+
+def test_a_huge_window_orders_an_epoch_at_once():
+    ids = [f"u{i:05d}" for i in range(20000)]
+    order = Randomisation("rolling", 450, 100_000).order(ids, [1, 0])  # hours before the fix, a second now
+    assert sorted(order) == ids

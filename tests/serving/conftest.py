@@ -1,5 +1,7 @@
 """A small featurized audio data dir with alignments, servers run in threads, and free loopback ports."""
 
+import importlib.util
+import os
 import socket
 import threading
 
@@ -59,3 +61,14 @@ def run_server():
     yield start
     for threaded in started:
         threaded.stop()
+
+
+@pytest.fixture(name="wire_fuzzer", scope="session")
+def wire_fuzzer_fixture():
+    """The structured wire fuzzer (tests/serving/wire_fuzzer.py, shared with bench/wire_fuzz.py) as a module:
+    pytest's importlib import mode does not let a test module import a sibling."""
+    spec = importlib.util.spec_from_file_location("wire_fuzzer", os.path.join(os.path.dirname(__file__),
+                                                                              "wire_fuzzer.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -133,6 +133,31 @@ def test_a_replacement_server_resumes_after_the_last_utterance_the_trainer_recei
 
     client = SimpleNamespace(last_position_of_shard={(2, 2): (3, "spk1-u7")})
     servers = LocalServers(client, 2, data_dir, ali_dir, str(tmp_path / "exp"))
+    servers.servers[1].resume_position = client.last_position_of_shard[(2, 2)]
     fresh, replacement = (servers._command(server) for server in servers.servers)
     assert "--start-after" not in fresh
     assert replacement[replacement.index("--start-epoch"):][:4] == ["--start-epoch", "3", "--start-after", "spk1-u7"]
+
+
+def test_what_a_replaced_server_sent_after_its_resume_position_is_dropped():
+    """#42 item 4, the mechanism: replace_server takes the shard's resume position and retires the dead process
+    in one step; whatever that process had sent and still arrives is dropped (its replacement serves it), so
+    no utterance is consumed twice."""
+    from asrkit.serving.wire import encode_end, encode_example
+
+    handshake = Handshake(2, NUM_PDFS, 30.0)
+
+    def example(utterance_id, server_id):
+        return encode_example(utterance_id, np.zeros((1, 2)), [0], 0, server_id, (1, 2), handshake)
+
+    source = ServerExamples(handshake, num_servers=2)
+    try:
+        assert source._accept(example("u1", "h:10:1/2")).utterance_id == "u1"
+        assert source.replace_server((1, 2), "h:10:1/2", "tcp://127.0.0.1:1") == (0, "u1")
+        assert source._accept(example("u2", "h:10:1/2")) is None  # sent before the kill, arrived after
+        assert source._accept(encode_end("h:10:1/2", (1, 2))) is None and not source.ended_shards
+        assert source._accept(example("u2", "h:11:1/2")).utterance_id == "u2"  # the replacement's copy
+        assert source.stale_messages == 2 and source.last_position_of_shard[(1, 2)] == (0, "u2")
+        assert source.replace_server((2, 2), None, None) is None  # died before it announced itself
+    finally:
+        source.close()

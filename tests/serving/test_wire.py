@@ -15,10 +15,10 @@ def test_example_round_trip():
     rng = np.random.default_rng(0)
     features = rng.standard_normal((23, 7)).astype(np.float32)
     targets = rng.integers(0, 11, 23).astype(np.int32)
-    kind, payload = encode_example("spk1-utt ü", features, targets, 3, "host:12:2/4", (2, 4), HANDSHAKE)
+    kind, payload = encode_example("spk1-utt-ü", features, targets, 3, "host:12:2/4", (2, 4), HANDSHAKE)
     assert kind == EXAMPLE_KIND
     served = decode_example(payload)
-    assert served.utterance_id == "spk1-utt ü" and served.epoch == 3 and served.shard == (2, 4)
+    assert served.utterance_id == "spk1-utt-ü" and served.epoch == 3 and served.shard == (2, 4)
     assert served.server_id == "host:12:2/4" and served.handshake == HANDSHAKE
     np.testing.assert_array_equal(served.features, features)
     np.testing.assert_array_equal(served.targets, targets)

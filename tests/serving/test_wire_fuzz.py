@@ -2,15 +2,18 @@
 and drops), never another exception, never NaN or out-of-range data, never an unbounded allocation."""
 
 import json
+import threading
 
 import numpy as np
 import pytest
+import zmq
 
-from asrkit.serving.wire import (
-    OUTER_PADDING_CELLS, OUTER_PADDING_RATIO, Handshake, WireError, decode_end, decode_example, encode_end,
-    encode_example,
-)
 from asrkit.examples.messages import OuterDerivatives
+from asrkit.serving.client import ServerExamples
+from asrkit.serving.wire import (
+    END_KIND, OUTER_PADDING_CELLS, OUTER_PADDING_RATIO, Handshake, WireError, decode_end, decode_example,
+    encode_end, encode_example,
+)
 
 HANDSHAKE = Handshake(feature_dim=5, num_pdfs=9, frame_shift_ms=30.0)
 SEQ = Handshake(feature_dim=5, num_pdfs=9, frame_shift_ms=30.0, mode="seq")
@@ -165,3 +168,67 @@ def test_malformed_end_messages(end):
 
 def test_end_message_round_trip():
     assert decode_end(encode_end("s", (2, 3), served=4)[1])["shard"] == (2, 3)
+
+
+def test_structured_fuzz_of_every_message_type_refuses_what_it_does_not_accept_soundly(wire_fuzzer):
+    """#42 item 3: 10^4 messages (CE and seq examples, their handshakes, end messages, the framing), each a valid
+    one with fields made hostile, through the trainer's receiver: a WireError or a sound message, nothing else
+    (bench/wire_fuzz.py runs 10^5)."""
+    outcomes, samples = wire_fuzzer.run(10_000, seed=7)
+    assert outcomes["crashed"] == 0 and outcomes["meaningless"] == 0, (outcomes, samples)
+    assert outcomes["refused"] > 5000 and outcomes["accepted"] > 500, outcomes
+
+
+@pytest.mark.parametrize("end, why", [
+    (b'{"server_id": "s", "shard": [1e400, 2]}', "shard index r .* not an integer"),
+    (b'{"server_id": "s", "shard": ' + b"[" * 100000 + b"]" * 100000 + b"}", "end message of 200029 bytes"),
+    (b'{"server_id": "s", "shard": ' + b"[" * 1500 + b"]" * 1500 + b"}", "malformed end message"),
+    (b'{"server_id": "s", "shard": [4611686018427387904, 4611686018427387904]}', "shard count R .* outside"),
+    (b'{"server_id": "s", "shard": [1, 2], "epochs": 4611686018427387904}', "epochs .* outside"),
+    (b'{"server_id": "s", "shard": [1.0, 2]}', "not an integer"),
+    (b'{"server_id": "s", "shard": [true, 2]}', "not an integer"),
+    (b'{"server_id": "s", "shard": [1, 2], "served": NaN}', "not an integer"),
+    (b'{"server_id": "a b", "shard": [1, 2]}', "without spaces"),
+    (b'{"server_id": "s", "shard": [1, 2], "note": 1}', "unknown fields 'note'"),
+    (b'{"server_id": "s"}', "without a server_id and a shard"),
+])
+def test_hostile_end_messages_are_named_wire_errors(end, why):
+    with pytest.raises(WireError, match=why):
+        decode_end(end)
+
+
+def test_shards_of_another_count_than_the_trainers_servers_are_refused():
+    source = ServerExamples(HANDSHAKE, num_servers=2)
+    try:
+        assert source._decode(encode_end("s", (2, 2)))[1]["shard"] == (2, 2)
+        for message in (encode_end("s", (3, 3)), encode_example("u", np.zeros((1, 5)), [0], 0, "s", (1, 1),
+                                                                 HANDSHAKE)):
+            with pytest.raises(WireError, match="from a trainer of 2 example servers"):
+                source._decode(message)
+    finally:
+        source.close()
+
+
+def test_the_receiver_counts_hostile_messages_and_goes_on(free_endpoint):
+    """An end message with a shard of 1e400 and one nested 100,000 deep killed a live trainer's receiver
+    (OverflowError, RecursionError): they are counted as malformed and the stream goes on."""
+    endpoint = free_endpoint()
+    push = zmq.Context.instance().socket(zmq.PUSH)
+    push.bind(endpoint)
+    source = ServerExamples(HANDSHAKE, [endpoint], expected_servers=1, receive_timeout=30, num_servers=1)
+    try:
+        hostile = [b'{"server_id": "s", "shard": [1e400, 1]}',
+                   b'{"server_id": "s", "shard": ' + b"[" * 100000 + b"]" * 100000 + b"}",
+                   b'{"server_id": "s", "shard": ' + b"[" * 3000 + b"]" * 3000 + b"}",
+                   b'{"server_id": "s", "shard": [4611686018427387904, 4611686018427387904]}']
+        messages = [[END_KIND, payload] for payload in hostile] + [
+            encode_example("u1", np.zeros((2, 5)), [0, 1], 0, "s", (1, 1), HANDSHAKE), encode_end("s", (1, 1))]
+        # From a thread: a PUSH socket blocks until the receiver (started by the iteration) has connected.
+        sender = threading.Thread(target=lambda: [push.send_multipart(message) for message in messages], daemon=True)
+        sender.start()
+        assert [example.utterance_id for example in source] == ["u1"]
+        sender.join(5)
+        assert source.bad_messages == len(hostile)
+    finally:
+        source.close()
+        push.close(0)

@@ -225,3 +225,39 @@ def test_resume_keeps_the_criterion(tmp_path):
     assert resumed.exit_code == 0 and "resumed_from=2" in resumed.output, resumed.output
     refused = CliRunner().invoke(train_main, common + ["--max-steps", "4", "--criterion", "ctc"])
     assert refused.exit_code == 1 and "criterion 'ce' vs now 'ctc'" in refused.output, refused.output
+
+
+def test_phone_zero_the_blank_is_refused_as_a_target_naming_the_utterance(corpus):
+    """#42 item 8: phone 0 is phones.txt's <eps>, CTC's blank; an alignment that makes it a frame's target is
+    refused (skipped and named, counted against --max-skip-ratio) in the trainer's tables and by the servers."""
+    from asrkit.examples.alignments import target_problem
+    from asrkit.io.table import ShardWriter, write_scp
+    from asrkit.serving.producer import ExampleProducer, SkipUtterance
+    from asrkit.train.training_set import load_training_data
+
+    data_dir, ali_dir, utterances = corpus(num_utts=12)
+    with open(os.path.join(ali_dir, "phones.txt"), "w") as out:
+        out.write("<eps> 0\nSIL 1\na 2\nb 3\nc 4\nd 5\n#0 6\n")
+    bad = sorted(utterances)[4]
+    with ShardWriter(os.path.join(ali_dir, "phone_ali.1.h5")) as phone_ali:
+        for utterance_id, (_, labels) in sorted(utterances.items()):
+            phones = labels + 1  # phones 1-5
+            if utterance_id == bad:
+                phones[3] = 0
+            phone_ali.write(utterance_id, phones.astype(np.int32))
+    write_scp(os.path.join(ali_dir, "phone_ali.scp"), [os.path.join(ali_dir, "phone_ali.1.h5")])
+    assert "phone 0 (<eps>, CTC's blank) is the target of frame 3" in target_problem(
+        np.array([1, 2, 2, 0, 1]), 6, "phones")
+    assert target_problem(np.array([0, 2]), 6, "pdfs") is None and target_problem(np.array([1, 5]), 6, "phones") is None
+    data = load_training_data(data_dir, ali_dir, targets="phones", max_skip_ratio=0.1)
+    assert bad not in data.train.utterance_ids and len(data.train.utterance_ids) == 11
+    assert "phone 0 (<eps>, CTC's blank) is the target of frame 3" in data.skipped[bad]
+    with pytest.raises(AsrkitError, match=f"utterance {bad}: phone 0 .*CTC's blank"):
+        load_training_data(data_dir, ali_dir, targets="phones", max_skip_ratio=0.0)
+    producer = ExampleProducer(data_dir, ali_dir, from_feats=True, targets="phones")
+    try:
+        with pytest.raises(SkipUtterance, match="phone 0 .*CTC's blank"):
+            producer.produce(bad, 0)
+        assert producer.produce(sorted(utterances)[0], 0)[1].min() >= 1
+    finally:
+        producer.close()

@@ -75,6 +75,10 @@ def test_bad_settings_and_a_feature_dimension_that_does_not_match_are_refused():
         SpecAugment(num_bands=8, stack=1, time_masks=-1)
     with pytest.raises(AsrkitError, match="4 copies of 8 bands make 32 dims, but the features have 30"):
         SpecAugment(num_bands=8, stack=4, freq_width=4).check_dim(30)
+    # #42 item 10: 10^7 band masks took minutes an utterance; more masks than bands mask nothing more.
+    with pytest.raises(AsrkitError, match="10000000 band masks for 8 bands"):
+        SpecAugment(num_bands=8, stack=1, freq_masks=10_000_000, freq_width=2)
+    assert SpecAugment(num_bands=8, stack=1, freq_masks=8, freq_width=2).active
 
 
 def examples(count=6, frames=30, dim=8):

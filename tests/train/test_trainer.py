@@ -171,3 +171,26 @@ def test_bf16_training_learns_like_fp32_and_exports_fp32_weights(corpus, tmp_pat
     monkeypatch.setattr(precision, "bf16_support", lambda: (False, "no native bf16"))
     with pytest.raises(AsrkitError, match="--precision bf16: no native bf16"):
         train_ce(data_dir, ali_dir, str(tmp_path / "refused"), options(precision="bf16", **steps))
+
+
+@pytest.mark.parametrize("name, value", [("seed", -1), ("learning_rate", float("nan")), ("num_streams", -4),
+                                         ("rolling_window_blocks", -1), ("clip_norm", float("inf"))])
+def test_numbers_no_algorithm_can_use_are_refused_naming_the_option(tmp_path, name, value):
+    """#42 item 10: --seed -1 was a numpy traceback; a NaN rate or a negative count fails or hangs later."""
+    with pytest.raises(AsrkitError, match=f"--{name.replace('_', '-')} {value}: must be a finite number >= 0"):
+        train_ce(str(tmp_path / "data"), str(tmp_path / "ali"), str(tmp_path / "exp"), options(**{name: value}))
+
+
+def test_a_float_alignment_table_is_refused_naming_the_utterance_and_table(corpus, tmp_path):
+    """#42 item 10: a float table (features given as alignments, say) gave a traceback from np.bincount, and
+    the example sources cast it to ids silently."""
+    from asrkit.io.table import ShardWriter
+
+    data_dir, ali_dir, utterances = corpus(num_utts=12)
+    first = sorted(utterances)[0]
+    with ShardWriter(os.path.join(ali_dir, "ali.1.h5")) as ali:
+        for utterance_id, (_, labels) in sorted(utterances.items()):
+            ali.write(utterance_id, labels.astype(np.float32) + 0.5)
+    with pytest.raises(AsrkitError, match=f"utterance {first}: .*ali.scp holds a float32 array of shape "
+                                          r"\[\d+\], not one integer id per frame"):
+        train_ce(data_dir, ali_dir, str(tmp_path / "exp"), options(max_steps=2))

@@ -6,6 +6,8 @@ import signal
 import threading
 import time
 
+import pytest
+
 from asrkit.train.trainer import TrainOptions, train_ce
 
 TINY = {"num_layers": 1, "num_cells": 16, "label_delay": 2}
@@ -66,3 +68,38 @@ def test_a_killed_server_is_restarted_and_training_goes_on(corpus, tmp_path):
     replacements = [server for server in result.example_servers["received"]
                     if server.endswith(":1/2") and f":{killed[0]}:" not in server]
     assert replacements, result.example_servers
+
+
+@pytest.mark.slow
+def test_a_restarted_server_leaves_every_utterance_consumed_exactly_once(corpus, tmp_path):
+    """#42 item 4: what the killed server had already sent (still in the trainer's socket when its replacement
+    starts) must not be consumed as well as the replacement's copy, and nothing may be lost."""
+    from collections import Counter
+
+    from asrkit.serving.connect import open_example_servers
+    from asrkit.serving.wire import Handshake
+
+    # Large enough examples (60 x 200 floats) and shards (300 each) that a server cannot have sent its whole shard
+    # into the sockets' buffers when it is killed.
+    data_dir, ali_dir, utterances = corpus(num_utts=600, dim=200, min_frames=55, max_frames=60)
+    exp_dir = tmp_path / "exp"
+    source = open_example_servers("local:2", Handshake(200, 5, 30.0), str(exp_dir), data_dir, ali_dir,
+                                  sorted(utterances), num_epochs=1, server_options=["--from-feats"], capacity=4,
+                                  receive_timeout=120)
+    consumed, killed = Counter(), []
+    endpoint_file = exp_dir / "servers" / "serve.1.endpoint"
+    try:
+        for example in source:
+            consumed[example.utterance_id] += 1
+            from_first = sum(count for server, count in source.received.items() if server.endswith(":1/2"))
+            if not killed and from_first >= 6:  # server 1 has delivered a few: it is mid-stream
+                pid = json.loads(endpoint_file.read_text())["pid"]
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            # Slowly for a while after the kill, as a trainer busy with its steps: the killed server's last messages
+            # are still in the socket when the supervisor restarts it (within 0.2 s).
+            time.sleep(0.1 if killed and sum(consumed.values()) < 60 else 0.005)
+    finally:
+        source.close()
+    assert killed and source.restarts == 1, source.stats()
+    assert consumed == Counter(sorted(utterances)), {u: n for u, n in consumed.items() if n != 1}

@@ -17,6 +17,8 @@ LAYERS = [
     ("cli",),
     ("train",),
     ("serving",),
+    # recognizer: a model package, its NumPy front end and networks, and decoding with it (no TensorFlow).
+    ("recognizer",),
     ("sequence",),
     ("decode", "tree"),
     ("nn", "align"),

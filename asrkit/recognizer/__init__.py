@@ -1,0 +1,1 @@
+"""Recognition with an exported model package (asrkit-export): NumPy front end and networks, asrkit's decoder."""

@@ -1,0 +1,74 @@
+"""From samples to the decoder's log-likelihoods with a package: front end, CMVN, network, priors.
+
+`log_likelihoods(package, samples)` is the batch path (the whole utterance at once: CMVN as the module
+docstring of asrkit.recognizer.frontend says); `AcousticStream(package)` the streaming one, whose rows,
+concatenated, equal the batch path's for a model trained with the global mean, and those of online CMN
+otherwise.  Rows are log posteriors minus prior_scale x log priors, not multiplied by the acoustic
+scale (asrkit.nn.model_dir's log_likelihoods).  Samples are float32 in [-1, 1) or int16 PCM, mono, at
+the package's sample rate (asrkit.data.audio resamples files; asrkit.recognizer.recognizer does).
+"""
+
+import numpy as np
+
+from asrkit.recognizer.frontend import Analysis, Cmvn, FeatureStream, features
+from asrkit.recognizer.network import load_network
+
+
+class AcousticModel:
+    """A package's front end, CMVN and network, built once and shared by every utterance and stream."""
+
+    def __init__(self, package, prior_scale=None):
+        self.package = package
+        self.analysis = Analysis(package.feature_config)
+        params = package.params
+        self.cmvn = Cmvn(package.cmvn_stats, online=bool(params.get("cmvn_online", False)))
+        self.network = load_network(package.config, package.weights)
+        self.log_priors = package.scaled_log_priors(prior_scale)
+
+    def log_likelihoods(self, samples):
+        frames = features(self.analysis.config, samples, self.analysis)
+        normalized = self.cmvn.normalize(frames)
+        return self.network.log_posteriors(normalized) - self.log_priors
+
+
+def acoustic_model(package):
+    """The package's AcousticModel, made once per package object."""
+    model = getattr(package, "_acoustic_model", None)
+    if model is None:
+        model = package._acoustic_model = AcousticModel(package)
+    return model
+
+
+def log_likelihoods(package, samples):
+    """float32 [T, num_pdfs] log-likelihoods of one utterance's samples (batch)."""
+    return acoustic_model(package).log_likelihoods(samples)
+
+
+class AcousticStream:
+    """Log-likelihood rows of audio that arrives in pieces; see the module docstring."""
+
+    def __init__(self, package):
+        model = acoustic_model(package)
+        self.package = package
+        self.features = FeatureStream(model.analysis.config, model.analysis)
+        self.cmvn = model.cmvn.stream()
+        self.network = model.network.stream()
+        self.log_priors = model.log_priors
+        self.frames_out = 0  # rows given so far
+
+    def _rows(self, new_features, last):
+        rows = self.network.accept(self.cmvn.accept(new_features)) if len(new_features) else \
+            np.zeros((0, self.package.num_pdfs), np.float32)
+        if last:
+            rows = np.concatenate([rows, self.network.finish()])
+        rows = rows - self.log_priors
+        self.frames_out += len(rows)
+        return rows
+
+    def accept(self, samples):
+        """Feed samples; returns the log-likelihood rows [n, num_pdfs] of the frames now final."""
+        return self._rows(self.features.accept(samples), last=False)
+
+    def finish(self):
+        """The remaining rows at the end of the audio."""
+        return self._rows(self.features.finish(), last=True)

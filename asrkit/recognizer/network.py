@@ -1,0 +1,292 @@
+"""The registry's acoustic networks (asrkit.nn) as NumPy forward passes, batch and streaming.
+
+The weights are the package's weights.npz (asrkit.recognizer.package names the arrays); the
+arithmetic is that of asrkit.nn's inference path (`sequence` with the label delay of
+asrkit.nn.label_delay: the utterance extended by `label_delay` copies of its last frame, the first
+`label_delay` outputs dropped, so row t is frame t), in float32.  These networks are small enough
+that NumPy's GEMMs serve well, and NumPy starts in a fraction of the time TensorFlow does.
+
+- `Network.log_posteriors(features)`: [T, D] normalised features -> [T, num_pdfs] log softmax.
+- `Network.stream()`: an object with `accept(features [n, D])` -> the log-posterior rows that became
+  final, in frame order, and `finish()` -> the rest.  What "final" means follows the network: an LSTM
+  carries its state and gives frame t once it has read frame t + label_delay; the context DNN once
+  it has frame t + label_delay; the windowed BLSTM ([Mohamed2015]) computes a group of G frames
+  when the window's T right-context frames are there.  Concatenated, the rows equal the batch output.
+"""
+
+import numpy as np
+
+ZERO = np.float32(0.0)
+
+
+def sigmoid(values):
+    return np.float32(0.5) * (np.tanh(np.float32(0.5) * values) + np.float32(1.0))
+
+
+def log_softmax(logits):
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    return (shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))).astype(np.float32)
+
+
+class Lstm:
+    """One LSTM(P) layer (asrkit.nn.lstm.LstmLayer): gates input, forget, candidate, output."""
+
+    def __init__(self, weights, prefix, cell_clip=0.0):
+        self.kernel = weights[f"{prefix}/kernel"]
+        self.recurrent_kernel = weights[f"{prefix}/recurrent_kernel"]
+        self.bias = weights[f"{prefix}/bias"]
+        self.projection = weights.get(f"{prefix}/projection")
+        self.num_cells = self.bias.shape[0] // 4
+        self.output_dim = self.projection.shape[1] if self.projection is not None else self.num_cells
+        self.cell_clip = cell_clip
+
+    def zero_state(self, batch):
+        return np.zeros((batch, self.num_cells), np.float32), np.zeros((batch, self.output_dim), np.float32)
+
+    def project(self, inputs):
+        """[..., D] -> [..., 4H]: the input GEMM of every step at once."""
+        return inputs @ self.kernel + self.bias
+
+    def run(self, projected, state, reverse=False):
+        """projected [T, b, 4H] from `project`, state (c [b, H], h [b, P]) -> outputs [T, b, P], state."""
+        cell, output = state
+        steps = range(len(projected) - 1, -1, -1) if reverse else range(len(projected))
+        outputs = np.empty(projected.shape[:2] + (self.output_dim,), np.float32)
+        h = self.num_cells
+        for step in steps:
+            gates = projected[step] + output @ self.recurrent_kernel
+            cell = sigmoid(gates[:, h : 2 * h]) * cell + sigmoid(gates[:, :h]) * np.tanh(gates[:, 2 * h : 3 * h])
+            if self.cell_clip > 0:
+                cell = np.clip(cell, -self.cell_clip, self.cell_clip)
+            output = sigmoid(gates[:, 3 * h :]) * np.tanh(cell)
+            if self.projection is not None:
+                output = output @ self.projection
+            outputs[step] = output
+        return outputs, (cell, output)
+
+
+class Dense:
+    def __init__(self, weights, prefix):
+        self.kernel = weights[f"{prefix}/kernel"]
+        self.bias = weights[f"{prefix}/bias"]
+
+    def __call__(self, inputs):
+        return inputs @ self.kernel + self.bias
+
+
+def _check_features(features, dim):
+    features = np.asarray(features, np.float32)
+    if features.ndim != 2 or features.shape[1] != dim:
+        raise ValueError(f"expected features [frames, {dim}], got shape {features.shape}")
+    return features
+
+
+class Network:
+    """Base: the config (the package's network.json) and the label-delay bookkeeping."""
+
+    def __init__(self, config, weights):
+        self.config = config
+        self.params = config["model"]["params"]
+        self.feature_dim = int(config["feature_dim"])
+        self.num_pdfs = int(config["num_pdfs"])
+        self.label_delay = int(config["label_delay"])
+        self.weights = weights
+
+    def log_posteriors(self, features):
+        """[T, D] normalised features -> float32 [T, num_pdfs] log posteriors."""
+        features = _check_features(features, self.feature_dim)
+        if len(features) == 0:
+            return np.zeros((0, self.num_pdfs), np.float32)
+        stream = self.stream()
+        return np.concatenate([stream.accept(features), stream.finish()])
+
+
+class StackedLstmNetwork(Network):
+    def __init__(self, config, weights):
+        super().__init__(config, weights)
+        clip = float(self.params.get("cell_clip", 0.0))
+        self.layers = [Lstm(weights, f"lstm{index + 1}", clip) for index in range(int(self.params["num_layers"]))]
+        self.softmax = Dense(weights, "softmax")
+
+    def stream(self):
+        return RecurrentStream(self)
+
+    def steps(self, features, states):
+        """features [n, D] through every layer from `states` -> (log posteriors [n, P], new states)."""
+        outputs = features[:, None, :]
+        new_states = []
+        for layer, state in zip(self.layers, states):
+            outputs, state = layer.run(layer.project(outputs), state)
+            new_states.append(state)
+        return log_softmax(self.softmax(outputs[:, 0, :])), new_states
+
+
+class ContextDnnNetwork(Network):
+    def __init__(self, config, weights):
+        super().__init__(config, weights)
+        self.hidden = []
+        index = 1
+        while f"hidden{index}/kernel" in weights:
+            self.hidden.append(Dense(weights, f"hidden{index}"))
+            index += 1
+        self.softmax = Dense(weights, "softmax")
+        self.context_frames = self.hidden[0].kernel.shape[0] // self.feature_dim if self.hidden else \
+            self.softmax.kernel.shape[0] // self.feature_dim
+
+    def stream(self):
+        return ContextStream(self)
+
+    def outputs(self, window):
+        """window [C-1+n, D] (zeros before the utterance) -> log posteriors [n, P] of its last n positions."""
+        c = self.context_frames
+        n = len(window) - (c - 1)
+        stacked = np.lib.stride_tricks.sliding_window_view(window, c, axis=0)[:n]  # [n, D, C]
+        outputs = np.ascontiguousarray(stacked.transpose(0, 2, 1)).reshape(n, c * self.feature_dim)
+        for layer in self.hidden:
+            outputs = np.maximum(layer(outputs), ZERO)
+        return log_softmax(self.softmax(outputs))
+
+
+class WindowedBlstmNetwork(Network):
+    def __init__(self, config, weights):
+        super().__init__(config, weights)
+        self.context = int(self.params["context"])
+        self.group = int(self.params["group"])
+        self.window_length = 2 * self.context + self.group
+        self.layers = [(Lstm(weights, f"blstm{i + 1}/forward"), Lstm(weights, f"blstm{i + 1}/backward"))
+                       for i in range(int(self.params["num_layers"]))]
+        self.softmax = Dense(weights, "softmax")
+        self.mixture = weights.get("mixture")
+
+    def stream(self):
+        return GroupStream(self)
+
+    def groups(self, positions):
+        """positions [(k+1)*G + 2T - G.., D]: stream positions from the first group's window start -> the
+        log posteriors [k*G, P] of every group whose window lies inside (group j's window starts G*j in)."""
+        w, g, t = self.window_length, self.group, self.context
+        num_groups = (len(positions) - w) // g + 1
+        if num_groups <= 0:
+            return np.zeros((0, self.num_pdfs), np.float32)
+        first = self.layers[0]
+        # Both directions' input projections once per position, then framed into windows [W, n, 8H].
+        projected = np.concatenate([first[0].project(positions), first[1].project(positions)], axis=1)
+        starts = np.arange(num_groups) * g
+        outputs = self._blstm(first, projected[np.arange(w)[:, None] + starts[None, :]])
+        for layer in self.layers[1:]:
+            outputs = self._blstm(layer, np.concatenate([layer[0].project(outputs), layer[1].project(outputs)], 2))
+        if self.mixture is None:
+            logits = self.softmax(outputs[t : t + g])  # [G, n, P]
+        else:
+            every = self.softmax(outputs)  # [W, n, P]; frame g mixes window positions g .. g + 2T
+            logits = np.stack([np.einsum("tnk,tk->nk", every[p : p + 2 * t + 1], self.mixture) for p in range(g)])
+        return log_softmax(logits.transpose(1, 0, 2).reshape(num_groups * g, self.num_pdfs))
+
+    @staticmethod
+    def _blstm(layer, projected):
+        forward, backward = layer
+        h4 = projected.shape[2] // 2
+        batch = projected.shape[1]
+        ahead, _ = forward.run(projected[:, :, :h4], forward.zero_state(batch))
+        behind, _ = backward.run(projected[:, :, h4:], backward.zero_state(batch), reverse=True)
+        return np.concatenate([ahead, behind], axis=2)
+
+
+NETWORKS = {"lstm": StackedLstmNetwork, "dnn": ContextDnnNetwork, "wblstm": WindowedBlstmNetwork}
+
+
+def load_network(config, weights):
+    """The network of a package's network.json (`config`) with its weights {name: array}."""
+    name = config["model"]["name"]
+    if name not in NETWORKS:
+        raise ValueError(f"no NumPy forward pass for network {name!r}; known: {', '.join(sorted(NETWORKS))}")
+    return NETWORKS[name](config, {key: np.asarray(value, np.float32) for key, value in weights.items()})
+
+
+class _Stream:
+    """Label delay for every network: stream position s holds input frame s, output row s is frame s - delay;
+    at the end the last frame is repeated `delay` times (asrkit.nn.label_delay)."""
+
+    def __init__(self, network):
+        self.network = network
+        self.delay = network.label_delay
+        self.rows_out = 0  # output rows (stream positions) computed so far, delayed ones included
+        self.last_frame = None
+        self.finished = False
+
+    def _undelay(self, rows):
+        """Rows for stream positions rows_out.. -> those that are frames (position >= delay)."""
+        skip = max(0, min(len(rows), self.delay - self.rows_out))
+        self.rows_out += len(rows)
+        return rows[skip:]
+
+    def accept(self, features):
+        if self.finished:
+            raise ValueError("this network stream is finished")
+        features = _check_features(features, self.network.feature_dim)
+        if len(features) == 0:
+            return np.zeros((0, self.network.num_pdfs), np.float32)
+        self.last_frame = features[-1:]
+        return self._undelay(self._positions(features))
+
+    def finish(self):
+        if self.finished:
+            raise ValueError("this network stream is finished")
+        self.finished = True
+        if self.last_frame is None:
+            return np.zeros((0, self.network.num_pdfs), np.float32)
+        extension = np.repeat(self.last_frame, self.delay, axis=0)
+        return self._undelay(self._end(extension))
+
+
+class RecurrentStream(_Stream):
+    def __init__(self, network):
+        super().__init__(network)
+        self.states = [layer.zero_state(1) for layer in network.layers]
+
+    def _positions(self, features):
+        rows, self.states = self.network.steps(features, self.states)
+        return rows
+
+    def _end(self, extension):
+        return self._positions(extension) if len(extension) else np.zeros((0, self.network.num_pdfs), np.float32)
+
+
+class ContextStream(_Stream):
+    def __init__(self, network):
+        super().__init__(network)
+        self.history = np.zeros((network.context_frames - 1, network.feature_dim), np.float32)
+
+    def _positions(self, features):
+        window = np.concatenate([self.history, features])
+        keep = self.network.context_frames - 1
+        self.history = window[len(window) - keep :] if keep else window[:0]
+        return self.network.outputs(window)
+
+    def _end(self, extension):
+        return self._positions(extension) if len(extension) else np.zeros((0, self.network.num_pdfs), np.float32)
+
+
+class GroupStream(_Stream):
+    """Windowed BLSTM: stream positions kept from the next group's window start (2T zeros before the first)."""
+
+    def __init__(self, network):
+        super().__init__(network)
+        self.positions = np.zeros((2 * network.context, network.feature_dim), np.float32)
+
+    def _positions(self, features):
+        n = self.network
+        self.positions = np.concatenate([self.positions, features])
+        rows = n.groups(self.positions)
+        self.positions = self.positions[len(rows) :]
+        return rows
+
+    def _end(self, extension):
+        n = self.network
+        self.positions = np.concatenate([self.positions, extension])
+        # Zeros fill the last group (2T of the kept positions are its left context).
+        real = len(self.positions) - 2 * n.context
+        padding = (-real) % n.group
+        padded = np.concatenate([self.positions, np.zeros((padding, n.feature_dim), np.float32)])
+        rows = n.groups(padded)
+        return rows[: max(real, 0)]

@@ -1,0 +1,330 @@
+"""The model package: one self-contained directory holding everything recognition needs.
+
+`asrkit-export MODEL_DIR GRAPH_DIR PACKAGE_DIR` (write_package) writes it atomically (built in a
+sibling temporary directory, then renamed into place); `load_package(PACKAGE_DIR)` reads it with
+NumPy alone (no TensorFlow, no FST parsing):
+
+| file              | contents                                                                          |
+|-------------------|-----------------------------------------------------------------------------------|
+| `network.json`    | format name and version, the network (`{"name", "config", "params"}` of          |
+|                   | asrkit.nn.registry), `feature_dim`, `num_pdfs`, `label_delay`, where it came from |
+| `weights.npz`     | the network's float32 arrays by name (below); NumPy's .npz is a zip of .npy files |
+|                   | that any language reads                                                           |
+| `featurize.json`  | the front end (asrkit.frontend.config.FeatureConfig)                              |
+| `cmvn.npz`        | CMVN statistics: `mean_norm`, `var_norm` (strings), `count`, `sum`, `sum_squares`  |
+|                   | (of the frames as normalised in training), `raw_count`, `raw_sum`,                |
+|                   | `raw_sum_squares` (raw frames: online CMN's start)                                |
+| `priors.npz`      | `log_priors` [num_pdfs] (log of the model's priors) and `unseen` [num_pdfs] (pdfs  |
+|                   | without training frames: never decoded)                                            |
+| `graph.npz`       | the HCLG as asrkit.decode.lattice_faster.DecodingGraph's arrays (input labels are  |
+|                   | pdf + 1), plus `start` and `num_states`                                            |
+| `words.txt`       | the graph's word symbol table                                                      |
+| `decode.json`     | decoding parameters: `lm_weight` (acoustic scale 1 / lm_weight), `prior_scale`,    |
+|                   | `beam`, `max_active`, `min_active`, `lattice_beam`, `cmvn_online`, and where they   |
+|                   | were chosen (`chosen_on`: the dev decode dir, or null)                             |
+| `align/`          | for word times by forced alignment, when the graph's lang dir is at hand:         |
+|                   | `tree.json`, `align.json` (self_loop_scale, transition_scale of the graph) and the |
+|                   | lang dir's phones.txt, words.txt, lexicon(p).txt, topo, lang_options.json,         |
+|                   | oov.txt, phones/{optional_silence,silence}.txt                                     |
+
+Weight names: a dense layer's `NAME/kernel` [in, out] and `NAME/bias` [out] (`softmax`; the context
+DNN's `hidden1`..); an LSTM layer's `NAME/kernel` [in, 4H], `NAME/recurrent_kernel` [P or H, 4H],
+`NAME/bias` [4H] (gates input, forget, candidate, output; the forget bias included) and
+`NAME/projection` [H, P] with LSTMP (`lstm1`..; the windowed BLSTM's `blstm1/forward`,
+`blstm1/backward`..), and the windowed BLSTM's `mixture` [2T+1, num_pdfs] with a mixture of softmaxes.
+asrkit.recognizer.network computes with them.
+
+Loading the graph from arrays takes milliseconds where parsing HCLG.fst and sorting its arcs
+(DecodingGraph.from_fst) takes about a second per 100k states (bench/transcribe.py measures both).
+"""
+
+import dataclasses
+import json
+import os
+import shutil
+
+import numpy as np
+
+from asrkit.decode.lattice_faster import DecodingGraph
+from asrkit.errors import AsrkitError
+from asrkit.frontend.config import FeatureConfig
+from asrkit.io.atomic import temporary_name
+
+FORMAT_NAME = "asrkit-recognizer-package"
+FORMAT_VERSION = 1
+DEFAULT_DECODE_PARAMS = {"lm_weight": 10.0, "prior_scale": 1.0, "beam": 13.0, "max_active": 7000,
+                         "min_active": 200, "lattice_beam": 6.0, "cmvn_online": False, "chosen_on": None}
+GRAPH_FIELDS = [field.name for field in dataclasses.fields(DecodingGraph)]
+# What forced alignment reads of a lang dir (asrkit.align.lang.read_align_lang); lexicon and oov files
+# are copied where the lang dir has them.
+ALIGN_LANG_FILES = ("phones.txt", "words.txt", "topo", "lang_options.json", "lexiconp.txt", "lexicon.txt", "oov.txt",
+                    os.path.join("phones", "optional_silence.txt"), os.path.join("phones", "silence.txt"))
+
+
+def decode_params_from_dir(decode_dir):
+    """{"lm_weight", "prior_scale", "chosen_on"} of a dev decode dir: its best_lmwt (from the LM-weight sweep) and
+    its prior_scale (the recipes' decode_tuned writes it; 1 where absent)."""
+    path = os.path.join(decode_dir, "best_lmwt")
+    if not os.path.exists(path):
+        raise AsrkitError(f"{path} does not exist: the decode dir has no LM weight chosen by a sweep (decode dev "
+                          "with asrkit-decode's --lmwt-sweep, or give --lm-weight)")
+    params = {"lm_weight": _read_number(path), "chosen_on": os.path.abspath(decode_dir)}
+    prior_path = os.path.join(decode_dir, "prior_scale")
+    params["prior_scale"] = _read_number(prior_path) if os.path.exists(prior_path) else 1.0
+    return params
+
+
+def _read_number(path):
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read().strip()
+    try:
+        return float(text)
+    except ValueError:
+        raise AsrkitError(f"{path}: expected a number, found {text[:40]!r}") from None
+
+
+def network_weights(net):
+    """{name: float32 array} of an asrkit.nn network (StackedLstm, ContextDnn, WindowedBlstm), named as above."""
+    weights = {}
+
+    def lstm(layer, name):
+        weights[f"{name}/kernel"] = layer.kernel.numpy()
+        weights[f"{name}/recurrent_kernel"] = layer.recurrent_kernel.numpy()
+        weights[f"{name}/bias"] = layer.bias.numpy()
+        if layer.projection is not None:
+            weights[f"{name}/projection"] = layer.projection.numpy()
+
+    def dense(layer, name):
+        weights[f"{name}/kernel"] = layer.kernel.numpy()
+        weights[f"{name}/bias"] = layer.bias.numpy()
+
+    kind = net.registry_name
+    if kind == "lstm":
+        for index, layer in enumerate(net.layers):
+            lstm(layer, f"lstm{index + 1}")
+    elif kind == "dnn":
+        for index, layer in enumerate(net.hidden):
+            dense(layer, f"hidden{index + 1}")
+    elif kind == "wblstm":
+        for index, layer in enumerate(net.layers):
+            lstm(layer.forward, f"blstm{index + 1}/forward")
+            lstm(layer.backward, f"blstm{index + 1}/backward")
+        if net.mixture is not None:
+            weights["mixture"] = net.mixture.numpy()
+    else:
+        raise AsrkitError(f"cannot export a {kind!r} network")
+    dense(net.softmax, "softmax")
+    return {name: np.asarray(value, np.float32) for name, value in weights.items()}
+
+
+def _model_arrays(model_dir):
+    """(network.json dict, weights, priors arrays, cmvn arrays) of an exported model dir (needs TensorFlow)."""
+    from asrkit.frontend.cmvn import CmvnStats
+    from asrkit.nn.model_dir import UNSEEN_PDF_LOG_PRIOR, load_acoustic_model
+
+    model = load_acoustic_model(model_dir)
+    if model.config.get("outputs", "pdfs") != "pdfs":
+        raise AsrkitError(f"{model_dir} is a {model.config['outputs']} model; packages hold pdf models (a tree's)")
+    config = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "model": model.config["model"],
+              "feature_dim": model.feature_dim, "num_pdfs": model.num_pdfs, "label_delay": model.label_delay,
+              "source": {"model_dir": os.path.abspath(model_dir),
+                         "provenance": model.config.get("provenance", {})}}
+    stats = CmvnStats.read(os.path.join(model_dir, "cmvn.h5"))
+    raw = stats.raw_moments
+    cmvn = {"mean_norm": np.array(stats.mean_norm), "var_norm": np.array(stats.var_norm),
+            "count": np.array(stats.count), "sum": stats.sum, "sum_squares": stats.sum_squares,
+            "raw_count": np.array(raw.count if raw is not None else 0),
+            "raw_sum": raw.sum if raw is not None else np.zeros(stats.dim),
+            "raw_sum_squares": raw.sum_squares if raw is not None else np.zeros(stats.dim)}
+    log_priors = np.log(model.priors).astype(np.float32)
+    priors = {"log_priors": np.where(model.unseen, np.float32(UNSEEN_PDF_LOG_PRIOR), log_priors),
+              "unseen": model.unseen}
+    return config, network_weights(model.net), priors, cmvn, model.feature_config
+
+
+def _graph_arrays(graph_dir, num_pdfs):
+    import kaldifst
+
+    from asrkit.decode.decode_dir import read_graph_num_pdfs
+
+    path = os.path.join(graph_dir, "HCLG.fst")
+    if not os.path.exists(path):
+        raise AsrkitError(f"{path} does not exist; build the graph with utils/mkgraph")
+    graph_pdfs = read_graph_num_pdfs(graph_dir)
+    if graph_pdfs != num_pdfs:
+        raise AsrkitError(f"the model has {num_pdfs} pdfs but the graph in {graph_dir} was built for {graph_pdfs} "
+                          "(fix: rebuild the graph with utils/mkgraph for this model)")
+    graph = DecodingGraph.from_fst(kaldifst.StdVectorFst.read(path))
+    return {name: np.asarray(getattr(graph, name)) for name in GRAPH_FIELDS}
+
+
+def _copy_align_files(model_dir, graph_dir, align_dir):
+    """align/ (see the module docstring) from the graph's lang dir; returns why not, or None when copied."""
+    info_path = os.path.join(graph_dir, "graph_info.json")
+    if not os.path.exists(info_path):
+        return f"{info_path} does not exist"
+    with open(info_path, encoding="utf-8") as handle:
+        info = json.load(handle)
+    lang_dir = info.get("lang_dir")
+    tree = os.path.join(model_dir, "tree.json")
+    if not lang_dir or not os.path.isdir(lang_dir):
+        return f"the graph's lang dir {lang_dir} is not here"
+    if not os.path.exists(tree):
+        return f"{tree} does not exist"
+    os.makedirs(os.path.join(align_dir, "phones"))
+    for name in ALIGN_LANG_FILES:
+        if os.path.exists(os.path.join(lang_dir, name)):
+            shutil.copyfile(os.path.join(lang_dir, name), os.path.join(align_dir, name))
+    shutil.copyfile(tree, os.path.join(align_dir, "tree.json"))
+    options = info.get("options", {})
+    with open(os.path.join(align_dir, "align.json"), "w", encoding="utf-8") as out:
+        json.dump({"self_loop_scale": options.get("self_loop_scale", 0.1),
+                   "transition_scale": options.get("transition_scale", 1.0), "lang_dir": lang_dir}, out, indent=2)
+    return None
+
+
+def _write_json(path, value):
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump(value, out, indent=2, sort_keys=True)
+        out.write("\n")
+
+
+def write_package(model_dir, graph_dir, package_dir, decode_params=None):
+    """Export a model dir (asrkit-train-ce's final/) and its graph dir into package_dir; returns a dict of what
+    was written (`align`: None, or why word times will come from the lattice).  decode_params: values of
+    DEFAULT_DECODE_PARAMS' keys to change."""
+    model_dir, graph_dir = os.fspath(model_dir), os.fspath(graph_dir)
+    params = dict(DEFAULT_DECODE_PARAMS)
+    unknown = sorted(set(decode_params or {}) - set(params))
+    if unknown:
+        raise AsrkitError(f"unknown decoding parameters: {', '.join(unknown)}")
+    params.update(decode_params or {})
+    if not params["lm_weight"] > 0:
+        raise AsrkitError(f"the LM weight must be positive, not {params['lm_weight']}")
+    config, weights, priors, cmvn, feature_config = _model_arrays(model_dir)
+    graph = _graph_arrays(graph_dir, config["num_pdfs"])
+    config["source"]["graph_dir"] = os.path.abspath(graph_dir)
+    package_dir = os.path.abspath(os.fspath(package_dir))
+    parent, base = os.path.split(package_dir)
+    os.makedirs(parent, exist_ok=True)
+    building = temporary_name(package_dir)
+    shutil.rmtree(building, ignore_errors=True)
+    os.makedirs(building)
+    try:
+        _write_json(os.path.join(building, "network.json"), config)
+        np.savez(os.path.join(building, "weights.npz"), **weights)
+        np.savez(os.path.join(building, "cmvn.npz"), **cmvn)
+        np.savez(os.path.join(building, "priors.npz"), **priors)
+        np.savez(os.path.join(building, "graph.npz"), **graph)
+        _write_json(os.path.join(building, "featurize.json"), feature_config)
+        shutil.copyfile(os.path.join(graph_dir, "words.txt"), os.path.join(building, "words.txt"))
+        _write_json(os.path.join(building, "decode.json"), params)
+        align = _copy_align_files(model_dir, graph_dir, os.path.join(building, "align"))
+        if align is not None:
+            shutil.rmtree(os.path.join(building, "align"), ignore_errors=True)
+        _replace_dir(building, package_dir)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    return {"package_dir": package_dir, "num_pdfs": config["num_pdfs"], "graph_states": int(graph["num_states"]),
+            "align": align, "params": params}
+
+
+def _replace_dir(building, target):
+    """Rename `building` to `target`; a directory cannot be renamed over a non-empty one, so the old goes aside."""
+    parent, base = os.path.split(target)
+    retired = None
+    if os.path.exists(target):
+        retired = os.path.join(parent, f".{base}.old.{os.getpid()}")
+        shutil.rmtree(retired, ignore_errors=True)
+        os.rename(target, retired)
+    os.rename(building, target)
+    if retired:
+        shutil.rmtree(retired, ignore_errors=True)
+
+
+def read_words(path):
+    """words.txt -> list: word id -> word ('' for ids no word has)."""
+    pairs = []
+    with open(path, encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, 1):
+            fields = line.split()
+            if not fields:
+                continue
+            if len(fields) != 2 or not fields[1].isdigit():
+                raise AsrkitError(f"{path}:{line_number}: expected 'word id', found {line.strip()[:60]!r}")
+            pairs.append((fields[0], int(fields[1])))
+    words = [""] * (max((word_id for _, word_id in pairs), default=-1) + 1)
+    for word, word_id in pairs:
+        words[word_id] = word
+    return words
+
+
+class Package:
+    """A loaded package; see the module docstring.  Attributes: directory, config (network.json),
+    feature_config (FeatureConfig), graph (DecodingGraph), words (list: id -> word), params (decode.json),
+    num_pdfs, frame_shift_s, sample_rate, weights, cmvn_stats, log_priors, unseen, align_dir (None without
+    align/)."""
+
+    def __init__(self, package_dir):
+        self.directory = os.fspath(package_dir)
+        self.config = self._json("network.json")
+        if self.config.get("format") != FORMAT_NAME or self.config.get("version") != FORMAT_VERSION:
+            raise AsrkitError(f"{self.directory}/network.json: format {self.config.get('format')!r} version "
+                              f"{self.config.get('version')!r}, expected {FORMAT_NAME!r} version {FORMAT_VERSION}")
+        self.feature_config = FeatureConfig.from_dict(self._json("featurize.json"))
+        self.params = dict(DEFAULT_DECODE_PARAMS) | self._json("decode.json")
+        self.num_pdfs = int(self.config["num_pdfs"])
+        self.weights = self._npz("weights.npz")
+        self.cmvn_stats = self._npz("cmvn.npz")
+        priors = self._npz("priors.npz")
+        self.log_priors, self.unseen = priors["log_priors"], priors["unseen"]
+        graph = self._npz("graph.npz")
+        self.graph = DecodingGraph(**{name: graph[name] for name in GRAPH_FIELDS})
+        self.graph.start, self.graph.num_states = int(self.graph.start), int(self.graph.num_states)
+        self.words = read_words(os.path.join(self.directory, "words.txt"))
+        align_dir = os.path.join(self.directory, "align")
+        self.align_dir = align_dir if os.path.isdir(align_dir) else None
+
+    def _json(self, name):
+        path = os.path.join(self.directory, name)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return json.load(handle)
+        except FileNotFoundError:
+            raise AsrkitError(f"{self.directory} is not a recognizer package: it has no {name} (make one with "
+                              "asrkit-export)") from None
+        except ValueError as error:
+            raise AsrkitError(f"{path} is not JSON: {error}") from None
+
+    def _npz(self, name):
+        path = os.path.join(self.directory, name)
+        try:
+            with np.load(path, allow_pickle=False) as arrays:
+                return {key: arrays[key] for key in arrays.files}
+        except FileNotFoundError:
+            raise AsrkitError(f"{self.directory} is not a whole recognizer package: it has no {name}") from None
+        except (OSError, ValueError) as error:
+            raise AsrkitError(f"{path}: cannot read it ({error})") from None
+
+    @property
+    def sample_rate(self):
+        return self.feature_config.sample_rate
+
+    @property
+    def frame_shift_s(self):
+        return self.feature_config.output_frame_shift_ms / 1000.0
+
+    @property
+    def acoustic_scale(self):
+        return 1.0 / float(self.params["lm_weight"])
+
+    def scaled_log_priors(self, prior_scale=None):
+        """The log priors log-likelihoods subtract: prior_scale x log priors (decode.json's scale by default), the
+        pdfs without training frames excluded at any scale (asrkit.nn.model_dir)."""
+        scale = float(self.params["prior_scale"] if prior_scale is None else prior_scale)
+        return np.where(self.unseen, self.log_priors, scale * self.log_priors).astype(np.float32)
+
+
+def load_package(package_dir):
+    return Package(package_dir)

@@ -1,0 +1,80 @@
+"""Tiny packages for the recognizer's tests: the toy task's lang and graph, a random network from the registry."""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from asrkit.decode.synthetic import build_toy_task
+
+# A small front end at 8 kHz: 16 mel bands, 2 frames stacked, every third kept (32-dim frames every 30 ms).
+FEATURE_CONFIG = {"sample_rate": 8000, "fft_length": 256, "num_mel_bins": 16, "high_freq": 3800.0,
+                  "compression": "root10", "stack_frames": 2, "subsample": 3, "allow_downsample": True}
+
+
+@pytest.fixture(scope="session")
+def toy_task(tmp_path_factory):
+    return build_toy_task(str(tmp_path_factory.mktemp("toy") / "task"))
+
+
+def make_model_dir(root, task, config, overrides, mean_norm="utterance", seed=0):
+    """An exported model dir (asrkit.nn.model_dir) of a random network for the toy task's tree, with CMVN
+    statistics of the front end's features of random speech-like audio."""
+    from asrkit.frontend.cmvn import CmvnStats
+    from asrkit.nn.model_dir import write_model_dir
+    from asrkit.nn.registry import build_model, model_config
+    from asrkit.recognizer.frontend import features
+    from tests.conftest import speech_like
+
+    num_pdfs = int(open(os.path.join(task["graph"], "num_pdfs")).read())
+    dim = FEATURE_CONFIG["num_mel_bins"] * FEATURE_CONFIG["stack_frames"]
+    os.makedirs(root, exist_ok=True)
+    stats = CmvnStats(dim, mean_norm=mean_norm)
+    for index in range(4):
+        stats.accumulate(features(FEATURE_CONFIG, speech_like(1.0, 8000, seed=seed + index)))
+    stats.write(os.path.join(root, "cmvn.h5"))
+    with open(os.path.join(root, "featurize.json"), "w") as out:
+        json.dump(FEATURE_CONFIG, out)
+    net = build_model(config, dim, num_pdfs, overrides)
+    counts = np.random.default_rng(seed).integers(1, 100, num_pdfs)
+    context = [os.path.join(task["model"], name) for name in ("tree.json", "phones.txt")]
+    return write_model_dir(os.path.join(root, "final"), net, model_config(config, overrides), counts,
+                           os.path.join(root, "featurize.json"), os.path.join(root, "cmvn.h5"),
+                           context_files=context)
+
+
+NETWORKS = {
+    "lstm": ("lstm", {"num_layers": 2, "num_cells": 12, "projection_dim": 7, "label_delay": 3}),
+    "dnn": ("dnn", {"context_frames": 4, "num_layers": 2, "num_units": 16, "label_delay": 2}),
+    "wblstm": ("wblstm", {"context": 3, "group": 2, "num_layers": 2, "num_cells": 8}),
+    "wblstm_mixture": ("wblstm", {"context": 2, "group": 3, "num_layers": 1, "num_cells": 6,
+                                  "mixture_softmax": True}),
+}
+
+
+@pytest.fixture(scope="session")
+def model_dirs(toy_task, tmp_path_factory):
+    """{name: model dir} of NETWORKS."""
+    root = tmp_path_factory.mktemp("models")
+    return {name: make_model_dir(str(root / name), toy_task, *spec) for name, spec in NETWORKS.items()}
+
+
+@pytest.fixture(scope="session")
+def package_dir(toy_task, model_dirs, tmp_path_factory):
+    """A package of the windowed BLSTM (the recipes' default network) with the toy graph, LM weight 2."""
+    from asrkit.recognizer.package import write_package
+
+    path = str(tmp_path_factory.mktemp("package") / "pkg")
+    write_package(model_dirs["wblstm"], toy_task["graph"], path, {"lm_weight": 2.0, "prior_scale": 0.5})
+    return path
+
+
+@pytest.fixture
+def copy_package(package_dir, tmp_path):
+    def copy():
+        target = tmp_path / "pkg_copy"
+        shutil.copytree(package_dir, target)
+        return str(target)
+    return copy

@@ -1,0 +1,121 @@
+"""asrkit.recognizer.package and acoustic: a package written from a model dir and a graph dir, read back
+without TensorFlow, giving the log-likelihoods asrkit-decode's model path gives."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from asrkit.errors import AsrkitError
+from asrkit.recognizer.acoustic import AcousticStream, log_likelihoods
+from asrkit.recognizer.package import decode_params_from_dir, load_package, write_package
+from tests.conftest import speech_like
+
+
+def test_package_layout_and_contents(package_dir, toy_task):
+    import kaldifst
+
+    from asrkit.decode.lattice_faster import DecodingGraph
+
+    assert sorted(os.listdir(package_dir)) == ["align", "cmvn.npz", "decode.json", "featurize.json", "graph.npz",
+                                               "network.json", "priors.npz", "weights.npz", "words.txt"]
+    assert not [name for name in os.listdir(os.path.dirname(package_dir)) if name != "pkg"]  # no temporary left
+    package = load_package(package_dir)
+    assert package.num_pdfs == int(open(os.path.join(toy_task["graph"], "num_pdfs")).read())
+    assert package.sample_rate == 8000 and package.frame_shift_s == pytest.approx(0.03)
+    assert package.params["lm_weight"] == 2.0 and package.params["prior_scale"] == 0.5
+    assert package.acoustic_scale == 0.5
+    assert package.config["model"]["name"] == "wblstm"
+    assert package.words[0] == "<eps>" and "ALPHA" in package.words
+    expected = DecodingGraph.from_fst(kaldifst.StdVectorFst.read(os.path.join(toy_task["graph"], "HCLG.fst")))
+    assert (package.graph.start, package.graph.num_states) == (expected.start, expected.num_states)
+    for name in ("final", "emit_begin", "emit_ilabel", "emit_target", "emit_weight", "eps_begin", "eps_olabel"):
+        np.testing.assert_array_equal(getattr(package.graph, name), getattr(expected, name))
+    weights = np.load(os.path.join(package_dir, "weights.npz"))
+    assert "blstm1/forward/kernel" in weights.files and "softmax/bias" in weights.files
+    lang_files = set(os.listdir(toy_task["lang"]))
+    assert sorted(os.listdir(os.path.join(package_dir, "align"))) == sorted(
+        {"align.json", "phones", "tree.json"} | lang_files & {"lang_options.json", "lexiconp.txt", "lexicon.txt",
+                                                              "oov.txt", "phones.txt", "topo", "words.txt"})
+    assert sorted(os.listdir(os.path.join(package_dir, "align", "phones"))) == ["optional_silence.txt",
+                                                                                "silence.txt"]
+
+
+def test_loading_imports_no_tensorflow(package_dir):
+    code = ("import sys; from asrkit.recognizer.acoustic import log_likelihoods; "
+            "from asrkit.recognizer.package import load_package; import numpy as np; "
+            f"p = load_package({package_dir!r}); x = log_likelihoods(p, np.zeros(4000, np.float32)); "
+            "assert 'tensorflow' not in sys.modules, 'tensorflow imported'; print(x.shape)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ)
+    assert result.returncode == 0, result.stderr
+    package = load_package(package_dir)
+    assert result.stdout.strip() == f"({package.feature_config.num_output_frames(4000)}, {package.num_pdfs})"
+
+
+def test_log_likelihoods_match_the_model_dir_path(package_dir, model_dirs):
+    """Batch: utterance-mean CMVN as the model was trained (asrkit-decode's default); streaming: online CMN
+    (asrkit-decode --cmvn-online); both against TensorFlow's front end and network."""
+    from asrkit.frontend.config import FeatureConfig
+    from asrkit.frontend.features import FeatureExtractor
+    from asrkit.frontend.online_cmvn import normalize_online
+    from asrkit.nn.model_dir import load_acoustic_model
+
+    package = load_package(package_dir)
+    model = load_acoustic_model(model_dirs["wblstm"])
+    extractor = FeatureExtractor(FeatureConfig.from_dict(model.feature_config))
+    for seed, seconds in ((0, 1.7), (1, 0.4)):
+        samples = speech_like(seconds, 8000, seed=seed)
+        feats = extractor(samples)
+        expected = model.log_likelihoods(feats, prior_scale=0.5)
+        ours = log_likelihoods(package, samples)
+        seen = ~package.unseen
+        np.testing.assert_allclose(ours[:, seen], expected[:, seen], atol=1e-3)
+        online = model.log_likelihoods_normalized(normalize_online(model.cmvn, feats), prior_scale=0.5)
+        stream = AcousticStream(package)
+        rng = np.random.default_rng(seed)
+        pieces, start = [], 0
+        while start < len(samples):
+            size = int(rng.integers(50, 2000))
+            pieces.append(stream.accept(samples[start : start + size]))
+            start += size
+        pieces.append(stream.finish())
+        np.testing.assert_allclose(np.concatenate(pieces)[:, seen], online[:, seen], atol=1e-3)
+        assert stream.frames_out == len(expected)
+
+
+def test_decode_params_from_a_dev_decode_dir(tmp_path):
+    (tmp_path / "best_lmwt").write_text("3.5\n")
+    assert decode_params_from_dir(str(tmp_path)) == {"lm_weight": 3.5, "prior_scale": 1.0,
+                                                     "chosen_on": str(tmp_path)}
+    (tmp_path / "prior_scale").write_text("0.5\n")
+    assert decode_params_from_dir(str(tmp_path))["prior_scale"] == 0.5
+    (tmp_path / "best_lmwt").write_text("x\n")
+    with pytest.raises(AsrkitError, match="expected a number"):
+        decode_params_from_dir(str(tmp_path))
+    with pytest.raises(AsrkitError, match="best_lmwt does not exist"):
+        decode_params_from_dir(str(tmp_path / "nothing"))
+
+
+def test_refusals(toy_task, model_dirs, tmp_path, copy_package):
+    with pytest.raises(AsrkitError, match="unknown decoding parameters: lmwt"):
+        write_package(model_dirs["lstm"], toy_task["graph"], str(tmp_path / "p"), {"lmwt": 3})
+    graph = tmp_path / "graph"
+    graph.mkdir()
+    (graph / "num_pdfs").write_text("3\n")
+    (graph / "HCLG.fst").write_text("")
+    with pytest.raises(AsrkitError, match="built for 3"):
+        write_package(model_dirs["lstm"], str(graph), str(tmp_path / "p"))
+    assert not os.path.exists(tmp_path / "p")
+    with pytest.raises(AsrkitError, match="not a recognizer package"):
+        load_package(str(tmp_path))
+    broken = copy_package()
+    os.remove(os.path.join(broken, "graph.npz"))
+    with pytest.raises(AsrkitError, match="no graph.npz"):
+        load_package(broken)
+    with open(os.path.join(broken, "network.json"), "w") as out:
+        json.dump({"format": "something else"}, out)
+    with pytest.raises(AsrkitError, match="expected 'asrkit-recognizer-package'"):
+        load_package(broken)

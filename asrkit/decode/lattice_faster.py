@@ -685,6 +685,7 @@ class ResumableDecode:
         (self._tok_i, self._tok_f, self._link_i, self._link_f, self._queue, self._state_token,
          self._progress) = _start(g.start, g.num_states, g.eps_begin, g.eps_olabel, g.eps_weight, g.eps_target)
         self._frame_begin = np.zeros(64, dtype=np.int64)
+        self._max_ilabel = graph.max_ilabel  # a pass over the arcs: once, not per call
         self.finished = False
 
     @property
@@ -704,8 +705,8 @@ class ResumableDecode:
         costs = np.ascontiguousarray(costs, dtype=np.float32)
         if costs.ndim != 2:
             raise ValueError(f"costs must be [frames, pdfs], not of shape {costs.shape}")
-        if self.graph.max_ilabel > costs.shape[1]:
-            raise ValueError(f"the graph has input label {self.graph.max_ilabel} (pdf {self.graph.max_ilabel - 1}) "
+        if self._max_ilabel > costs.shape[1]:
+            raise ValueError(f"the graph has input label {self._max_ilabel} (pdf {self._max_ilabel - 1}) "
                              f"but the log-likelihoods have {costs.shape[1]} columns")
         needed = self.num_frames + len(costs) + 2
         if needed > len(self._frame_begin):

@@ -76,6 +76,14 @@ class OnlineDecoder:
         self.num_frames += len(rows)
         self._decoding.advance(-self._scaled(rows))
 
+    def loglikes(self):
+        """The rows given so far, [num_frames, num_pdfs] (kept with keep_rows, until finalize())."""
+        if not self.keep_rows:
+            raise RuntimeError("the rows are kept only with keep_rows")
+        if not self._rows:
+            return np.zeros((0, 0), np.float32)
+        return np.concatenate(self._rows)
+
     def partial(self):
         """The best partial path so far (PartialPath); cheap enough to call after every chunk."""
         labels, cost = self._decoding.partial_labels()

@@ -1,3 +1,12 @@
 """asrkit: a Kaldi-style toolkit that trains hybrid LSTM-HMM acoustic models on TensorFlow."""
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # Recognizer is imported on first use, so that `import asrkit` stays light (no NumPy networks, no numba).
+    if name == "Recognizer":
+        from asrkit.recognizer.recognizer import Recognizer
+
+        return Recognizer
+    raise AttributeError(f"module 'asrkit' has no attribute {name!r}")

@@ -284,6 +284,17 @@ decode_tuned() {
   done
 }
 
+# export_package MODEL GRAPH_MODEL STAGE: exp/MODEL/final and exp/GRAPH_MODEL/graph as a recognizer package
+# (asrkit-export) -> exp/MODEL/package, with the prior scale and LM weight chosen on the first dev set of
+# tuned_sets (decode_tuned writes them there) and the recipe's CMVN choice for decoding: what asrkit-transcribe
+# and asrkit.Recognizer read, without TensorFlow.
+export_package() {
+  local dev="${tuned_sets[0]%%:*}"
+  launch "$cpu_cmd" "$logs/stage$3/export_$1.log" \
+    asrkit-export "${cmvn_decode_options[@]}" --decode-dir "$exp/$1/decode_$dev" "$exp/$1/final" "$exp/$2/graph" \
+      "$exp/$1/package"
+}
+
 # decode_tuned_first MODEL GRAPH_MODEL STAGE: decode_tuned for the first dev set of tuned_sets and its first test
 # set only (the comparisons of clean models; train_fit would be part of a demonstration's training data).
 decode_tuned_first() {

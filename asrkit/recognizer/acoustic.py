@@ -6,6 +6,10 @@ concatenated, equal the batch path's for a model trained with the global mean, a
 otherwise.  Rows are log posteriors minus prior_scale x log priors, not multiplied by the acoustic
 scale (asrkit.nn.model_dir's log_likelihoods).  Samples are float32 in [-1, 1) or int16 PCM, mono, at
 the package's sample rate (asrkit.data.audio resamples files; asrkit.recognizer.recognizer does).
+
+A model trained with online i-vectors gets them appended to the normalised features, extracted from the
+raw features as asrkit-decode does (asrkit.ivector.append; the i-vector of a frame depends on the frames up
+to it only, so the stream recomputes them over the frames so far and takes the new rows).
 """
 
 import numpy as np
@@ -24,10 +28,17 @@ class AcousticModel:
         self.cmvn = Cmvn(package.cmvn_stats, online=bool(params.get("cmvn_online", False)))
         self.network = load_network(package.config, package.weights)
         self.log_priors = package.scaled_log_priors(prior_scale)
+        self.ivectors = None
+        if package.ivector_dir is not None:
+            from asrkit.ivector.append import OnlineIvectorAppender
+
+            self.ivectors = OnlineIvectorAppender.from_dir(package.ivector_dir)
 
     def log_likelihoods(self, samples):
         frames = features(self.analysis.config, samples, self.analysis)
         normalized = self.cmvn.normalize(frames)
+        if self.ivectors is not None and len(frames):
+            normalized = self.ivectors.append("audio", frames, normalized)
         return self.network.log_posteriors(normalized) - self.log_priors
 
 
@@ -54,10 +65,20 @@ class AcousticStream:
         self.cmvn = model.cmvn.stream()
         self.network = model.network.stream()
         self.log_priors = model.log_priors
+        self.ivectors = model.ivectors
+        self.raw = np.zeros((0, model.analysis.config.feature_dim), np.float32)  # for the i-vectors only
         self.frames_out = 0  # rows given so far
 
+    def _network_input(self, new_features):
+        normalized = self.cmvn.accept(new_features)
+        if self.ivectors is None:
+            return normalized
+        self.raw = np.concatenate([self.raw, new_features])
+        with_ivectors = self.ivectors.append("stream", self.raw, np.zeros((len(self.raw), 0), np.float32))
+        return np.concatenate([normalized, with_ivectors[len(self.raw) - len(new_features) :]], axis=1)
+
     def _rows(self, new_features, last):
-        rows = self.network.accept(self.cmvn.accept(new_features)) if len(new_features) else \
+        rows = self.network.accept(self._network_input(new_features)) if len(new_features) else \
             np.zeros((0, self.package.num_pdfs), np.float32)
         if last:
             rows = np.concatenate([rows, self.network.finish()])

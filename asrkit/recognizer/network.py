@@ -15,8 +15,18 @@ that NumPy's GEMMs serve well, and NumPy starts in a fraction of the time Tensor
 """
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 ZERO = np.float32(0.0)
+_BLAS = ThreadpoolController()
+
+
+def one_blas_thread():
+    """A context in which NumPy's BLAS runs on one thread.  These networks' GEMMs are small ([17 x n, 160] x
+    [160, 1024] for the recipes' windowed BLSTM); OpenBLAS's threads cost more than they save on them, and on
+    a busy machine they wait for each other: a 2.6-s recording took 4.3 s in the network with OpenBLAS's
+    default threads and 0.07 s with one.  A server runs a stream per core instead."""
+    return _BLAS.limit(limits=1, user_api="blas")
 
 
 def sigmoid(values):
@@ -227,7 +237,8 @@ class _Stream:
         if len(features) == 0:
             return np.zeros((0, self.network.num_pdfs), np.float32)
         self.last_frame = features[-1:]
-        return self._undelay(self._positions(features))
+        with one_blas_thread():
+            return self._undelay(self._positions(features))
 
     def finish(self):
         if self.finished:
@@ -236,7 +247,8 @@ class _Stream:
         if self.last_frame is None:
             return np.zeros((0, self.network.num_pdfs), np.float32)
         extension = np.repeat(self.last_frame, self.delay, axis=0)
-        return self._undelay(self._end(extension))
+        with one_blas_thread():
+            return self._undelay(self._end(extension))
 
 
 class RecurrentStream(_Stream):

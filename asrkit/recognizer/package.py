@@ -24,7 +24,10 @@ NumPy alone (no TensorFlow, no FST parsing):
 |                   | were chosen (`chosen_on`: the dev decode dir, or null)                             |
 | `align/`          | for word times by forced alignment, when the graph's lang dir is at hand:         |
 |                   | `tree.json`, `align.json` (self_loop_scale, transition_scale of the graph) and the |
-|                   | lang dir's phones.txt, words.txt, lexicon(p).txt, topo, lang_options.json,         |
+|                   | lang dir's phones.txt, words.txt, lexiconp.txt (or lexicon.txt), topo,              |
+|                   | lang_options.json,                                                                |
+| `ivector/`        | a model trained with online i-vectors: its ivector.json and extractor (an .npz),   |
+|                   | as asrkit.ivector.append.OnlineIvectorAppender.from_dir reads them                 |
 |                   | oov.txt, phones/{optional_silence,silence}.txt                                     |
 
 Weight names: a dense layer's `NAME/kernel` [in, out] and `NAME/bias` [out] (`softmax`; the context
@@ -173,6 +176,8 @@ def _copy_align_files(model_dir, graph_dir, align_dir):
         return f"{tree} does not exist"
     os.makedirs(os.path.join(align_dir, "phones"))
     for name in ALIGN_LANG_FILES:
+        if name == "lexicon.txt" and os.path.exists(os.path.join(lang_dir, "lexiconp.txt")):
+            continue  # the aligner reads lexiconp.txt where there is one
         if os.path.exists(os.path.join(lang_dir, name)):
             shutil.copyfile(os.path.join(lang_dir, name), os.path.join(align_dir, name))
     shutil.copyfile(tree, os.path.join(align_dir, "tree.json"))
@@ -181,6 +186,22 @@ def _copy_align_files(model_dir, graph_dir, align_dir):
         json.dump({"self_loop_scale": options.get("self_loop_scale", 0.1),
                    "transition_scale": options.get("transition_scale", 1.0), "lang_dir": lang_dir}, out, indent=2)
     return None
+
+
+def _copy_ivector_files(model_dir, ivector_dir):
+    """ivector/ of a model trained with online i-vectors (its ivector.json and extractor copy); False without."""
+    config_path = os.path.join(model_dir, "ivector.json")
+    if not os.path.exists(config_path):
+        return False
+    with open(config_path, encoding="utf-8") as handle:
+        extractor = os.path.basename(json.load(handle)["extractor"])
+    if not os.path.exists(os.path.join(model_dir, extractor)):
+        raise AsrkitError(f"{model_dir} was trained with online i-vectors but holds no copy of its extractor "
+                          f"{extractor}")
+    os.makedirs(ivector_dir)
+    shutil.copyfile(config_path, os.path.join(ivector_dir, "ivector.json"))
+    shutil.copyfile(os.path.join(model_dir, extractor), os.path.join(ivector_dir, extractor))
+    return True
 
 
 def _write_json(path, value):
@@ -219,6 +240,7 @@ def write_package(model_dir, graph_dir, package_dir, decode_params=None):
         _write_json(os.path.join(building, "featurize.json"), feature_config)
         shutil.copyfile(os.path.join(graph_dir, "words.txt"), os.path.join(building, "words.txt"))
         _write_json(os.path.join(building, "decode.json"), params)
+        ivectors = _copy_ivector_files(model_dir, os.path.join(building, "ivector"))
         align = _copy_align_files(model_dir, graph_dir, os.path.join(building, "align"))
         if align is not None:
             shutil.rmtree(os.path.join(building, "align"), ignore_errors=True)
@@ -227,7 +249,7 @@ def write_package(model_dir, graph_dir, package_dir, decode_params=None):
         shutil.rmtree(building, ignore_errors=True)
         raise
     return {"package_dir": package_dir, "num_pdfs": config["num_pdfs"], "graph_states": int(graph["num_states"]),
-            "align": align, "params": params}
+            "align": align, "ivectors": ivectors, "params": params}
 
 
 def _replace_dir(building, target):
@@ -263,8 +285,8 @@ def read_words(path):
 class Package:
     """A loaded package; see the module docstring.  Attributes: directory, config (network.json),
     feature_config (FeatureConfig), graph (DecodingGraph), words (list: id -> word), params (decode.json),
-    num_pdfs, frame_shift_s, sample_rate, weights, cmvn_stats, log_priors, unseen, align_dir (None without
-    align/)."""
+    num_pdfs, frame_shift_s, sample_rate, weights, cmvn_stats, log_priors, unseen, align_dir and ivector_dir
+    (None without align/, ivector/)."""
 
     def __init__(self, package_dir):
         self.directory = os.fspath(package_dir)
@@ -285,6 +307,8 @@ class Package:
         self.words = read_words(os.path.join(self.directory, "words.txt"))
         align_dir = os.path.join(self.directory, "align")
         self.align_dir = align_dir if os.path.isdir(align_dir) else None
+        ivector_dir = os.path.join(self.directory, "ivector")
+        self.ivector_dir = ivector_dir if os.path.isdir(ivector_dir) else None
 
     def _json(self, name):
         path = os.path.join(self.directory, name)

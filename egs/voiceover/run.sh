@@ -40,7 +40,8 @@
 #         server applies narrowband styles on the fly: telephone band, G.711, 8-bit PCM, MP3, rooms,
 #         noise) -> exp/<am>_ce; 7 decoding and scoring of test (LM weight chosen on dev) ->
 #         exp/<am>_ce/decode_*; 8 sMBR sequence training with seq-mode example servers ->
-#         exp/<am>_smbr; 9 its decoding and scoring; 10 baseline: pocketsphinx's stock en-us model
+#         exp/<am>_smbr; 9 its decoding and scoring, and its recognizer package (asrkit-export, the
+#         LM weight and prior scale chosen on dev) -> exp/<am>_smbr/package; 10 baseline: pocketsphinx's stock en-us model
 #         (audio resampled to 16 kHz) with the same lexicon and LM -> exp/pocketsphinx; 11 results
 #         -> exp/RESULTS.
 # The steps from the dictionary on are egs/voicesearch's, shared through steps/lib.sh.
@@ -210,8 +211,9 @@ if run_stage 8; then
 fi
 
 if run_stage 9; then
-  begin_stage 9 "decoding and scoring with the sMBR model -> $exp/${am}_smbr/decode_*"
+  begin_stage 9 "decoding and scoring with the sMBR model -> $exp/${am}_smbr/decode_*, its package -> $exp/${am}_smbr/package"
   decode_tuned "${am}_smbr" "${am}_ce" 9
+  export_package "${am}_smbr" "${am}_ce" 9
 fi
 
 if run_stage 10; then

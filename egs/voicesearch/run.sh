@@ -46,7 +46,8 @@
 #         9 bigram graph and sMBR sequence training with seq-mode example servers (lattices on the
 #         fly with model snapshots) -> exp/<am>_smbr; 10 decoding and scoring with the sMBR model
 #         -> exp/<am>_smbr/decode_*, and its dev, test and train_fit lattices rescored with the 4-gram
-#         -> exp/<am>_smbr/decode_*_rescored; 11 comparisons: clean-only CE decoded (and realignment with it), and
+#         -> exp/<am>_smbr/decode_*_rescored, and its recognizer package (asrkit-export) -> exp/<am>_smbr/package;
+#         11 comparisons: clean-only CE decoded (and realignment with it), and
 #         with --unroll-comparison true truncated unrolling at (b,u) = (512,10), (256,20), (128,40) vs
 #         full unrolling with length buckets, all at b x u = 5120 frames a step, on at most 1500
 #         training utterances ([Variani2017-15k] Tables 1 and 2) -> exp/<am>_ce_clean, exp/unroll_*, and with
@@ -302,13 +303,16 @@ if run_stage 9; then
 fi
 
 if run_stage 10; then
-  begin_stage 10 "decoding and scoring with the sMBR model, 4-gram lattice rescoring -> $exp/${am}_smbr/decode_*"
+  begin_stage 10 "decoding and scoring with the sMBR model, 4-gram lattice rescoring -> $exp/${am}_smbr/decode_*, its package -> $exp/${am}_smbr/package"
   # Same tree as the CE model, so the same decoding graph.  The clean sets keep their lattices, which the
   # 4-gram (stage 4) rescores at the LM weight chosen on dev ([Mohamed2015] section 5.1).
   write_lattices=true
   decode_tuned "${am}_smbr" "${am}_ce" 10
   write_lattices=false
   rescore_lm "${am}_smbr" "${am}_ce" 10 "$data/local/lm/fourgram.arpa"
+  # The final model as a recognizer package for asrkit-transcribe and asrkit.Recognizer (README: "Using a
+  # trained model"), at the prior scale and LM weight chosen on dev.
+  export_package "${am}_smbr" "${am}_ce" 10
 fi
 
 if run_stage 11; then

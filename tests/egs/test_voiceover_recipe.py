@@ -80,6 +80,12 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
         assert f"--acoustic-scale {1 / weight:g} " in log
     smbr_log = open(exp / "log" / "stage8" / "train_wblstm_smbr.log").read()
     assert "asrkit-train-seq summary: status=ok steps=10" in smbr_log
+    # The sMBR model is exported as a recognizer package at the parameters dev chose, and it transcribes.
+    package = exp / "wblstm_smbr" / "package"
+    decode = json.load(open(package / "decode.json"))
+    assert decode["lm_weight"] == float(open(exp / "wblstm_smbr" / "decode_dev" / "best_lmwt").read())
+    assert decode["chosen_on"] == str(exp / "wblstm_smbr" / "decode_dev")
+    assert "asrkit-export summary: status=ok" in open(exp / "log" / "stage9" / "export_wblstm_smbr.log").read()
     # pocketsphinx's language weight is chosen on dev too, and test is decoded at it.
     weight = open(exp / "pocketsphinx" / "decode_dev" / "best_lmwt").read().strip()
     assert weight in ("6.5", "10", "13")

@@ -91,6 +91,11 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert "4-gram" in open(exp / "RESULTS").read() and (data / "local" / "lm" / "fourgram.arpa").exists()
     smbr_log = open(exp / "log" / "stage9" / "train_wblstm_smbr.log").read()
     assert "asrkit-train-seq summary: status=ok steps=20" in smbr_log
+    # Stage 10 exports the sMBR model as a recognizer package at the LM weight and prior scale dev chose.
+    decode = json.load(open(exp / "wblstm_smbr" / "package" / "decode.json"))
+    assert decode["lm_weight"] == float(open(exp / "wblstm_smbr" / "decode_dev" / "best_lmwt").read())
+    assert decode["prior_scale"] == float(open(exp / "wblstm_smbr" / "decode_dev" / "prior_scale").read())
+    assert "asrkit-export summary: status=ok" in open(exp / "log" / "stage10" / "export_wblstm_smbr.log").read()
     assert "server_objective" in smbr_log and "staleness histogram" in smbr_log
     # Stage 11: clean-only CE (decoded on both sets), and three truncated (b, u) runs of the LSTM at b x u = 320 and a
     # full-unrolling run with 320-frame batches (decoded on test).

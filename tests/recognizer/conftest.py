@@ -19,9 +19,29 @@ def toy_task(tmp_path_factory):
     return build_toy_task(str(tmp_path_factory.mktemp("toy") / "task"))
 
 
-def make_model_dir(root, task, config, overrides, mean_norm="utterance", seed=0):
+def write_random_extractor(root, frames, ivector_dim, seed=0):
+    """An i-vector extractor (4 Gaussians over the first 16 dimensions of `frames`, random T) and the
+    ivector.json a model trained with it carries (period 3); returns their paths."""
+    from asrkit.ivector.diag_gmm import DiagGmm
+    from asrkit.ivector.extractor import ExtractorConfig, IvectorExtractor
+
+    rng = np.random.default_rng(seed)
+    used = frames[:, :16].astype(np.float64)
+    means = used[rng.choice(len(used), 4, replace=False)]
+    ubm = DiagGmm(np.full(4, 0.25), means, np.tile(used.var(axis=0) + 1e-3, (4, 1)))
+    extractor = IvectorExtractor(ubm, rng.normal(0, 0.3, (4, 16, ivector_dim)), ExtractorConfig(use_dims=16))
+    extractor_path = os.path.join(root, "final.ie")
+    extractor.save(extractor_path)
+    config_path = os.path.join(root, "ivector.json")
+    with open(config_path, "w") as out:
+        json.dump({"extractor": extractor_path, "online": {"ivector_period": 3}}, out)
+    return [extractor_path, config_path]
+
+
+def make_model_dir(root, task, config, overrides, mean_norm="utterance", seed=0, ivector_dim=0):
     """An exported model dir (asrkit.nn.model_dir) of a random network for the toy task's tree, with CMVN
-    statistics of the front end's features of random speech-like audio."""
+    statistics of the front end's features of random speech-like audio (and with ivector_dim, a random
+    i-vector extractor whose i-vectors the network reads beside the features)."""
     from asrkit.frontend.cmvn import CmvnStats
     from asrkit.nn.model_dir import write_model_dir
     from asrkit.nn.registry import build_model, model_config
@@ -32,14 +52,17 @@ def make_model_dir(root, task, config, overrides, mean_norm="utterance", seed=0)
     dim = FEATURE_CONFIG["num_mel_bins"] * FEATURE_CONFIG["stack_frames"]
     os.makedirs(root, exist_ok=True)
     stats = CmvnStats(dim, mean_norm=mean_norm)
-    for index in range(4):
-        stats.accumulate(features(FEATURE_CONFIG, speech_like(1.0, 8000, seed=seed + index)))
+    frames = [features(FEATURE_CONFIG, speech_like(1.0, 8000, seed=seed + index)) for index in range(4)]
+    for utterance in frames:
+        stats.accumulate(utterance)
     stats.write(os.path.join(root, "cmvn.h5"))
     with open(os.path.join(root, "featurize.json"), "w") as out:
         json.dump(FEATURE_CONFIG, out)
-    net = build_model(config, dim, num_pdfs, overrides)
+    net = build_model(config, dim + ivector_dim, num_pdfs, overrides)
     counts = np.random.default_rng(seed).integers(1, 100, num_pdfs)
     context = [os.path.join(task["model"], name) for name in ("tree.json", "phones.txt")]
+    if ivector_dim:
+        context += write_random_extractor(root, np.concatenate(frames), ivector_dim, seed)
     return write_model_dir(os.path.join(root, "final"), net, model_config(config, overrides), counts,
                            os.path.join(root, "featurize.json"), os.path.join(root, "cmvn.h5"),
                            context_files=context)
@@ -52,6 +75,14 @@ NETWORKS = {
     "wblstm_mixture": ("wblstm", {"context": 2, "group": 3, "num_layers": 1, "num_cells": 6,
                                   "mixture_softmax": True}),
 }
+
+
+@pytest.fixture(scope="session")
+def ivector_model_dir(toy_task, tmp_path_factory):
+    """A windowed BLSTM reading 5-dim online i-vectors beside its features."""
+    root = tmp_path_factory.mktemp("ivector_model")
+    return make_model_dir(str(root), toy_task, "wblstm", {"context": 2, "group": 2, "num_layers": 1, "num_cells": 6},
+                          ivector_dim=5)
 
 
 @pytest.fixture(scope="session")

@@ -37,6 +37,8 @@ def test_package_layout_and_contents(package_dir, toy_task):
     weights = np.load(os.path.join(package_dir, "weights.npz"))
     assert "blstm1/forward/kernel" in weights.files and "softmax/bias" in weights.files
     lang_files = set(os.listdir(toy_task["lang"]))
+    assert "lexiconp.txt" in lang_files  # so lexicon.txt, which the aligner would not read, stays out
+    lang_files.discard("lexicon.txt")
     assert sorted(os.listdir(os.path.join(package_dir, "align"))) == sorted(
         {"align.json", "phones", "tree.json"} | lang_files & {"lang_options.json", "lexiconp.txt", "lexicon.txt",
                                                               "oov.txt", "phones.txt", "topo", "words.txt"})
@@ -119,3 +121,29 @@ def test_refusals(toy_task, model_dirs, tmp_path, copy_package):
         json.dump({"format": "something else"}, out)
     with pytest.raises(AsrkitError, match="expected 'asrkit-recognizer-package'"):
         load_package(broken)
+
+
+def test_a_model_with_online_ivectors(ivector_model_dir, toy_task, tmp_path):
+    """The package carries the extractor; batch and stream append the i-vectors asrkit-decode's path appends."""
+    from asrkit.frontend.config import FeatureConfig
+    from asrkit.frontend.features import FeatureExtractor
+    from asrkit.frontend.online_cmvn import normalize_online
+    from asrkit.ivector.append import OnlineIvectorAppender
+    from asrkit.nn.model_dir import load_acoustic_model
+
+    path = str(tmp_path / "pkg")
+    written = write_package(ivector_model_dir, toy_task["graph"], path)
+    assert written["ivectors"] and sorted(os.listdir(os.path.join(path, "ivector"))) == ["final.ie", "ivector.json"]
+    package = load_package(path)
+    model = load_acoustic_model(ivector_model_dir)
+    appender = OnlineIvectorAppender.from_model_dir(ivector_model_dir)
+    samples = speech_like(1.3, 8000, seed=6)
+    feats = FeatureExtractor(FeatureConfig.from_dict(model.feature_config))(samples)
+    seen = ~package.unseen
+    expected = model.log_likelihoods_normalized(appender.append("u", feats, model.cmvn.normalize(feats)))
+    np.testing.assert_allclose(log_likelihoods(package, samples)[:, seen], expected[:, seen], atol=1e-3)
+    online = model.log_likelihoods_normalized(appender.append("u", feats, normalize_online(model.cmvn, feats)))
+    stream = AcousticStream(package)
+    pieces = [stream.accept(samples[start : start + 700]) for start in range(0, len(samples), 700)]
+    pieces.append(stream.finish())
+    np.testing.assert_allclose(np.concatenate(pieces)[:, seen], online[:, seen], atol=1e-3)

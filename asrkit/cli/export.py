@@ -1,0 +1,71 @@
+"""asrkit-export: a trained model and its graph as one self-contained recognizer package."""
+
+import logging
+
+import click
+
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+
+COMMAND = "asrkit-export"
+
+logger = logging.getLogger(COMMAND)
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.argument("model_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("graph_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("package_dir", type=click.Path(file_okay=False))
+@click.option("--decode-dir", type=click.Path(exists=True, file_okay=False), default=None,
+              help="A dev decode dir of this model (asrkit-decode with an LM-weight sweep): its best_lmwt and "
+                   "prior_scale become the package's; the options below override them.")
+@click.option("--lm-weight", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="LM weight (the acoustic scale is its inverse).  [default: the decode dir's, else 10]")
+@click.option("--prior-scale", type=click.FloatRange(min=0), default=None,
+              help="Scale of the log priors divided out of the posteriors.  [default: the decode dir's, else 1]")
+@click.option("--beam", default=13.0, type=click.FloatRange(min=0, min_open=True), help="Decoding beam.")
+@click.option("--max-active", default=7000, type=click.IntRange(min=1), help="Most active states per frame.")
+@click.option("--min-active", default=200, type=click.IntRange(min=1), help="Fewest active states per frame.")
+@click.option("--lattice-beam", default=6.0, type=click.FloatRange(min=0, min_open=True),
+              help="Lattice beam (confidences and n-best lists come from the lattice).")
+@click.option("--cmvn-online", is_flag=True,
+              help="Normalise with online CMN in batch transcription too (a model decoded with asrkit-decode "
+                   "--cmvn-online); streaming always does, for models trained with the utterance or speaker mean.")
+@asrkit_command(COMMAND)
+def main(model_dir, graph_dir, package_dir, decode_dir, lm_weight, prior_scale, beam, max_active, min_active,
+         lattice_beam, cmvn_online):
+    """Export MODEL_DIR (asrkit-train-ce's final/) with GRAPH_DIR (utils/mkgraph for it) into PACKAGE_DIR.
+
+    The package holds the network as NumPy arrays, the front end and CMVN, priors, the graph as arrays, the
+    word table, what forced alignment needs for word times, and the decoding parameters (decode.json);
+    asrkit-transcribe and asrkit.Recognizer read it without TensorFlow.
+    """
+    import time
+
+    from asrkit.logs import summary_line
+    from asrkit.recognizer.package import decode_params_from_dir, write_package
+
+    start = time.monotonic()
+    params = {"beam": beam, "max_active": max_active, "min_active": min_active, "lattice_beam": lattice_beam,
+              "cmvn_online": cmvn_online}
+    if decode_dir:
+        params.update(decode_params_from_dir(decode_dir))
+        logger.info("from %s: LM weight %g, prior scale %g", decode_dir, params["lm_weight"], params["prior_scale"])
+    elif lm_weight is None:
+        logger.warning("no --decode-dir and no --lm-weight: LM weight 10 (acoustic scale 0.1, asrkit-decode's "
+                       "default), which is rarely the best; pass the dev decode dir")
+    params.update({key: value for key, value in (("lm_weight", lm_weight), ("prior_scale", prior_scale))
+                   if value is not None})
+    written = write_package(model_dir, graph_dir, package_dir, params)
+    if written["align"] is not None:
+        logger.warning("no forced alignment in the package (%s): word times will come from the lattice",
+                       written["align"])
+    final = written["params"]
+    logger.info(summary_line(COMMAND, "ok", package=written["package_dir"], pdfs=written["num_pdfs"],
+                             graph_states=written["graph_states"], lm_weight=f"{final['lm_weight']:g}",
+                             prior_scale=f"{final['prior_scale']:g}", word_times="lattice" if written["align"]
+                             else "alignment", ivectors=str(written["ivectors"]).lower(),
+                             seconds=f"{time.monotonic() - start:.1f}"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""asrkit-transcribe: audio files to text, word times and confidences with a recognizer package."""
+
+import logging
+import sys
+
+import click
+
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+
+COMMAND = "asrkit-transcribe"
+
+logger = logging.getLogger(COMMAND)
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.argument("package", type=click.Path(exists=True, file_okay=False))
+@click.argument("audio", nargs=-1)
+@click.option("--scp", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="A Kaldi wav.scp ('utt path' or 'utt command |' per line) of recordings to transcribe too.")
+@click.option("--sample-rate", type=click.IntRange(min=1), default=None,
+              help="Rate of the raw 16-bit little-endian mono PCM read from stdin for AUDIO '-'.  "
+                   "[default: the package's]")
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "ctm"]), default="text",
+              help="text: the words ('key words' with several inputs); json: one object per input and line "
+                   "with words, times and confidences; ctm: Kaldi's CTM (key channel start duration word "
+                   "confidence).")
+@click.option("--nbest", default=1, type=click.IntRange(min=1),
+              help="With --format json, the N best distinct word sequences of the lattice too.")
+@click.option("--lm-weight", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="LM weight instead of the package's.")
+@click.option("--prior-scale", type=click.FloatRange(min=0), default=None, help="Prior scale instead of the package's.")
+@click.option("--beam", type=click.FloatRange(min=0, min_open=True), default=None, help="Beam instead of the package's.")
+@click.option("--max-active", type=click.IntRange(min=1), default=None,
+              help="Most active states per frame instead of the package's.")
+@click.option("--max-fail-ratio", default=0.0, type=click.FloatRange(0, 1),
+              help="Fail (exit 1) when more than this share of the inputs cannot be read; the others are "
+                   "transcribed either way.")
+@asrkit_command(COMMAND)
+def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prior_scale, beam, max_active,
+         max_fail_ratio):
+    """Transcribe AUDIO files (wav, flac, mp3, ...; any sample rate, resampled; '-' for raw PCM on stdin)
+    and the recordings of --scp with PACKAGE (asrkit-export).
+
+    Transcripts go to stdout, logs to stderr.
+    """
+    import time
+
+    from asrkit.errors import AsrkitError
+    from asrkit.logs import summary_line
+    from asrkit.recognizer.recognizer import Recognizer
+
+    start = time.monotonic()
+    inputs = [(path, path) for path in audio]
+    if scp:
+        inputs += read_wav_scp(scp)
+    if not inputs:
+        raise click.UsageError("nothing to transcribe: give AUDIO files, '-' or --scp")
+    if sum(1 for _, spec in inputs if spec == "-") > 1:
+        raise click.UsageError("'-' (stdin) can be read only once")
+    recognizer = Recognizer(package, lm_weight=lm_weight, prior_scale=prior_scale, beam=beam, max_active=max_active)
+    logger.info("%s: %d pdfs, LM weight %g, prior scale %g, beam %g, %s", package, recognizer.package.num_pdfs,
+                recognizer.package.params["lm_weight"], recognizer.package.params["prior_scale"],
+                recognizer.package.params["beam"], recognizer.acoustic.cmvn.describe())
+    keyed = len(inputs) > 1 or bool(scp)
+    failed, audio_seconds, busy = [], 0.0, 0.0
+    for key, spec in inputs:
+        try:
+            samples = read_stdin(sample_rate) if spec == "-" else spec
+            began = time.monotonic()
+            result = recognizer.transcribe(samples, sample_rate=sample_rate if spec == "-" else None, nbest=nbest)
+            busy += time.monotonic() - began
+        except AsrkitError as error:
+            failed.append(key)
+            logger.error("%s: %s", key, error)
+            continue
+        audio_seconds += result.end - result.start
+        write_result(key, result, output_format, keyed)
+    fields = {"inputs": len(inputs), "failed": len(failed), "audio_seconds": f"{audio_seconds:.2f}",
+              "rtf": f"{busy / audio_seconds:.3f}" if audio_seconds else "0", "seconds": f"{time.monotonic() - start:.2f}"}
+    if len(failed) > max_fail_ratio * len(inputs):
+        raise AsrkitError(f"{len(failed)} of {len(inputs)} inputs could not be transcribed ({' '.join(failed[:5])}"
+                          f"{' ...' if len(failed) > 5 else ''}), more than --max-fail-ratio {max_fail_ratio:g}")
+    logger.info(summary_line(COMMAND, "ok", **fields))
+
+
+def read_wav_scp(path):
+    """[(utt, spec)] of a Kaldi wav.scp, refusing lines without a recording."""
+    from asrkit.errors import DataDirError
+
+    entries = []
+    with open(path, encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            fields = line.strip().split(maxsplit=1)
+            if len(fields) != 2:
+                raise DataDirError("expected 'utterance-id recording'", path, line_number)
+            entries.append((fields[0], fields[1]))
+    return entries
+
+
+def read_stdin(sample_rate):
+    """Raw 16-bit little-endian PCM from stdin, as int16 samples."""
+    import numpy as np
+
+    from asrkit.errors import AudioError
+
+    data = sys.stdin.buffer.read()
+    if len(data) % 2:
+        raise AudioError(f"{len(data)} bytes of raw 16-bit PCM: an odd count, so not 16-bit samples", source="-")
+    if not data:
+        raise AudioError("no samples on stdin", source="-")
+    return np.frombuffer(data, dtype="<i2").astype(np.int16)
+
+
+def write_result(key, result, output_format, keyed):
+    import json
+
+    if output_format == "json":
+        click.echo(json.dumps({"key": key, **result.to_dict()}))
+    elif output_format == "ctm":
+        for word in result.words:
+            click.echo(f"{key} 1 {word.start:.2f} {word.end - word.start:.2f} {word.word} {word.confidence:.3f}")
+    else:
+        click.echo(f"{key} {result.text}".rstrip() if keyed else result.text)
+
+
+if __name__ == "__main__":
+    main()

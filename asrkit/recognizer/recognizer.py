@@ -1,0 +1,198 @@
+"""Transcribing audio with a model package: `Recognizer(package_dir).transcribe(path_or_samples)`.
+
+    from asrkit import Recognizer
+    recognizer = Recognizer("exp/package")
+    result = recognizer.transcribe("hello.wav")
+    print(result.text, [(w.word, w.start, w.end, w.confidence) for w in result.words])
+
+The utterance's log-likelihoods (asrkit.recognizer.acoustic) are decoded into a lattice with asrkit's
+lattice decoder (asrkit.decode.lattice_faster) at the package's beams and acoustic scale 1 / LM weight,
+again at 4 x the beam when no path reaches a final state (asrkit-decode's retry), keeping the best
+partial path when even that fails.  From the lattice: the best path, each word's confidence
+(asrkit.decode.word_lattice.word_confidences: the posterior of the word around its time) and the n
+best distinct word sequences; word times come from forced alignment (asrkit.recognizer.word_times).
+"""
+
+import dataclasses
+import math
+import os
+
+import numpy as np
+
+from asrkit.decode import lattice_faster
+from asrkit.decode.word_lattice import nbest as lattice_nbest
+from asrkit.decode.word_lattice import word_confidences
+from asrkit.errors import AsrkitError
+from asrkit.recognizer.acoustic import acoustic_model
+from asrkit.recognizer.frontend import as_float_samples
+from asrkit.recognizer.package import DEFAULT_DECODE_PARAMS, load_package
+from asrkit.recognizer.word_times import WordAligner, frames_to_seconds, lattice_word_frames
+
+
+@dataclasses.dataclass
+class Word:
+    word: str
+    start: float  # seconds from the start of the audio
+    end: float
+    confidence: float
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class Alternative:
+    """One entry of an n-best list: its words and costs (graph + acoustic_scale x acoustic is the total)."""
+
+    text: str
+    cost: float
+    graph_cost: float
+    acoustic_cost: float
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class Result:
+    text: str
+    words: list  # of Word
+    start: float = 0.0  # seconds: the span of audio the result covers
+    end: float = 0.0
+    nbest: list = dataclasses.field(default_factory=list)  # of Alternative, best first (with nbest > 1)
+    is_final: bool = True
+
+    def to_dict(self):
+        return {"text": self.text, "words": [word.to_dict() for word in self.words], "start": self.start,
+                "end": self.end, "nbest": [entry.to_dict() for entry in self.nbest], "is_final": self.is_final}
+
+
+@dataclasses.dataclass
+class Decoded:
+    """A decoded stretch of log-likelihoods: the lattice (acoustic costs unscaled) and its best path."""
+
+    lattice: np.ndarray
+    num_states: int
+    path_rows: np.ndarray
+    word_ids: list
+    status: str  # "ok", "retried", "partial", "failed" or "empty" (asrkit.decode.decoder's statuses)
+
+
+def decode_loglikes(package, loglikes):
+    """Decode [T, num_pdfs] log-likelihoods with the package's graph and decode.json parameters -> Decoded."""
+    params = package.params
+    scale = package.acoustic_scale
+    if len(loglikes) == 0:
+        return Decoded(np.zeros((0, 6)), 0, np.zeros(0, np.int64), [], "empty")
+    costs = -scale * np.asarray(loglikes, np.float32)
+    status = "ok"
+    for beam in (float(params["beam"]), 4.0 * float(params["beam"])):
+        output = lattice_faster.decode(package.graph, costs, beam=beam, max_active=int(params["max_active"]),
+                                       min_active=int(params["min_active"]),
+                                       lattice_beam=float(params["lattice_beam"]))
+        if output.reached_final:
+            break
+        status = "retried"
+    if not output.reached_final:
+        status = "partial"  # every surviving token counted as final (Kaldi's --allow-partial)
+    lattice = output.lattice
+    lattice[:, 5] /= scale
+    rows = lattice_faster.best_path_rows(lattice, output.num_states, acoustic_scale=scale)
+    if not len(rows):
+        return Decoded(lattice, output.num_states, rows, [], "failed")
+    word_ids = [int(word) for word in lattice[rows, 3] if word != 0]
+    return Decoded(lattice, output.num_states, rows, word_ids, status)
+
+
+class Recognizer:
+    """A loaded package, ready to transcribe; param_overrides change decode.json's values (lm_weight,
+    prior_scale, beam, max_active, min_active, lattice_beam, cmvn_online)."""
+
+    def __init__(self, package_dir, **param_overrides):
+        unknown = sorted(set(param_overrides) - set(DEFAULT_DECODE_PARAMS))
+        if unknown:
+            raise AsrkitError(f"unknown decoding parameters: {', '.join(unknown)}; known: "
+                              f"{', '.join(sorted(DEFAULT_DECODE_PARAMS))}")
+        self.package = load_package(package_dir)
+        self.package.params.update({key: value for key, value in param_overrides.items() if value is not None})
+        if not float(self.package.params["lm_weight"]) > 0:
+            raise AsrkitError(f"the LM weight must be positive, not {self.package.params['lm_weight']}")
+        self.acoustic = acoustic_model(self.package)
+        self._aligner = None
+
+    @property
+    def sample_rate(self):
+        return self.package.sample_rate
+
+    @property
+    def aligner(self):
+        """The package's WordAligner (read on first use), or None without align/."""
+        if self._aligner is None and self.package.align_dir is not None:
+            self._aligner = WordAligner(self.package.align_dir)
+        return self._aligner
+
+    def load_audio(self, audio, sample_rate=None):
+        """float32 samples at the package's rate from a path (wav, flac, mp3, ...: asrkit.data.audio) or an array
+        (float in [-1, 1) or int16) at sample_rate (None: the package's)."""
+        if isinstance(audio, (str, bytes)) or hasattr(audio, "__fspath__"):
+            from asrkit.data.audio import AudioOptions, load_recording
+
+            options = AudioOptions(sample_rate=self.sample_rate, on_rate_mismatch="resample")
+            return load_recording(os.fsdecode(audio), options)
+        samples = as_float_samples(audio)
+        rate = int(sample_rate or self.sample_rate)
+        if rate != self.sample_rate:
+            from scipy.signal import resample_poly
+
+            divisor = math.gcd(rate, self.sample_rate)
+            samples = resample_poly(samples, self.sample_rate // divisor, rate // divisor).astype(np.float32)
+        return samples
+
+    def transcribe(self, audio, sample_rate=None, nbest=1):
+        """Result of one utterance: a path or samples (see load_audio); nbest > 1 fills Result.nbest."""
+        if nbest < 1:
+            raise ValueError(f"nbest must be at least 1, not {nbest}")
+        samples = self.load_audio(audio, sample_rate)
+        loglikes = self.acoustic.log_likelihoods(samples)
+        return self.result(loglikes, nbest=nbest, end=len(samples) / self.sample_rate)
+
+    def result(self, loglikes, nbest=1, start=0.0, end=None, is_final=True):
+        """The Result of decoding `loglikes` [T, num_pdfs] that start `start` seconds into the audio."""
+        package = self.package
+        decoded = decode_loglikes(package, loglikes)
+        end = start + len(loglikes) * package.frame_shift_s if end is None else end
+        if not decoded.word_ids:
+            return Result("", [], start, end, [], is_final)
+        words = [package.words[word] for word in decoded.word_ids]
+        lm_weight = float(package.params["lm_weight"])
+        confidences = _confidences(decoded, lm_weight)
+        frames = self.word_frames(words, loglikes, decoded)
+        shift = package.frame_shift_s
+        timed = [Word(word, round(start + frames_to_seconds(first, shift), 3),
+                      round(start + frames_to_seconds(last, shift), 3), round(confidence, 4))
+                 for word, (first, last), confidence in zip(words, frames, confidences)]
+        alternatives = []
+        if nbest > 1:
+            for entry in lattice_nbest(decoded.lattice, nbest, lm_weight):
+                alternatives.append(Alternative(" ".join(package.words[word] for word in entry.words),
+                                                round(entry.cost(lm_weight), 4), round(entry.graph_cost, 4),
+                                                round(entry.acoustic_cost, 4)))
+        return Result(" ".join(words), timed, start, end, alternatives, is_final)
+
+    def word_frames(self, words, loglikes, decoded):
+        """[(first, end)] frames of the words: forced alignment, or the lattice's label frames without it."""
+        aligner = self.aligner
+        if aligner is not None:
+            frames = aligner.word_frames(words, loglikes, self.package.acoustic_scale)
+            if frames is not None:
+                return frames
+        return lattice_word_frames(decoded.lattice, decoded.path_rows, len(loglikes))
+
+
+def _confidences(decoded, lm_weight):
+    """Each best-path word's confidence (a partial decode's lattice ends in every surviving token, so its
+    posteriors are those of the partial paths)."""
+    found = word_confidences(decoded.lattice, lm_weight)
+    if found is None or list(found[0]) != decoded.word_ids:
+        raise AsrkitError("internal error: the lattice's best path differs from the decoder's")
+    return found[1]

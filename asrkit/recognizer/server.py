@@ -121,8 +121,8 @@ class Session:
         if isinstance(value, dict) and set(value) == {"config"} and isinstance(value["config"], dict):
             self.configure(value["config"])
             return False
-        raise ProtocolError(f"unknown message {message[:60]!r}: expected {{\"config\": {{...}}}}, {{\"eof\": 1}} or EOF",
-                            CLOSE_UNSUPPORTED)
+        expected = '{"config": {...}}, {"eof": 1} or EOF'
+        raise ProtocolError(f"unknown message {message[:60]!r}: expected {expected}", CLOSE_UNSUPPORTED)
 
     def configure(self, config):
         if self.samples:
@@ -156,8 +156,9 @@ class Session:
         return [{"partial": self.stream.partial().text}]
 
     def finish(self):
+        seconds = round(self.samples / self.server.recognizer.sample_rate, 3)
         return [final_message(result) for result in self.stream.finish()] or \
-            [{"text": "", "result": [], "start": 0.0, "end": round(self.samples / self.server.recognizer.sample_rate, 3)}]
+            [{"text": "", "result": [], "start": 0.0, "end": seconds}]
 
 
 class RecognitionServer:

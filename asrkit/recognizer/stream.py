@@ -189,7 +189,7 @@ def recognize_pieces(stream, pieces):
 def pcm_pieces(handle, piece_bytes, source="-"):
     """int16 sample arrays of raw 16-bit little-endian mono PCM read from a binary file object as it arrives
     (read1: what is there, up to piece_bytes at a time, without waiting for a whole piece)."""
-    read = getattr(handle, "read1", handle.read)
+    read = handle.read1 if hasattr(handle, "read1") else handle.read
     carry = b""
     while True:
         data = read(piece_bytes)

@@ -52,6 +52,7 @@ def main(package_dir, host, port, allow_remote, max_connections, max_queue, max_
     from asrkit.recognizer.server import ServerConfig, check_host_allowed, serve_forever
 
     logger = logging.getLogger("asrkit-serve-recognizer")
+    logging.getLogger("websockets").setLevel(logging.WARNING)  # a line per connection opened and closed: too many
     check_host_allowed(host, allow_remote)  # before loading the package
     # The pool's threads (one per core) are the parallelism: BLAS threads of each on top would oversubscribe.
     threadpool_limits(1)

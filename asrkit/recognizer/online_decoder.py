@@ -41,12 +41,15 @@ class PartialPath:
 
 
 class OnlineDecoder:
-    """One segment decoded as its rows arrive; see the module docstring.  options: DecoderOptions."""
+    """One segment decoded as its rows arrive; see the module docstring.  options: DecoderOptions;
+    prune_above_tokens: the token storage size above which the lattice is pruned every 25 frames (which
+    bounds a segment's memory and leaves the lattice as it is; asrkit.decode.lattice_faster)."""
 
-    def __init__(self, graph, options, keep_rows=True):
+    def __init__(self, graph, options, keep_rows=True, prune_above_tokens=lattice_faster.PRUNE_ABOVE_TOKENS):
         self.graph = graph
         self.options = options
         self.keep_rows = keep_rows
+        self.prune_above_tokens = prune_above_tokens
         self._rows = []
         self.num_frames = 0  # frames given to advance() so far
         self._decoding = self._start(options.beam)
@@ -55,7 +58,8 @@ class OnlineDecoder:
     def _start(self, beam):
         o = self.options
         return lattice_faster.ResumableDecode(self.graph, beam=beam, max_active=o.max_active,
-                                              min_active=o.min_active, lattice_beam=o.lattice_beam)
+                                              min_active=o.min_active, lattice_beam=o.lattice_beam,
+                                              prune_above_tokens=self.prune_above_tokens)
 
     def _scaled(self, loglikes):
         # The same float32 product as GraphDecoder.decode's, so that the costs agree bit for bit.

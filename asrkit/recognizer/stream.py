@@ -46,6 +46,11 @@ from asrkit.recognizer.online_decoder import OnlineDecoder
 from asrkit.recognizer.results import Decoded, Result
 
 
+# A stream's decoder prunes its lattice once it holds this many tokens (about 20 MB with their links)
+# rather than at lattice_faster's default of 1M (about 150 MB): a server holds one per connection.
+STREAM_PRUNE_ABOVE_TOKENS = 1 << 17
+
+
 def decoder_options(package):
     """The package's decoding parameters as DecoderOptions, partial paths kept as Recognizer keeps them."""
     params = package.params
@@ -96,8 +101,12 @@ class RecognizerStream:
         self.segment_start = 0  # the open segment's first frame
         self._segment_samples = []  # the open segment's samples (float32 pieces), for the batch final pass
         self._segment_first_sample = 0
-        self._decoder = OnlineDecoder(package.graph, self.options, keep_rows=True)
+        self._decoder = self._new_decoder()
         self.finished = False
+
+    def _new_decoder(self):
+        return OnlineDecoder(self.package.graph, self.options, keep_rows=True,
+                             prune_above_tokens=STREAM_PRUNE_ABOVE_TOKENS)
 
     def accept(self, samples):
         """Feeds samples; returns the final Results of the segments that endpoints ended inside them."""
@@ -146,7 +155,7 @@ class RecognizerStream:
             decoded = decoded_segment(self._decoder.finalize(), self.package.acoustic_scale)
             result = self.recognizer.result(loglikes, start=start, end=end, decoded=decoded)
         self.segment_start = self.frames_in
-        self._decoder = OnlineDecoder(self.package.graph, self.options, keep_rows=True)
+        self._decoder = self._new_decoder()
         return result
 
     def partial(self):

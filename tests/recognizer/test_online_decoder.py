@@ -119,17 +119,23 @@ def test_online_decoders_result_is_graph_decoders_whatever_the_chunking(toy, see
     loglikes = toy_loglikes(tree, "ALPHA BRAVO CHARLIE DELTA ECHO GOLF ALPHA", seed, noise=2.0)
     expected = decoder.decode(loglikes)
     online = OnlineDecoder(decoder.graph_arrays, decoder.options)
+    # Pruned and compacted every 25 frames: the same lattice, and the back-pointers still lead home.
+    pruned = OnlineDecoder(decoder.graph_arrays, decoder.options, prune_above_tokens=0)
     start = 0
     for size in random_chunks(len(loglikes), np.random.default_rng(seed), largest=9):
         online.advance(loglikes[start:start + size])
+        pruned.advance(loglikes[start:start + size])
         start += size
-        assert online.num_frames == start
-    result = online.finalize()
-    assert expected.status == OK and result.status == OK
-    assert result.words == expected.words
-    assert (result.graph_cost, result.acoustic_cost, result.total_cost) == \
-        (expected.graph_cost, expected.acoustic_cost, expected.total_cost)
-    np.testing.assert_array_equal(result.lattice, expected.lattice)
+        assert online.num_frames == pruned.num_frames == start
+        ours, theirs = online.partial(), pruned.partial()
+        assert (ours.words, list(ours.pdfs), ours.cost) == (theirs.words, list(theirs.pdfs), theirs.cost)
+    assert len(loglikes) > 50
+    for result in (online.finalize(), pruned.finalize()):
+        assert expected.status == OK and result.status == OK
+        assert result.words == expected.words
+        assert (result.graph_cost, result.acoustic_cost, result.total_cost) == \
+            (expected.graph_cost, expected.acoustic_cost, expected.total_cost)
+        np.testing.assert_array_equal(result.lattice, expected.lattice)
 
 
 def test_no_final_state_at_the_beam_is_decoded_again_at_the_retry_beam_as_graph_decoder_does():

@@ -14,6 +14,10 @@ on one core, WER, and the package's graph load against parsing HCLG.fst.
   CMN), CPU seconds over audio seconds;
 - WER of both against --data's text, and asrkit's hypotheses against --reference-hyp (asrkit-decode's
   hyp.txt at the same parameters): they should agree closely;
+- word times: each correctly recognised word's start and end (a word the hypothesis shares with the
+  reference in their edit alignment) against forced alignment of the reference transcript on the same
+  log-likelihoods: the share within 2 frames, for the recogniser's times (forced alignment of its
+  hypothesis) and for the lattice's label frames (the fallback of a package without align/);
 - graph load: load_package's graph.npz against kaldifst's read of HCLG.fst and DecodingGraph.from_fst
   (--graph-dir, optional).
 
@@ -98,7 +102,10 @@ def cold_start_file(data_dir, utterance_ids, seconds, directory):
 
 
 def cold_starts(args, wav):
-    """{name: [wall seconds]} of fresh processes, asrkit and pocketsphinx interleaved."""
+    """({name: [wall seconds]}, {name: [CPU seconds]}, outputs) of fresh processes, asrkit and pocketsphinx
+    interleaved.  On a shared machine the wall time follows the load; the CPU time (user + system) much less."""
+    import resource
+
     env = {**os.environ, "PYTHONPATH": ROOT}
     commands = {
         "asrkit-transcribe": [sys.executable, "-m", "asrkit.cli.transcribe", args.package, wav],
@@ -106,20 +113,25 @@ def cold_starts(args, wav):
                          args.ps_lm_weight or "none"],
     }
     times = {name: [] for name in commands}
+    cpu = {name: [] for name in commands}
     outputs = {}
     for _ in range(args.repeats):
         for name, command in commands.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.monotonic()
             run = subprocess.run(command, capture_output=True, text=True, env=env)
             times[name].append(time.monotonic() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
             if run.returncode:
                 raise SystemExit(f"{name} failed: {run.stderr[-2000:]}")
             outputs[name] = run.stdout.strip()
-    return times, outputs
+    return times, cpu, outputs
 
 
 def asrkit_pass(args, audio):
-    """({utt: words}, cpu seconds) of asrkit.Recognizer over the utterances (one core, one BLAS thread)."""
+    """({utt: words}, cpu seconds, Recognizer) of asrkit.Recognizer over the utterances (one core, one BLAS
+    thread)."""
     from asrkit.recognizer.recognizer import Recognizer
 
     recognizer = Recognizer(args.package)
@@ -129,7 +141,39 @@ def asrkit_pass(args, audio):
     start = time.process_time()
     for utt, samples in audio.items():
         hyps[utt] = recognizer.transcribe(samples).text.split()
-    return hyps, time.process_time() - start
+    return hyps, time.process_time() - start, recognizer
+
+
+def word_time_agreement(recognizer, audio, refs, tolerance=2):
+    """{"alignment": share, "lattice": share, "words": n}: correctly recognised words whose start and end
+    frames are within `tolerance` frames of the reference transcript's forced alignment."""
+    import difflib
+
+    from asrkit.recognizer.recognizer import decode_loglikes
+    from asrkit.recognizer.word_times import lattice_word_frames
+
+    aligner = recognizer.aligner
+    within = {"alignment": 0, "lattice": 0}
+    total = 0
+    for utt, samples in audio.items():
+        loglikes = recognizer.acoustic.log_likelihoods(samples)
+        decoded = decode_loglikes(recognizer.package, loglikes)
+        words = [recognizer.package.words[word] for word in decoded.word_ids]
+        reference = aligner.word_frames(refs[utt], loglikes, recognizer.package.acoustic_scale)
+        hypothesis = aligner.word_frames(words, loglikes, recognizer.package.acoustic_scale)
+        if reference is None or hypothesis is None:
+            continue
+        candidates = {"alignment": hypothesis,
+                      "lattice": lattice_word_frames(decoded.lattice, decoded.path_rows, len(loglikes))}
+        matcher = difflib.SequenceMatcher(a=refs[utt], b=words, autojunk=False)
+        for block in matcher.get_matching_blocks():
+            for offset in range(block.size):
+                ref_frames = reference[block.a + offset]
+                total += 1
+                for name, frames in candidates.items():
+                    ours = frames[block.b + offset]
+                    within[name] += abs(ours[0] - ref_frames[0]) <= tolerance and abs(ours[1] - ref_frames[1]) <= tolerance
+    return {name: count / max(total, 1) for name, count in within.items()} | {"words": total}
 
 
 def pocketsphinx_pass(args, audio):
@@ -193,19 +237,20 @@ def main():
     utterance_ids = read_utterances(args.data, args.utterances)
     with tempfile.TemporaryDirectory() as directory:
         wav, seconds = cold_start_file(args.data, utterance_ids, args.seconds, directory)
-        times, outputs = cold_starts(args, wav)
+        times, cpu, outputs = cold_starts(args, wav)
     print(f"cold start, {seconds:.2f}-s file, {args.repeats} runs each:")
     for name, values in times.items():
-        print(f"  {name:18s} {spread(values)}: {outputs[name]!r}")
-    ratio = statistics.median(times["asrkit-transcribe"]) / statistics.median(times["pocketsphinx"])
-    print(f"  asrkit / pocketsphinx: {ratio:.2f}x")
+        print(f"  {name:18s} wall {spread(values)}, CPU {spread(cpu[name])}: {outputs[name]!r}")
+    for what, values in (("wall", times), ("CPU", cpu)):
+        ratio = statistics.median(values["asrkit-transcribe"]) / statistics.median(values["pocketsphinx"])
+        print(f"  asrkit / pocketsphinx, {what}: {ratio:.2f}x")
 
     os.sched_setaffinity(0, {args.core})
     threadpool_limits(1)
     package = load_package(args.package)
     audio = load_audio(args.data, utterance_ids, package.sample_rate)
     audio_seconds = sum(len(samples) for samples in audio.values()) / package.sample_rate
-    ours, our_cpu = asrkit_pass(args, audio)
+    ours, our_cpu, recognizer = asrkit_pass(args, audio)
     ps_audio = load_audio(args.data, utterance_ids, POCKETSPHINX_RATE)
     theirs, their_cpu = pocketsphinx_pass(args, ps_audio)
     refs = read_kaldi_text(os.path.join(args.data, "text"))
@@ -216,6 +261,11 @@ def main():
     if args.reference_hyp:
         reference = read_kaldi_text(args.reference_hyp)
         print(f"  asrkit against asrkit-decode's hypotheses: {wer_line(reference, ours)}")
+    if recognizer.aligner is not None:
+        agreement = word_time_agreement(recognizer, audio, refs)
+        print(f"  word times within 2 frames of the reference's forced alignment, {agreement['words']} correctly "
+              f"recognised words: {100 * agreement['alignment']:.1f}% (forced alignment of the hypothesis), "
+              f"{100 * agreement['lattice']:.1f}% (lattice label frames)")
     package_seconds, fst_seconds = graph_load_times(args)
     line = f"package load (graph.npz and the rest) {package_seconds:.2f} s"
     if fst_seconds is not None:

@@ -86,7 +86,8 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
                 continue
             samples = read_stdin(sample_rate) if spec == "-" else spec
             began = time.monotonic()
-            result = recognizer.transcribe(samples, sample_rate=sample_rate if spec == "-" else None, nbest=nbest)
+            result = recognizer.transcribe(samples, sample_rate=sample_rate if spec == "-" else None, nbest=nbest,
+                                           details=output_format != "text")
             busy += time.monotonic() - began
         except AsrkitError as error:
             failed.append(key)

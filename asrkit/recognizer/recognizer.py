@@ -13,7 +13,6 @@ partial path when even that fails.  From the lattice: the best path, each word's
 best distinct word sequences; word times come from forced alignment (asrkit.recognizer.word_times).
 """
 
-import math
 import os
 
 import numpy as np
@@ -26,6 +25,7 @@ from asrkit.recognizer.acoustic import acoustic_model
 from asrkit.recognizer.endpoint import silence_pdfs_of_package
 from asrkit.recognizer.frontend import as_float_samples
 from asrkit.recognizer.package import DEFAULT_DECODE_PARAMS, load_package
+from asrkit.recognizer.resample import resample
 from asrkit.recognizer.results import Alternative, Decoded, Result, Word  # noqa: F401 (also imported from here)
 from asrkit.recognizer.stream import RecognizerStream
 from asrkit.recognizer.word_times import WordAligner, frames_to_seconds, lattice_word_frames
@@ -85,31 +85,23 @@ class Recognizer:
         return self._aligner
 
     def load_audio(self, audio, sample_rate=None):
-        """float32 samples at the package's rate from a path (wav, flac, mp3, ...: asrkit.data.audio) or an array
-        (float in [-1, 1) or int16) at sample_rate (None: the package's)."""
+        """float32 samples at the package's rate from a path (wav, flac, mp3, ...: asrkit.data.audio; also a
+        wav.scp entry such as `command |`) or an array (float in [-1, 1) or int16) at sample_rate (None: the
+        package's).  Other rates are resampled as asrkit.data.audio does (asrkit.recognizer.resample)."""
         if isinstance(audio, (str, bytes)) or hasattr(audio, "__fspath__"):
-            from asrkit.data.audio import AudioOptions, load_recording
+            return read_audio(os.fsdecode(audio), self.sample_rate)
+        return resample(as_float_samples(audio), int(sample_rate or self.sample_rate), self.sample_rate)
 
-            options = AudioOptions(sample_rate=self.sample_rate, on_rate_mismatch="resample")
-            return load_recording(os.fsdecode(audio), options)
-        samples = as_float_samples(audio)
-        rate = int(sample_rate or self.sample_rate)
-        if rate != self.sample_rate:
-            from scipy.signal import resample_poly
-
-            divisor = math.gcd(rate, self.sample_rate)
-            samples = resample_poly(samples, self.sample_rate // divisor, rate // divisor).astype(np.float32)
-        return samples
-
-    def transcribe(self, audio, sample_rate=None, nbest=1):
-        """Result of one utterance: a path or samples (see load_audio); nbest > 1 fills Result.nbest."""
+    def transcribe(self, audio, sample_rate=None, nbest=1, details=True):
+        """Result of one utterance: a path or samples (see load_audio); nbest > 1 fills Result.nbest.
+        details=False leaves Result.words empty (the text alone: no forced alignment, no word posteriors)."""
         if nbest < 1:
             raise ValueError(f"nbest must be at least 1, not {nbest}")
         samples = self.load_audio(audio, sample_rate)
         loglikes = self.acoustic.log_likelihoods(samples)
-        return self.result(loglikes, nbest=nbest, end=len(samples) / self.sample_rate)
+        return self.result(loglikes, nbest=nbest, end=len(samples) / self.sample_rate, details=details)
 
-    def result(self, loglikes, nbest=1, start=0.0, end=None, is_final=True, decoded=None):
+    def result(self, loglikes, nbest=1, start=0.0, end=None, is_final=True, details=True, decoded=None):
         """The Result of decoding `loglikes` [T, num_pdfs] that start `start` seconds into the audio (decoded: their
         Decoded when already at hand, as a stream's incremental decoder gives it)."""
         package = self.package
@@ -118,6 +110,8 @@ class Recognizer:
         if not decoded.word_ids:
             return Result("", [], start, end, [], is_final)
         words = [package.words[word] for word in decoded.word_ids]
+        if not details and nbest == 1:
+            return Result(" ".join(words), [], start, end, [], is_final)
         lm_weight = float(package.params["lm_weight"])
         confidences = _confidences(decoded, lm_weight)
         frames = self.word_frames(words, loglikes, decoded)
@@ -151,6 +145,25 @@ class Recognizer:
             if frames is not None:
                 return frames
         return lattice_word_frames(decoded.lattice, decoded.path_rows, len(loglikes))
+
+
+def read_audio(spec, sample_rate):
+    """A recording (asrkit.data.audio.load_recording) at `sample_rate`: read at its own rate and resampled here,
+    so that scipy.signal is not imported; raw PCM and `command |` entries are read as asrkit.data.audio reads
+    them."""
+    import soundfile
+
+    from asrkit.data.audio import AudioOptions, is_pipe, load_recording
+
+    rate = None
+    if not is_pipe(spec) and os.path.isfile(spec):
+        try:
+            rate = soundfile.info(spec).samplerate
+        except (RuntimeError, soundfile.LibsndfileError):
+            rate = None  # load_recording says what is wrong with it
+    if rate is None:
+        return load_recording(spec, AudioOptions(sample_rate=sample_rate, on_rate_mismatch="resample"))
+    return resample(load_recording(spec, AudioOptions(sample_rate=rate)), rate, sample_rate)
 
 
 def _confidences(decoded, lm_weight):

@@ -152,3 +152,12 @@ def test_import_asrkit_stays_light():
             "assert Recognizer.__module__ == 'asrkit.recognizer.recognizer'")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ)
     assert result.returncode == 0, result.stderr
+
+
+def test_text_alone(package_dir):
+    recognizer = Recognizer(package_dir)
+    samples = speech_like(1.5, 8000, seed=0)
+    full = recognizer.transcribe(samples)
+    brief = recognizer.transcribe(samples, details=False)
+    assert brief.text == full.text and full.words and brief.words == [] and recognizer._aligner is not None
+    assert Recognizer(package_dir).transcribe(samples, details=False).text == full.text

@@ -1,0 +1,60 @@
+"""Rational-rate resampling equal to scipy.signal.resample_poly's default (polyphase FIR, Kaiser window, beta 5),
+without importing scipy.signal.
+
+Training and asrkit-decode read audio at another rate through asrkit.data.audio, which uses
+scipy.signal.resample_poly; recognition must see the same samples.  Importing scipy.signal takes longer
+(0.5-1.3 s here) than the rest of a short transcription's start-up, so the same filter and the same
+polyphase arithmetic are written out here (tests/recognizer/test_resample.py compares the two):
+the low-pass filter is a windowed sinc with cutoff 1 / max(up, down) of Nyquist and 20 x max(up, down) + 1
+taps (Kaiser window, beta 5, scaled to a DC gain of `up`), and output sample n is the filter's output at
+position n x down of the signal upsampled by `up` with zeros, delayed by half the filter.
+"""
+
+import math
+
+import numpy as np
+
+HALF_LENGTH_PER_RATE = 10  # taps on each side of the centre per unit of max(up, down) (scipy's choice)
+KAISER_BETA = 5.0
+CHUNK = 16384  # output samples per gather, to bound memory on long recordings
+
+
+def lowpass(up, down):
+    """The anti-aliasing filter of resample_poly(up, down): float64 [20 max(up, down) + 1]."""
+    max_rate = max(up, down)
+    cutoff = 1.0 / max_rate
+    num_taps = 2 * HALF_LENGTH_PER_RATE * max_rate + 1
+    positions = np.arange(num_taps) - 0.5 * (num_taps - 1)
+    taps = cutoff * np.sinc(cutoff * positions) * np.kaiser(num_taps, KAISER_BETA)
+    return taps / taps.sum() * up
+
+
+def resample(samples, rate, target_rate):
+    """float32 samples at `rate` -> float32 samples at `target_rate` (ceil(n x up / down) of them)."""
+    samples = np.asarray(samples, np.float32)
+    if rate == target_rate:
+        return samples
+    divisor = math.gcd(int(rate), int(target_rate))
+    up, down = int(target_rate) // divisor, int(rate) // divisor
+    taps = lowpass(up, down)
+    half_length = (len(taps) - 1) // 2
+    num_in = len(samples)
+    num_out = -(-num_in * up // down)
+    # The filter is delayed by half its length; scipy pads it in front to a whole number of output samples.
+    pre_pad = down - half_length % down
+    taps = np.concatenate([np.zeros(pre_pad), taps])
+    first = (half_length + pre_pad) // down
+    phases = -(-len(taps) // up)
+    # phase_taps[p, i] = taps[p + up * i]: the taps that meet input samples when the output lies at phase p.
+    phase_taps = np.zeros(phases * up)
+    phase_taps[: len(taps)] = taps
+    phase_taps = phase_taps.reshape(phases, up).T
+    padded = np.concatenate([np.zeros(phases - 1), samples.astype(np.float64), np.zeros(phases)])
+    output = np.empty(num_out, np.float32)
+    lags = np.arange(phases)
+    for start in range(0, num_out, CHUNK):
+        positions = (first + np.arange(start, min(start + CHUNK, num_out))) * down
+        base = positions // up + phases - 1
+        block = padded[np.minimum(base[:, None] - lags[None, :], len(padded) - 1)]
+        output[start : start + len(positions)] = np.einsum("ni,ni->n", phase_taps[positions % up], block)
+    return output

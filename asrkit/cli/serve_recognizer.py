@@ -31,13 +31,18 @@ from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
 @click.option("--workers", default=0, type=click.IntRange(min=0), help="Recognition threads (0: one per core).")
 @click.option("--max-utterance-seconds", default=20.0, type=click.FloatRange(min=0.0, min_open=True),
               help="Endpoint rule 5: a segment ends after this long whatever was said.")
+@click.option("--final-pass", type=click.Choice(["online", "batch"]), default=None,
+              help="How a segment's final result is made (asrkit.recognizer.stream): online, from the incremental "
+                   "decoder's lattice (least CPU and latency); batch, a fresh decode of the segment as batch "
+                   "transcription would (its CMVN mean too).  [default: batch for models trained with the "
+                   "utterance's mean, else online]")
 @click.option("--lm-weight", type=click.FloatRange(min=0.0, min_open=True),
               help="Override the package's LM weight (acoustic scale 1 / this).")
 @click.option("--beam", type=click.FloatRange(min=0.0, min_open=True), help="Override the package's beam.")
 @click.option("--max-active", type=click.IntRange(min=1), help="Override the package's max-active.")
 @asrkit_command("asrkit-serve-recognizer")
 def main(package_dir, host, port, allow_remote, max_connections, max_queue, max_message_bytes, max_stream_seconds,
-         idle_timeout, send_timeout, workers, max_utterance_seconds, lm_weight, beam, max_active):
+         idle_timeout, send_timeout, workers, max_utterance_seconds, final_pass, lm_weight, beam, max_active):
     """Serve recognition of PACKAGE_DIR (made by asrkit-export) over WebSockets until SIGINT or SIGTERM.
 
     A client sends binary 16-bit mono PCM at the package's sample rate and {"eof": 1} (or EOF) at the
@@ -59,7 +64,7 @@ def main(package_dir, host, port, allow_remote, max_connections, max_queue, max_
     recognizer = Recognizer(package_dir, lm_weight=lm_weight, beam=beam, max_active=max_active)
     endpoint = EndpointConfig.with_max_length(max_utterance_seconds, recognizer.package.frame_shift_s)
     config = ServerConfig(host, port, allow_remote, max_connections, max_queue, max_message_bytes, max_stream_seconds,
-                          idle_timeout, send_timeout, workers, endpoint)
+                          idle_timeout, send_timeout, workers, endpoint, final_pass)
 
     async def run():
         stop = asyncio.Event()

@@ -65,6 +65,7 @@ class ServerConfig:
     send_timeout: float = 10.0
     workers: int = 0  # recognition threads; 0: the machine's cores
     endpoint: object = None  # asrkit.recognizer.endpoint.EndpointConfig; None: Kaldi's rules
+    final_pass: str = None  # "online" or "batch" (asrkit.recognizer.stream); None: the stream's default
 
 
 class SlowReader(Exception):
@@ -104,7 +105,7 @@ class Session:
 
     def __init__(self, server):
         self.server = server
-        self.stream = server.recognizer.stream(endpoint=server.config.endpoint)
+        self.stream = server.recognizer.stream(endpoint=server.config.endpoint, final_pass=server.config.final_pass)
         self.samples = 0
         self.configured = False
 

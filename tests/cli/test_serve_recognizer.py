@@ -44,12 +44,13 @@ async def transcribe(port, audio):
 
 def test_the_server_process_serves_the_recognizers_results_and_stops_on_sigterm(package_dir):  # noqa: F811
     audio = (speech_like(2.5, 8000, seed=7) * 32767).astype("<i2")
-    stream = Recognizer(package_dir).stream(endpoint=EndpointConfig.with_max_length(1.0))
+    stream = Recognizer(package_dir).stream(endpoint=EndpointConfig.with_max_length(1.0), final_pass="online")
     expected = [final_message(result) for start in range(0, len(audio), 2000)
                 for result in stream.accept(audio[start:start + 2000])]
     expected += [final_message(result) for result in stream.finish()]
-    process = subprocess.Popen([sys.executable, "-m", "asrkit.cli.serve_recognizer", package_dir, "--port", "0",
-                                "--max-utterance-seconds", "1"], stderr=subprocess.PIPE, text=True, cwd=ROOT,
+    command = [sys.executable, "-m", "asrkit.cli.serve_recognizer", package_dir, "--port", "0",
+               "--max-utterance-seconds", "1", "--final-pass", "online"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                                env={**os.environ, "PYTHONPATH": ROOT})
     try:
         port = listening_port(process)

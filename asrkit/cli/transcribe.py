@@ -1,5 +1,6 @@
 """asrkit-transcribe: audio files to text, word times and confidences with a recognizer package."""
 
+import json
 import logging
 import sys
 
@@ -35,9 +36,17 @@ logger = logging.getLogger(COMMAND)
 @click.option("--max-fail-ratio", default=0.0, type=click.FloatRange(0, 1),
               help="Fail (exit 1) when more than this share of the inputs cannot be read; the others are "
                    "transcribed either way.")
+@click.option("--streaming", is_flag=True,
+              help="Recognise as the audio arrives (stdin '-' as it is written, files in 0.1 s pieces): a final "
+                   "result per segment that Kaldi's endpoint rules end (trailing silence after speech, 20 s at "
+                   "most), in --format, with times from the input's start; partial hypotheses as they change, "
+                   "on stderr ('partial: [key ]words'), or with --format json as JSON lines with is_final false "
+                   "on stdout.  Stdin must be at the package's sample rate.")
+@click.option("--max-utterance-seconds", default=20.0, type=click.FloatRange(min=0.0, min_open=True),
+              help="With --streaming: a segment ends after this long whatever was said (endpoint rule 5).")
 @asrkit_command(COMMAND)
 def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prior_scale, beam, max_active,
-         max_fail_ratio):
+         max_fail_ratio, streaming, max_utterance_seconds):
     """Transcribe AUDIO files (wav, flac, mp3, ...; any sample rate, resampled; '-' for raw PCM on stdin)
     and the recordings of --scp with PACKAGE (asrkit-export).
 
@@ -47,6 +56,7 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
 
     from asrkit.errors import AsrkitError
     from asrkit.logs import summary_line
+    from asrkit.recognizer.endpoint import EndpointConfig
     from asrkit.recognizer.recognizer import Recognizer
 
     start = time.monotonic()
@@ -57,6 +67,8 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
         raise click.UsageError("nothing to transcribe: give AUDIO files, '-' or --scp")
     if sum(1 for _, spec in inputs if spec == "-") > 1:
         raise click.UsageError("'-' (stdin) can be read only once")
+    if streaming and nbest > 1:
+        raise click.UsageError("--nbest needs the whole recording: it cannot be combined with --streaming")
     recognizer = Recognizer(package, lm_weight=lm_weight, prior_scale=prior_scale, beam=beam, max_active=max_active)
     logger.info("%s: %d pdfs, LM weight %g, prior scale %g, beam %g, %s", package, recognizer.package.num_pdfs,
                 recognizer.package.params["lm_weight"], recognizer.package.params["prior_scale"],
@@ -65,6 +77,13 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
     failed, audio_seconds, busy = [], 0.0, 0.0
     for key, spec in inputs:
         try:
+            if streaming:
+                began = time.monotonic()
+                endpoint = EndpointConfig.with_max_length(max_utterance_seconds, recognizer.package.frame_shift_s)
+                audio_seconds += transcribe_streaming(recognizer, key, spec, sample_rate, output_format, keyed,
+                                                      endpoint)
+                busy += time.monotonic() - began
+                continue
             samples = read_stdin(sample_rate) if spec == "-" else spec
             began = time.monotonic()
             result = recognizer.transcribe(samples, sample_rate=sample_rate if spec == "-" else None, nbest=nbest,
@@ -114,9 +133,33 @@ def read_stdin(sample_rate):
     return np.frombuffer(data, dtype="<i2").astype(np.int16)
 
 
-def write_result(key, result, output_format, keyed):
-    import json
+def transcribe_streaming(recognizer, key, spec, sample_rate, output_format, keyed, endpoint):
+    """Streams one input through recognizer.stream(), writing results as they come; returns its seconds."""
+    from asrkit.errors import AudioError
+    from asrkit.recognizer.stream import pcm_pieces, recognize_pieces, sample_pieces
 
+    rate = recognizer.sample_rate
+    piece = int(0.1 * rate)
+    if spec == "-":
+        if sample_rate not in (None, rate):
+            raise AudioError(f"--streaming reads stdin at the package's rate, {rate} Hz, not {sample_rate} "
+                             "(resample it before, e.g. with sox)", source="-")
+        pieces = pcm_pieces(sys.stdin.buffer, 2 * piece)
+    else:
+        pieces = sample_pieces(recognizer.load_audio(spec), piece)
+    stream = recognizer.stream(endpoint=endpoint)
+    for result in recognize_pieces(stream, pieces):
+        if result.is_final:
+            write_result(key, result, output_format, keyed)
+        elif output_format == "json":
+            click.echo(json.dumps({"key": key, **result.to_dict()}))
+        else:
+            click.echo(f"partial: {key + ' ' if keyed else ''}{result.text}", err=True)
+        sys.stdout.flush()
+    return stream.samples_in / rate
+
+
+def write_result(key, result, output_format, keyed):
     if output_format == "json":
         click.echo(json.dumps({"key": key, **result.to_dict()}))
     elif output_format == "ctm":

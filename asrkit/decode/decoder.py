@@ -104,13 +104,7 @@ class GraphDecoder:
         o = self.options
         output = lattice_faster.decode(self.graph_arrays, -scaled, beam=beam, max_active=o.max_active,
                                        min_active=o.min_active, lattice_beam=o.lattice_beam)
-        if not output.reached_final and not o.allow_partial:
-            return False, None, None
-        # When no token is final, every surviving token counts as final (Kaldi's partial path).
-        best = lattice_faster.best_path(output.lattice, output.num_states)
-        if best is None:
-            return False, None, None
-        return output.reached_final, best, output
+        return lattice_best_path(output, o.allow_partial)
 
     def decode(self, loglikes, acoustic_scale=None):
         """Decode one [frames, num_pdfs] matrix of unscaled log-likelihoods; returns UtteranceResult.
@@ -132,14 +126,31 @@ class GraphDecoder:
             if reached:
                 break
             status = RETRIED
-        if not reached:
-            if best is None:
-                return UtteranceResult(FAILED, [], num_frames, beam=beam)
-            status = PARTIAL
-        words, graph_cost, scaled_acoustic = best
-        result = UtteranceResult(status, words, num_frames, graph_cost, scaled_acoustic / scale, beam,
-                                 graph_cost + scaled_acoustic)
-        if output is not None:
-            result.lattice = output.lattice
-            result.lattice[:, 5] /= scale
-        return result
+        return utterance_result(status, reached, best, output, num_frames, beam, scale)
+
+
+def lattice_best_path(output, allow_partial):
+    """(reached a final state, (words, graph cost, scaled acoustic cost) or None, output) of a LatticeOutput
+    of asrkit.decode.lattice_faster, as GraphDecoder's lattice path reads it."""
+    if not output.reached_final and not allow_partial:
+        return False, None, None
+    # When no token is final, every surviving token counts as final (Kaldi's partial path).
+    best = lattice_faster.best_path(output.lattice, output.num_states)
+    if best is None:
+        return False, None, None
+    return output.reached_final, best, output
+
+
+def utterance_result(status, reached, best, output, num_frames, beam, scale):
+    """The UtteranceResult of the last decoding pass (status OK or RETRIED before it is known to have failed)."""
+    if not reached:
+        if best is None:
+            return UtteranceResult(FAILED, [], num_frames, beam=beam)
+        status = PARTIAL
+    words, graph_cost, scaled_acoustic = best
+    result = UtteranceResult(status, words, num_frames, graph_cost, scaled_acoustic / scale, beam,
+                             graph_cost + scaled_acoustic)
+    if output is not None:
+        result.lattice = output.lattice
+        result.lattice[:, 5] /= scale
+    return result

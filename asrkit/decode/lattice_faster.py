@@ -48,8 +48,11 @@ import numpy as np
 
 FINAL = -1
 
-# Token rows: int32 (state, first link) and float64 (cost, extra cost).
-T_STATE, T_LINKS = 0, 1
+# Token rows: int32 (state, first link, back-pointer: the token its best cost came from, and that arc's input
+# and output labels) and float64 (cost, extra cost).  The back-pointers give the best partial path in
+# O(frames) while decoding goes on (Kaldi's LatticeFasterOnlineDecoder keeps them for the same reason).
+T_STATE, T_LINKS, T_BACK, T_BACK_ILABEL, T_BACK_OLABEL = 0, 1, 2, 3, 4
+TOKEN_INTS = 5
 T_COST, T_EXTRA = 0, 1
 # Link rows: int32 (target token, next link of the same source, input label, output label) and float64
 # (graph cost, acoustic cost).
@@ -174,17 +177,28 @@ def _set_link(link_i, link_f, index, tok_i, src, dst, ilabel, olabel, graph, aco
 def _set_token(tok_i, tok_f, index, state, cost):
     tok_i[index, T_STATE] = state
     tok_i[index, T_LINKS] = -1
+    tok_i[index, T_BACK] = -1
+    tok_i[index, T_BACK_ILABEL] = 0
+    tok_i[index, T_BACK_OLABEL] = 0
     tok_f[index, T_COST] = cost
     tok_f[index, T_EXTRA] = 0.0
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _set_back(tok_i, token, source, ilabel, olabel):
+    tok_i[token, T_BACK] = source
+    tok_i[token, T_BACK_ILABEL] = ilabel
+    tok_i[token, T_BACK_OLABEL] = olabel
 
 
 # The hot loops write into arrays sized beforehand: growing them inside the loops (rebinding the
 # arrays) costs reference-count traffic on every arc, which halved the speed.
 @numba.njit(cache=True, nogil=True)
-def _emitting(g_emit_begin, g_emit_ilabel, g_emit_olabel, g_emit_weight, g_emit_target, costs, frame,
+def _emitting(g_emit_begin, g_emit_ilabel, g_emit_olabel, g_emit_weight, g_emit_target, frame_costs,
               tok_i, tok_f, num_tokens, link_i, link_f, num_links, begin, state_token,
               beam, max_active, min_active, beam_delta):
-    """Tokens of frame+1 from those of `frame` (rows begin..num_tokens-1); returns the arrays and next cutoff."""
+    """Tokens of the next frame from those of this one (rows begin..num_tokens-1), frame_costs being the
+    next frame's acoustic costs; returns the arrays and the next frame's cutoff."""
     end = num_tokens
     cutoff, adaptive_beam, best = _cutoff(tok_f, begin, end, beam, max_active, min_active, beam_delta)
     bound = 0  # at most a token and a link per arc leaving the tokens within the cutoff
@@ -199,7 +213,7 @@ def _emitting(g_emit_begin, g_emit_ilabel, g_emit_olabel, g_emit_weight, g_emit_
     next_cutoff = np.inf
     state = tok_i[best, T_STATE]
     for arc in range(g_emit_begin[state], g_emit_begin[state + 1]):
-        cost = (tok_f[best, T_COST] + g_emit_weight[arc]) + costs[frame, g_emit_ilabel[arc] - 1]
+        cost = (tok_f[best, T_COST] + g_emit_weight[arc]) + frame_costs[g_emit_ilabel[arc] - 1]
         if cost + adaptive_beam < next_cutoff:
             next_cutoff = cost + adaptive_beam
     for token in range(begin, end):
@@ -208,7 +222,7 @@ def _emitting(g_emit_begin, g_emit_ilabel, g_emit_olabel, g_emit_weight, g_emit_
             continue
         state = tok_i[token, T_STATE]
         for arc in range(g_emit_begin[state], g_emit_begin[state + 1]):
-            acoustic = costs[frame, g_emit_ilabel[arc] - 1]
+            acoustic = frame_costs[g_emit_ilabel[arc] - 1]
             graph = g_emit_weight[arc]
             cost = (token_cost + graph) + acoustic
             if not cost < next_cutoff:
@@ -220,10 +234,12 @@ def _emitting(g_emit_begin, g_emit_ilabel, g_emit_olabel, g_emit_weight, g_emit_
             if found < 0:
                 found = num_tokens
                 _set_token(tok_i, tok_f, found, target, cost)
+                _set_back(tok_i, found, token, g_emit_ilabel[arc], g_emit_olabel[arc])
                 num_tokens += 1
                 state_token[target] = found
             elif cost < tok_f[found, T_COST]:
                 tok_f[found, T_COST] = cost
+                _set_back(tok_i, found, token, g_emit_ilabel[arc], g_emit_olabel[arc])
             _set_link(link_i, link_f, num_links, tok_i, token, found, g_emit_ilabel[arc], g_emit_olabel[arc],
                       graph, acoustic)
             num_links += 1
@@ -271,11 +287,13 @@ def _nonemitting(g_eps_begin, g_eps_olabel, g_eps_weight, g_eps_target, tok_i, t
             if found < 0:
                 found = num_tokens
                 _set_token(tok_i, tok_f, found, target, cost)
+                _set_back(tok_i, found, token, 0, g_eps_olabel[arc])
                 num_tokens += 1
                 state_token[target] = found
                 push = True
             elif cost < tok_f[found, T_COST]:
                 tok_f[found, T_COST] = cost
+                _set_back(tok_i, found, token, 0, g_eps_olabel[arc])
                 push = True
             _set_link(link_i, link_f, num_links, tok_i, token, found, 0, g_eps_olabel[arc], graph, 0.0)
             num_links += 1
@@ -352,7 +370,7 @@ def _compact(tok_i, tok_f, num_tokens, link_i, link_f, frame_begin, newest):
         if token >= frame_begin[newest] or tok_f[token, T_EXTRA] < np.inf:
             new_id[token] = kept
             kept += 1
-    new_tok_i = np.empty((kept + kept // 2 + 1024, 2), dtype=np.int32)
+    new_tok_i = np.empty((kept + kept // 2 + 1024, TOKEN_INTS), dtype=np.int32)
     new_tok_f = np.empty((kept + kept // 2 + 1024, 2), dtype=np.float64)
     num_links = 0
     for token in range(num_tokens):
@@ -370,7 +388,10 @@ def _compact(tok_i, tok_f, num_tokens, link_i, link_f, frame_begin, newest):
         target = new_id[token]
         if target < 0:
             continue
-        new_tok_i[target, T_STATE] = tok_i[token, T_STATE]
+        new_tok_i[target] = tok_i[token]
+        # A live token's best predecessor is live (its extra cost is at most the token's); -1 guards the rest.
+        if tok_i[token, T_BACK] >= 0:
+            new_tok_i[target, T_BACK] = new_id[tok_i[token, T_BACK]]
         new_tok_f[target] = tok_f[token]
         previous = -1
         new_tok_i[target, T_LINKS] = -1
@@ -500,63 +521,115 @@ def _lattice_rows(tok_i, tok_f, num_tokens, link_i, link_f, last_begin, final, r
     return rows[:row], size
 
 
+# The decoder's scalar state between calls, as an int64 array that the kernels update in place.
+P_TOKENS, P_LINKS, P_FRAMES, P_PRUNED_BEFORE, P_TOKENS_CREATED, P_LINKS_CREATED, P_DEAD = range(7)
+
+
 @numba.njit(cache=True, nogil=True)
-def _decode(start, num_states, final, emit_begin, emit_ilabel, emit_olabel, emit_weight, emit_target,
-            eps_begin, eps_olabel, eps_weight, eps_target, costs, beam, max_active, min_active, beam_delta,
-            lattice_beam, prune_interval, prune_delta, prune_above_tokens):
-    num_frames = costs.shape[0]
-    tok_i = np.empty((4096, 2), dtype=np.int32)
+def _start(start, num_states, eps_begin, eps_olabel, eps_weight, eps_target):
+    """The storage with the start token and its epsilon closure (frame 0's tokens)."""
+    tok_i = np.empty((4096, TOKEN_INTS), dtype=np.int32)
     tok_f = np.empty((4096, 2), dtype=np.float64)
     link_i = np.empty((16384, 4), dtype=np.int32)
     link_f = np.empty((16384, 2), dtype=np.float64)
     queue = np.empty(1024, dtype=np.int64)
-    frame_begin = np.zeros(num_frames + 2, dtype=np.int64)
     state_token = np.full(num_states, -1, dtype=np.int32)
     _set_token(tok_i, tok_f, 0, start, 0.0)
-    num_tokens = 1
     state_token[start] = 0
-    num_links = 0
     tok_i, tok_f, num_tokens, link_i, link_f, num_links, queue = _nonemitting(
-        eps_begin, eps_olabel, eps_weight, eps_target, tok_i, tok_f, num_tokens, link_i, link_f, num_links,
-        0, state_token, np.inf, queue)
-    tokens_created, links_created = num_tokens, num_links
+        eps_begin, eps_olabel, eps_weight, eps_target, tok_i, tok_f, 1, link_i, link_f, 0, 0, state_token, np.inf,
+        queue)
     for token in range(num_tokens):
         state_token[tok_i[token, T_STATE]] = -1
-    pruned_before = 0
-    decoded = 0
-    for frame in range(num_frames):
+    progress = np.zeros(7, dtype=np.int64)
+    progress[P_TOKENS], progress[P_LINKS] = num_tokens, num_links
+    progress[P_TOKENS_CREATED], progress[P_LINKS_CREATED] = num_tokens, num_links
+    return tok_i, tok_f, link_i, link_f, queue, state_token, progress
+
+
+@numba.njit(cache=True, nogil=True)
+def _advance(emit_begin, emit_ilabel, emit_olabel, emit_weight, emit_target, eps_begin, eps_olabel, eps_weight,
+             eps_target, costs, tok_i, tok_f, link_i, link_f, queue, frame_begin, state_token, progress, beam,
+             max_active, min_active, beam_delta, lattice_beam, prune_interval, prune_delta, prune_above_tokens):
+    """Decodes the frames of `costs` after the progress[P_FRAMES] already decoded (frame_begin must have room
+    for them all plus 2); stops for good when a frame leaves no token (progress[P_DEAD])."""
+    num_tokens, num_links = progress[P_TOKENS], progress[P_LINKS]
+    for row in range(costs.shape[0]):
+        if progress[P_DEAD]:
+            break
+        frame = progress[P_FRAMES]
         if frame > 0 and frame % prune_interval == 0 and num_tokens > prune_above_tokens:
             frame_begin[frame + 1] = num_tokens
-            _prune(tok_i, tok_f, link_i, link_f, frame_begin, frame, pruned_before, lattice_beam, prune_delta,
-                   np.empty(0))
+            _prune(tok_i, tok_f, link_i, link_f, frame_begin, frame, progress[P_PRUNED_BEFORE], lattice_beam,
+                   prune_delta, np.empty(0))
             tok_i, tok_f, num_tokens, link_i, link_f, num_links = _compact(tok_i, tok_f, num_tokens, link_i, link_f,
                                                                            frame_begin, frame)
-            pruned_before = frame
+            progress[P_PRUNED_BEFORE] = frame
         begin = frame_begin[frame]
         frame_begin[frame + 1] = num_tokens
         links_before = num_links
         tok_i, tok_f, num_tokens, link_i, link_f, num_links, cutoff = _emitting(
-            emit_begin, emit_ilabel, emit_olabel, emit_weight, emit_target, costs, frame, tok_i, tok_f,
+            emit_begin, emit_ilabel, emit_olabel, emit_weight, emit_target, costs[row], tok_i, tok_f,
             num_tokens, link_i, link_f, num_links, begin, state_token, beam, max_active, min_active, beam_delta)
         tok_i, tok_f, num_tokens, link_i, link_f, num_links, queue = _nonemitting(
             eps_begin, eps_olabel, eps_weight, eps_target, tok_i, tok_f, num_tokens, link_i, link_f, num_links,
             frame_begin[frame + 1], state_token, cutoff, queue)
         for token in range(frame_begin[frame + 1], num_tokens):
             state_token[tok_i[token, T_STATE]] = -1
-        tokens_created += num_tokens - frame_begin[frame + 1]
-        links_created += num_links - links_before
+        progress[P_TOKENS_CREATED] += num_tokens - frame_begin[frame + 1]
+        progress[P_LINKS_CREATED] += num_links - links_before
         if num_tokens == frame_begin[frame + 1]:
-            break  # no token survived this frame (e.g. -inf log-likelihoods everywhere)
-        decoded += 1
-    if decoded < num_frames:
-        return np.empty((0, 6)), 0, False, tokens_created, links_created
+            progress[P_DEAD] = 1  # no token survived this frame (e.g. -inf log-likelihoods everywhere)
+        else:
+            progress[P_FRAMES] += 1
+    progress[P_TOKENS], progress[P_LINKS] = num_tokens, num_links
+    return tok_i, tok_f, link_i, link_f, queue
+
+
+@numba.njit(cache=True, nogil=True)
+def _finish(final, tok_i, tok_f, link_i, link_f, frame_begin, progress, lattice_beam):
+    """The final pruning and the lattice rows: (rows, number of lattice states, whether a final state was reached)."""
+    if progress[P_DEAD]:
+        return np.empty((0, 6)), 0, False
+    num_frames, num_tokens = progress[P_FRAMES], progress[P_TOKENS]
     frame_begin[num_frames + 1] = num_tokens
     last_begin = frame_begin[num_frames]
     base, reached = _final_base(tok_i, tok_f, last_begin, num_tokens, final)
     _prune(tok_i, tok_f, link_i, link_f, frame_begin, num_frames, 0, lattice_beam, 0.0, base)
-    rows, num_lattice_states = _lattice_rows(tok_i, tok_f, num_tokens, link_i, link_f, frame_begin[num_frames],
-                                             final, reached)
-    return rows, num_lattice_states, reached, tokens_created, links_created
+    rows, num_lattice_states = _lattice_rows(tok_i, tok_f, num_tokens, link_i, link_f, last_begin, final, reached)
+    return rows, num_lattice_states, reached
+
+
+@numba.njit(cache=True, nogil=True)
+def _trace_back(tok_i, tok_f, begin, end):
+    """Labels along the back-pointers from the cheapest of the tokens begin..end-1 to the start token, newest
+    first: ([input label, output label] per arc, that token's cost)."""
+    if end <= begin:
+        return np.empty((0, 2), dtype=np.int32), np.inf
+    best = begin + int(np.argmin(tok_f[begin:end, T_COST]))
+    length = 0
+    token = best
+    while tok_i[token, T_BACK] >= 0:
+        length += 1
+        token = tok_i[token, T_BACK]
+    labels = np.empty((length, 2), dtype=np.int32)
+    token = best
+    for index in range(length):
+        labels[index, 0] = tok_i[token, T_BACK_ILABEL]
+        labels[index, 1] = tok_i[token, T_BACK_OLABEL]
+        token = tok_i[token, T_BACK]
+    return labels, tok_f[best, T_COST]
+
+
+@numba.njit(cache=True, nogil=True)
+def _final_relative_cost(tok_i, tok_f, begin, end, final):
+    """Best (cost + final weight) minus best cost over the tokens begin..end-1; inf when none is final."""
+    best, best_final = np.inf, np.inf
+    for token in range(begin, end):
+        cost = tok_f[token, T_COST]
+        best = min(best, cost)
+        best_final = min(best_final, cost + final[tok_i[token, T_STATE]])
+    return best_final - best
 
 
 @numba.njit(cache=True, nogil=True)
@@ -594,21 +667,98 @@ def _best_path(rows, num_states, graph_scale, acoustic_scale):
     return result, best_cost
 
 
+class ResumableDecode:
+    """One utterance decoded in pieces: advance(costs) any number of times, then finish() once.
+
+    The frame loop is the one decode() runs, with its state kept here between calls, so the lattice does
+    not depend on how the frames were split.  Costs are what decode() takes.  partial_labels() and
+    final_relative_cost() read the newest frame's tokens while decoding goes on (for partial results and
+    endpointing).
+    """
+
+    def __init__(self, graph, beam=13.0, max_active=7000, min_active=200, lattice_beam=6.0, beam_delta=0.5,
+                 prune_interval=25, prune_scale=0.1, prune_above_tokens=PRUNE_ABOVE_TOKENS):
+        self.graph = graph
+        self._options = (float(beam), int(max_active), int(min_active), float(beam_delta), float(lattice_beam),
+                         int(prune_interval), float(lattice_beam * prune_scale), int(prune_above_tokens))
+        g = graph
+        (self._tok_i, self._tok_f, self._link_i, self._link_f, self._queue, self._state_token,
+         self._progress) = _start(g.start, g.num_states, g.eps_begin, g.eps_olabel, g.eps_weight, g.eps_target)
+        self._frame_begin = np.zeros(64, dtype=np.int64)
+        self._max_ilabel = graph.max_ilabel  # a pass over the arcs: once, not per call
+        self.finished = False
+
+    @property
+    def num_frames(self):
+        """Frames decoded so far (those after a frame that left no token are not)."""
+        return int(self._progress[P_FRAMES])
+
+    @property
+    def failed(self):
+        """Whether a frame left no token (the lattice will be empty)."""
+        return bool(self._progress[P_DEAD])
+
+    def advance(self, costs):
+        """Decodes the next frames: costs [n, num_pdfs] (n may be 0)."""
+        if self.finished:
+            raise RuntimeError("advance() after finish()")
+        costs = np.ascontiguousarray(costs, dtype=np.float32)
+        if costs.ndim != 2:
+            raise ValueError(f"costs must be [frames, pdfs], not of shape {costs.shape}")
+        if self._max_ilabel > costs.shape[1]:
+            raise ValueError(f"the graph has input label {self._max_ilabel} (pdf {self._max_ilabel - 1}) "
+                             f"but the log-likelihoods have {costs.shape[1]} columns")
+        needed = self.num_frames + len(costs) + 2
+        if needed > len(self._frame_begin):
+            grown = np.zeros(max(needed, 2 * len(self._frame_begin)), dtype=np.int64)
+            grown[: len(self._frame_begin)] = self._frame_begin
+            self._frame_begin = grown
+        g = self.graph
+        self._tok_i, self._tok_f, self._link_i, self._link_f, self._queue = _advance(
+            g.emit_begin, g.emit_ilabel, g.emit_olabel, g.emit_weight, g.emit_target, g.eps_begin, g.eps_olabel,
+            g.eps_weight, g.eps_target, costs, self._tok_i, self._tok_f, self._link_i, self._link_f, self._queue,
+            self._frame_begin, self._state_token, self._progress, *self._options)
+
+    def _newest(self):
+        return int(self._frame_begin[self.num_frames]), int(self._progress[P_TOKENS])
+
+    def partial_labels(self):
+        """The best partial path so far (the cheapest newest-frame token's, final weights not counted):
+        ([input label, output label] per arc, start first; its cost).  Empty after a frame left no token."""
+        if self.failed or self.finished:
+            return np.empty((0, 2), dtype=np.int32), np.inf
+        labels, cost = _trace_back(self._tok_i, self._tok_f, *self._newest())
+        return labels[::-1], float(cost)
+
+    def final_relative_cost(self):
+        """How much the best path that ends in a final state now costs more than the best path (inf: none is
+        final): Kaldi's FinalRelativeCost, which its endpoint rules read."""
+        if self.failed or self.finished:
+            return np.inf
+        return float(_final_relative_cost(self._tok_i, self._tok_f, *self._newest(), self.graph.final))
+
+    def finish(self):
+        """The final pruning; returns LatticeOutput (its lattice is empty when a frame left no token)."""
+        if self.finished:
+            raise RuntimeError("finish() called twice")
+        self.finished = True
+        rows, num_states, reached = _finish(self.graph.final, self._tok_i, self._tok_f, self._link_i, self._link_f,
+                                            self._frame_begin, self._progress, self._options[4])
+        output = LatticeOutput(bool(reached), rows, int(num_states), int(self._progress[P_TOKENS_CREATED]),
+                               int(self._progress[P_LINKS_CREATED]))
+        self._tok_i = self._tok_f = self._link_i = self._link_f = None  # the storage is spent: free it now
+        return output
+
+
 def decode(graph, costs, beam=13.0, max_active=7000, min_active=200, lattice_beam=6.0, beam_delta=0.5,
            prune_interval=25, prune_scale=0.1, prune_above_tokens=PRUNE_ABOVE_TOKENS):
     """Decode one utterance: costs [T, num_pdfs] are scaled negated log-likelihoods (the decoder's acoustic
     costs: -acoustic_scale x log-likelihood).  Returns LatticeOutput; its lattice is empty when a frame
     left no token at all."""
-    costs = np.ascontiguousarray(costs, dtype=np.float32)
-    if graph.max_ilabel > costs.shape[1]:
-        raise ValueError(f"the graph has input label {graph.max_ilabel} (pdf {graph.max_ilabel - 1}) but the "
-                         f"log-likelihoods have {costs.shape[1]} columns")
-    rows, num_states, reached, tokens, links = _decode(
-        graph.start, graph.num_states, graph.final, graph.emit_begin, graph.emit_ilabel, graph.emit_olabel,
-        graph.emit_weight, graph.emit_target, graph.eps_begin, graph.eps_olabel, graph.eps_weight,
-        graph.eps_target, costs, float(beam), int(max_active), int(min_active), float(beam_delta),
-        float(lattice_beam), int(prune_interval), float(lattice_beam * prune_scale), int(prune_above_tokens))
-    return LatticeOutput(bool(reached), rows, int(num_states), int(tokens), int(links))
+    decoding = ResumableDecode(graph, beam, max_active, min_active, lattice_beam, beam_delta, prune_interval,
+                               prune_scale, prune_above_tokens)
+    decoding.advance(costs)
+    return decoding.finish()
 
 
 def best_path(lattice, num_states=None, graph_scale=1.0, acoustic_scale=1.0):

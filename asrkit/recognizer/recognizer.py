@@ -13,7 +13,6 @@ partial path when even that fails.  From the lattice: the best path, each word's
 best distinct word sequences; word times come from forced alignment (asrkit.recognizer.word_times).
 """
 
-import dataclasses
 import os
 
 import numpy as np
@@ -23,59 +22,13 @@ from asrkit.decode.word_lattice import nbest as lattice_nbest
 from asrkit.decode.word_lattice import word_confidences
 from asrkit.errors import AsrkitError
 from asrkit.recognizer.acoustic import acoustic_model
+from asrkit.recognizer.endpoint import silence_pdfs_of_package
 from asrkit.recognizer.frontend import as_float_samples
 from asrkit.recognizer.package import DEFAULT_DECODE_PARAMS, load_package
 from asrkit.recognizer.resample import resample
+from asrkit.recognizer.results import Alternative, Decoded, Result, Word  # noqa: F401 (also imported from here)
+from asrkit.recognizer.stream import RecognizerStream
 from asrkit.recognizer.word_times import WordAligner, frames_to_seconds, lattice_word_frames
-
-
-@dataclasses.dataclass
-class Word:
-    word: str
-    start: float  # seconds from the start of the audio
-    end: float
-    confidence: float
-
-    def to_dict(self):
-        return dataclasses.asdict(self)
-
-
-@dataclasses.dataclass
-class Alternative:
-    """One entry of an n-best list: its words and costs (graph + acoustic_scale x acoustic is the total)."""
-
-    text: str
-    cost: float
-    graph_cost: float
-    acoustic_cost: float
-
-    def to_dict(self):
-        return dataclasses.asdict(self)
-
-
-@dataclasses.dataclass
-class Result:
-    text: str
-    words: list  # of Word
-    start: float = 0.0  # seconds: the span of audio the result covers
-    end: float = 0.0
-    nbest: list = dataclasses.field(default_factory=list)  # of Alternative, best first (with nbest > 1)
-    is_final: bool = True
-
-    def to_dict(self):
-        return {"text": self.text, "words": [word.to_dict() for word in self.words], "start": self.start,
-                "end": self.end, "nbest": [entry.to_dict() for entry in self.nbest], "is_final": self.is_final}
-
-
-@dataclasses.dataclass
-class Decoded:
-    """A decoded stretch of log-likelihoods: the lattice (acoustic costs unscaled) and its best path."""
-
-    lattice: np.ndarray
-    num_states: int
-    path_rows: np.ndarray
-    word_ids: list
-    status: str  # "ok", "retried", "partial", "failed" or "empty" (asrkit.decode.decoder's statuses)
 
 
 def decode_loglikes(package, loglikes):
@@ -148,10 +101,11 @@ class Recognizer:
         loglikes = self.acoustic.log_likelihoods(samples)
         return self.result(loglikes, nbest=nbest, end=len(samples) / self.sample_rate, details=details)
 
-    def result(self, loglikes, nbest=1, start=0.0, end=None, is_final=True, details=True):
-        """The Result of decoding `loglikes` [T, num_pdfs] that start `start` seconds into the audio."""
+    def result(self, loglikes, nbest=1, start=0.0, end=None, is_final=True, details=True, decoded=None):
+        """The Result of decoding `loglikes` [T, num_pdfs] that start `start` seconds into the audio (decoded: their
+        Decoded when already at hand, as a stream's incremental decoder gives it)."""
         package = self.package
-        decoded = decode_loglikes(package, loglikes)
+        decoded = decode_loglikes(package, loglikes) if decoded is None else decoded
         end = start + len(loglikes) * package.frame_shift_s if end is None else end
         if not decoded.word_ids:
             return Result("", [], start, end, [], is_final)
@@ -172,6 +126,16 @@ class Recognizer:
                                                 round(entry.cost(lm_weight), 4), round(entry.graph_cost, 4),
                                                 round(entry.acoustic_cost, 4)))
         return Result(" ".join(words), timed, start, end, alternatives, is_final)
+
+    def stream(self, endpoint=None, silence_pdfs=None, final_pass=None):
+        """A RecognizerStream (asrkit.recognizer.stream): endpoint, an EndpointConfig (None: Kaldi's rules);
+        silence_pdfs, the pdfs its rules count as silence (None: the package's); final_pass, how segments'
+        final results are made (None: the stream module's default)."""
+        if silence_pdfs is None:
+            if getattr(self, "_silence_pdfs", None) is None:
+                self._silence_pdfs = silence_pdfs_of_package(self.package.directory)
+            silence_pdfs = self._silence_pdfs
+        return RecognizerStream(self, endpoint, silence_pdfs, final_pass)
 
     def word_frames(self, words, loglikes, decoded):
         """[(first, end)] frames of the words: forced alignment, or the lattice's label frames without it."""

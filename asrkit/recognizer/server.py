@@ -1,0 +1,267 @@
+"""A WebSocket recognition server: many concurrent audio streams in, partial and final results out.
+
+Protocol (Vosk's server protocol as the model), one recognition stream per connection:
+
+- client -> server, optionally first: a text message `{"config": {"sample_rate": 16000}}`.  The sample
+  rate must be the package's (the server does not resample); other keys are refused.
+- client -> server: binary messages of 16-bit little-endian mono PCM (an even number of bytes each, at
+  most --max-message-bytes).
+- server -> client, after each binary message: the final result of every segment an endpoint ended
+  inside it, `{"text": "the words", "result": [{"word": "the", "start": 0.42, "end": 0.6, "conf": 0.97},
+  ...], "start": 0.0, "end": 2.31}` (times in seconds from the start of the stream), or, when no segment
+  ended, `{"partial": "the best path so far"}`.
+- client -> server: `{"eof": 1}` or the text `EOF` ends the audio; the server answers with the final
+  results of the segments still open (at least one message, possibly `{"text": "", "result": []...}`)
+  and closes the connection normally (code 1000).
+
+Errors are a text message `{"error": "what was wrong"}` followed by a close with a code saying why:
+1003 for data that is not the protocol (an odd byte count, text that is not a known message, a config
+after audio, another sample rate), 1009 for a message over --max-message-bytes (messages over twice
+that are refused by the WebSocket layer itself, with the same code and no JSON), 1008 for a stream
+over --max-stream-seconds of audio or a connection idle for --idle-timeout seconds, 1013 ("try again
+later") when --max-connections streams are already open, and 1011 when recognition itself failed.
+
+Recognition runs in a thread pool the size of the machine's cores (the decoder's numba kernels and
+NumPy's products release the GIL), never on the event loop.  Each connection has at most one piece of
+audio being recognised, and the WebSocket layer buffers at most --max-queue incoming messages per
+connection before it stops reading from the socket (TCP backpressure slows a client that sends faster
+than recognition), so memory is bounded by the connection limit.  A client that does not read its
+results is cut off once a send waits longer than --send-timeout (the WebSocket layer's write buffer
+is full).  A disconnect mid-stream drops the stream at once; nothing of it is kept.
+
+The server binds loopback (127.0.0.1) unless told otherwise; any other address needs allow_remote.
+"""
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import ipaddress
+import json
+import logging
+import os
+
+import numpy as np
+from websockets.asyncio.server import serve
+from websockets.exceptions import ConnectionClosed
+
+from asrkit.errors import AsrkitError
+
+logger = logging.getLogger(__name__)
+
+CLOSE_NORMAL, CLOSE_UNSUPPORTED, CLOSE_POLICY, CLOSE_TOO_BIG, CLOSE_INTERNAL, CLOSE_TRY_LATER = \
+    1000, 1003, 1008, 1009, 1011, 1013
+
+
+@dataclasses.dataclass
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 2700  # Vosk's port; 0 picks a free one
+    allow_remote: bool = False
+    max_connections: int = 32
+    max_queue: int = 8  # incoming messages buffered per connection
+    max_message_bytes: int = 1 << 20
+    max_stream_seconds: float = 3600.0
+    idle_timeout: float = 30.0
+    send_timeout: float = 10.0
+    workers: int = 0  # recognition threads; 0: the machine's cores
+    endpoint: object = None  # asrkit.recognizer.endpoint.EndpointConfig; None: Kaldi's rules
+    final_pass: str = None  # "online" or "batch" (asrkit.recognizer.stream); None: the stream's default
+
+
+class SlowReader(Exception):
+    """A send waited longer than the send timeout: the client is not reading its results."""
+
+
+class ProtocolError(Exception):
+    def __init__(self, message, code):
+        super().__init__(message)
+        self.code = code
+
+
+def is_loopback(host):
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name or "": not provably loopback
+        return False
+
+
+def check_host_allowed(host, allow_remote):
+    if not is_loopback(host) and not allow_remote:
+        raise AsrkitError(f"{host!r} is not a loopback address: serving other interfaces needs --allow-remote "
+                          "(the server has no authentication; put it behind something that has)")
+
+
+def final_message(result):
+    """A final Result as the protocol's JSON object."""
+    return {"text": result.text, "result": [{"word": word.word, "start": word.start, "end": word.end,
+                                             "conf": word.confidence} for word in result.words],
+            "start": round(result.start, 3), "end": round(result.end, 3)}
+
+
+class Session:
+    """One connection's stream and limits; the recognition calls run in the server's pool."""
+
+    def __init__(self, server):
+        self.server = server
+        self.stream = server.recognizer.stream(endpoint=server.config.endpoint, final_pass=server.config.final_pass)
+        self.samples = 0
+        self.configured = False
+
+    def text(self, message):
+        """A text message: returns whether it ends the audio."""
+        if message.strip() == "EOF":
+            return True
+        try:
+            value = json.loads(message)
+        except ValueError:
+            raise ProtocolError(f"text message is not JSON: {message[:40]!r}", CLOSE_UNSUPPORTED) from None
+        if isinstance(value, dict) and set(value) == {"eof"}:
+            return True
+        if isinstance(value, dict) and set(value) == {"config"} and isinstance(value["config"], dict):
+            self.configure(value["config"])
+            return False
+        expected = '{"config": {...}}, {"eof": 1} or EOF'
+        raise ProtocolError(f"unknown message {message[:60]!r}: expected {expected}", CLOSE_UNSUPPORTED)
+
+    def configure(self, config):
+        if self.samples:
+            raise ProtocolError("a config message after audio", CLOSE_UNSUPPORTED)
+        unknown = sorted(set(config) - {"sample_rate"})
+        if unknown:
+            raise ProtocolError(f"unknown config keys {unknown}: only sample_rate", CLOSE_UNSUPPORTED)
+        rate = self.server.recognizer.sample_rate
+        if "sample_rate" in config and config["sample_rate"] != rate:
+            raise ProtocolError(f"sample_rate {config['sample_rate']!r}: this model takes {rate} Hz audio",
+                                CLOSE_UNSUPPORTED)
+        self.configured = True
+
+    def audio(self, message):
+        """The int16 samples of a binary message, within the limits."""
+        limits = self.server.config
+        if len(message) > limits.max_message_bytes:
+            raise ProtocolError(f"message of {len(message)} bytes: at most {limits.max_message_bytes}", CLOSE_TOO_BIG)
+        if len(message) % 2:
+            raise ProtocolError(f"binary message of {len(message)} bytes: 16-bit PCM has an even number",
+                                CLOSE_UNSUPPORTED)
+        self.samples += len(message) // 2
+        if self.samples > limits.max_stream_seconds * self.server.recognizer.sample_rate:
+            raise ProtocolError(f"stream longer than {limits.max_stream_seconds:g} s", CLOSE_POLICY)
+        return np.frombuffer(message, dtype="<i2")
+
+    def accept(self, samples):
+        finals = self.stream.accept(samples)
+        if finals:
+            return [final_message(result) for result in finals]
+        return [{"partial": self.stream.partial().text}]
+
+    def finish(self):
+        seconds = round(self.samples / self.server.recognizer.sample_rate, 3)
+        return [final_message(result) for result in self.stream.finish()] or \
+            [{"text": "", "result": [], "start": 0.0, "end": seconds}]
+
+
+class RecognitionServer:
+    """The server over one Recognizer; `await start()` binds (port 0: a free one, then `.port`), `await stop()`."""
+
+    def __init__(self, recognizer, config):
+        check_host_allowed(config.host, config.allow_remote)
+        self.recognizer = recognizer
+        self.config = config
+        workers = config.workers or os.cpu_count() or 1
+        self.pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="recognize")
+        self.active = 0
+        self.served = 0
+        self.refused = 0
+        self.errors = 0
+        self._server = None
+
+    @property
+    def port(self):
+        return self._server.sockets[0].getsockname()[1]
+
+    async def start(self):
+        c = self.config
+        # The WebSocket layer refuses frames over twice our limit outright; between the two, Session.audio
+        # answers with a JSON error first.
+        self._server = await serve(self.handle, c.host, c.port, max_size=2 * c.max_message_bytes, max_queue=c.max_queue,
+                                   ping_interval=20, ping_timeout=20, close_timeout=5)
+        logger.info("listening on ws://%s:%d (%d recognition threads)", c.host, self.port, self.pool._max_workers)
+        return self
+
+    async def stop(self):
+        self._server.close()
+        await self._server.wait_closed()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+    async def handle(self, connection):
+        if self.active >= self.config.max_connections:
+            self.refused += 1
+            await self._error(connection, f"{self.active} streams open: at most {self.config.max_connections}",
+                              CLOSE_TRY_LATER)
+            return
+        self.active += 1
+        try:
+            await self._serve(connection)
+        finally:
+            self.active -= 1
+
+    async def _serve(self, connection):
+        loop = asyncio.get_running_loop()
+        try:
+            session = await loop.run_in_executor(self.pool, Session, self)
+            while True:
+                message = await asyncio.wait_for(connection.recv(), self.config.idle_timeout)
+                if isinstance(message, str):
+                    if session.text(message):
+                        await self._send(connection, await loop.run_in_executor(self.pool, session.finish))
+                        await connection.close(CLOSE_NORMAL)
+                        self.served += 1
+                        return
+                    continue
+                samples = session.audio(message)
+                await self._send(connection, await loop.run_in_executor(self.pool, session.accept, samples))
+        except ConnectionClosed:
+            logger.debug("%s: the client went away", connection.remote_address)
+        except SlowReader:
+            self.errors += 1
+            logger.info("%s: results unread for %g s: dropping the connection", connection.remote_address,
+                        self.config.send_timeout)
+            connection.transport.abort()
+        except ProtocolError as error:
+            self.errors += 1
+            await self._error(connection, str(error), error.code)
+        except TimeoutError:
+            self.errors += 1
+            await self._error(connection, f"no message for {self.config.idle_timeout:g} s", CLOSE_POLICY)
+        except Exception as error:  # noqa: BLE001 - any failure of recognition: tell the client, keep serving
+            self.errors += 1
+            logger.exception("%s: recognition failed", connection.remote_address)
+            await self._error(connection, f"recognition failed: {type(error).__name__}: {error}", CLOSE_INTERNAL)
+
+    async def _send(self, connection, messages):
+        for message in messages:
+            # A full write buffer makes send wait: a client that stops reading is cut off, not buffered for.
+            try:
+                await asyncio.wait_for(connection.send(json.dumps(message)), self.config.send_timeout)
+            except TimeoutError:
+                raise SlowReader() from None
+
+    async def _error(self, connection, text, code):
+        logger.info("%s: %s (closing with %d)", connection.remote_address, text, code)
+        try:
+            await asyncio.wait_for(connection.send(json.dumps({"error": text})), self.config.send_timeout)
+            await connection.close(code, text[:120])
+        except (ConnectionClosed, TimeoutError):
+            connection.transport.abort()
+
+
+async def serve_forever(recognizer, config, stop_event=None):
+    """Runs a RecognitionServer until stop_event (an asyncio.Event) is set; returns the server (its counts)."""
+    server = await RecognitionServer(recognizer, config).start()
+    try:
+        await (stop_event.wait() if stop_event is not None else asyncio.Future())
+    finally:
+        await server.stop()
+    return server

@@ -1,0 +1,220 @@
+"""Streaming recognition: audio in pieces, partial hypotheses while it comes, a final result per segment.
+
+    stream = Recognizer("exp/package").stream()
+    for piece in pieces:                      # float32 in [-1, 1) or int16, at the package's rate
+        for result in stream.accept(piece):   # segments an endpoint ended inside this piece
+            print(result.start, result.end, result.text)
+        print(stream.partial().text)          # the best path so far of the open segment
+    for result in stream.finish():            # the last segment(s)
+        print(result.text)
+
+The samples go through the package's streaming front end and network (asrkit.recognizer.acoustic
+.AcousticStream, whose recurrent state runs on across segments) into an incremental decoder
+(asrkit.recognizer.online_decoder).  After every frame the endpoint rules (asrkit.recognizer.endpoint;
+Kaldi's by default) look at the best partial path; when one fires the segment ends at that frame and
+the next frame starts a new one.  Since the rules are checked frame by frame, the segmentation does
+not depend on how the audio was cut into pieces.  A segment's final Result is made as
+Recognizer.transcribe makes one (best path, confidences from the lattice, word times by forced
+alignment), with times counted from the start of the stream, from one of two final passes:
+
+- "online": the incremental decoder's lattice, finalized at the endpoint: nothing is computed again,
+  so the final result comes as soon as the endpoint is seen.  With no endpoint inside the audio it
+  is the batch decoder's result for the same log-likelihoods.
+- "batch": the segment's samples through the batch front end and a fresh decode, i.e. exactly
+  Recognizer.transcribe of the segment's audio; it costs a batch transcription of the segment after
+  the endpoint.  This is the default for a model trained with the utterance's CMN mean (the recipes'
+  default): streaming can only estimate that mean online (asrkit.recognizer.frontend), and the model
+  recognises worse with the estimate (the voiceover recipe's wblstm sMBR model on 20 test
+  utterances: 63.9% WER with online CMN against 52.8% with the utterance's mean;
+  bench/recognizer_server.py), so the partial results come from online CMN and the final ones from
+  the segment's own mean.  For other models the two passes' front ends agree and "online" is the
+  default.
+
+Partial results are cheap (the decoder's back-pointers, no lattice): Result with the text, no words
+(words get times and confidences only in final results), start at the segment's start, end at the
+audio decoded so far, is_final False.
+"""
+
+import numpy as np
+
+from asrkit.decode import lattice_faster
+from asrkit.decode.decoder import DecoderOptions
+from asrkit.errors import AudioError
+from asrkit.recognizer.acoustic import AcousticStream
+from asrkit.recognizer.endpoint import EndpointConfig, EndpointDetector, silence_pdfs_of_package
+from asrkit.recognizer.frontend import as_float_samples
+from asrkit.recognizer.online_decoder import OnlineDecoder
+from asrkit.recognizer.results import Decoded, Result
+
+
+# A stream's decoder prunes its lattice once it holds this many tokens (about 20 MB with their links)
+# rather than at lattice_faster's default of 1M (about 150 MB): a server holds one per connection.
+STREAM_PRUNE_ABOVE_TOKENS = 1 << 17
+
+
+def decoder_options(package):
+    """The package's decoding parameters as DecoderOptions, partial paths kept as Recognizer keeps them."""
+    params = package.params
+    return DecoderOptions(acoustic_scale=package.acoustic_scale, beam=float(params["beam"]),
+                          max_active=int(params["max_active"]), min_active=int(params["min_active"]),
+                          lattice_beam=float(params["lattice_beam"]), allow_partial=True)
+
+
+def decoded_segment(outcome, scale):
+    """Recognizer's Decoded of an OnlineDecoder's UtteranceResult (its lattice's acoustic costs unscaled)."""
+    if outcome.lattice is None:
+        return Decoded(np.zeros((0, 6)), 0, np.zeros(0, np.int64), [], outcome.status)
+    rows = lattice_faster.best_path_rows(outcome.lattice, None, acoustic_scale=scale)
+    words = [int(word) for word in outcome.lattice[rows, 3] if word != 0]
+    return Decoded(outcome.lattice, int(outcome.lattice[:, :2].max()) + 1 if len(outcome.lattice) else 0, rows,
+                   words, outcome.status)
+
+
+def default_final_pass(recognizer):
+    """"batch" where the streaming front end's rows differ from the batch ones (a model trained with the
+    utterance's mean: streaming has online CMN), "online" where they are the same."""
+    cmvn = recognizer.acoustic.cmvn
+    return "batch" if cmvn.mean_norm == "utterance" and not cmvn.online else "online"
+
+
+class RecognizerStream:
+    """One audio stream; see the module docstring.  endpoint: EndpointConfig (None: Kaldi's rules at the
+    package's frame shift; EndpointConfig(rules=()) never ends a segment before finish()); silence_pdfs:
+    the pdfs the rules count as silence (None: the package's, asrkit.recognizer.endpoint); final_pass:
+    "online" (a segment's final result from the incremental decoder's lattice) or "batch" (from the
+    segment's samples, as Recognizer.transcribe would give it; None: default_final_pass)."""
+
+    def __init__(self, recognizer, endpoint=None, silence_pdfs=None, final_pass=None):
+        package = recognizer.package
+        self.recognizer = recognizer
+        self.package = package
+        self.options = decoder_options(package)
+        config = endpoint if endpoint is not None else EndpointConfig(frame_shift=package.frame_shift_s)
+        if silence_pdfs is None:
+            silence_pdfs = silence_pdfs_of_package(package.directory)
+        self.detector = EndpointDetector(config, silence_pdfs, package.num_pdfs)
+        self.final_pass = final_pass or default_final_pass(recognizer)
+        if self.final_pass not in ("online", "batch"):
+            raise ValueError(f"final_pass must be 'online' or 'batch', not {self.final_pass!r}")
+        self.acoustic = AcousticStream(package)
+        self.samples_in = 0
+        self.frames_in = 0  # log-likelihood rows decoded, all segments together
+        self.segment_start = 0  # the open segment's first frame
+        self._segment_samples = []  # the open segment's samples (float32 pieces), for the batch final pass
+        self._segment_first_sample = 0
+        self._decoder = self._new_decoder()
+        self.finished = False
+
+    def _new_decoder(self):
+        return OnlineDecoder(self.package.graph, self.options, keep_rows=True,
+                             prune_above_tokens=STREAM_PRUNE_ABOVE_TOKENS)
+
+    def accept(self, samples):
+        """Feeds samples; returns the final Results of the segments that endpoints ended inside them."""
+        if self.finished:
+            raise RuntimeError("accept() after finish()")
+        samples = as_float_samples(np.asarray(samples))
+        self.samples_in += len(samples)
+        if self.final_pass == "batch":
+            self._segment_samples.append(samples)
+        return self.accept_loglikes(self.acoustic.accept(samples))
+
+    def accept_loglikes(self, rows):
+        """Decodes log-likelihood rows [n, num_pdfs] (the acoustic model's, unscaled) as accept() does those of
+        its samples; returns the final Results of the segments ended inside them (from the incremental
+        decoder's lattice: there are no samples for a batch final pass)."""
+        if self.finished:
+            raise RuntimeError("accept_loglikes() after finish()")
+        results = []
+        for frame in range(len(rows)):
+            self._decoder.advance(rows[frame:frame + 1])
+            self.frames_in += 1
+            if self.detector.rule_fired(self._decoder.partial()):
+                results.append(self._end_segment())
+        return results
+
+    def _segment_audio(self, last_sample):
+        """The open segment's samples up to last_sample (absolute, exclusive); keeps the rest for the next."""
+        pieces = np.concatenate(self._segment_samples) if self._segment_samples else np.zeros(0, np.float32)
+        cut = max(0, last_sample - self._segment_first_sample)
+        self._segment_samples = [pieces[cut:]] if cut < len(pieces) else []
+        self._segment_first_sample += cut
+        return pieces[:cut]
+
+    def _end_segment(self, end_time=None):
+        shift = self.package.frame_shift_s
+        start = self.segment_start * shift
+        end = self.frames_in * shift if end_time is None else end_time
+        last_sample = self.samples_in if end_time is not None else round(end * self.package.sample_rate)
+        samples = self._segment_audio(last_sample) if self.final_pass == "batch" else None
+        if samples is not None and len(samples):
+            # A fresh decode of the segment's own rows (batch CMVN): the online decoder's lattice is not used.
+            loglikes = self.recognizer.acoustic.log_likelihoods(samples)
+            result = self.recognizer.result(loglikes, start=start, end=end)
+        else:
+            loglikes = self._decoder.loglikes()
+            decoded = decoded_segment(self._decoder.finalize(), self.package.acoustic_scale)
+            result = self.recognizer.result(loglikes, start=start, end=end, decoded=decoded)
+        self.segment_start = self.frames_in
+        self._decoder = self._new_decoder()
+        return result
+
+    def partial(self):
+        """The open segment's best path so far as a Result with is_final False (text only)."""
+        words = self._decoder.partial().words if self._decoder.num_frames else []
+        shift = self.package.frame_shift_s
+        return Result(" ".join(self.package.words[word] for word in words), [], round(self.segment_start * shift, 3),
+                      round(self.frames_in * shift, 3), [], False)
+
+    def finish(self):
+        """Ends the audio: the Results of the segments still open (endpoints in the last frames, then the rest)."""
+        if self.finished:
+            raise RuntimeError("finish() called twice")
+        results = self.accept_loglikes(self.acoustic.finish())
+        self.finished = True
+        if self._decoder.num_frames:
+            # The audio's end, as Recognizer.transcribe's result ends (the frames' with log-likelihoods alone).
+            shift = self.package.frame_shift_s
+            end = self.samples_in / self.package.sample_rate if self.samples_in else self.frames_in * shift
+            results.append(self._end_segment(max(end, self.segment_start * shift)))
+        return results
+
+
+def recognize_pieces(stream, pieces):
+    """Feeds `pieces` (sample arrays) to `stream` and yields Results as they come: the open segment's partial
+    result whenever its text changes, each final result when its endpoint is seen, and at the end those of
+    finish()."""
+    shown = ""
+    for piece in pieces:
+        for result in stream.accept(piece):
+            shown = ""
+            yield result
+        partial = stream.partial()
+        if partial.text != shown:
+            shown = partial.text
+            yield partial
+    yield from stream.finish()
+
+
+def pcm_pieces(handle, piece_bytes, source="-"):
+    """int16 sample arrays of raw 16-bit little-endian mono PCM read from a binary file object as it arrives
+    (read1: what is there, up to piece_bytes at a time, without waiting for a whole piece)."""
+    read = handle.read1 if hasattr(handle, "read1") else handle.read
+    carry = b""
+    while True:
+        data = read(piece_bytes)
+        if not data:
+            break
+        data = carry + data
+        whole = len(data) - len(data) % 2
+        carry = data[whole:]
+        if whole:
+            yield np.frombuffer(data[:whole], dtype="<i2").astype(np.int16)
+    if carry:
+        raise AudioError("raw 16-bit PCM of an odd number of bytes: not 16-bit samples", source=source)
+
+
+def sample_pieces(samples, piece_samples):
+    """A recording's samples in pieces of piece_samples (the last one shorter)."""
+    for start in range(0, len(samples), piece_samples):
+        yield samples[start:start + piece_samples]

@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""Streaming recognition and the recognition server on a real package (issue #39's streaming targets).
+
+1. `stream` (in-process, one thread): utterances of a test set fed to RecognizerStream in 0.1 s pieces
+   as if arriving in real time.  Per piece: the partial result's latency, i.e. when it is ready (the
+   piece's arrival + the CPU of accept() and partial()) minus the end of the audio it covers; per
+   segment: the final result's latency after its endpoint (the piece's arrival + compute - the
+   endpoint's time) or, for the last segment, the compute of finish() after the audio's end.  Also the
+   WER of streaming (Kaldi's endpoint rules, segments joined) against batch Recognizer.transcribe on the
+   same utterances and references, and the real-time factor of each.
+2. `server`: an asrkit-serve-recognizer process; N clients each stream an utterance paced in real time
+   (0.1 s messages), then EOF.  Per stream: the time from each message to its first answer (partial
+   round trip) and from EOF to the final result.
+3. `abuse`: the same server gets 1,000 malformed or abandoned connections (odd byte counts, junk text,
+   oversized messages, audio then a dropped TCP connection, audio then a close without EOF, 25 at a
+   time); its RSS and thread count (from /proc) before and after, and a good stream after it all.
+
+    .venv/bin/python bench/recognizer_server.py PACKAGE_DIR DATA_DIR [--parts stream,server,abuse]
+        [--utterances 20] [--streams 16] [--bad-connections 1000]
+
+DATA_DIR is a Kaldi data dir (wav.scp, text).  Numbers depend on the machine's load: run it niced
+beside other work and say so.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+
+PIECE_SECONDS = 0.1
+
+
+def percentiles(values):
+    if not values:
+        return "none"
+    values = np.asarray(values)
+    return (f"median {np.median(values):.3f} p95 {np.percentile(values, 95):.3f} max {values.max():.3f} s "
+            f"(n={len(values)})")
+
+
+def load_utterances(recognizer, data_dir, count):
+    from asrkit.scoring.kaldi_text import read_kaldi_text
+
+    texts = dict(read_kaldi_text(os.path.join(data_dir, "text")))
+    utterances = []
+    with open(os.path.join(data_dir, "wav.scp"), encoding="utf-8") as handle:
+        for line in handle:
+            key, path = line.split(maxsplit=1)
+            if key in texts and len(utterances) < count:
+                utterances.append((key, recognizer.load_audio(path.strip()), list(texts[key])))
+    return utterances
+
+
+def stream_one(recognizer, samples, piece, final_pass):
+    """(segments, partial latencies, final latencies, CPU seconds) of one utterance streamed in pieces."""
+    stream = recognizer.stream(final_pass=final_pass)
+    partial_lags, final_lags, segments, cpu = [], [], [], 0.0
+    rate = recognizer.sample_rate
+    for start in range(0, len(samples), piece):
+        began = time.thread_time()
+        finals = stream.accept(samples[start:start + piece])
+        partial = stream.partial()
+        spent = time.thread_time() - began
+        cpu += spent
+        arrived = min(start + piece, len(samples)) / rate
+        final_lags += [arrived + spent - result.end for result in finals]
+        segments += finals
+        if partial.end > partial.start:
+            partial_lags.append(arrived + spent - partial.end)
+    began = time.thread_time()
+    finals = stream.finish()
+    spent = time.thread_time() - began
+    cpu += spent
+    final_lags += [spent] * len(finals)
+    return segments + finals, partial_lags, final_lags, cpu
+
+
+def stream_part(args):
+    from threadpoolctl import threadpool_limits
+
+    from asrkit.recognizer.recognizer import Recognizer
+    from asrkit.scoring.alignment import count_edits
+
+    threadpool_limits(1)  # one core's real-time factor
+    recognizer = Recognizer(args.package)
+    utterances = load_utterances(recognizer, args.data, args.utterances)
+    recognizer.transcribe(utterances[0][1])  # load the compiled kernels and the aligner before timing
+    piece = int(PIECE_SECONDS * recognizer.sample_rate)
+    words = sum(len(reference) for _, _, reference in utterances)
+    audio = sum(len(samples) for _, samples, _ in utterances) / recognizer.sample_rate
+    batch_errors, batch_cpu, batch_texts = 0, 0.0, []
+    for key, samples, reference in utterances:
+        began = time.thread_time()
+        batch_texts.append(recognizer.transcribe(samples).text.split())
+        batch_cpu += time.thread_time() - began
+        batch_errors += count_edits(reference, batch_texts[-1]).errors
+    print(f"stream: {len(utterances)} utterances, {audio:.1f} s of audio, {words} words, pieces of {PIECE_SECONDS} s; "
+          f"batch WER {100 * batch_errors / words:.2f}%, RTF {batch_cpu / audio:.3f} (CPU of one thread / audio)")
+    for final_pass in ("online", "batch"):
+        errors, cpu, differ, partial_lags, final_lags, segment_counts = 0, 0.0, 0, [], [], []
+        for (key, samples, reference), batch in zip(utterances, batch_texts):
+            segments, partials, finals, spent = stream_one(recognizer, samples, piece, final_pass)
+            streamed = " ".join(result.text for result in segments).split()
+            errors += count_edits(reference, streamed).errors
+            cpu += spent
+            differ += streamed != batch
+            partial_lags += partials
+            final_lags += finals
+            segment_counts.append(len(segments))
+        change = 100 * (errors - batch_errors) / words
+        print(f"  final pass {final_pass}: WER {100 * errors / words:.2f}% ({change:+.2f}% "
+              f"absolute against batch; {differ} utterances differ), RTF {cpu / audio:.3f}, segments per utterance "
+              f"{np.bincount(segment_counts).tolist()} (utterances with 0, 1, ...)")
+        print(f"    partial latency (ready - end of the audio it covers): {percentiles(partial_lags)}")
+        print(f"    final latency (ready - endpoint or end of audio): {percentiles(final_lags)}")
+
+
+def start_server(args, *options):
+    """The server process (niced, its log in a temporary file so that it never blocks on a full pipe) and its port."""
+    import tempfile
+
+    command = ["nice", sys.executable, "-m", "asrkit.cli.serve_recognizer", args.package, "--port", "0", *options]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    log = tempfile.NamedTemporaryFile("w+", prefix="recognizer_server.", suffix=".log", delete=False)
+    process = subprocess.Popen(command, stderr=log, env={**os.environ, "PYTHONPATH": root})
+    while process.poll() is None:
+        with open(log.name, encoding="utf-8") as handle:
+            found = re.search(r"listening on ws://127\.0\.0\.1:(\d+)", handle.read())
+        if found:
+            return process, int(found.group(1))
+        time.sleep(0.2)
+    raise RuntimeError(f"the server did not start; see {log.name}")
+
+
+def proc_status(pid):
+    fields = {}
+    with open(f"/proc/{pid}/status", encoding="utf-8") as handle:
+        for line in handle:
+            name, _, value = line.partition(":")
+            fields[name] = value.split()[0] if value.split() else ""
+    return int(fields["VmRSS"]) / 1024, int(fields["Threads"])
+
+
+async def paced_stream(port, samples, rate):
+    """(partial round trips, final latency) of one stream paced in real time."""
+    from websockets.asyncio.client import connect
+
+    piece = int(PIECE_SECONDS * rate)
+    data = (np.clip(samples, -1, 1) * 32767).astype("<i2")
+    round_trips = []
+    async with connect(f"ws://127.0.0.1:{port}", max_size=None) as websocket:
+        began = time.monotonic()
+        for index, start in enumerate(range(0, len(data), piece)):
+            due = began + (index + 1) * PIECE_SECONDS  # the piece's audio has all arrived
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            sent = time.monotonic()
+            await websocket.send(data[start:start + piece].tobytes())
+            await websocket.recv()
+            round_trips.append(time.monotonic() - sent)
+        ended = time.monotonic()
+        await websocket.send(json.dumps({"eof": 1}))
+        async for _ in websocket:
+            pass
+        return round_trips, time.monotonic() - ended
+
+
+async def concurrent_streams(port, utterances, count, rate):
+    jobs = [paced_stream(port, utterances[index % len(utterances)][1], rate) for index in range(count)]
+    return await asyncio.gather(*jobs)
+
+
+def server_part(args):
+    from asrkit.recognizer.recognizer import Recognizer
+
+    recognizer = Recognizer(args.package)
+    utterances = load_utterances(recognizer, args.data, args.utterances)
+    process, port = start_server(args, "--workers", "2", "--max-connections", str(max(args.streams) + 8))
+    try:
+        asyncio.run(concurrent_streams(port, utterances, 2, recognizer.sample_rate))  # warm up
+        for count in args.streams:
+            results = asyncio.run(concurrent_streams(port, utterances, count, recognizer.sample_rate))
+            trips = [trip for stream_trips, _ in results for trip in stream_trips]
+            finals = [final for _, final in results]
+            print(f"server: {count} concurrent real-time streams (2 recognition threads)")
+            print(f"  message -> first answer: {percentiles(trips)}")
+            within = sum(final <= 0.5 for final in finals)
+            print(f"  EOF -> final result: {percentiles(finals)}; within 0.5 s: {within}/{count}")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+async def bad_connection(port, kind, samples):
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed, InvalidMessage
+
+    try:
+        websocket = await connect(f"ws://127.0.0.1:{port}", max_size=None)
+    except (OSError, InvalidMessage):
+        return
+    try:
+        if kind == 0:
+            await websocket.send(b"\x01\x02\x03")
+        elif kind == 1:
+            await websocket.send("junk, not JSON")
+        elif kind == 2:
+            await websocket.send(b"\x00" * 70000)  # over --max-message-bytes 65536
+        elif kind == 3:
+            await websocket.send(samples)
+            websocket.transport.abort()
+            return
+        else:
+            await websocket.send(samples)
+        await websocket.close()
+    except ConnectionClosed:
+        pass
+
+
+async def abuse(port, count, samples):
+    for first in range(0, count, 25):
+        batch = range(first, min(first + 25, count))
+        await asyncio.gather(*(bad_connection(port, index % 5, samples) for index in batch))
+
+
+def abuse_part(args):
+    """Rounds of bad connections, so that growth that stops (the allocator's high-water mark) can be told
+    from a leak (growth in every round).  --max-connections is raised above a round, so that every connection
+    gets a session rather than the refusal (1013) that an overloaded server gives."""
+    from asrkit.recognizer.recognizer import Recognizer
+
+    recognizer = Recognizer(args.package)
+    utterances = load_utterances(recognizer, args.data, 2)
+    samples = (utterances[0][1][: recognizer.sample_rate // 5] * 32767).astype("<i2").tobytes()
+    process, port = start_server(args, "--workers", "2", "--max-message-bytes", "65536", "--max-connections",
+                                 str(args.bad_connections + 100))
+    try:
+        asyncio.run(concurrent_streams(port, utterances, 2, recognizer.sample_rate))  # warm up
+        time.sleep(1.0)
+        statuses = [proc_status(process.pid)]
+        for _ in range(args.abuse_rounds):
+            began = time.monotonic()
+            asyncio.run(abuse(port, args.bad_connections, samples))
+            asyncio.run(concurrent_streams(port, utterances, 1, recognizer.sample_rate))  # after the queue drained
+            time.sleep(2.0)
+            statuses.append(proc_status(process.pid))
+            print(f"abuse: {args.bad_connections} malformed or abandoned connections (and one good stream) in "
+                  f"{time.monotonic() - began:.1f} s")
+        print("  server RSS " + " -> ".join(f"{rss:.1f}" for rss, _ in statuses) + " MiB; threads "
+              + " -> ".join(str(threads) for _, threads in statuses) + " (before, after each round)")
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("package")
+    parser.add_argument("data")
+    parser.add_argument("--parts", default="stream,server,abuse")
+    parser.add_argument("--utterances", type=int, default=20)
+    parser.add_argument("--streams", default="16", help="Comma-separated numbers of concurrent streams.")
+    parser.add_argument("--bad-connections", type=int, default=1000, help="Per round.")
+    parser.add_argument("--abuse-rounds", type=int, default=2)
+    args = parser.parse_args()
+    args.streams = [int(count) for count in args.streams.split(",")]
+    parts = {"stream": stream_part, "server": server_part, "abuse": abuse_part}
+    for name in args.parts.split(","):
+        parts[name](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""asrkit-serve-recognizer as a process: a real client gets the recognizer's results; SIGTERM stops it cleanly;
+other interfaces are refused without --allow-remote."""
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+
+from click.testing import CliRunner
+from websockets.asyncio.client import connect
+
+from asrkit.cli.serve_recognizer import main
+from asrkit.recognizer.endpoint import EndpointConfig
+from asrkit.recognizer.recognizer import Recognizer
+from asrkit.recognizer.server import final_message
+from tests.conftest import speech_like
+from tests.recognizer.conftest import model_dirs, package_dir, toy_task  # noqa: F401 (fixtures)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def listening_port(process):
+    """Reads the server's log until it says where it listens."""
+    lines = []
+    for line in process.stderr:
+        lines.append(line)
+        found = re.search(r"listening on ws://127\.0\.0\.1:(\d+)", line)
+        if found:
+            return int(found.group(1))
+    raise AssertionError("the server exited before listening:\n" + "".join(lines[-30:]))
+
+
+async def transcribe(port, audio):
+    async with connect(f"ws://127.0.0.1:{port}") as websocket:
+        await websocket.send(json.dumps({"config": {"sample_rate": 8000}}))
+        for start in range(0, len(audio), 4000):
+            await websocket.send(audio[start:start + 4000])
+        await websocket.send(json.dumps({"eof": 1}))
+        return [json.loads(message) async for message in websocket]
+
+
+def test_the_server_process_serves_the_recognizers_results_and_stops_on_sigterm(package_dir):  # noqa: F811
+    audio = (speech_like(2.5, 8000, seed=7) * 32767).astype("<i2")
+    stream = Recognizer(package_dir).stream(endpoint=EndpointConfig.with_max_length(1.0), final_pass="online")
+    expected = [final_message(result) for start in range(0, len(audio), 2000)
+                for result in stream.accept(audio[start:start + 2000])]
+    expected += [final_message(result) for result in stream.finish()]
+    command = [sys.executable, "-m", "asrkit.cli.serve_recognizer", package_dir, "--port", "0",
+               "--max-utterance-seconds", "1", "--final-pass", "online"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                               env={**os.environ, "PYTHONPATH": ROOT})
+    try:
+        port = listening_port(process)
+        received = asyncio.run(transcribe(port, audio.tobytes()))
+        process.send_signal(signal.SIGTERM)
+        _, log = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert [message for message in received if "partial" not in message] == expected
+    assert process.returncode == 0
+    assert "asrkit-serve-recognizer summary: status=ok served=1 errors=0" in log
+
+
+def test_other_interfaces_are_refused_without_allow_remote(package_dir):  # noqa: F811
+    result = CliRunner().invoke(main, [package_dir, "--host", "0.0.0.0"])
+    assert result.exit_code == 1 and "is not a loopback address" in result.output
+    assert "needs --allow-remote" in result.output and "summary: status=failed" in result.output

@@ -1,0 +1,73 @@
+"""asrkit-transcribe --streaming: final results per segment on stdout, partial ones on stderr (or JSON lines),
+from files and from raw PCM on stdin."""
+
+import json
+
+import numpy as np
+import pytest
+import soundfile
+from click.testing import CliRunner
+
+from asrkit.cli.transcribe import main
+from asrkit.recognizer.endpoint import EndpointConfig
+from asrkit.recognizer.recognizer import Recognizer
+from asrkit.recognizer.stream import recognize_pieces, sample_pieces
+from tests.conftest import speech_like
+from tests.recognizer.conftest import model_dirs, package_dir, toy_task  # noqa: F401 (fixtures)
+
+STREAMING = ["--streaming", "--max-utterance-seconds", "1.5"]
+
+
+@pytest.fixture(scope="module")
+def recording(package_dir, tmp_path_factory):  # noqa: F811
+    """A 6-second wav (speech, 2.5 s of silence, speech) and the results streaming it gives."""
+    audio = np.concatenate([speech_like(2.0, 8000, seed=1), np.zeros(20000, np.float32),
+                            speech_like(1.5, 8000, seed=2)])
+    path = str(tmp_path_factory.mktemp("streaming") / "long.wav")
+    soundfile.write(path, audio, 8000, subtype="PCM_16")
+    recognizer = Recognizer(package_dir)
+    samples = recognizer.load_audio(path)
+    endpoint = EndpointConfig.with_max_length(1.5, recognizer.package.frame_shift_s)
+    results = list(recognize_pieces(recognizer.stream(endpoint=endpoint), sample_pieces(samples, 800)))
+    return path, samples, results
+
+
+def test_final_results_go_to_stdout_and_partial_ones_to_stderr(package_dir, recording):  # noqa: F811
+    path, _, results = recording
+    run = CliRunner().invoke(main, [package_dir, path, *STREAMING])
+    assert run.exit_code == 0, run.output
+    finals = [result.text for result in results if result.is_final]
+    assert len(finals) >= 4  # rule 5 at 1.5 s at least, in 6 s
+    assert run.stdout.splitlines() == finals
+    partials = [line[len("partial: "):] for line in run.stderr.splitlines() if line.startswith("partial: ")]
+    assert partials == [result.text for result in results if not result.is_final]
+    assert "asrkit-transcribe summary: status=ok inputs=1" in run.stderr
+
+
+def test_json_lines_carry_partial_and_final_results(package_dir, recording):  # noqa: F811
+    path, _, results = recording
+    run = CliRunner().invoke(main, [package_dir, path, *STREAMING, "--format", "json"])
+    assert run.exit_code == 0, run.output
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    assert lines == [{"key": path, **result.to_dict()} for result in results]
+    assert [line["is_final"] for line in lines].count(True) >= 4
+
+
+def test_raw_pcm_on_stdin_is_recognised_as_it_arrives(package_dir, recording):  # noqa: F811
+    _, samples, results = recording
+    pcm = np.round(samples * 32768).astype("<i2").tobytes()
+    run = CliRunner().invoke(main, [package_dir, "-", *STREAMING, "--format", "ctm"], input=pcm)
+    assert run.exit_code == 0, run.output
+    expected = [f"- 1 {w.start:.2f} {w.end - w.start:.2f} {w.word} {w.confidence:.3f}"
+                for result in results if result.is_final for w in result.words]
+    assert run.stdout.splitlines() == expected
+
+
+def test_streaming_refusals(package_dir, recording):  # noqa: F811
+    path, _, _ = recording
+    run = CliRunner().invoke(main, [package_dir, path, "--streaming", "--nbest", "2"])
+    assert run.exit_code == 2 and "cannot be combined with --streaming" in run.output
+    run = CliRunner().invoke(main, [package_dir, "-", "--streaming", "--sample-rate", "16000"], input=b"\x00\x00" * 10)
+    assert run.exit_code == 1 and "at the package's rate, 8000 Hz" in run.stderr
+    run = CliRunner().invoke(main, [package_dir, "-", *STREAMING], input=b"\x00\x00" * 10 + b"\x01")
+    assert run.exit_code == 1 and "odd number of bytes" in run.stderr

@@ -1,0 +1,157 @@
+"""Incremental decoding: the same lattice whatever the chunking, partial paths and final costs against brute force."""
+
+import os
+
+import numpy as np
+import pytest
+
+from asrkit.decode import lattice_faster
+from asrkit.decode.decoder import FAILED, OK, RETRIED, DecoderOptions, GraphDecoder
+from asrkit.graph.fst_arrays import build_fst
+from asrkit.recognizer.online_decoder import OnlineDecoder
+from tests.decode.test_lattice_faster import WIDE, brute_force_paths, costs_for, random_graph
+
+
+def random_chunks(total, rng, largest=7):
+    """Chunk sizes (zeros included) that add up to total."""
+    sizes = []
+    while sum(sizes) < total:
+        sizes.append(int(min(rng.integers(0, largest + 1), total - sum(sizes))))
+    return sizes
+
+
+def decode_in_chunks(decoding, costs, sizes):
+    start = 0
+    for size in sizes:
+        decoding.advance(costs[start:start + size])
+        start += size
+    return decoding.finish()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_chunked_decoding_gives_exactly_the_whole_utterances_lattice(seed):
+    arcs, finals = random_graph(seed, num_states=12, emitting=40, epsilon=10)
+    costs = costs_for(seed, 60)
+    graph = lattice_faster.DecodingGraph.from_fst(build_fst(0, arcs, finals))
+    rng = np.random.default_rng(seed)
+    # Periodic pruning and compaction every 4 frames too, so that some fall inside chunks and some between.
+    for options in (dict(lattice_beam=3.0, **WIDE), dict(lattice_beam=3.0, prune_interval=4, prune_above_tokens=0,
+                                                          **WIDE), dict(beam=4.0, max_active=6, min_active=2)):
+        whole = lattice_faster.decode(graph, costs, **options)
+        chunked = decode_in_chunks(lattice_faster.ResumableDecode(graph, **options), costs, random_chunks(60, rng))
+        assert chunked.reached_final == whole.reached_final
+        assert (chunked.num_states, chunked.tokens_created, chunked.links_created) == \
+            (whole.num_states, whole.tokens_created, whole.links_created)
+        np.testing.assert_array_equal(chunked.lattice, whole.lattice)
+
+
+def test_a_frame_without_tokens_ends_the_decoding_for_good():
+    arcs, finals = random_graph(0)
+    graph = lattice_faster.DecodingGraph.from_fst(build_fst(0, arcs, finals))
+    costs = costs_for(0, 6)
+    costs[2] = np.inf
+    decoding = lattice_faster.ResumableDecode(graph, **WIDE)
+    decoding.advance(costs[:4])
+    assert decoding.failed and decoding.num_frames == 2
+    decoding.advance(costs[4:])
+    assert decoding.partial_labels()[0].shape == (0, 2)
+    output = decoding.finish()
+    assert not output.reached_final and len(output.lattice) == 0
+    with pytest.raises(RuntimeError, match="twice"):
+        decoding.finish()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_partial_path_and_final_relative_cost_are_the_brute_force_ones_after_every_frame(seed):
+    arcs, finals = random_graph(seed, words=4, grid=False)
+    graph = lattice_faster.DecodingGraph.from_fst(build_fst(0, arcs, finals))
+    costs = (costs_for(seed, 5) + np.random.default_rng(seed).random((5, 4)) / 7).astype(np.float32)
+    decoder = OnlineDecoder(graph, DecoderOptions(acoustic_scale=1.0, beam=1e9, max_active=10**9, min_active=0))
+    anywhere = {state: 0.0 for state in range(7)}
+    for frame in range(1, 6):
+        decoder.advance(-costs[frame - 1:frame])
+        partial = decoder.partial()
+        paths = brute_force_paths(arcs, anywhere, costs[:frame])
+        best = min(path[2] + path[3] for path in paths)
+        assert partial.cost == pytest.approx(best, abs=1e-4)
+        on_best = [path for path in paths if path[2] + path[3] == pytest.approx(best, abs=1e-4)]
+        assert [tuple(word for word in path[1] if word) for path in on_best] == [tuple(partial.words)]
+        assert list(partial.pdfs) == [label - 1 for label in on_best[0][0] if label]
+        final_paths = brute_force_paths(arcs, finals, costs[:frame])
+        expected = min(path[2] + path[3] for path in final_paths) - best if final_paths else np.inf
+        assert partial.final_relative_cost == pytest.approx(expected, abs=1e-4)
+
+
+def test_trailing_frames_are_counted_from_the_end_of_the_path():
+    arcs = [(0, 1, 1, 7, 0.0), (1, 1, 2, 0, 0.0), (1, 1, 1, 0, 0.0)]
+    graph = lattice_faster.DecodingGraph.from_fst(build_fst(0, arcs, {1: 0.0}))
+    decoder = OnlineDecoder(graph, DecoderOptions(acoustic_scale=1.0))
+    likely = np.array([[0.0, -9.0], [-9.0, 0.0], [0.0, -9.0], [0.0, -9.0], [0.0, -9.0]], np.float32)
+    decoder.advance(likely)
+    partial = decoder.partial()
+    assert partial.words == [7] and list(partial.pdfs) == [0, 1, 0, 0, 0]
+    assert partial.trailing_frames_in(np.array([True, False])) == 3
+    assert partial.trailing_frames_in(np.array([False, True])) == 0
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    from asrkit.decode.synthetic import build_toy_task
+    from asrkit.hmm.tree import ContextDependency
+
+    paths = build_toy_task(str(tmp_path_factory.mktemp("toy")))
+    return paths, ContextDependency.read(os.path.join(paths["model"], "tree.json"))
+
+
+def toy_loglikes(tree, words, seed, noise=1.0):
+    from asrkit.decode.synthetic import TOY_LEXICON, monophone_pdf_of_phone, oracle_alignment, oracle_loglikes
+
+    rng = np.random.default_rng(seed)
+    alignment = oracle_alignment(words.split(), TOY_LEXICON, monophone_pdf_of_phone(tree), rng)
+    return oracle_loglikes(alignment, tree.num_pdfs, rng, wrong=-3.0, noise=noise)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_online_decoders_result_is_graph_decoders_whatever_the_chunking(toy, seed):
+    paths, tree = toy
+    decoder = GraphDecoder.from_file(os.path.join(paths["graph"], "HCLG.fst"), DecoderOptions(beam=10.0),
+                                     lattices=True)
+    loglikes = toy_loglikes(tree, "ALPHA BRAVO CHARLIE DELTA ECHO GOLF ALPHA", seed, noise=2.0)
+    expected = decoder.decode(loglikes)
+    online = OnlineDecoder(decoder.graph_arrays, decoder.options)
+    # Pruned and compacted every 25 frames: the same lattice, and the back-pointers still lead home.
+    pruned = OnlineDecoder(decoder.graph_arrays, decoder.options, prune_above_tokens=0)
+    start = 0
+    for size in random_chunks(len(loglikes), np.random.default_rng(seed), largest=9):
+        online.advance(loglikes[start:start + size])
+        pruned.advance(loglikes[start:start + size])
+        start += size
+        assert online.num_frames == pruned.num_frames == start
+        ours, theirs = online.partial(), pruned.partial()
+        assert (ours.words, list(ours.pdfs), ours.cost) == (theirs.words, list(theirs.pdfs), theirs.cost)
+    assert len(loglikes) > 50
+    for result in (online.finalize(), pruned.finalize()):
+        assert expected.status == OK and result.status == OK
+        assert result.words == expected.words
+        assert (result.graph_cost, result.acoustic_cost, result.total_cost) == \
+            (expected.graph_cost, expected.acoustic_cost, expected.total_cost)
+        np.testing.assert_array_equal(result.lattice, expected.lattice)
+
+
+def test_no_final_state_at_the_beam_is_decoded_again_at_the_retry_beam_as_graph_decoder_does():
+    # The only final state (2) costs 5 more than the cheap branch: out of a beam of 2, within 8.
+    arcs = [(0, 1, 1, 3, 0.0), (1, 1, 1, 0, 0.0), (0, 2, 1, 4, 5.0), (2, 2, 1, 0, 0.0)]
+    fst = build_fst(0, arcs, {2: 0.0})
+    loglikes = np.zeros((6, 1), np.float32)
+    for options, status in ((DecoderOptions(beam=2.0, retry_beam=8.0, min_active=1), RETRIED),
+                            (DecoderOptions(beam=2.0, retry_beam=3.0, min_active=1), FAILED)):
+        expected = GraphDecoder(fst, options, lattices=True).decode(loglikes)
+        online = OnlineDecoder(lattice_faster.DecodingGraph.from_fst(fst), options)
+        online.advance(loglikes[:2])
+        online.advance(loglikes[2:])
+        assert online.partial().words == [3]
+        result = online.finalize()
+        assert expected.status == result.status == status
+        assert result.words == expected.words == ([4] if status == RETRIED else [])
+        with pytest.raises(RuntimeError):
+            online.advance(loglikes)

@@ -1,0 +1,207 @@
+"""The WebSocket server with a real websockets client: results as Recognizer gives them, errors answered with
+JSON and a close code, limits, abandoned and slow connections cleaned up."""
+
+import asyncio
+import json
+import threading
+
+import numpy as np
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+from asrkit.errors import AsrkitError
+from asrkit.recognizer.endpoint import EndpointConfig
+from asrkit.recognizer.recognizer import Recognizer
+from asrkit.recognizer.server import (CLOSE_INTERNAL, CLOSE_NORMAL, CLOSE_POLICY, CLOSE_TOO_BIG, CLOSE_TRY_LATER,
+                                      CLOSE_UNSUPPORTED, RecognitionServer, ServerConfig, final_message)
+from tests.conftest import speech_like
+
+
+@pytest.fixture(scope="module")
+def recognizer(package_dir):
+    return Recognizer(package_dir, cmvn_online=True)
+
+
+def pcm(seconds, seed):
+    return (speech_like(seconds, 8000, seed=seed) * 32767).astype("<i2").tobytes()
+
+
+def with_server(recognizer, client, **config):
+    """Runs client(server) against a server on a free loopback port; returns what it returns."""
+    async def main():
+        server = await RecognitionServer(recognizer, ServerConfig(port=0, **config)).start()
+        try:
+            return await client(server)
+        finally:
+            await server.stop()
+
+    return asyncio.run(main())
+
+
+async def converse(server, messages, pause=0.0, **options):
+    """Sends the messages (stopping early if the server closes) and reads until the close:
+    (the JSON messages received, the close code)."""
+    received = []
+    async with connect(f"ws://127.0.0.1:{server.port}", **options) as websocket:
+        try:
+            for message in messages:
+                await websocket.send(message)
+                if pause:
+                    await asyncio.sleep(pause)
+        except ConnectionClosed:
+            pass
+        try:
+            async for message in websocket:
+                received.append(json.loads(message))
+        except ConnectionClosed:
+            pass
+        return received, websocket.close_code
+
+
+def chunks(data, size=3200):
+    return [data[start:start + size] for start in range(0, len(data), size)]
+
+
+def test_results_are_the_recognizers(recognizer):
+    audio = pcm(2.0, 1)
+    batch = recognizer.transcribe(np.frombuffer(audio, "<i2"))
+    messages = [json.dumps({"config": {"sample_rate": 8000}})] + chunks(audio) + [json.dumps({"eof": 1})]
+    received, code = with_server(recognizer, lambda server: converse(server, messages),
+                                 endpoint=EndpointConfig(rules=()))
+    assert code == CLOSE_NORMAL
+    assert all(set(message) == {"partial"} for message in received[:-1]) and len(received) == len(chunks(audio)) + 1
+    expected = final_message(batch)
+    final = received[-1]
+    assert final["text"] == expected["text"] and batch.text
+    assert [w["word"] for w in final["result"]] == [w["word"] for w in expected["result"]]
+    assert final["end"] == pytest.approx(2.0)
+
+
+def test_segments_come_out_as_the_endpoints_end_them_and_eof_as_text_works(recognizer):
+    audio = pcm(3.0, 2)
+    stream = recognizer.stream(endpoint=EndpointConfig.with_max_length(1.0))
+    expected = [final_message(result) for piece in chunks(np.frombuffer(audio, "<i2"), 1600)
+                for result in stream.accept(piece)] + [final_message(result) for result in stream.finish()]
+    received, code = with_server(recognizer, lambda server: converse(server, chunks(audio) + ["EOF"]),
+                                 endpoint=EndpointConfig.with_max_length(1.0))
+    assert code == CLOSE_NORMAL
+    assert [message for message in received if "partial" not in message] == expected
+    assert len(expected) >= 3
+
+
+@pytest.mark.parametrize("messages,code,error", [
+    ([b"\x00\x01\x02"], CLOSE_UNSUPPORTED, "even number"),
+    (["hello"], CLOSE_UNSUPPORTED, "not JSON"),
+    ([json.dumps({"what": 1})], CLOSE_UNSUPPORTED, "unknown message"),
+    ([json.dumps({"config": {"sample_rate": 16000}})], CLOSE_UNSUPPORTED, "8000 Hz"),
+    ([json.dumps({"config": {"words": True}})], CLOSE_UNSUPPORTED, "unknown config"),
+    ([b"\x00\x00" * 10, json.dumps({"config": {"sample_rate": 8000}})], CLOSE_UNSUPPORTED, "after audio"),
+    ([b"\x00" * 3000], CLOSE_TOO_BIG, "at most 2000"),
+    ([b"\x00\x00" * 900] * 6, CLOSE_POLICY, "longer than 0.5 s"),
+])
+def test_bad_input_is_answered_with_an_error_and_a_close_code(recognizer, messages, code, error):
+    received, closed = with_server(recognizer, lambda server: converse(server, messages), max_message_bytes=2000,
+                                   max_stream_seconds=0.5)
+    assert closed == code
+    assert error in received[-1]["error"]
+
+
+def test_a_message_over_twice_the_limit_is_refused_by_the_websocket_layer(recognizer):
+    received, closed = with_server(recognizer, lambda server: converse(server, [b"\x00" * 5000]),
+                                   max_message_bytes=2000)
+    assert closed == CLOSE_TOO_BIG and received == []
+
+
+def test_idle_connections_are_closed(recognizer):
+    received, closed = with_server(recognizer, lambda server: converse(server, [b"\x00\x00" * 100], pause=0.6),
+                                   idle_timeout=0.3)
+    assert closed == CLOSE_POLICY and "no message for 0.3 s" in received[-1]["error"]
+
+
+def test_connections_over_the_limit_are_told_to_try_later(recognizer):
+    async def client(server):
+        async with connect(f"ws://127.0.0.1:{server.port}") as first:
+            await first.send(b"\x00\x00" * 100)
+            await first.recv()
+            refused = await converse(server, [b"\x00\x00"])
+            await first.send("EOF")
+            return refused, [json.loads(message) async for message in first], server.refused
+
+    (received, closed), final, refused = with_server(recognizer, client, max_connections=1)
+    assert closed == CLOSE_TRY_LATER and "at most 1" in received[-1]["error"] and refused == 1
+    assert "text" in final[-1]
+
+
+def test_abandoned_connections_leave_nothing_behind(recognizer):
+    async def abandon(server, count):
+        for index in range(count):
+            websocket = await connect(f"ws://127.0.0.1:{server.port}")
+            await websocket.send(pcm(0.2, index))
+            if index % 2:
+                websocket.transport.abort()  # gone without a close handshake
+            else:
+                await websocket.close()  # closed mid-stream, without EOF
+        for _ in range(100):
+            if server.active == 0 and not server._server.connections:
+                break
+            await asyncio.sleep(0.05)
+        return server.active, len(server._server.connections), threading.active_count()
+
+    async def client(server):
+        first = await abandon(server, 20)
+        second = await abandon(server, 20)
+        return first, second, server.pool._max_workers
+
+    (active, connections, threads), again, workers = with_server(recognizer, client, workers=2)
+    assert active == 0 and connections == 0 and again == (0, 0, threads)
+    assert threads <= threading.active_count() + workers
+
+
+def test_a_client_that_does_not_read_is_dropped(recognizer):
+    async def client(server):
+        websocket = await connect(f"ws://127.0.0.1:{server.port}")
+
+        async def never(message):
+            await asyncio.Event().wait()
+
+        # The server's connection object for this client: make its sends hang, as a full write buffer does.
+        await websocket.send(b"\x00\x00" * 10)
+        while not server._server.connections:
+            await asyncio.sleep(0.01)
+        (connection,) = server._server.connections
+        connection.send = never
+        await websocket.send(b"\x00\x00" * 10)
+        try:
+            while True:
+                await websocket.recv()
+        except ConnectionClosed:
+            pass
+        return server.errors, server.active
+
+    errors, active = with_server(recognizer, client, send_timeout=0.2)
+    assert errors == 1 and active == 0
+
+
+def test_recognition_failures_are_reported_and_the_server_goes_on(recognizer, monkeypatch):
+    from asrkit.recognizer import server as server_module
+
+    def broken(self, samples):
+        raise ValueError("broken on purpose")
+
+    async def client(server):
+        monkeypatch.setattr(server_module.Session, "accept", broken)
+        failed = await converse(server, [b"\x00\x00" * 10])
+        monkeypatch.undo()
+        return failed, await converse(server, [b"\x00\x00" * 10, "EOF"])
+
+    (received, closed), (after, after_code) = with_server(recognizer, client)
+    assert closed == CLOSE_INTERNAL and "broken on purpose" in received[-1]["error"]
+    assert after_code == CLOSE_NORMAL and "text" in after[-1]
+
+
+def test_other_interfaces_need_allow_remote(recognizer):
+    with pytest.raises(AsrkitError, match="allow-remote"):
+        RecognitionServer(recognizer, ServerConfig(host="0.0.0.0"))
+    RecognitionServer(recognizer, ServerConfig(host="0.0.0.0", allow_remote=True)).pool.shutdown()
+    RecognitionServer(recognizer, ServerConfig(host="::1")).pool.shutdown()

@@ -1,0 +1,172 @@
+"""Streaming recognition: the batch result when no endpoint fires, segments at endpoints with absolute times,
+and results that do not depend on how the audio was cut."""
+
+import os
+
+import numpy as np
+import pytest
+
+from asrkit.recognizer.endpoint import EndpointConfig
+from asrkit.recognizer.recognizer import Recognizer
+from tests.conftest import speech_like
+
+
+def pieces(samples, seed, largest=1500):
+    rng = np.random.default_rng(seed)
+    start = 0
+    while start < len(samples):
+        size = int(rng.integers(0, largest))
+        yield samples[start:start + size]
+        start += size
+
+
+def run_stream(stream, samples, seed):
+    results, partials = [], []
+    for piece in pieces(samples, seed):
+        results += stream.accept(piece)
+        partials.append(stream.partial())
+    return results + stream.finish(), partials
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_streaming_gives_the_batch_result_when_no_endpoint_fires(package_dir, seed):
+    # Online CMN in batch too, so that the streaming front end's rows are the batch ones: the online pass.
+    recognizer = Recognizer(package_dir, cmvn_online=True)
+    audio = speech_like(2.5, 8000, seed=seed)
+    batch = recognizer.transcribe(audio)
+    stream = recognizer.stream(endpoint=EndpointConfig(rules=()))
+    assert stream.final_pass == "online"
+    results, partials = run_stream(stream, audio, seed)
+    assert len(results) == 1
+    result = results[0]
+    assert result.is_final and result.text == batch.text and batch.text
+    assert (result.start, result.end) == (batch.start, batch.end)
+    for ours, theirs in zip(result.words, batch.words, strict=True):
+        assert ours.word == theirs.word
+        assert ours.start == pytest.approx(theirs.start, abs=0.031) and ours.end == pytest.approx(theirs.end, abs=0.031)
+        assert ours.confidence == pytest.approx(theirs.confidence, abs=1e-3)
+    assert not any(partial.is_final for partial in partials)
+    assert partials[-1].end == pytest.approx(len(audio) / 8000, abs=0.2)
+
+
+def test_the_batch_final_pass_gives_transcribes_result_for_utterance_mean_models(package_dir):
+    recognizer = Recognizer(package_dir)  # the toy package's model normalises with the utterance's mean
+    audio = speech_like(2.5, 8000, seed=3)
+    stream = recognizer.stream(endpoint=EndpointConfig(rules=()))
+    assert stream.final_pass == "batch"
+    results, _ = run_stream(stream, audio, 3)
+    assert [result.to_dict() for result in results] == [recognizer.transcribe(audio).to_dict()]
+    # The online pass decodes online CMN's rows: another result (on this random network).
+    online, _ = run_stream(recognizer.stream(endpoint=EndpointConfig(rules=()), final_pass="online"), audio, 3)
+    assert online[0].text == Recognizer(package_dir, cmvn_online=True).transcribe(audio).text
+    with pytest.raises(ValueError, match="final_pass"):
+        recognizer.stream(final_pass="both")
+
+
+def test_the_segments_do_not_depend_on_how_the_audio_was_cut(package_dir):
+    recognizer = Recognizer(package_dir)
+    audio = np.concatenate([speech_like(1.5, 8000, seed=4), np.zeros(8000, np.float32), speech_like(1.0, 8000, seed=5)])
+    config = EndpointConfig.with_max_length(1.2, recognizer.package.frame_shift_s)
+    audio = (audio * 32767).astype(np.int16)
+    for final_pass in ("online", "batch"):
+        first, _ = run_stream(recognizer.stream(endpoint=config, final_pass=final_pass), audio, 0)
+        second, _ = run_stream(recognizer.stream(endpoint=config, final_pass=final_pass), audio, 1)
+        assert len(first) >= 3  # rule 5 at 1.2 s at least twice in 3.5 s
+        assert [r.to_dict() for r in first] == [r.to_dict() for r in second]
+    # The batch pass transcribes each segment's own samples.
+    rate, segment = 8000, first[1]
+    alone = recognizer.transcribe(audio[round(segment.start * rate):round(segment.end * rate)])
+    assert segment.text == alone.text
+    assert first[0].start == 0.0 and first[-1].end == pytest.approx(len(audio) / 8000)
+    for before, after in zip(first, first[1:]):
+        assert after.start == pytest.approx(before.end)
+        assert all(before.start <= word.start <= word.end <= before.end + 1e-6 for word in before.words)
+
+
+@pytest.fixture(scope="module")
+def oracle(toy_task):
+    from asrkit.decode.synthetic import TOY_LEXICON, monophone_pdf_of_phone, oracle_alignment
+    from asrkit.hmm.tree import ContextDependency
+
+    tree = ContextDependency.read(os.path.join(toy_task["model"], "tree.json"))
+    pdf_of_phone = monophone_pdf_of_phone(tree)
+
+    def loglikes(words, rng, silence_frames):
+        alignment = oracle_alignment(words.split(), TOY_LEXICON, pdf_of_phone, rng, sil_prob=0.0, min_frames=2)
+        alignment = np.concatenate([alignment, np.full(silence_frames, pdf_of_phone["SIL"], np.int32)])
+        rows = np.full((len(alignment), tree.num_pdfs), -8.0, np.float32)
+        rows[np.arange(len(alignment)), alignment] = 0.0
+        return rows
+
+    return loglikes
+
+
+def test_an_endpoint_after_trailing_silence_ends_a_segment_with_times_from_the_streams_start(package_dir, oracle):
+    recognizer = Recognizer(package_dir)
+    rng = np.random.default_rng(0)
+    first = oracle("ALPHA BRAVO", rng, 40)  # 1.2 s of silence: rule 2 (0.5 s) or 3 (1 s) fires inside it
+    second = oracle("CHARLIE DELTA", rng, 0)
+    stream = recognizer.stream()
+    ended = stream.accept_loglikes(np.concatenate([first, second[:5]]))
+    assert [result.text for result in ended] == ["ALPHA BRAVO"]
+    shift = recognizer.package.frame_shift_s
+    boundary = ended[0].end
+    assert (len(first) - 40 + 16) * shift <= boundary <= (len(first) - 40 + 34) * shift + 1e-9
+    assert stream.partial().start == pytest.approx(boundary)
+    ended += stream.accept_loglikes(second[5:]) + stream.finish()
+    assert [result.text for result in ended] == ["ALPHA BRAVO", "CHARLIE DELTA"]
+    assert ended[1].start == pytest.approx(boundary)
+    assert ended[1].end == pytest.approx((len(first) + len(second)) * shift)
+    assert ended[1].words[0].start >= boundary - 1e-6
+    with pytest.raises(RuntimeError):
+        stream.accept(np.zeros(10, np.float32))
+    with pytest.raises(RuntimeError):
+        stream.finish()
+
+
+def test_silence_alone_ends_a_segment_after_five_seconds_and_an_empty_stream_has_no_result(package_dir, oracle):
+    recognizer = Recognizer(package_dir)
+    stream = recognizer.stream()
+    ended = stream.accept_loglikes(oracle("", np.random.default_rng(1), 180))  # 5.4 s
+    assert [(result.text, result.start) for result in ended] == [("", 0.0)]
+    assert ended[0].end == pytest.approx(167 * recognizer.package.frame_shift_s)
+    assert recognizer.stream().finish() == []
+
+
+class Trickle:
+    """A binary file that gives at most `most` bytes per read1, as a pipe does while its writer is slow."""
+
+    def __init__(self, data, most):
+        self.data, self.most = data, most
+
+    def read1(self, size):
+        piece, self.data = self.data[:min(size, self.most)], self.data[min(size, self.most):]
+        return piece
+
+
+def test_pcm_pieces_carry_odd_bytes_over_to_the_next_read_and_refuse_an_odd_total():
+    from asrkit.errors import AudioError
+    from asrkit.recognizer.stream import pcm_pieces
+
+    samples = np.arange(-50, 51, dtype="<i2")
+    pieces = list(pcm_pieces(Trickle(samples.tobytes(), 7), 64))
+    assert max(len(piece) for piece in pieces) <= 4 and all(piece.dtype == np.int16 for piece in pieces)
+    np.testing.assert_array_equal(np.concatenate(pieces), samples)
+    with pytest.raises(AudioError, match="odd number of bytes"):
+        list(pcm_pieces(Trickle(samples.tobytes() + b"\x01", 64), 64))
+
+
+def test_recognize_pieces_yields_partials_when_they_change_and_every_final(package_dir):
+    from asrkit.recognizer.stream import recognize_pieces, sample_pieces
+
+    recognizer = Recognizer(package_dir)
+    audio = speech_like(3.0, 8000, seed=6)
+    config = EndpointConfig.with_max_length(1.2)
+    yielded = list(recognize_pieces(recognizer.stream(endpoint=config), sample_pieces(audio, 400)))
+    finals = [result for result in yielded if result.is_final]
+    expected, _ = run_stream(recognizer.stream(endpoint=config), audio, 0)
+    assert [r.to_dict() for r in finals] == [r.to_dict() for r in expected]
+    # A partial comes when the open segment's text changed: never empty, never twice the same in a row.
+    for before, after in zip(yielded, yielded[1:]):
+        assert after.is_final or after.text and (before.is_final or after.text != before.text)
+    assert any(not result.is_final for result in yielded)

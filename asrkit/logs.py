@@ -10,6 +10,8 @@ import shlex
 import sys
 import time
 
+from tqdm import tqdm
+
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
 
@@ -67,8 +69,6 @@ class Progress:
         stream = sys.stderr if stream is None else stream
         self.bar = None
         if stream.isatty():
-            from tqdm import tqdm
-
             self.bar = tqdm(total=total, desc=desc, unit=unit, file=stream, leave=False)
 
     def update(self, count=1):

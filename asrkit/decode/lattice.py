@@ -12,6 +12,7 @@ other.  The lattices are the decoder's raw state-level lattices, pruned to
 kaldifst.Lattice, for OpenFst's algorithms (n-best lists, shortest paths).
 """
 
+import kaldifst
 import numpy as np
 
 from asrkit.decode.lattice_faster import best_path
@@ -34,8 +35,6 @@ def lattice_to_array(lattice):
 
 
 def array_to_lattice(array, start=0):
-    import kaldifst
-
     lattice = kaldifst.Lattice()
     if not len(array):
         return lattice

@@ -22,9 +22,12 @@ utt2confidence beside it.
 """
 
 import dataclasses
+import json
 import logging
 import os
 import shutil
+
+import numpy as np
 
 from asrkit.data.data_dir import DataDir
 from asrkit.data.kaldi_files import write_kaldi_map
@@ -192,10 +195,6 @@ def write_selection(decode_dir, graph_dir, data_dir, out_dir, tree_path=None, lm
     """The data dir out_dir of the utterances of data_dir (decoded into decode_dir on graph_dir) to train on, with
     their hypotheses as text and OUT_DIR/utt2confidence; see asrkit.decode.unsupervised_selection.  The tree
     that numbers the lattices' pdfs is tree_path, by default the one of the model the graph was made for."""
-    import json
-
-    import numpy as np
-
     lm_weight = lm_weight or lattice_lm_weight(decode_dir)
     words = SymbolTable.read(os.path.join(graph_dir, "words.txt"))
     model_dir = None

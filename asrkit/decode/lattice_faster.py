@@ -46,6 +46,8 @@ import dataclasses
 import numba
 import numpy as np
 
+from asrkit.graph.fst_arrays import fst_to_arrays
+
 FINAL = -1
 
 # Token rows: int32 (state, first link) and float64 (cost, extra cost).
@@ -107,8 +109,6 @@ class DecodingGraph:
 
     @classmethod
     def from_fst(cls, fst):
-        from asrkit.graph.fst_arrays import fst_to_arrays
-
         return cls.from_arrays(fst_to_arrays(fst))
 
     @property

@@ -8,6 +8,7 @@ numbers are kept.
 
 import dataclasses
 
+import kaldifst
 import numpy as np
 
 
@@ -59,8 +60,6 @@ def fst_to_arrays(fst):
 
 def arrays_to_fst(arrays):
     """Compile FstArrays into a kaldifst StdVectorFst with the same state numbers."""
-    import kaldifst
-
     # OpenFst's compiler takes the source of the first line as the start state.
     order = np.argsort(arrays.source != arrays.start, kind="stable")
     lines = [
@@ -87,8 +86,6 @@ def arrays_to_fst(arrays):
 
 def build_fst(start, arcs, finals):
     """A StdVectorFst from Python lists: arcs (source, target, ilabel, olabel, weight), finals {state: weight}."""
-    import kaldifst
-
     fst = kaldifst.StdVectorFst()
     num_states = 1 + max([start] + [max(a[0], a[1]) for a in arcs] + list(finals))
     for _ in range(num_states):

@@ -10,8 +10,6 @@ import shlex
 import sys
 import time
 
-from tqdm import tqdm
-
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
 
@@ -69,6 +67,10 @@ class Progress:
         stream = sys.stderr if stream is None else stream
         self.bar = None
         if stream.isatty():
+            # deferred: the launchers (asrkit.launch) import this module and must run on any Python 3 with the
+            # standard library alone (a cluster's login node); only a terminal's progress bar needs tqdm.
+            from tqdm import tqdm
+
             self.bar = tqdm(total=total, desc=desc, unit=unit, file=stream, leave=False)
 
     def update(self, count=1):

@@ -5,7 +5,8 @@ imports in a row may share one comment).
 Read from the source with ast (nothing is imported).  The reasons asrkit defers today: TensorFlow's import
 (~6 s) away from --help and from the TF-free paths (decoding from tables, model.json, the example servers'
 option checks), the commands' library code away from their --help, scipy.signal away from audio reading that
-needs no resampling, and wordfreq, which only setup.cfg's recipe extra installs.
+needs no resampling, tqdm away from the launchers (which run on a bare Python 3), and wordfreq, which only
+setup.cfg's recipe extra installs.
 """
 
 import ast

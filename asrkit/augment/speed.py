@@ -8,7 +8,6 @@ the original onto the perturbed utterance's frames, as the example servers do fo
 """
 
 import numpy as np
-from scipy.signal import resample_poly
 
 FACTOR_STEP = 0.01
 
@@ -20,6 +19,10 @@ def quantize_factor(factor):
 
 def change_speed(samples, factor):
     """float32 samples played `factor` times as fast (a quantize_factor value): about len / factor samples."""
+    # deferred: scipy.signal's import (~1 s CPU) is paid only by noisifying: the example servers import this
+    # module for stretch_alignment, and most of them serve without --styles.
+    from scipy.signal import resample_poly
+
     # resample_poly reduces the ratio by its gcd itself, and copies the input for a factor of 1.
     samples = np.asarray(samples, dtype=np.float32)
     return resample_poly(samples, round(1 / FACTOR_STEP), round(factor / FACTOR_STEP)).astype(np.float32, copy=False)

@@ -26,10 +26,7 @@ import os
 
 import numpy as np
 
-from asrkit.augment.noise import BabblePool
-from asrkit.augment.noisifier import Noisifier
 from asrkit.augment.speed import stretch_alignment
-from asrkit.augment.styles import load_style_config
 from asrkit.data.audio import load_utterance_audio
 from asrkit.data.data_dir import DataDir
 from asrkit.errors import AsrkitError, AudioError
@@ -126,6 +123,12 @@ class ExampleProducer:
         """Load the style config and, when a style makes babble, a pool of this shard's utterances."""
         if not self._styles_path:
             return
+        # deferred: the noisifier brings scipy.signal and PyWavelets (~1 s CPU), paid only by servers with --styles;
+        # servers start in numbers (--example-servers local:N) while their trainer waits.
+        from asrkit.augment.noise import BabblePool
+        from asrkit.augment.noisifier import Noisifier
+        from asrkit.augment.styles import load_style_config
+
         config = load_style_config(self._styles_path)
         babble = None
         if config.uses_babble():

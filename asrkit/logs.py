@@ -67,6 +67,8 @@ class Progress:
         stream = sys.stderr if stream is None else stream
         self.bar = None
         if stream.isatty():
+            # deferred: the launchers (asrkit.launch) import this module and must run on any Python 3 with the
+            # standard library alone (a cluster's login node); only a terminal's progress bar needs tqdm.
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, desc=desc, unit=unit, file=stream, leave=False)

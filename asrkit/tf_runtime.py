@@ -25,6 +25,7 @@ def _import_quietly():
     try:
         stderr_fd = sys.stderr.fileno()
     except (AttributeError, ValueError, OSError):  # stderr replaced (pytest capture, CliRunner)
+        # deferred: TensorFlow's import (~6 s) is this function's work, paid only by those that call it.
         import tensorflow
 
         return tensorflow
@@ -33,7 +34,7 @@ def _import_quietly():
     with tempfile.TemporaryFile(mode="w+b") as captured:
         os.dup2(captured.fileno(), stderr_fd)
         try:
-            import tensorflow
+            import tensorflow  # deferred: as above, with its start-up noise captured
         finally:
             os.dup2(saved, stderr_fd)
             os.close(saved)

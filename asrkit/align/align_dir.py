@@ -17,6 +17,7 @@ features (another frame rate or another data dir).
 """
 
 import dataclasses
+import json
 import logging
 import os
 import time
@@ -296,8 +297,6 @@ def flat_start_data_dir(data_dir, lang_dir, ali_dir, options=None):
 
 def _energy_features(data_dir):
     """(feats.scp, compression) of a featurized data dir, for the flat start by energy."""
-    import json
-
     scp = os.path.join(data_dir, "feats.scp")
     config_path = os.path.join(data_dir, "conf", "featurize.json")
     if not os.path.exists(scp) or not os.path.exists(config_path):

@@ -16,6 +16,8 @@ Each takes float32 samples in [-1, 1) and returns as many samples.
 import io
 
 import numpy as np
+import soundfile
+from scipy.signal import butter, sosfilt
 
 from asrkit.errors import AudioError
 
@@ -27,8 +29,6 @@ MP3_MAX_COMPRESSION_LEVEL = 0.999
 
 
 def bandpass(samples, sample_rate, low_hz, high_hz, order=4):
-    from scipy.signal import butter, sosfilt
-
     nyquist = sample_rate / 2.0
     high_hz = min(high_hz, 0.98 * nyquist)
     if not 0 < low_hz < high_hz:
@@ -72,8 +72,6 @@ def mp3(samples, sample_rate, compression_level):
     The decoded stream carries the encoder's delay and padding; it is cut back to the input's length
     from the start, which keeps the labels' frame alignment within the codec's delay (a few ms).
     """
-    import soundfile
-
     level = min(float(compression_level), MP3_MAX_COMPRESSION_LEVEL)
     buffer = io.BytesIO()
     try:

@@ -17,6 +17,8 @@ from asrkit.augment.noise import NoiseList, colored_noise, mix_at_snr
 from asrkit.augment.speed import change_speed, quantize_factor
 from asrkit.augment.styles import utterance_rng
 from asrkit.augment.vtlp import Vtlp
+from asrkit.data.audio import AudioOptions, load_recording
+from asrkit.data.kaldi_files import read_kaldi_map
 from asrkit.errors import AsrkitError, AudioError
 
 logger = logging.getLogger(__name__)
@@ -31,16 +33,12 @@ class NonFiniteAudioError(AudioError):
 
 def _load_listed_audio(sample_rate):
     def load(spec, recording_id):
-        from asrkit.data.audio import AudioOptions, load_recording
-
         return load_recording(spec, AudioOptions(sample_rate=sample_rate, on_rate_mismatch="resample"),
                               recording_id)
     return load
 
 
 def _read_list(path):
-    from asrkit.data.kaldi_files import read_kaldi_map
-
     return dict(read_kaldi_map(path))
 
 

@@ -19,6 +19,8 @@ def quantize_factor(factor):
 
 def change_speed(samples, factor):
     """float32 samples played `factor` times as fast (a quantize_factor value): about len / factor samples."""
+    # deferred: scipy.signal's import (~1 s CPU) is paid only by noisifying: the example servers import this
+    # module for stretch_alignment, and most of them serve without --styles.
     from scipy.signal import resample_poly
 
     # resample_poly reduces the ratio by its gcd itself, and copies the input for a factor of 1.

@@ -6,6 +6,7 @@ import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
 from asrkit.cli.options_file import options_file
+from asrkit.logs import summary_line
 
 COMMAND = "asrkit-align"
 
@@ -55,10 +56,10 @@ def main(directories, flat_start, silence_by_energy, loglikes_scp, prior_scale, 
     Writes ali.scp (pdf ids per frame) over ali.JOB.h5, phone_ali.scp, num_pdfs, tree.json, phones.txt,
     topo, costs.txt, failed.txt, ali_info.json and log/align.JOB.log.
     """
+    # deferred: the alignment code brings numpy, h5py and kaldifst (~1 s); --help imports none of it.
     from asrkit.align.align_dir import AlignOptions, align_data_dir, flat_start_data_dir
     from asrkit.align.equal import SpeechSpanOptions
     from asrkit.align.viterbi import ViterbiOptions
-    from asrkit.logs import summary_line
 
     expected = 3 if flat_start else 4
     if len(directories) != expected:
@@ -88,11 +89,11 @@ def main(directories, flat_start, silence_by_energy, loglikes_scp, prior_scale, 
     else:
         data_dir, lang_dir, model_dir, ali_dir = directories
         if loglikes_scp:
-            from asrkit.decode.loglikes import TableLoglikes
+            from asrkit.decode.loglikes import TableLoglikes  # deferred: scipy and more (~1 s), as above
 
             source = TableLoglikes(loglikes_scp)
         else:
-            from asrkit.decode.loglikes import ModelLoglikes
+            from asrkit.decode.loglikes import ModelLoglikes  # deferred: as above
 
             source = ModelLoglikes(model_dir, data_dir, prior_scale=prior_scale)
             source.check_front_end()

@@ -57,6 +57,7 @@ def audio_options(function):
     @functools.wraps(function)
     def wrapper(*args, on_rate_mismatch, channel, allow_8bit, raw_format, pipe_timeout, **kwargs):
         def make(sample_rate=16000):
+            # deferred: asrkit.data.audio brings numpy and soundfile; every command's --help comes through here.
             from asrkit.data.audio import AudioOptions
 
             return AudioOptions(sample_rate=sample_rate, on_rate_mismatch=on_rate_mismatch, channel=channel,
@@ -89,6 +90,7 @@ def online_cmvn_options(function):
 
     @functools.wraps(function)
     def wrapper(*args, cmvn_online, cmvn_online_window, cmvn_online_prior_frames, **kwargs):
+        # deferred: online_cmvn brings numpy, which --help does not need.
         from asrkit.frontend.online_cmvn import OnlineCmvnOptions
 
         options = OnlineCmvnOptions(cmvn_online_window, cmvn_online_prior_frames) if cmvn_online else None

@@ -6,6 +6,10 @@ import logging
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.data.data_dir import DataDir
+from asrkit.data.fix import fix_data_dir
+from asrkit.data.split import combine_data_dirs, split_data_dir, split_dir_path, subset_data_dir
+from asrkit.data.validate import validate_data_dir
 from asrkit.errors import AsrkitError
 from asrkit.logs import summary_line
 
@@ -22,8 +26,6 @@ DATA_DIR = click.Path(exists=True, file_okay=False)
 @asrkit_command("validate_data_dir")
 def validate_data_dir_command(no_text, no_feats, allow_non_prefix_speakers, data_dir):
     """Check DATA_DIR as Kaldi's validate_data_dir.sh does; exit 1 if anything is wrong."""
-    from asrkit.data.validate import validate_data_dir
-
     logger = logging.getLogger("validate_data_dir")
     problems = validate_data_dir(data_dir, require_text=not no_text, no_feats=no_feats,
                                  allow_non_prefix_speakers=allow_non_prefix_speakers)
@@ -42,8 +44,6 @@ def validate_data_dir_command(no_text, no_feats, allow_non_prefix_speakers, data
 def fix_data_dir_command(data_dir):
     """Sort DATA_DIR's files and keep only utterances present in all of them (Kaldi's
     fix_data_dir.sh); the originals are kept in DATA_DIR/.backup/."""
-    from asrkit.data.fix import fix_data_dir
-
     report = fix_data_dir(data_dir)
     logging.getLogger("fix_data_dir").info(summary_line(
         "fix_data_dir", "ok", data_dir=data_dir, kept_utterances=report.kept_utterances,
@@ -60,8 +60,6 @@ def fix_data_dir_command(data_dir):
 @asrkit_command("split_data")
 def split_data_command(per_utt, data_dir, num_parts):
     """Split DATA_DIR into NUM_PARTS data dirs DATA_DIR/split<N>/1..N (Kaldi's split_data.sh)."""
-    from asrkit.data.split import split_data_dir, split_dir_path
-
     split_data_dir(data_dir, num_parts, by_speaker=not per_utt)
     logging.getLogger("split_data").info(summary_line(
         "split_data", "ok", data_dir=data_dir, parts=num_parts,
@@ -84,8 +82,6 @@ def split_data_command(per_utt, data_dir, num_parts):
 def subset_data_dir_command(first, last, shortest, speakers, utt_list, spk_list, seed, arguments):
     """Write a subset of DATA_DIR to OUT_DIR (Kaldi's subset_data_dir.sh): NUM_UTTS random
     utterances (or --first/--last/--shortest/--speakers), or those of --utt-list/--spk-list."""
-    from asrkit.data.split import subset_data_dir
-
     if len(arguments) == 3:
         data_dir, num_utts_text, out_dir = arguments
         try:
@@ -111,7 +107,7 @@ def subset_data_dir_command(first, last, shortest, speakers, utt_list, spk_list,
 def combine_data_command(out_dir, data_dirs):
     """Write the union of DATA_DIRS to OUT_DIR (Kaldi's utils/combine_data.sh): every table of the first dir,
     from all of them; an id in two dirs must mean the same in both."""
-    from asrkit.data.split import combine_data_dirs
+    # deferred: the CMVN statistics bring numpy and h5py, which the other data-dir commands and --help do not need.
     from asrkit.frontend.cmvn import combine_speaker_cmvn
 
     combined = combine_data_dirs(out_dir, list(data_dirs))
@@ -130,8 +126,8 @@ def combine_ali_dirs_command(data_dir, out_dir, ali_dirs):
     """Index the alignments of ALI_DIRS (made with one tree) as one ali dir OUT_DIR (Kaldi's
     steps/combine_ali_dirs.sh), e.g. a transcribed set's and untranscribed utterances' aligned to their
     hypotheses; an utterance in two of them is refused."""
+    # deferred: alignment tables bring numpy and h5py, which the other data-dir commands and --help do not need.
     from asrkit.align.ali_dir import combine_ali_dirs
-    from asrkit.data.data_dir import DataDir
 
     utterance_ids = DataDir.load(data_dir).utterance_ids if data_dir else None
     count = combine_ali_dirs(out_dir, list(ali_dirs), utterance_ids)

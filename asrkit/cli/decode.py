@@ -6,6 +6,7 @@ import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, online_cmvn_options
 from asrkit.cli.options_file import options_file
+from asrkit.logs import summary_line
 
 COMMAND = "asrkit-decode"
 
@@ -68,10 +69,10 @@ def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, 
     --write-lattices and, when DATA_DIR has a text file, wer_LMWT, best_wer (best_lmwt after a
     sweep) and score/.
     """
+    # deferred: the decoder brings numpy, scipy, numba, kaldifst and kaldi_decoder (~1-3 s); --help imports none.
     from asrkit.decode.decode_dir import DecodeOptions, decode_data_dir
     from asrkit.decode.decoder import DecoderOptions
     from asrkit.decode.loglikes import ModelLoglikes, TableLoglikes
-    from asrkit.logs import summary_line
 
     options = DecodeOptions(
         decoder=DecoderOptions(acoustic_scale=acoustic_scale, beam=beam, max_active=max_active,

@@ -1,10 +1,12 @@
 """asrkit-extract-ivectors: online i-vectors of every utterance of a feature table (ivector_online.scp)."""
 
 import logging
+import os
 
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.logs import summary_line
 
 COMMAND = "asrkit-extract-ivectors"
 
@@ -42,12 +44,10 @@ def main(feats, extractor, out_dir, ivector_period, per_speaker, max_remembered_
     [ceil(frames / period), ivector-dim] matrix, or [frames, ivector-dim] with --per-frame),
     <ivector-dir>/ivector_period and <ivector-dir>/ivector.json (how they were made).
     """
-    import os
-
+    # deferred: the extractor brings numpy, scipy and h5py (~1-2 s); --help imports none of it.
     from asrkit.ivector.extract_dir import ExtractOptions, extract_ivectors
     from asrkit.ivector.online import OnlineOptions
     from asrkit.ivector.train_dir import EXTRACTOR_FILE
-    from asrkit.logs import summary_line
 
     if utts_per_speaker_max and not per_speaker:
         raise click.UsageError("--utts-per-speaker-max limits the carry-over of --per-speaker; give --per-speaker")

@@ -20,6 +20,7 @@ def import_kaldi_table_command(num_shards, rspecifier, out_dir, name):
     Writes OUT_DIR/NAME.1.h5 .. NAME.N.h5 and the index OUT_DIR/NAME.scp.
     Float and double matrices and vectors, and int32 vectors (alignments), are kept as they are.
     """
+    # deferred: kaldiio, h5py and numpy (~0.4 s) wait for the command; --help imports none of them.
     from asrkit.io.kaldi_ark import import_kaldi
 
     count = import_kaldi(rspecifier, out_dir, name, num_shards=num_shards)
@@ -38,6 +39,7 @@ def export_kaldi_table_command(as_text, table_scp, ark, scp):
 
     Integer vectors become Kaldi int32 vectors, float64 stays double, other floats become float32.
     """
+    # deferred: kaldiio, h5py and numpy (~0.4 s) wait for the command; --help imports none of them.
     from asrkit.io.kaldi_ark import export_kaldi
 
     count = export_kaldi(table_scp, ark, scp, as_text=as_text)

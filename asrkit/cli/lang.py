@@ -6,6 +6,8 @@ import logging
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.graph.grammar import make_lang_lm
+from asrkit.lm.make_lm import make_lm
 from asrkit.logs import summary_line
 
 DIRECTORY = click.Path(exists=True, file_okay=False)
@@ -26,6 +28,7 @@ DIRECTORY = click.Path(exists=True, file_okay=False)
 def prepare_lang_command(dict_dir, oov_word, lang_dir, sil_prob, num_sil_states, num_nonsil_states, self_loop_prob):
     """Build LANG_DIR (phones.txt, words.txt, topo, L.fst, L_disambig.fst, phones/, oov.*) from the Kaldi
     dictionary dir DICT_DIR; OOV_WORD (e.g. '<UNK>') must be in its lexicon."""
+    # deferred: graph building brings numpy and kaldifst (~0.5 s); --help imports none of it.
     from asrkit.graph.prepare_lang import LangOptions, prepare_lang
 
     options = LangOptions(sil_prob=sil_prob, num_sil_states=num_sil_states, num_nonsil_states=num_nonsil_states,
@@ -52,9 +55,6 @@ def prepare_lang_command(dict_dir, oov_word, lang_dir, sil_prob, num_sil_states,
 @asrkit_command("make_lm")
 def make_lm_command(text, arpa, order, method, heldout, kaldi_text, vocabulary, oov_word, lang_dir):
     """Estimate an n-gram LM on TEXT (one sentence a line) and write it to ARPA; report perplexities."""
-    from asrkit.graph.grammar import make_lang_lm
-    from asrkit.lm.make_lm import make_lm
-
     if lang_dir and vocabulary:
         raise click.UsageError("--lang-dir brings its own vocabulary; do not give --vocab too")
     if lang_dir:
@@ -86,7 +86,7 @@ def make_lm_command(text, arpa, order, method, heldout, kaldi_text, vocabulary, 
 def mkgraph_command(lang_dir, model_dir, graph_dir, self_loop_scale, transition_scale):
     """Build GRAPH_DIR/HCLG.fst (inputs pdf+1, outputs words) from LANG_DIR (L_disambig.fst, G.fst)
     and MODEL_DIR (tree.json; topo and num_pdfs if present)."""
-    from asrkit.graph.hclg import GraphOptions, make_graph
+    from asrkit.graph.hclg import GraphOptions, make_graph  # deferred: numpy and kaldifst, as in prepare_lang
 
     info = make_graph(lang_dir, model_dir, graph_dir, GraphOptions(self_loop_scale, transition_scale))
     logging.getLogger("mkgraph").info(summary_line(
@@ -100,7 +100,7 @@ def mkgraph_command(lang_dir, model_dir, graph_dir, self_loop_scale, transition_
 @asrkit_command("make_monophone_model")
 def make_monophone_model_command(lang_dir, model_dir):
     """Write MODEL_DIR/tree.json (one pdf per phone and HMM state), topo, phones.txt and num_pdfs from LANG_DIR."""
-    from asrkit.graph.hclg import write_monophone_model_dir
+    from asrkit.graph.hclg import write_monophone_model_dir  # deferred: numpy and kaldifst, as in prepare_lang
 
     tree = write_monophone_model_dir(lang_dir, model_dir)
     logging.getLogger("make_monophone_model").info(summary_line(

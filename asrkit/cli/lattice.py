@@ -2,11 +2,13 @@
 dir's lattices (Kaldi's lattice-*)."""
 
 import logging
+import os
 
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
 from asrkit.decode.word_lattice import MAX_NBEST
+from asrkit.logs import summary_line
 
 COMMAND = "asrkit-lattice"
 
@@ -43,10 +45,8 @@ def main():
 def nbest(graph_dir, decode_dir, out_dir, lm_weight, count):
     """The N cheapest distinct word sequences of every lattice -> OUT_DIR/nbest.txt ('utt-1 words', ...,
     Kaldi's lattice-to-nbest naming) and OUT_DIR/nbest_costs.txt ('utt-N graph acoustic total')."""
-    import os
-
+    # deferred: lattices bring numpy, scipy, numba and kaldifst (~2 s); --help imports none of them.
     from asrkit.decode.lattice_dir import write_nbest
-    from asrkit.logs import summary_line
 
     result = write_nbest(decode_dir, os.path.join(graph_dir, "words.txt"), out_dir, count, lm_weight)
     logger.info(summary_line(f"{COMMAND} nbest", "ok", utterances=result.utterances, without_path=result.empty,
@@ -59,10 +59,8 @@ def nbest(graph_dir, decode_dir, out_dir, lm_weight, count):
 def confidence(graph_dir, decode_dir, out_dir, lm_weight):
     """The best path of every lattice with word confidences -> OUT_DIR/hyp.txt and OUT_DIR/confidence.txt
     ('utt word confidence word confidence ...'): the posterior probability of each word near its frame."""
-    import os
-
+    # deferred: lattices bring numpy, scipy, numba and kaldifst (~2 s); --help imports none of them.
     from asrkit.decode.lattice_dir import write_confidences
-    from asrkit.logs import summary_line
 
     result = write_confidences(decode_dir, os.path.join(graph_dir, "words.txt"), out_dir, lm_weight)
     logger.info(summary_line(f"{COMMAND} confidence", "ok", utterances=result.utterances,
@@ -85,10 +83,8 @@ def rescore(graph_dir, decode_dir, out_dir, lm_weight, old_lm, new_lm, lm_scale,
     """The lattices with the new LM's costs in place of the old one's -> OUT_DIR/lat.scp (a decode dir:
     rescore a bigram graph's lattices with a trigram, Kaldi's lmrescore.sh) and their best paths in
     OUT_DIR/hyp.txt; score them with asrkit-score."""
-    import os
-
+    # deferred: lattices bring numpy, scipy, numba and kaldifst (~2 s); --help imports none of them.
     from asrkit.decode.lattice_dir import write_rescored
-    from asrkit.logs import summary_line
 
     result = write_rescored(decode_dir, os.path.join(graph_dir, "words.txt"), old_lm, new_lm, out_dir, lm_weight,
                             lm_scale, prune_beam)
@@ -119,8 +115,8 @@ def select(graph_dir, decode_dir, data_dir, out_dir, lm_weight, tree_path, max_p
     lattices, scored by the mean lattice posterior of the best path's pdf over its non-silence frames; at most
     --max-per-text per hypothesis, the most confident first up to --hours / --max-utts -> the data dir OUT_DIR
     with the best paths as text and OUT_DIR/utt2confidence."""
+    # deferred: lattices bring numpy, scipy, numba and kaldifst (~2 s); --help imports none of them.
     from asrkit.decode.lattice_dir import write_selection
-    from asrkit.logs import summary_line
 
     result = write_selection(decode_dir, graph_dir, data_dir, out_dir, tree_path, lm_weight, max_per_text, hours,
                              max_utts, min_confidence)

@@ -6,6 +6,7 @@ import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, audio_options
 from asrkit.cli.options_file import options_file
+from asrkit.logs import summary_line
 
 
 def _named_paths(values, option):
@@ -52,9 +53,9 @@ def main(data_dir, out_data_dir, styles_file, print_styles, seed, noise_lists, r
     utt2dur, utt2style and noisify_params.jsonl (style and parameters per utterance), and
     conf/noisify.json.  Job logs go to OUT_DATA_DIR/log/noisify.JOB.log.  A rerun skips finished utterances.
     """
+    # deferred: the noisifier brings numpy, scipy and PyWavelets (~1-4 s); --help imports none of it.
     from asrkit.augment.noisify import NoisifyOptions, noisify_data_dir
     from asrkit.augment.styles import default_style_config, load_style_config
-    from asrkit.logs import summary_line
 
     extra_noise = _named_paths(noise_lists, "--noise-list")
     extra_rir = _named_paths(rir_lists, "--rir-list")

@@ -7,6 +7,10 @@ import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
 from asrkit.errors import AsrkitError
+from asrkit.logs import summary_line
+from asrkit.scoring import kaldi_text, report
+from asrkit.scoring.scorer import score_texts
+from asrkit.scoring.text_normalization import TextNormalizer, split_word_list
 
 COMMAND = "asrkit-score"
 
@@ -55,12 +59,6 @@ def main(ref_text, hyp_text, out_dir, lowercase, uppercase, strip_punctuation, m
     Prints Kaldi's %WER, %SER and 'Scored ...' lines.  With OUT_DIR, writes there the
     files wer, per_utt, ops, and per_spk (with --utt2spk).
     """
-    # Heavy-ish imports inside the command keep --help fast.
-    from asrkit.logs import summary_line
-    from asrkit.scoring import kaldi_text, report
-    from asrkit.scoring.scorer import score_texts
-    from asrkit.scoring.text_normalization import TextNormalizer, split_word_list
-
     if lowercase and uppercase:
         raise click.UsageError("--lowercase and --uppercase exclude each other")
     case = "lower" if lowercase else "upper" if uppercase else None

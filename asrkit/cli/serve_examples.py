@@ -1,13 +1,18 @@
 """asrkit-serve-examples: stream one shard of a data dir as training examples on a ZeroMQ socket."""
 
 import logging
+import os
 import signal
+import threading
 
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
 from asrkit.cli.options_file import options_file
+from asrkit.logs import summary_line
+from asrkit.serving.security import check_bind_allowed, write_key_pair
 from asrkit.serving.wire import MAX_SHARDS
+from asrkit.tf_runtime import import_tensorflow
 
 
 def _parse_shard(ctx, param, value):
@@ -23,8 +28,6 @@ def _parse_shard(ctx, param, value):
 def _write_key_pair(ctx, param, value):
     if not value or ctx.resilient_parsing:
         return
-    from asrkit.serving.security import write_key_pair
-
     public, secret = write_key_pair(value)
     click.echo(f"wrote {public} (give it to trainers: --server-public-key) and {secret} (keep it: "
                "--curve-secret-key)")
@@ -32,9 +35,6 @@ def _write_key_pair(ctx, param, value):
 
 
 def _watch_parent(server, logger):
-    import os
-    import threading
-
     parent = os.getppid()
 
     def watch():
@@ -157,13 +157,11 @@ def main(data_dir, ali_dir, bind, shard, seed, randomisation, rolling_block_utts
     noisy ones with --styles), extracted one utterance at a time: the shard is served shuffled, so a
     speaker's earlier utterances are not at hand to carry statistics over from.
     """
+    # deferred: the server brings numpy, scipy, numba, h5py and the decoder (~2-6 s); --help imports none of it.
     from asrkit.decode.decoder import DecoderOptions
-    from asrkit.logs import summary_line
-    from asrkit.sequence.outer import CriterionOptions
-    from asrkit.serving.security import check_bind_allowed
-    from asrkit.serving.server import ExampleServer, ServerOptions
-    from asrkit.tf_runtime import import_tensorflow
     from asrkit.examples.randomisation import Randomisation
+    from asrkit.sequence.outer import CriterionOptions
+    from asrkit.serving.server import ExampleServer, ServerOptions
 
     logger = logging.getLogger("asrkit-serve-examples")
     check_bind_allowed(bind, allow_remote, curve_secret_key)  # before the slow start-up

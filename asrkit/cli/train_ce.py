@@ -7,6 +7,11 @@ import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
 from asrkit.cli.options_file import options_file
+from asrkit.errors import AsrkitError
+from asrkit.logs import command_line, summary_line
+from asrkit.nn.configs import config_names
+from asrkit.tf_runtime import import_tensorflow
+from asrkit.train.params import ce_params
 
 CHOICES = {"mode": ("truncated", "full"), "optimizer": ("adagrad", "adam", "sgd"),
            "lr_schedule": ("constant", "exponential"), "criterion": ("ce", "ctc", "lfmmi")}
@@ -31,18 +36,6 @@ def training_options(params_function, choices=None):
         return function
 
     return decorate
-
-
-def _train_params():
-    from asrkit.train.params import ce_params
-
-    return ce_params()
-
-
-def _model_choices():
-    from asrkit.nn.configs import config_names
-
-    return config_names()
 
 
 def input_options(function):
@@ -104,7 +97,7 @@ def strategy_options(note=""):
 @click.argument("data_dir", type=click.Path(exists=True, file_okay=False))
 @click.argument("ali_dir", type=click.Path(exists=True, file_okay=False))
 @click.argument("exp_dir", type=click.Path(file_okay=False))
-@click.option("--model", default="recipe", type=click.Choice(_model_choices()),
+@click.option("--model", default="recipe", type=click.Choice(config_names()),
               help="Model config (asrkit.nn.registry): recipe = 2xLSTM(256), lstm5x600/768/1024 as in [Variani2017], "
                    "dnn as in [McDermott2014] (26 frames, 4x1024); lstm is the LSTM class with its defaults.")
 @click.option("--model-param", "model_params", multiple=True, metavar="NAME=VALUE",
@@ -122,7 +115,7 @@ def strategy_options(note=""):
                    "servers (--example-servers local:N) extract them the same way from the features they serve "
                    "(the noisy ones with --server-styles), one utterance at a time.")
 @click.option("--print-config", is_flag=True, help="Print the effective model and training config as JSON and exit.")
-@training_options(_train_params)
+@training_options(ce_params)
 @options_file
 @asrkit_command("asrkit-train-ce")
 def main(data_dir, ali_dir, exp_dir, model, model_params, init_model, cmvn, valid_data_dir, valid_ali_dir, resume,
@@ -133,13 +126,10 @@ def main(data_dir, ali_dir, exp_dir, model, model_params, init_model, cmvn, vali
     DATA_DIR is featurized (feats.scp, conf/featurize.json, cmvn.h5); ALI_DIR holds ali.scp and
     num_pdfs (with --criterion ctc: phone_ali.scp and phones.txt).  Writes EXP_DIR/config.json, checkpoints/, tensorboard/ and the exported model final/.
     """
-    from asrkit.errors import AsrkitError
-    from asrkit.logs import command_line, summary_line
+    # deferred: these import TensorFlow (~6 s) at module level; --help must not wait for it.
     from asrkit.nn.registry import model_config, parse_overrides
-    from asrkit.tf_runtime import import_tensorflow
-    from asrkit.train.trainer import TrainOptions, ce_params, train_ce
-
     from asrkit.train.distribute import serve_forever, serves_only
+    from asrkit.train.trainer import TrainOptions, train_ce
 
     import_tensorflow(num_threads or None)
     logger = logging.getLogger("asrkit-train-ce")

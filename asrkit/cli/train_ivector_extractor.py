@@ -5,6 +5,7 @@ import logging
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.logs import summary_line
 
 COMMAND = "asrkit-train-ivector-extractor"
 
@@ -45,11 +46,11 @@ def main(feats, out_dir, num_gauss, ivector_dim, ubm_iters, tv_iters, ubm_frames
     <extractor-dir>/objectives.json (the options, the UBM's log-likelihood and T's objective per frame at each
     iteration); both are also logged.
     """
+    # deferred: the extractor's training brings numpy, scipy and h5py (~1-2 s); --help imports none of it.
     from asrkit.ivector.stats import PosteriorOptions
     from asrkit.ivector.train_dir import EXTRACTOR_FILE, TrainOptions, train_extractor
     from asrkit.ivector.tv_train import TvOptions
     from asrkit.ivector.ubm import UbmOptions
-    from asrkit.logs import summary_line
 
     options = TrainOptions(
         ubm=UbmOptions(num_gauss=num_gauss, num_iters=ubm_iters, variance_floor=variance_floor, seed=seed),

@@ -8,12 +8,10 @@ import click
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
 from asrkit.cli.options_file import options_file
 from asrkit.cli.train_ce import input_options, strategy_options, training_options
-
-
-def _seq_params():
-    from asrkit.train.params import seq_params
-
-    return seq_params()
+from asrkit.errors import AsrkitError
+from asrkit.logs import command_line, summary_line
+from asrkit.tf_runtime import import_tensorflow
+from asrkit.train.params import seq_params
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -30,7 +28,7 @@ def _seq_params():
                    "i-vectors come from it; the example servers, which this then needs, extract the training "
                    "examples' own from the features they serve).")
 @click.option("--print-config", is_flag=True, help="Print the effective training config as JSON and exit.")
-@training_options(_seq_params, {"criterion": ("smbr", "mmi", "mmi-fr", "bmmi")})
+@training_options(seq_params, {"criterion": ("smbr", "mmi", "mmi-fr", "bmmi")})
 @options_file
 @asrkit_command("asrkit-train-seq")
 def main(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, cmvn, valid_data_dir, valid_ali_dir, resume,
@@ -45,11 +43,9 @@ def main(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, cmvn, valid_data_d
     (with --strategy multiworker or ps, the chief does; EXP_DIR must then be on a file system
     every worker shares, as the workers read the chief's snapshots there).
     """
-    from asrkit.errors import AsrkitError
-    from asrkit.logs import command_line, summary_line
-    from asrkit.tf_runtime import import_tensorflow
+    # deferred: these import TensorFlow (~6 s) at module level; --help must not wait for it.
     from asrkit.train.distribute import serve_forever, serves_only
-    from asrkit.train.seq_trainer import seq_params, train_seq
+    from asrkit.train.seq_trainer import train_seq
     from asrkit.train.trainer import TrainOptions
 
     import_tensorflow(num_threads or None)

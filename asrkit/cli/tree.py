@@ -32,6 +32,7 @@ def build_tree_command(data_dir, lang_dir, ali_dir, tree_dir, num_leaves, min_le
     """Grow a triphone decision tree from the monophone alignment ALI_DIR of DATA_DIR (feats.scp, cmvn.h5)
     with the phones of LANG_DIR; write TREE_DIR (tree.json, num_pdfs, topo, phones.txt, questions.txt,
     stats.npz, tree_info.json), a model dir for utils/mkgraph and utils/convert_ali."""
+    # deferred: tree building brings numpy and h5py (~1 s); --help imports none of it.
     from asrkit.tree.build import TreeOptions
     from asrkit.tree.tree_dir import build_tree_dir
 
@@ -51,7 +52,7 @@ def build_tree_command(data_dir, lang_dir, ali_dir, tree_dir, num_leaves, min_le
 def convert_ali_command(tree_dir, ali_dir_in, ali_dir_out):
     """Rewrite the alignments of ALI_DIR_IN (e.g. monophone) as pdfs of TREE_DIR/tree.json (a tree dir or a
     model dir) into ALI_DIR_OUT, keeping the phone alignment."""
-    from asrkit.tree.convert import convert_ali_dir
+    from asrkit.tree.convert import convert_ali_dir  # deferred: numpy and h5py, as in build-tree
 
     result = convert_ali_dir(tree_dir, ali_dir_in, ali_dir_out)
     logging.getLogger("convert_ali").info(summary_line(

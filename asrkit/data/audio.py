@@ -378,6 +378,8 @@ def _to_target_rate(samples, rate, options, utterance_id, source):
     """Resample with scipy.signal.resample_poly when the rate differs (already refused unless allowed)."""
     if rate == options.sample_rate:
         return samples
+    # deferred: scipy.signal's import (0.3-1 s) is paid only when audio needs resampling: this module is on
+    # asrkit-featurize's --help path (frontend.config) and in every job that reads audio.
     from scipy.signal import resample_poly
 
     divisor = math.gcd(rate, options.sample_rate)

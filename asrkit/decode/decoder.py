@@ -18,6 +18,8 @@ allow_partial, the best partial path is kept, as Kaldi's --allow-partial).
 import dataclasses
 import math
 
+import kaldi_decoder
+import kaldifst
 import numpy as np
 
 from asrkit.decode import lattice_faster
@@ -56,8 +58,6 @@ class UtteranceResult:
 
 
 def _path_costs(lattice):
-    import kaldifst
-
     succeeded, _, words, weight = kaldifst.get_linear_symbol_sequence(lattice)
     if not succeeded:
         return None
@@ -82,13 +82,9 @@ class GraphDecoder:
 
     @classmethod
     def from_file(cls, hclg_path, options, lattices=False):
-        import kaldifst
-
         return cls(kaldifst.StdVectorFst.read(str(hclg_path)), options, lattices)
 
     def _decode_best_path(self, decodable, beam):
-        import kaldi_decoder
-
         options = kaldi_decoder.FasterDecoderOptions(
             beam=beam, max_active=self.options.max_active, min_active=self.options.min_active,
         )
@@ -111,8 +107,6 @@ class GraphDecoder:
 
         acoustic_scale overrides the options' (the best-path LM-weight sweep decodes at several).
         """
-        import kaldi_decoder
-
         num_frames = int(loglikes.shape[0])
         if num_frames == 0:
             return UtteranceResult(EMPTY, [], 0)

@@ -14,6 +14,7 @@ kaldifst.Lattice, for OpenFst's algorithms (n-best lists, shortest paths).
 
 import math
 
+import kaldifst
 import numpy as np
 
 from asrkit.decode.lattice_faster import best_path
@@ -79,8 +80,6 @@ def lattice_to_array(lattice):
 
 
 def array_to_lattice(array, start=0):
-    import kaldifst
-
     lattice = kaldifst.Lattice()
     if not len(array):
         return lattice

@@ -22,6 +22,7 @@ utt2confidence beside it.
 """
 
 import dataclasses
+import json
 import logging
 import os
 import shutil
@@ -230,10 +231,6 @@ def write_selection(decode_dir, graph_dir, data_dir, out_dir, tree_path=None, lm
     """The data dir out_dir of the utterances of data_dir (decoded into decode_dir on graph_dir) to train on, with
     their hypotheses as text and OUT_DIR/utt2confidence; see asrkit.decode.unsupervised_selection.  The tree
     that numbers the lattices' pdfs is tree_path, by default the one of the model the graph was made for."""
-    import json
-
-    import numpy as np
-
     check_output_dir(out_dir, SELECTION_SIGNATURE, (decode_dir, graph_dir, data_dir), "selection")  # before the work
     lm_weight = _lm_weight(lm_weight, decode_dir)
     words = SymbolTable.read(os.path.join(graph_dir, "words.txt"))

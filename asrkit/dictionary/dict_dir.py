@@ -13,6 +13,7 @@ Files, as utils/prepare_lang.sh expects them:
 import os
 from dataclasses import dataclass
 
+from asrkit.dictionary.lexicon import build_lexicon
 from asrkit.dictionary.pronunciations import ARPABET_PHONES
 from asrkit.errors import AsrkitError
 from asrkit.io.atomic import atomic_output
@@ -189,8 +190,6 @@ def prepare_dict_dir(path, words, pronunciations, nonsilence_phones=ARPABET_PHON
     The words left out are returned (sorted) for the caller to report; their
     utterances cannot be aligned, so a recipe drops them or maps them to <UNK>.
     """
-    from asrkit.dictionary.lexicon import build_lexicon
-
     special = {word for word, _ in SPECIAL_ENTRIES}
     result = build_lexicon((word for word in words if word not in special), pronunciations)
     summary = write_dict_dir(path, result.lexicon, nonsilence_phones)

@@ -21,7 +21,8 @@ def frequent_words(size, pronunciations, words=None):
     overrides wordfreq's ranked list (lower case, most frequent first), for tests.
     """
     if words is None:
-        import wordfreq  # the recipe extra; only the recipes' vocabulary needs it
+        # deferred: wordfreq is optional (setup.cfg's recipe extra); only the recipes' vocabulary needs it.
+        import wordfreq
 
         words = wordfreq.iter_wordlist("en", wordlist="best")
     vocabulary = []

@@ -15,6 +15,7 @@ import tempfile
 
 from asrkit.dictionary.pronunciations import ARPABET_PHONES
 from asrkit.errors import AsrkitError
+from asrkit.io.atomic import atomic_output
 
 FESTIVAL_TIMEOUT_S = 600
 _SPELLABLE = re.compile(r"^[A-Z][A-Z']*$")
@@ -92,8 +93,6 @@ def festival_pronunciations(words, festival="festival"):
 
 def write_generated_lexicon(path, pronunciations):
     """The generated pronunciations as a CMUdict-format file (`WORD  PH1 PH2 ...`), sorted, for review."""
-    from asrkit.io.atomic import atomic_output
-
     with atomic_output(path) as handle:
         for word in sorted(pronunciations):
             handle.write(f"{word}  {' '.join(pronunciations[word])}\n")

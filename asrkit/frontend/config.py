@@ -10,6 +10,8 @@ Kaldi's default, so that kaldi-native-fbank with the same options is a reference
 import dataclasses
 import json
 
+from asrkit.data.audio import AudioOptions
+
 COMPRESSIONS = ("log", "root15", "root10")
 
 
@@ -93,8 +95,6 @@ class FeatureConfig:
 
     def audio_options(self):
         """asrkit.data.audio.AudioOptions for reading audio into this front end."""
-        from asrkit.data.audio import AudioOptions
-
         return AudioOptions(sample_rate=self.sample_rate, on_rate_mismatch=self.on_rate_mismatch)
 
     def to_dict(self):

@@ -26,9 +26,11 @@ import time
 from asrkit.data.audio import AudioOptions, load_utterance_audio
 from asrkit.data.data_dir import DataDir
 from asrkit.data.kaldi_files import write_kaldi_map
+from asrkit.data.validate import validate_data_dir
 from asrkit.errors import AsrkitError, AudioError
 from asrkit.frontend.cmvn import SPEAKER_CMVN_FILE, CmvnStats, Moments, SpeakerCmvn
 from asrkit.frontend.config import FeatureConfig
+from asrkit.frontend.features import FeatureExtractor
 from asrkit.io.atomic import atomic_output
 from asrkit.io.table import ShardWriter, TableReader, read_shard_attrs, shard_path, write_scp
 from asrkit.parallel import remove_outputs_of_extra_jobs, run_jobs, split_evenly
@@ -215,8 +217,6 @@ def _batches(job, data_dir, audio_options, failed, job_logger, advance, lookahea
 
 def run_job(job, context):
     """Featurize one job's utterances into its shard; returns a JobResult."""
-    from asrkit.frontend.features import FeatureExtractor
-
     job_logger = context.logger
     reused = _finished_shard_result(job)
     if reused is not None:
@@ -327,8 +327,6 @@ def featurize_data_dir(data_dir, feat_dir, config=None, options=None):
     options.compute_cmvn cmvn.h5.  Raises AsrkitError when more than
     options.max_fail_ratio of the utterances failed, naming them.
     """
-    from asrkit.data.validate import validate_data_dir
-
     config = config or FeatureConfig()
     options = options or FeaturizeOptions()
     if options.cmvn_variance == "speaker" and options.cmvn_mean != "speaker":

@@ -17,6 +17,8 @@ import logging
 import os
 import time
 
+import kaldifst
+
 from asrkit.errors import AsrkitError
 from asrkit.graph.fst_arrays import build_fst, fst_to_arrays
 from asrkit.graph.graph_dir import check_phones_compatible, compose_lg, fst_size, write_graph_dir
@@ -52,8 +54,6 @@ def make_ctc_token_fst(phones, disambig_phones, num_outputs):
 
 def make_ctc_graph(lang_dir, model_dir, graph_dir):
     """graph_dir/HCLG.fst (T o L o G) for the CTC model in model_dir; returns asrkit.graph.graph_dir.GraphInfo."""
-    import kaldifst
-
     start = time.monotonic()
     lang_phones = SymbolTable.read(os.path.join(lang_dir, "phones.txt"))
     model_phones_path = os.path.join(model_dir, "phones.txt")

@@ -12,6 +12,8 @@ import logging
 import os
 import tempfile
 
+import kaldilm
+
 from asrkit.errors import AsrkitError
 from asrkit.graph.symbols import SymbolTable
 from asrkit.io.atomic import atomic_path
@@ -59,8 +61,6 @@ def _native_stderr_to_log():
 
 def make_grammar_fst(arpa_path, lang_dir, output_path=None):
     """Write G.fst (default: lang_dir/G.fst); returns (path, list of ARPA words missing from words.txt)."""
-    import kaldilm
-
     words_txt = os.path.join(lang_dir, "words.txt")
     table = SymbolTable.read(words_txt)
     if "#0" not in table:

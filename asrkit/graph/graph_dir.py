@@ -12,6 +12,8 @@ import resource
 import shutil
 import time
 
+import kaldifst
+
 from asrkit.errors import AsrkitError
 from asrkit.graph.fst_arrays import arrays_to_fst
 from asrkit.hmm.num_pdfs import read_num_pdfs_file
@@ -83,8 +85,6 @@ def _peak_memory_mib():
 
 def compose_lg(lang_dir):
     """L_disambig o G of a lang dir, determinized and minimized (log semiring)."""
-    import kaldifst
-
     g_path = os.path.join(lang_dir, "G.fst")
     if not os.path.exists(g_path):
         raise AsrkitError(f"{g_path} does not exist (fix: run utils/make_lm --lang-dir {lang_dir} ...)")

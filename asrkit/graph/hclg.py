@@ -23,6 +23,8 @@ import os
 import shutil
 import time
 
+import kaldifst
+
 from asrkit.graph.ctc_topology import make_ctc_graph
 from asrkit.graph.fst_arrays import fst_to_arrays
 # GraphInfo, check_phones_compatible, model_outputs, read_num_pdfs and CTC_OUTPUTS are imported from here by
@@ -48,8 +50,6 @@ class GraphOptions:
 def make_graph(lang_dir, model_dir, graph_dir, options=None):
     """Build graph_dir/HCLG.fst and its companions; returns GraphInfo.  A CTC model's graph is T o L o G
     (asrkit.graph.ctc_topology)."""
-    import kaldifst
-
     options = options or GraphOptions()
     start = time.monotonic()
     lang_dir, model_dir, graph_dir = map(os.fspath, (lang_dir, model_dir, graph_dir))

@@ -15,6 +15,8 @@ import logging
 import os
 import shutil
 
+import kaldifst
+
 from asrkit.errors import AsrkitError
 from asrkit.graph.dict_dir import read_dict_dir
 from asrkit.graph.lexicon_fst import add_disambiguation, make_lexicon_fst
@@ -168,8 +170,6 @@ def _write_topology(work, lang, options):
 
 def _write_lexicon_fsts(work, lang, options):
     """L.fst, and L_disambig.fst with the disambiguation symbols (and #0 passed through for G's back-offs)."""
-    import kaldifst
-
     dictionary, phone_table, word_table = lang.dictionary, lang.phone_table, lang.word_table
     plain = [(pron, pron.phones) for pron in dictionary.lexicon]
     lexicon_fst = make_lexicon_fst(plain, phone_table, word_table, dictionary.optional_silence, options.sil_prob)

@@ -13,10 +13,11 @@ import signal
 import sys
 
 from asrkit.errors import AsrkitError
-from asrkit.launch import job_spec
+from asrkit.launch import job_spec, slurm
 from asrkit.launch.job_log import failure_report
 from asrkit.launch.job_spec import COMMON_OPTIONS, HelpRequested, Option, UsageError
 from asrkit.launch.local import Interrupted, available_cpus, run_local
+from asrkit.launch.ssh import assign_hosts, resolve_hosts, run_ssh
 from asrkit.logs import command_line, summary_line
 
 LOCAL_SUMMARY = """
@@ -130,8 +131,6 @@ def run_local_main(argv=None):
 
 
 def run_ssh_main(argv=None):
-    from asrkit.launch.ssh import assign_hosts, resolve_hosts, run_ssh
-
     def launch(invocation, jobs):
         options = invocation.options
         hosts, _source = resolve_hosts(options["hosts"], options["machines"])
@@ -146,8 +145,6 @@ def run_ssh_main(argv=None):
 
 
 def run_slurm_main(argv=None):
-    from asrkit.launch import slurm
-
     def launch(invocation, jobs):
         options = invocation.options
         cwd = os.getcwd()

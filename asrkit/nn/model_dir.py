@@ -53,10 +53,12 @@ import shutil
 import numpy as np
 
 from asrkit.errors import AsrkitError
+from asrkit.frontend.apply_cmvn import UtteranceCmvn
 from asrkit.frontend.cmvn import CmvnStats
 from asrkit.io.atomic import temporary_name
 from asrkit.io.output_dir import check_output_dir, replace_output_dir
 from asrkit.nn.label_delay import delay_features, undelay_outputs
+from asrkit.tf_runtime import import_tensorflow
 
 FORMAT_NAME = "asrkit-acoustic-model"
 FORMAT_VERSION = 1
@@ -90,8 +92,6 @@ def write_model_dir(model_dir, net, model_config, pdf_counts, feature_config_pat
     which utils/mkgraph and asrkit-decode read from the model dir.  outputs: what the outputs are when
     they are not the tree's pdfs (model.json's "outputs"; "ctc-phones": asrkit.train.ctc).
     """
-    from asrkit.tf_runtime import import_tensorflow
-
     tf = import_tensorflow()
     model_dir = os.path.abspath(os.fspath(model_dir))
     check_output_dir(model_dir, MODEL_SIGNATURE, what="model dir")  # before the export, not only at its end
@@ -137,8 +137,9 @@ class AcousticModel:
     """A trained network with its priors, CMVN and feature config; see the module docstring."""
 
     def __init__(self, model_dir):
+        # deferred: the registry's networks import TensorFlow (~6 s) at module level; this module is read
+        # without it (decoding from log-likelihood tables, model.json and priors).
         from asrkit.nn.registry import build_from_config
-        from asrkit.tf_runtime import import_tensorflow
 
         tf = import_tensorflow()
         self.model_dir = os.fspath(model_dir)
@@ -213,8 +214,6 @@ class AcousticModel:
     def utterance_cmvn(self, data_dir=None, online=None):
         """The normalisation this model was trained with, for the utterances of `data_dir`
         (asrkit.frontend.apply_cmvn.UtteranceCmvn; online: OnlineCmvnOptions for online CMN)."""
-        from asrkit.frontend.apply_cmvn import UtteranceCmvn
-
         return UtteranceCmvn(self.cmvn, data_dir, online)
 
     def log_posteriors(self, features):
@@ -256,8 +255,6 @@ def read_model_json(model_dir):
 
 def read_weights_into(net, model_dir):
     """The weights of the exported model in model_dir into `net`, a network built from the same config."""
-    from asrkit.tf_runtime import import_tensorflow
-
     tf = import_tensorflow()
     status = tf.train.Checkpoint(net=net).read(os.path.join(os.fspath(model_dir), WEIGHTS_PREFIX))
     status.assert_existing_objects_matched().expect_partial()

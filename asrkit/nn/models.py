@@ -18,6 +18,7 @@ import numpy as np
 from asrkit.nn.dnn import ContextWindow, DenseLayer, parse_dnn_spec
 from asrkit.nn.lstm import LstmLayer
 from asrkit.nn.params import Params
+from asrkit.nn.pipeline import pipelined_window
 from asrkit.tf_runtime import import_tensorflow
 
 tf = import_tensorflow()
@@ -115,8 +116,6 @@ class StackedLstm(AcousticNet):
 
     def window_time_major(self, features, state, keep):
         if self.devices is not None:
-            from asrkit.nn.pipeline import pipelined_window
-
             outputs, states = pipelined_window(self.layers, self.devices, features, self._layer_states(state), keep)
             with tf.device(self.devices[-1]):
                 logits = self.softmax(outputs)

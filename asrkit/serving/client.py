@@ -30,9 +30,13 @@ import queue
 import threading
 import time
 
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
 from asrkit.errors import AsrkitError
 from asrkit.examples.messages import Example
 from asrkit.examples.queues import put_unless_stopped
+from asrkit.serving.security import make_curve_client
 from asrkit.serving.wire import END_KIND, WireError, check_kind, decode_end, decode_example
 
 logger = logging.getLogger("asrkit.serving")
@@ -51,8 +55,6 @@ _END = object()
 
 
 def _handshake_failure(event, endpoint, has_key):
-    import zmq
-
     if event == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL:
         if has_key:
             why = ("security mechanism mismatch: this trainer uses CURVE (--server-public-key) but the server was "
@@ -79,8 +81,6 @@ class ServerExamples:
 
     def __init__(self, expected, endpoints=(), server_public_key=None, capacity=64, expected_servers=None,
                  receive_timeout=300.0, num_servers=None):
-        import zmq
-
         self.expected = expected
         self.server_public_key = server_public_key
         self.capacity = capacity
@@ -113,8 +113,6 @@ class ServerExamples:
         self._socket.setsockopt(zmq.RCVHWM, capacity)
         self._socket.setsockopt(zmq.LINGER, 0)
         if server_public_key:
-            from asrkit.serving.security import make_curve_client
-
             make_curve_client(self._socket, server_public_key)
         self._monitor = self._socket.get_monitor_socket(
             zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
@@ -158,8 +156,6 @@ class ServerExamples:
                 "bad_messages": self.bad_messages, "stale_messages": self.stale_messages, "frames": self.frames}
 
     def _apply_commands(self):
-        import zmq
-
         while True:
             try:
                 endpoint, replaces = self._commands.get_nowait()
@@ -177,9 +173,6 @@ class ServerExamples:
                 logger.info("connected to example server %s", endpoint)
 
     def _check_monitor(self):
-        import zmq
-        from zmq.utils.monitor import recv_monitor_message
-
         events = []
         while self._monitor.poll(0):
             event = recv_monitor_message(self._monitor)
@@ -267,8 +260,6 @@ class ServerExamples:
         return put_unless_stopped(self._queue, item, self._stop)
 
     def _receive(self):
-        import zmq
-
         poller = zmq.Poller()
         poller.register(self._socket, zmq.POLLIN)
         try:

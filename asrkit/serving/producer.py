@@ -27,8 +27,15 @@ import os
 import numpy as np
 
 from asrkit.augment.speed import stretch_alignment
+from asrkit.data.audio import load_utterance_audio
+from asrkit.data.data_dir import DataDir
 from asrkit.errors import AsrkitError, AudioError
 from asrkit.examples.alignments import alignment_targets, fit_alignment, read_alignment, target_problem
+from asrkit.frontend.apply_cmvn import UtteranceCmvn
+from asrkit.frontend.cmvn import CmvnStats
+from asrkit.frontend.config import FeatureConfig
+from asrkit.frontend.features import FeatureExtractor
+from asrkit.io.table import TableReader
 
 logger = logging.getLogger("asrkit.serving")
 
@@ -47,8 +54,6 @@ def epoch_seed(seed, epoch):
 
 
 def read_feature_config(data_dir):
-    from asrkit.frontend.config import FeatureConfig
-
     path = os.path.join(data_dir, "conf", "featurize.json")
     try:
         with open(path, encoding="utf-8") as handle:
@@ -63,11 +68,6 @@ def read_feature_config(data_dir):
 class ExampleProducer:
     def __init__(self, data_dir, ali_dir, utterance_ids=None, cmvn_path=None, from_feats=False, styles_path=None,
                  seed=1, tolerance=1, num_threads=1, babble_pool_size=50, targets="pdfs", ivectors=None):
-        from asrkit.data.data_dir import DataDir
-        from asrkit.frontend.apply_cmvn import UtteranceCmvn
-        from asrkit.frontend.cmvn import CmvnStats
-        from asrkit.io.table import TableReader
-
         if from_feats and styles_path:
             raise AsrkitError("--styles noisifies audio; it cannot be combined with --from-feats")
         self.data_dir = data_dir
@@ -105,8 +105,6 @@ class ExampleProducer:
         self.missing_alignment = [u for u in wanted if u not in self._alignments]
         self.utterance_ids = sorted((u for u in wanted if u in self._alignments), key=lambda u: u.encode())
         if not from_feats:
-            from asrkit.frontend.features import FeatureExtractor
-
             self._extractor = FeatureExtractor(self.feature_config, num_threads=num_threads)
         self._styles_path = styles_path
         self._babble_pool_size = babble_pool_size
@@ -127,10 +125,11 @@ class ExampleProducer:
         """Load the style config and, when a style makes babble, a pool of this shard's utterances."""
         if not self._styles_path:
             return
+        # deferred: the noisifier brings scipy.signal and PyWavelets (~1 s CPU), paid only by servers with --styles;
+        # servers start in numbers (--example-servers local:N) while their trainer waits.
         from asrkit.augment.noise import BabblePool
         from asrkit.augment.noisifier import Noisifier
         from asrkit.augment.styles import load_style_config
-        from asrkit.data.audio import load_utterance_audio
 
         config = load_style_config(self._styles_path)
         babble = None
@@ -157,8 +156,6 @@ class ExampleProducer:
                 return np.asarray(self._feats[utterance_id], dtype=np.float32), {}, None
             except Exception as error:  # h5py raises several kinds for a damaged shard
                 raise SkipUtterance(f"cannot read its features: {error}") from None
-        from asrkit.data.audio import load_utterance_audio
-
         try:
             samples = load_utterance_audio(self._data, utterance_id, self.audio_options())
         except AudioError as error:

@@ -15,6 +15,9 @@ key, `<name>.key_secret` the public and the secret key.
 import ipaddress
 import os
 
+import zmq
+import zmq.auth
+
 from asrkit.errors import AsrkitError
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -57,8 +60,6 @@ def check_bind_allowed(endpoint, allow_remote, secret_key_file):
 
 def write_key_pair(directory, name="server"):
     """Write <directory>/<name>.key (public) and <name>.key_secret; returns their paths."""
-    import zmq.auth
-
     os.makedirs(directory, exist_ok=True)
     public, secret = zmq.auth.create_certificates(directory, name)
     os.chmod(secret, 0o600)
@@ -66,8 +67,6 @@ def write_key_pair(directory, name="server"):
 
 
 def _load(path, want_secret):
-    import zmq.auth
-
     try:
         public, secret = zmq.auth.load_certificate(path)
     except (OSError, ValueError) as error:
@@ -89,8 +88,6 @@ def make_curve_server(socket, secret_key_file):
 
 def make_curve_client(socket, server_public_key_file):
     """CURVE client of the server whose public key is in the file; the client's own key pair is ephemeral."""
-    import zmq
-
     server_public, _ = _load(server_public_key_file, want_secret=False)
     public, secret = zmq.curve_keypair()
     socket.curve_secretkey = secret

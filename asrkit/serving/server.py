@@ -33,10 +33,15 @@ import threading
 import time
 
 import numpy as np
+import zmq
 
+from asrkit.decode.decoder import DecoderOptions
 from asrkit.errors import AsrkitError
 from asrkit.examples.randomisation import Randomisation
+from asrkit.io.atomic import atomic_output
 from asrkit.ivector.append import OnlineIvectorAppender
+from asrkit.sequence.outer import CriterionOptions, NoLattice, load_outer_computer
+from asrkit.sequence.snapshots import SnapshotFollower
 from asrkit.serving.producer import ExampleProducer, SkipUtterance
 from asrkit.serving.security import check_bind_allowed, make_curve_server
 from asrkit.serving.wire import Handshake, encode_end, encode_example
@@ -156,10 +161,6 @@ class ExampleServer:
         return OnlineIvectorAppender.from_dir(self.options.online_ivectors)
 
     def _prepare_sequence_training(self):
-        from asrkit.decode.decoder import DecoderOptions
-        from asrkit.sequence.outer import CriterionOptions, load_outer_computer
-        from asrkit.sequence.snapshots import SnapshotFollower
-
         o = self.options
         if not o.model_dir or not o.graph_dir:
             raise AsrkitError("--mode seq needs --model-dir (the CE model) and --graph (the bigram graph dir)")
@@ -183,8 +184,6 @@ class ExampleServer:
 
     def _outer_derivatives(self, features, targets):
         """Seq mode: the OuterDerivatives of one utterance with the newest snapshot (SkipUtterance without a lattice)."""
-        from asrkit.sequence.outer import NoLattice
-
         version = self.follower.refresh() if self.follower is not None else 0
         try:
             outer = self.outer.compute(features, targets, version)
@@ -205,8 +204,6 @@ class ExampleServer:
         self.stop_requested.set()
 
     def _open_socket(self):
-        import zmq
-
         context = zmq.Context.instance()
         sock = context.socket(zmq.PUSH)
         sock.setsockopt(zmq.SNDHWM, self.options.queue_capacity)
@@ -220,16 +217,12 @@ class ExampleServer:
         self.endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT)
         self._socket = sock
         if self.options.endpoint_file:
-            from asrkit.io.atomic import atomic_output
-
             with atomic_output(self.options.endpoint_file) as out:
                 json.dump({"endpoint": self.endpoint, "pid": os.getpid(), "server_id": self.server_id}, out)
                 out.write("\n")
 
     def _send(self, parts):
         """Queue one message; False only when a stop request came and the queue stayed full for drain_seconds."""
-        import zmq
-
         try:
             self._socket.send_multipart(parts, zmq.NOBLOCK, copy=False)
             return True

@@ -62,6 +62,7 @@ import numpy as np
 
 from asrkit.errors import AsrkitError
 from asrkit.examples.messages import OuterDerivatives
+from asrkit.tf_runtime import import_tensorflow
 
 EXAMPLE_KIND = b"asrkit.example.v1"
 END_KIND = b"asrkit.end.v1"
@@ -124,9 +125,9 @@ class ServedExample:
 
 
 def _example_pb2():
-    from asrkit.tf_runtime import import_tensorflow
-
     import_tensorflow()  # quietly, before tensorflow.core pulls in the whole package
+    # deferred: the protobufs are TensorFlow's, whose import (~6 s) waits for the first example, after
+    # asrkit-serve-examples has checked its options (check_bind_allowed) and set TensorFlow's thread counts.
     from tensorflow.core.example import example_pb2
 
     return example_pb2

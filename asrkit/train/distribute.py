@@ -37,8 +37,14 @@ import hashlib
 import json
 import logging
 import os
+import socket
+
+import numpy as np
 
 from asrkit.errors import AsrkitError
+from asrkit.nn import cpu_kernels
+from asrkit.tf_runtime import import_tensorflow
+from asrkit.train.one_bit import QUANTIZATIONS
 
 logger = logging.getLogger("asrkit.train")
 
@@ -101,8 +107,6 @@ def read_cluster(cluster_file=None, environ=None):
 def free_ports(count, host="localhost"):
     """`count` ports free on this machine now, for a cluster on loopback (tests, benchmarks, one-machine runs).
     All are held open until each is known, so they differ; another process may still take one later."""
-    import socket
-
     sockets = [socket.socket() for _ in range(count)]
     try:
         for sock in sockets:
@@ -135,8 +139,6 @@ class LocalDistribution:
 
     def compile(self, function, input_signature=None):
         """The training step `function` compiled (tf.function, no XLA) to run where this strategy runs steps."""
-        from asrkit.tf_runtime import import_tensorflow
-
         return import_tensorflow().function(function, input_signature=input_signature, jit_compile=False)
 
     def sum_over_replicas(self, value):
@@ -160,8 +162,6 @@ class LocalDistribution:
 
     def sum_floats(self, values):
         """Outside a step: the sum over the workers of a short vector of Python floats (numpy float64)."""
-        import numpy as np
-
         return np.asarray(values, dtype=np.float64)
 
     def finished(self, outputs):
@@ -183,8 +183,6 @@ class MultiWorkerDistribution(LocalDistribution):
     name = "multiworker"
 
     def __init__(self, cluster):
-        from asrkit.tf_runtime import import_tensorflow
-
         tf = self._tf = import_tensorflow()
         if "ps" in cluster.jobs:
             raise AsrkitError(f"--strategy multiworker takes a cluster of workers (and at most one chief); "
@@ -275,8 +273,6 @@ class ParameterServerDistribution(LocalDistribution):
     name = "ps"
 
     def __init__(self, cluster, max_in_flight=None):
-        from asrkit.tf_runtime import import_tensorflow
-
         tf = self._tf = import_tensorflow()
         if cluster.task_type != "chief":
             raise AsrkitError(f"--strategy ps: task {cluster.task} only serves (serve_forever); the chief trains")
@@ -344,8 +340,6 @@ def check_params(strategy, params):
         raise AsrkitError("--strategy ps trains with --mode full: truncated unrolling carries each stream's LSTM "
                           "state from step to step, which asynchronous steps on several workers cannot keep "
                           "(fix: add --mode full)")
-    from asrkit.train.one_bit import QUANTIZATIONS
-
     if params.gradient_quantization not in QUANTIZATIONS:
         raise AsrkitError(f"--gradient-quantization must be one of {', '.join(QUANTIZATIONS)}, not "
                           f"{params.gradient_quantization!r}")
@@ -388,14 +382,10 @@ def serves_only(strategy, cluster_file=None, environ=None):
 
 def serve_forever(cluster):
     """Run this task's tf.distribute.Server until the process is killed (worker and ps tasks of --strategy ps)."""
-    from asrkit.tf_runtime import import_tensorflow
-
     tf = import_tensorflow()
     # The chief's functions run here and may hold the CPU kernels' ops (the LSTM cell, the frame loss): register
     # them in this process (a task without them fails with "Op type not registered"; ASRKIT_FUSED_LSTM=0 and
     # ASRKIT_FUSED_LOSS=0 on the chief avoid them).
-    from asrkit.nn import cpu_kernels
-
     cpu_kernels.load_all()
     server = tf.distribute.Server(_cluster_spec(tf, cluster), job_name=cluster.task_type,
                                   task_index=cluster.task_index, protocol="grpc", start=True)

@@ -8,6 +8,7 @@ frames, not padding.  APR is the average padding ratio of the steps.
 import math
 import time
 
+from asrkit.tf_runtime import import_tensorflow
 from asrkit.train.batch import PaddingStats
 
 
@@ -84,7 +85,8 @@ class ScalarWriter:
     """
 
     def __init__(self, logdir):
-        from asrkit.tf_runtime import import_tensorflow
+        # deferred: the meters above need no TensorFlow (~6 s), and a module-level `tensorflow.core` import would
+        # bypass asrkit.tf_runtime's quiet import, which the modules importing this one call after it.
         from tensorflow.core.framework import summary_pb2
 
         self._tf = import_tensorflow()
@@ -103,7 +105,7 @@ class ScalarWriter:
     def histogram(self, step, name, counts, edges):
         """A TensorBoard histogram from bin counts and their len(counts) + 1 edges (the histogram
         plugin's [bins, 3] tensor of left edge, right edge, count), again without the tensorboard package."""
-        from tensorflow.core.framework import summary_pb2
+        from tensorflow.core.framework import summary_pb2  # deferred: as in __init__
 
         tf = self._tf
         metadata = summary_pb2.SummaryMetadata(

@@ -20,7 +20,8 @@ LAYERS = [
     # recognizer: a model package, its NumPy front end and networks, and decoding with it (no TensorFlow).
     ("recognizer",),
     ("sequence",),
-    ("decode", "tree"),
+    # chain: LF-MMI's phone LM, denominator and numerator graphs and forward-backward, under train.lfmmi.
+    ("decode", "tree", "chain"),
     ("nn", "align"),
     # examples: the messages, alignments and epoch orders the example servers and the trainers share.
     # ivector: i-vector extraction from features, below what may append them to a network's inputs.

@@ -33,6 +33,7 @@ reads: arcs as parallel arrays with pdf ids and linear probabilities.
 import dataclasses
 import os
 
+import kaldifst
 import numpy as np
 
 from asrkit.align.ali_dir import AliDir
@@ -108,8 +109,6 @@ def initial_distribution(num_states, start, source, target, prob, iterations=INI
 
 def _hcg_acceptor(phone_lm_fst, tree, topology):
     """H o C o LM as FstArrays with input labels pdf + 1 (epsilon 0), and the self-loop probabilities by pdf."""
-    import kaldifst
-
     kaldifst.arcsort(phone_lm_fst, sort_type="ilabel")
     clg, ilabels = kaldifst.compose_context([], tree.context_width, tree.central_position, phone_lm_fst)
     kaldifst.arcsort(clg, sort_type="ilabel")
@@ -123,8 +122,6 @@ def _hcg_acceptor(phone_lm_fst, tree, topology):
 
 def make_den_graph(phone_lm, tree, topology):
     """The DenGraph of a PhoneLm (asrkit.chain.phone_lm) through `tree` and `topology` (see the module docstring)."""
-    import kaldifst
-
     arrays, self_loop_probs = _hcg_acceptor(phone_lm.to_fst(), tree, topology)
     fst = arrays_to_fst(arrays)
     kaldifst.rmepsilon(fst)

@@ -1,10 +1,12 @@
 """asrkit-export: a trained model and its graph as one self-contained recognizer package."""
 
 import logging
+import time
 
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.logs import summary_line
 
 COMMAND = "asrkit-export"
 
@@ -39,9 +41,7 @@ def main(model_dir, graph_dir, package_dir, decode_dir, lm_weight, prior_scale, 
     word table, what forced alignment needs for word times, and the decoding parameters (decode.json);
     asrkit-transcribe and asrkit.Recognizer read it without TensorFlow.
     """
-    import time
-
-    from asrkit.logs import summary_line
+    # deferred: the package writer brings numpy and the model loader; --help imports neither
     from asrkit.recognizer.package import decode_params_from_dir, write_package
 
     start = time.monotonic()

@@ -7,6 +7,7 @@ import signal
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.logs import summary_line
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -49,9 +50,8 @@ def main(package_dir, host, port, allow_remote, max_connections, max_queue, max_
     end; it gets {"partial": ...} after each message and {"text", "result": [{word, start, end, conf}]}
     for each segment the endpoint rules end (Vosk's protocol; asrkit.recognizer.server documents it).
     """
+    # deferred: the recognizer and the server bring numpy, numba and websockets; --help imports none of them
     from threadpoolctl import threadpool_limits
-
-    from asrkit.logs import summary_line
     from asrkit.recognizer.endpoint import EndpointConfig
     from asrkit.recognizer.recognizer import Recognizer
     from asrkit.recognizer.server import ServerConfig, check_host_allowed, serve_forever

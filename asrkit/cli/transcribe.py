@@ -3,10 +3,13 @@
 import json
 import logging
 import sys
+import time
 
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.errors import AsrkitError, AudioError, DataDirError
+from asrkit.logs import summary_line
 
 COMMAND = "asrkit-transcribe"
 
@@ -52,10 +55,7 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
 
     Transcripts go to stdout, logs to stderr.
     """
-    import time
-
-    from asrkit.errors import AsrkitError
-    from asrkit.logs import summary_line
+    # deferred: the recognizer brings numpy, numba and the package loader; --help imports none of them
     from asrkit.recognizer.endpoint import EndpointConfig
     from asrkit.recognizer.recognizer import Recognizer
 
@@ -105,8 +105,6 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
 
 def read_wav_scp(path):
     """[(utt, spec)] of a Kaldi wav.scp, refusing lines without a recording."""
-    from asrkit.errors import DataDirError
-
     entries = []
     with open(path, encoding="utf-8") as handle:
         for line_number, line in enumerate(handle, 1):
@@ -121,9 +119,8 @@ def read_wav_scp(path):
 
 def read_stdin(sample_rate):
     """Raw 16-bit little-endian PCM from stdin, as int16 samples."""
+    # deferred: numpy is not needed for --help
     import numpy as np
-
-    from asrkit.errors import AudioError
 
     data = sys.stdin.buffer.read()
     if len(data) % 2:
@@ -135,7 +132,7 @@ def read_stdin(sample_rate):
 
 def transcribe_streaming(recognizer, key, spec, sample_rate, output_format, keyed, endpoint):
     """Streams one input through recognizer.stream(), writing results as they come; returns its seconds."""
-    from asrkit.errors import AudioError
+    # deferred: the recognizer's modules are not needed for --help
     from asrkit.recognizer.stream import pcm_pieces, recognize_pieces, sample_pieces
 
     rate = recognizer.sample_rate

@@ -30,6 +30,7 @@ class AcousticModel:
         self.log_priors = package.scaled_log_priors(prior_scale)
         self.ivectors = None
         if package.ivector_dir is not None:
+            # deferred: only a package with an i-vector extractor pays for the extractor's import
             from asrkit.ivector.append import OnlineIvectorAppender
 
             self.ivectors = OnlineIvectorAppender.from_dir(package.ivector_dir)

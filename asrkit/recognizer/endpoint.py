@@ -28,6 +28,8 @@ import os
 
 import numpy as np
 
+from asrkit.hmm.tree import ContextDependency
+
 
 @dataclasses.dataclass(frozen=True)
 class EndpointRule:
@@ -97,8 +99,6 @@ def silence_pdfs_of_package(package_dir):
     """The silence pdfs of a package directory: its silence_pdfs.txt if it has one (pdf ids, whitespace
     separated), else those of align/tree.json that only align/phones/silence.txt's phones emit; [] when
     neither is there."""
-    from asrkit.hmm.tree import ContextDependency
-
     listed = os.path.join(package_dir, "silence_pdfs.txt")
     if os.path.exists(listed):
         with open(listed, encoding="utf-8") as handle:

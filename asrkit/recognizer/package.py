@@ -122,6 +122,7 @@ def network_weights(net):
 
 def _model_arrays(model_dir):
     """(network.json dict, weights, priors arrays, cmvn arrays) of an exported model dir (needs TensorFlow)."""
+    # deferred: export loads the model with TensorFlow; recognition reads the package without it
     from asrkit.frontend.cmvn import CmvnStats
     from asrkit.nn.model_dir import UNSEEN_PDF_LOG_PRIOR, load_acoustic_model
 
@@ -146,8 +147,8 @@ def _model_arrays(model_dir):
 
 
 def _graph_arrays(graph_dir, num_pdfs):
+    # deferred: only export parses HCLG.fst; a package's graph loads from its arrays without kaldifst
     import kaldifst
-
     from asrkit.decode.decode_dir import read_graph_num_pdfs
 
     path = os.path.join(graph_dir, "HCLG.fst")

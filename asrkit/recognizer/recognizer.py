@@ -151,8 +151,8 @@ def read_audio(spec, sample_rate):
     """A recording (asrkit.data.audio.load_recording) at `sample_rate`: read at its own rate and resampled here,
     so that scipy.signal is not imported; raw PCM and `command |` entries are read as asrkit.data.audio reads
     them."""
+    # deferred: the streaming server and the NumPy API on samples never read files (soundfile, libsndfile)
     import soundfile
-
     from asrkit.data.audio import AudioOptions, is_pipe, load_recording
 
     rate = None

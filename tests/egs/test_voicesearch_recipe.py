@@ -149,8 +149,9 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     results = open(exp / "RESULTS").read()
     # Five decoded sets for each of three models, three rescored ones for the sMBR model, test for the four
     # unrolling runs, dev and test for the two models of the untranscribed-data demonstration and the
-    # selection's score, dev and test without jitter, of the CTC model and of the two groupings, two for pocketsphinx.
-    assert results.count("%WER") == 3 * 5 + 3 + 4 + 2 * 2 + 1 + 2 + 2 + 2 * 2 + 2 and "sMBR relative to CE" in results
+    # selection's score, dev and test without jitter, of the CTC model, of the LF-MMI model and of the two
+    # groupings, two for pocketsphinx.
+    assert results.count("%WER") == 3 * 5 + 3 + 4 + 2 * 2 + 1 + 2 + 2 + 2 + 2 * 2 + 2 and "sMBR relative to CE" in results
     assert "CTC relative to the clean-only CE hybrid" in results and "20+8+20 relative to 20+1+20" in results
     assert "clean-only CE without jitter relative to with" in results
     assert "untranscribed data: with the selected hypotheses relative to without" in results

@@ -27,6 +27,7 @@ import numpy as np
 from asrkit.errors import TableError
 from asrkit.io import shard_manifest
 from asrkit.io.atomic import atomic_output, temporary_name
+from asrkit.io.text_lines import utf8_lines
 
 # File attributes every shard carries.
 ATTR_CONFIG = "config"
@@ -236,15 +237,6 @@ def write_scp(scp_path, shard_paths):
     return len(entries)
 
 
-def _decoded_lines(handle, path):
-    """The lines of a text file opened in binary, as UTF-8; a TableError naming the line that is not UTF-8."""
-    for line_number, line in enumerate(handle, 1):
-        try:
-            yield line.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise TableError(f"{path}:{line_number}: not UTF-8 ({error.reason} at byte {error.start})") from None
-
-
 def parse_scp(scp_path):
     """Read an index into an ordered dict key -> (shard path, dataset name), with errors naming the line."""
     entries = collections.OrderedDict()
@@ -253,7 +245,7 @@ def parse_scp(scp_path):
     except FileNotFoundError:
         raise TableError(f"table index {scp_path} does not exist") from None
     with handle:
-        for line_number, line in enumerate(_decoded_lines(handle, scp_path), 1):
+        for line_number, line in enumerate(utf8_lines(handle, scp_path, TableError), 1):
             fields = line.split()
             if not fields:
                 continue

@@ -6,6 +6,7 @@ import re
 
 from asrkit.errors import AsrkitError
 from asrkit.io.atomic import atomic_output
+from asrkit.io.text_lines import utf8_lines
 from asrkit.lm.model import BackoffModel
 
 
@@ -32,15 +33,6 @@ def write_arpa(model, path):
         out.write("\n\\end\\\n")
 
 
-def _utf8_lines(handle, path):
-    """The lines of an ARPA file opened in binary, as UTF-8; an ArpaError naming the line that is not UTF-8."""
-    for line_number, line in enumerate(handle, 1):
-        try:
-            yield line.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise ArpaError(f"{path}:{line_number}: not UTF-8 ({error.reason} at byte {error.start})") from None
-
-
 def read_arpa(path):
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -48,7 +40,7 @@ def read_arpa(path):
     declared, ngrams, backoffs = {}, [None], {}
     section = None
     with open(path, "rb") as handle:
-        for line_number, raw in enumerate(_utf8_lines(handle, path), 1):
+        for line_number, raw in enumerate(utf8_lines(handle, path, ArpaError), 1):
             line = raw.strip()
             if not line:
                 continue

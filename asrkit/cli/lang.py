@@ -1,5 +1,5 @@
-"""Language-side commands with Kaldi's names and argument orders: prepare_lang, make_lm, mkgraph
-(run as utils/<name>), and make_monophone_model (the model dir mkgraph needs before alignment exists)."""
+"""Language-side commands with Kaldi's names and argument orders: prepare_lang, make_lm, format_lm, mkgraph
+(run as utils/<name> or as the package's console scripts), and make_monophone_model (the model dir mkgraph needs before alignment exists)."""
 
 import logging
 
@@ -70,6 +70,27 @@ def make_lm_command(text, arpa, order, method, heldout, kaldi_text, vocabulary, 
     if result.grammar_fst:
         fields["G"] = result.grammar_fst
     logging.getLogger("make_lm").info(summary_line("make_lm", "ok", **fields))
+
+
+@click.command("format_lm", context_settings=CONTEXT_SETTINGS)
+@click.argument("lang_dir", type=DIRECTORY)
+@click.argument("arpa", type=click.Path(exists=True, dir_okay=False))
+@click.argument("out_lang_dir", type=click.Path(file_okay=False))
+@click.option("--prune-threshold", default=0.0, type=click.FloatRange(min=0),
+              help="Prune n-grams whose removal raises perplexity by less than this fraction (Stolcke's relative "
+                   "entropy criterion, SRILM's -prune; Kaldi's LibriSpeech LMs use 1e-7 and 3e-7); 0 keeps all.")
+@asrkit_command("format_lm")
+def format_lm_command(lang_dir, arpa, out_lang_dir, prune_threshold):
+    """Copy LANG_DIR to OUT_LANG_DIR with G.fst (and G.arpa) from the ARPA LM ARPA, plain or gzipped.  The LM's
+    words outside LANG_DIR's lexicon are counted, listed in OUT_LANG_DIR/arpa_oovs.txt and mapped to its unknown
+    word (oov.txt).  Kaldi's utils/format_lm.sh without its lexicon argument: words.txt is the lexicon's."""
+    from asrkit.graph.format_lm import format_lm  # deferred: numpy and kaldifst, as in prepare_lang
+
+    summary = format_lm(lang_dir, arpa, out_lang_dir, prune_threshold)
+    logging.getLogger("format_lm").info(summary_line(
+        "format_lm", "ok", lang_dir=out_lang_dir, order=summary.order, ngrams_in=",".join(map(str, summary.ngrams_in)),
+        ngrams=",".join(map(str, summary.ngrams_out)), oov_words=len(summary.oov_words),
+        unknown_word=summary.unknown_word, dropped_ngrams=summary.dropped_ngrams, pruned=summary.pruned_ngrams))
 
 
 @click.command("mkgraph", context_settings=CONTEXT_SETTINGS)

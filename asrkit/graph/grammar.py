@@ -17,28 +17,11 @@ import kaldilm
 from asrkit.errors import AsrkitError
 from asrkit.graph.symbols import SymbolTable
 from asrkit.io.atomic import atomic_path
+from asrkit.lm.arpa import arpa_words
 from asrkit.lm.make_lm import make_lm
 from asrkit.lm.model import BOS, EOS
 
 logger = logging.getLogger("asrkit.grammar")
-
-
-def arpa_words(arpa_path):
-    """The words of the ARPA file's unigram section."""
-    words, in_unigrams = [], False
-    with open(arpa_path, encoding="utf-8") as handle:
-        for line in handle:
-            stripped = line.strip()
-            if stripped == "\\1-grams:":
-                in_unigrams = True
-                continue
-            if in_unigrams:
-                if stripped.startswith("\\"):
-                    break
-                fields = stripped.split()
-                if len(fields) >= 2:
-                    words.append(fields[1])
-    return words
 
 
 @contextlib.contextmanager

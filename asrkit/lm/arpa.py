@@ -1,5 +1,8 @@
-"""ARPA back-off language model files: writing (atomically) and reading, with errors that name the line."""
+"""ARPA back-off language model files: writing (atomically) and reading (plain or gzipped), with errors that name
+the line."""
 
+import contextlib
+import gzip
 import math
 import os
 import re
@@ -33,15 +36,55 @@ def write_arpa(model, path):
         out.write("\n\\end\\\n")
 
 
-def read_arpa(path):
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+@contextlib.contextmanager
+def open_arpa(path):
+    """The ARPA file as a binary handle, decompressed when it is gzipped (known by its first bytes, not its name:
+    LMs are shipped as .arpa.gz and often stored unpacked under the same name)."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise ArpaError(f"ARPA file {path} does not exist")
+    with open(path, "rb") as probe:
+        gzipped = probe.read(2) == GZIP_MAGIC
+    with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as handle:
+        try:
+            yield handle
+        except (OSError, EOFError) as error:
+            # A damaged or truncated .gz surfaces while reading, as gzip.BadGzipFile or EOFError.
+            raise ArpaError(f"{path}: cannot be decompressed ({error})") from None
+
+
+def arpa_lines(handle, path):
+    """(line number, stripped line) of an open ARPA file, each line decoded as UTF-8 or named in an ArpaError."""
+    for line_number, raw in enumerate(utf8_lines(handle, path, ArpaError), 1):
+        yield line_number, raw.strip()
+
+
+def arpa_words(path):
+    """The words of the ARPA file's unigram section, read without the rest of the model."""
+    words, in_unigrams = [], False
+    with open_arpa(path) as handle:
+        for line_number, line in arpa_lines(handle, os.fspath(path)):
+            if line == "\\1-grams:":
+                in_unigrams = True
+            elif in_unigrams and line.startswith("\\"):
+                break
+            elif in_unigrams and line:
+                fields = line.split()
+                if len(fields) not in (2, 3):
+                    raise ArpaError(f"{path}:{line_number}: expected 'log10p word [backoff]', got {line!r}")
+                words.append(fields[1])
+    return words
+
+
+def read_arpa(path):
+    path = os.fspath(path)
     declared, ngrams, backoffs = {}, [None], {}
     section = None
-    with open(path, "rb") as handle:
-        for line_number, raw in enumerate(utf8_lines(handle, path, ArpaError), 1):
-            line = raw.strip()
+    with open_arpa(path) as handle:
+        for line_number, line in arpa_lines(handle, path):
             if not line:
                 continue
             if line == "\\data\\":

@@ -50,3 +50,12 @@ def test_utils_help_does_not_import_tensorflow(script):
                          capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "Usage:" in run.stdout
+
+
+def test_every_utils_script_is_a_console_script_of_the_same_name():
+    """A wheel has no utils/: each of its tools is installed as a console script under its utils/ name."""
+    scripts = dict(console_scripts())
+    for name in sorted(os.listdir(os.path.join(ROOT, "utils"))):
+        with open(os.path.join(ROOT, "utils", name), encoding="utf-8") as handle:
+            module, function = next(line.split()[1:4:2] for line in handle if line.startswith("from asrkit."))
+        assert scripts.get(name) == f"{module}:{function}", name

@@ -6,7 +6,8 @@ import sys
 
 from click.testing import CliRunner
 
-from asrkit.cli.lang import make_lm_command, make_monophone_model_command, mkgraph_command, prepare_lang_command
+from asrkit.cli.lang import (format_lm_command, make_lm_command, make_monophone_model_command, mkgraph_command,
+                              prepare_lang_command)
 from asrkit.decode.synthetic import TOY_LEXICON, TOY_SENTENCES, write_dict_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -73,7 +74,27 @@ def test_failures_exit_non_zero_with_a_message(tmp_path):
 
 
 def test_utils_scripts_show_help():
-    for name in ("prepare_lang", "make_lm", "mkgraph"):
+    for name in ("prepare_lang", "make_lm", "format_lm", "mkgraph"):
         completed = subprocess.run([sys.executable, os.path.join(ROOT, "utils", name), "--help"],
                                    capture_output=True, text=True, check=True)
         assert "Usage:" in completed.stdout
+
+
+def test_format_lm_command(tmp_path):
+    dict_dir = write_dict_dir(str(tmp_path / "dict"), TOY_LEXICON)
+    assert run(prepare_lang_command, dict_dir, "<UNK>", tmp_path / "lang").exit_code == 0
+    text = tmp_path / "text"
+    text.write_text("".join(s + "\n" for s in TOY_SENTENCES + ["ALPHA HOTEL", "HOTEL BRAVO"]))
+    assert run(make_lm_command, "--order", "2", text, tmp_path / "lm.arpa").exit_code == 0
+    result = run(format_lm_command, "--prune-threshold", "1e-3", tmp_path / "lang", tmp_path / "lm.arpa",
+                 tmp_path / "lang_test")
+    assert result.exit_code == 0, result.output
+    line = last_line(result)
+    assert "format_lm summary: status=ok" in line and "oov_words=2" in line and "unknown_word=<UNK>" in line
+    # HOTEL, and make_lm's own <unk>: both become the lang dir's <UNK>.
+    assert "2 words of" in result.stderr and "<unk> HOTEL" in result.stderr
+    assert (tmp_path / "lang_test" / "G.fst").exists()
+    (tmp_path / "bad.arpa").write_text("\\data\\\nngram 1=1\n\n\\1-grams:\n-1.0\n\\end\\\n")
+    result = run(format_lm_command, tmp_path / "lang", tmp_path / "bad.arpa", tmp_path / "lang_bad")
+    assert result.exit_code == 1 and f"{tmp_path / 'bad.arpa'}:5:" in result.stderr
+    assert "status=failed" in last_line(result)

@@ -1,0 +1,89 @@
+"""format_lm: an external ARPA (plain or gzipped) into a copy of a lang dir, OOVs mapped, pruning, atomic output."""
+
+import gzip
+import json
+import os
+
+import kaldifst
+import pytest
+
+from asrkit.decode.synthetic import TOY_LEXICON, TOY_SENTENCES, write_dict_dir
+from asrkit.errors import AsrkitError
+from asrkit.graph.format_lm import format_lm
+from asrkit.graph.prepare_lang import prepare_lang
+from asrkit.lm.arpa import ArpaError, read_arpa, write_arpa
+from asrkit.lm.ngram import estimate_ngram_lm
+
+# The LM knows two words the lexicon lacks.
+LM_SENTENCES = TOY_SENTENCES + ["ALPHA HOTEL BRAVO", "INDIA ECHO", "HOTEL INDIA GOLF"]
+
+
+@pytest.fixture
+def lang_and_arpa(tmp_path):
+    dict_dir = write_dict_dir(str(tmp_path / "dict"), TOY_LEXICON)
+    lang = str(tmp_path / "lang")
+    prepare_lang(dict_dir, "<UNK>", lang)
+    plain = str(tmp_path / "lm.arpa")
+    write_arpa(estimate_ngram_lm([s.split() for s in LM_SENTENCES], 3, "kn"), plain)
+    gzipped = str(tmp_path / "lm.arpa.gz")
+    with open(plain, "rb") as source, gzip.open(gzipped, "wb") as target:
+        target.write(source.read())
+    return lang, plain, gzipped
+
+
+def test_gzipped_arpa_into_a_new_lang_dir(tmp_path, lang_and_arpa):
+    lang, plain, gzipped = lang_and_arpa
+    out = tmp_path / "lang_test"
+    summary = format_lm(lang, gzipped, out)
+    assert summary.oov_words == ["HOTEL", "INDIA"] and summary.unknown_word == "<UNK>"
+    assert summary.order == 3 and summary.dropped_ngrams > 0 and summary.pruned_ngrams == 0
+    assert (out / "arpa_oovs.txt").read_text() == "HOTEL\nINDIA\n"
+    for name in ("L.fst", "L_disambig.fst", "words.txt", "phones.txt", "topo", "phones/disambig.int", "oov.txt"):
+        assert (out / name).read_bytes() == open(os.path.join(lang, name), "rb").read(), name
+    assert not os.path.exists(os.path.join(lang, "G.fst"))  # the input lang dir is left as it was
+    model = read_arpa(out / "G.arpa")
+    unigrams = {gram[0] for gram in model.ngrams[1]}
+    assert "<UNK>" in unigrams and not {"HOTEL", "INDIA"} & unigrams
+    grammar = kaldifst.StdVectorFst.read(str(out / "G.fst"))
+    assert grammar.num_states > 3
+    record = json.loads((out / "format_lm.json").read_text())
+    assert record["oov_words"] == 2 and record["arpa"] == os.path.abspath(gzipped)
+    # Plain and gzipped give the same LM.
+    again = format_lm(lang, plain, tmp_path / "lang_plain")
+    assert (tmp_path / "lang_plain" / "G.arpa").read_text() == (out / "G.arpa").read_text()
+    assert again.ngrams_out == summary.ngrams_out
+
+
+def test_pruning_and_rerun_replace_the_output(tmp_path, lang_and_arpa):
+    lang, plain, _ = lang_and_arpa
+    out = tmp_path / "lang_test"
+    full = format_lm(lang, plain, out)
+    pruned = format_lm(lang, plain, out, prune_threshold=0.05)
+    assert pruned.pruned_ngrams > 0 and sum(pruned.ngrams_out) == sum(full.ngrams_out) - pruned.pruned_ngrams
+    assert sum(len(g) for g in read_arpa(out / "G.arpa").ngrams[1:]) == sum(pruned.ngrams_out)
+    assert json.loads((out / "format_lm.json").read_text())["prune_threshold"] == 0.05
+
+
+def test_bad_lines_and_dirs_are_named(tmp_path, lang_and_arpa):
+    lang, plain, _ = lang_and_arpa
+    lines = open(plain, encoding="utf-8").read().splitlines()
+    index = next(i for i, line in enumerate(lines) if line.startswith("\\2-grams:")) + 1
+    lines[index] = "-0.5 ALPHA"  # a bigram section line with one word
+    bad = tmp_path / "bad.arpa.gz"
+    with gzip.open(bad, "wt", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+    with pytest.raises(ArpaError, match=f"{bad}:{index + 1}: expected"):
+        format_lm(lang, bad, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    damaged = tmp_path / "damaged.arpa.gz"
+    damaged.write_bytes(gzip.compress(open(plain, "rb").read())[:200])
+    with pytest.raises(ArpaError, match="damaged.arpa.gz"):
+        format_lm(lang, damaged, tmp_path / "out")
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / "text").write_text("u1 ALPHA\n")
+    with pytest.raises(AsrkitError, match="not a lang dir"):
+        format_lm(lang, plain, data_dir)
+    with pytest.raises(AsrkitError, match="is or holds the input"):
+        format_lm(lang, plain, lang)
+    assert (data_dir / "text").exists()

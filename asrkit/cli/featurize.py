@@ -60,17 +60,22 @@ def feature_options(function):
               help="Audio per TensorFlow batch (padded), in seconds.")
 @click.option("--num-threads", default=1, type=click.IntRange(min=1), help="TensorFlow threads per job.")
 @click.option("--overwrite", is_flag=True, help="Recompute shards that an earlier run finished.")
+@click.option("--out-data-dir", type=click.Path(file_okay=False),
+              help="Copy DATA_DIR's tables here (without feats.scp, cmvn.scp and utt2num_frames) and write asrkit's "
+                   "features into the copy, leaving DATA_DIR as it is: for a Kaldi data dir with Kaldi's own features, "
+                   "which asrkit-featurize does not overwrite.")
 @feature_options
 @options_file
 @asrkit_command("asrkit-featurize")
 def main(data_dir, feat_dir, feature_config_file, print_config, nj, max_fail_ratio, compute_cmvn, cmvn_mean, cmvn_variance,
-         audio, batch_seconds, num_threads, overwrite, **feature_values):
+         audio, batch_seconds, num_threads, overwrite, out_data_dir, **feature_values):
     """Featurize DATA_DIR into a sharded table in FEAT_DIR.
 
     Writes FEAT_DIR/feats.JOB.h5, DATA_DIR/feats.scp, DATA_DIR/utt2num_frames,
     DATA_DIR/conf/featurize.json, with --cmvn-mean speaker DATA_DIR/spk_cmvn.h5
     (per-speaker sums) and, with --compute-cmvn, DATA_DIR/cmvn.h5.
-    Job logs go to FEAT_DIR/log/featurize.JOB.log.
+    Job logs go to FEAT_DIR/log/featurize.JOB.log.  A DATA_DIR with Kaldi's feats.scp (ark offsets) or
+    cmvn.scp is refused, never overwritten: give --out-data-dir.
     """
     # deferred: the featurizer and its job machinery (~0.3 s) wait for the command; --help imports none of it.
     from asrkit.frontend.featurize import FeaturizeOptions, featurize_data_dir
@@ -95,6 +100,12 @@ def main(data_dir, feat_dir, feature_config_file, print_config, nj, max_fail_rat
         num_threads=num_threads, overwrite=overwrite,
         audio=audio(config.sample_rate),
     )
+    if out_data_dir:
+        # deferred: the data dir reader brings numpy, which --help does not need.
+        from asrkit.data.kaldi_features import copy_without_kaldi_features
+
+        data_dir = copy_without_kaldi_features(data_dir, out_data_dir)
+        logger.info("copied the data dir's tables to %s; asrkit's features go there", out_data_dir)
     result = featurize_data_dir(data_dir, feat_dir, config, options)
     # Audio seconds featurized per wall-clock second, counting only the jobs that ran.
     times_real_time = result.computed_audio_seconds / max(result.wall_seconds, 1e-9)

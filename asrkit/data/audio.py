@@ -7,7 +7,9 @@ float32 mono at the configured rate; audio that does not fit is resampled only
 when asked, otherwise refused.
 """
 
+import collections
 import contextlib
+import functools
 import io
 import logging
 import math
@@ -113,12 +115,14 @@ def load_recording(spec, options=None, utterance_id=None):
     return _to_target_rate(samples, rate, options, utterance_id, source)
 
 
-def load_utterance_audio(data_dir, utterance_id, options=None):
+def load_utterance_audio(data_dir, utterance_id, options=None, pipe_output=None):
     """The samples of one utterance of a DataDir: its segment of a recording, or the whole recording.
 
     A segment whose end lies past the end of the recording is an error (beyond
     SEGMENT_END_TOLERANCE_S, which absorbs end times rounded to 10 ms); a file
     on disk is read from the segment start only, not from its beginning.
+    pipe_output(command, utterance_id): the stdout of a `command |` recording, when the caller keeps
+    them (UtteranceAudio); by default the command is run.
     """
     options = options or AudioOptions()
     if data_dir.wav_scp is None:
@@ -135,7 +139,7 @@ def load_utterance_audio(data_dir, utterance_id, options=None):
         raise AudioError(f"its recording {segment.recording_id!r} is not in wav.scp "
                          "(fix: run utils/fix_data_dir on the data dir)",
                          utterance_id, data_dir.table_path("wav.scp"))
-    with _open_audio(spec, options, utterance_id) as (sound_file, source):
+    with _open_audio(spec, options, utterance_id, pipe_output) as (sound_file, source):
         _check_format(sound_file, options, utterance_id, source)
         rate = sound_file.samplerate
         first, count = _segment_frames(segment, rate, sound_file.frames, utterance_id, source)
@@ -165,13 +169,68 @@ def _segment_frames(segment, rate, total_frames, utterance_id, source):
     return start_frame, end_frame - start_frame
 
 
+class UtteranceAudio:
+    """load_utterance_audio for the utterances of one job, running each recording's wav.scp command once.
+
+    With segments, a `command |` recording's output is kept from its first segment until the last of
+    `utterance_ids` in it has been read, then dropped (Kaldi's extract-segments reads a recording once):
+    memory holds the recordings whose segments are being read, usually one, and never more than
+    `max_kept` (the oldest goes first: utterances in an order that interleaves many recordings rerun
+    commands rather than hold every recording).  A command that fails is not rerun for its other
+    segments; they are refused with its error.  Files on disk need no keeping: each segment is read
+    from its start.
+    """
+
+    def __init__(self, data_dir, utterance_ids, options=None, max_kept=4):
+        self.data_dir, self.options, self.max_kept = data_dir, options or AudioOptions(), max_kept
+        self.remaining = collections.Counter()
+        for utterance_id in utterance_ids if data_dir.segments is not None else ():
+            segment = data_dir.segments.get(utterance_id)
+            if segment is not None:
+                self.remaining[segment.recording_id] += 1
+        self.outputs = {}  # recording id -> its command's stdout, or the AudioError the command gave
+        self.commands_run = 0
+
+    def __call__(self, utterance_id):
+        segment = self.data_dir.segments.get(utterance_id) if self.data_dir.segments is not None else None
+        if segment is None or self.remaining[segment.recording_id] <= 0:
+            return load_utterance_audio(self.data_dir, utterance_id, self.options)
+        recording = segment.recording_id
+        try:
+            return load_utterance_audio(self.data_dir, utterance_id, self.options,
+                                        functools.partial(self._output, recording))
+        finally:
+            self.remaining[recording] -= 1
+            if self.remaining[recording] == 0:
+                self.outputs.pop(recording, None)
+
+    def _output(self, recording, command, utterance_id):
+        if recording not in self.outputs:
+            while len(self.outputs) >= self.max_kept:
+                self.outputs.pop(next(iter(self.outputs)))
+            self.commands_run += 1
+            try:
+                self.outputs[recording] = _run_pipe(command, utterance_id, self.options.pipe_timeout)
+            except AudioError as error:
+                self.outputs[recording] = error
+                raise
+        output = self.outputs[recording]
+        if isinstance(output, AudioError):
+            raise AudioError(f"its recording {recording!r} could not be read for an earlier segment: {output}",
+                             utterance_id, command)
+        return output
+
+
 @contextlib.contextmanager
-def _open_audio(spec, options, utterance_id):
+def _open_audio(spec, options, utterance_id, pipe_output=None):
     """Yield (soundfile.SoundFile, source name) for a path or a `command |` spec."""
     spec = spec.strip()
     if is_pipe(spec):
         source = spec[:-1].strip()
-        data = _run_pipe(source, utterance_id, options.pipe_timeout)
+        if pipe_output is not None:
+            data = pipe_output(source, utterance_id)
+        else:
+            data = _run_pipe(source, utterance_id, options.pipe_timeout)
         sound_file = _open_bytes(data, source, options, utterance_id)
     else:
         source = spec

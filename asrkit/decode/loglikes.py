@@ -13,8 +13,9 @@ import typing
 
 import numpy as np
 
-from asrkit.data.audio import load_utterance_audio
+from asrkit.data.audio import UtteranceAudio
 from asrkit.data.data_dir import DataDir
+from asrkit.data.kaldi_features import refuse_kaldi_features
 from asrkit.errors import AsrkitError
 from asrkit.frontend.apply_cmvn import UtteranceCmvn
 from asrkit.frontend.cmvn import CmvnStats
@@ -152,6 +153,8 @@ class ModelLoglikes:
     def check_front_end(self):
         """Refuse a model dir without a model, or a feats.scp made with another front end than the
         model's (naming the options that differ), before any job starts."""
+        refuse_kaldi_features(self.data_dir, "asrkit's models read asrkit's features, or compute them from the "
+                                             "audio when the data dir has no feats.scp", names=("feats.scp",))
         if not os.path.exists(os.path.join(self.model_dir, "model.json")):
             raise AsrkitError(
                 f"{self.model_dir} holds no trained acoustic model (no model.json); give the log-likelihoods "
@@ -194,9 +197,11 @@ class ModelLoglikes:
         if self._extractor is None:
             self._extractor = FeatureExtractor(FeatureConfig.from_dict(self.model.feature_config),
                                                num_threads=self.num_threads)
-            self._data = DataDir.load(self.data_dir)
-        features = self._extractor(load_utterance_audio(self._data, utterance_id,
-                                                        self._extractor.config.audio_options()))
+            data = DataDir.load(self.data_dir)
+            # Every utterance of the data dir: a recording whose last segment is another job's stays kept
+            # to the end of this job (at most the two at its edges).
+            self._data = UtteranceAudio(data, data.utterance_ids, self._extractor.config.audio_options())
+        features = self._extractor(self._data(utterance_id))
         return check_finite(features, utterance_id, "the features computed from its audio")
 
     def network_input(self, utterance_id):

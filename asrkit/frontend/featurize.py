@@ -23,8 +23,9 @@ import os
 import time
 
 
-from asrkit.data.audio import AudioOptions, load_utterance_audio
+from asrkit.data.audio import AudioOptions, UtteranceAudio
 from asrkit.data.data_dir import DataDir
+from asrkit.data.kaldi_features import refuse_kaldi_features
 from asrkit.data.kaldi_files import write_kaldi_map
 from asrkit.data.validate import validate_data_dir
 from asrkit.errors import AsrkitError, AudioError
@@ -193,11 +194,12 @@ def _batches(job, data_dir, audio_options, failed, job_logger, advance, lookahea
     """
     sample_rate = audio_options.sample_rate
     max_samples = int(job.options.batch_seconds * sample_rate)
+    utterance_audio = UtteranceAudio(data_dir, job.utterance_ids, audio_options)
     for start in range(0, len(job.utterance_ids), lookahead):
         loaded = []
         for utterance_id in job.utterance_ids[start : start + lookahead]:
             try:
-                loaded.append((utterance_id, load_utterance_audio(data_dir, utterance_id, audio_options)))
+                loaded.append((utterance_id, utterance_audio(utterance_id)))
             except AudioError as error:
                 failed[utterance_id] = str(error)
                 job_logger.warning("skipping: %s", error)
@@ -213,6 +215,9 @@ def _batches(job, data_dir, audio_options, failed, job_logger, advance, lookahea
             longest = longest_if_added
         if batch:
             yield batch
+    if utterance_audio.commands_run:
+        job_logger.info("ran %d wav.scp commands for the segments of %d recordings", utterance_audio.commands_run,
+                        len(utterance_audio.remaining))
 
 
 def run_job(job, context):
@@ -333,6 +338,8 @@ def featurize_data_dir(data_dir, feat_dir, config=None, options=None):
         raise AsrkitError("--cmvn-variance speaker needs --cmvn-mean speaker (a speaker's variance is about "
                           "the speaker's mean)")
     start = time.monotonic()
+    refuse_kaldi_features(data_dir, "asrkit-featurize would replace them with its own index and leave cmvn.scp "
+                                    "stale, so it leaves this data dir alone")
     # What Kaldi's validate_data_dir.sh refuses (unsorted files, speakers that do not prefix their
     # utterances, utt2spk and spk2utt that disagree, ...) is refused here too, before any work: a data
     # dir that only loads would give features that later stages cannot pair up.

@@ -253,6 +253,11 @@ def parse_scp(scp_path):
                 raise TableError(f"{scp_path}:{line_number}: expected 'key file.h5:/key', got {line.rstrip()!r}")
             key, location = fields
             path, _, dataset = location.rpartition(":")
+            if dataset.isdigit():
+                raise TableError(f"{scp_path}:{line_number}: {line.rstrip()!r} is a Kaldi table entry (an ark and "
+                                 "its byte offset), not an asrkit table's 'key file.h5:/key'; asrkit computes its own "
+                                 "features (asrkit-featurize --out-data-dir), or imports a Kaldi table with "
+                                 "utils/import_kaldi_table")
             if key in entries:
                 raise TableError(f"{scp_path}:{line_number}: duplicate key {key!r}")
             entries[key] = (path, dataset.lstrip("/"))

@@ -87,3 +87,16 @@ def test_prior_scale_is_refused_with_a_table(task, tmp_path):
     result = run("--loglikes", task["loglikes"], "--prior-scale", "0.5", task["graph"], task["model"],
                  task["data"], tmp_path / "decode")
     assert result.exit_code == 2 and "not to --loglikes" in result.output
+
+
+def test_a_kaldi_feats_scp_is_named(task, tmp_path):
+    data = tmp_path / "kaldi_data"
+    data.mkdir()
+    for name in ("wav.scp", "text", "utt2spk", "spk2utt"):
+        (data / name).write_text(open(os.path.join(task["data"], name)).read())
+    (data / "feats.scp").write_text("".join(f"{u} /kaldi/mfcc/raw_mfcc.1.ark:{9 + 100 * i}\n"
+                                            for i, u in enumerate(REFERENCES)))
+    result = run(task["graph"], task["model"], data, tmp_path / "decode")
+    assert result.exit_code == 1
+    assert f"{data / 'feats.scp'}:1: 'a-1 /kaldi/mfcc/raw_mfcc.1.ark:9' is an entry of Kaldi's features" in result.stderr
+    assert "--out-data-dir" in result.stderr and "featurize.json" not in result.stderr

@@ -3,9 +3,12 @@ import os
 
 import h5py
 import numpy as np
+import pytest
+import soundfile
 from click.testing import CliRunner
 
 from asrkit.cli.featurize import main
+from asrkit.errors import TableError
 from asrkit.frontend.cmvn import CmvnStats
 from asrkit.io.table import TableReader
 
@@ -308,3 +311,62 @@ def test_speaker_sums_of_another_front_end_are_not_reused(make_data_dir, tmp_pat
     result = run([data, feats, "--cmvn-mean", "speaker"])
     assert result.exit_code == 0 and "reused_jobs=0" in result.output
     assert SpeakerCmvn.read(os.path.join(data, "spk_cmvn.h5")).dim == 512
+
+
+def test_kaldi_features_are_never_overwritten_and_a_copy_gets_asrkits(make_data_dir, tmp_path):
+    data = make_data_dir({"spkA-1": 0.5, "spkB-1": 0.6})
+    kaldi_feats = "spkA-1 /kaldi/mfcc/raw_mfcc.1.ark:9\nspkB-1 /kaldi/mfcc/raw_mfcc.1.ark:4711\n"
+    kaldi_cmvn = "spkA /kaldi/mfcc/cmvn.ark:5\nspkB /kaldi/mfcc/cmvn.ark:300\n"
+    open(os.path.join(data, "feats.scp"), "w").write(kaldi_feats)
+    open(os.path.join(data, "cmvn.scp"), "w").write(kaldi_cmvn)
+    result = run([data, tmp_path / "feats"])
+    assert result.exit_code == 1
+    assert f"{data}/feats.scp:1: 'spkA-1 /kaldi/mfcc/raw_mfcc.1.ark:9' is an entry of Kaldi's features" in result.output
+    assert "--out-data-dir" in result.output
+    os.remove(os.path.join(data, "feats.scp"))  # cmvn.scp alone is Kaldi's too
+    result = run([data, tmp_path / "feats"])
+    assert result.exit_code == 1 and f"{data}/cmvn.scp:1:" in result.output
+    open(os.path.join(data, "feats.scp"), "w").write(kaldi_feats)
+
+    copy = tmp_path / "data_asrkit"
+    for _ in range(2):  # a rerun replaces the earlier copy
+        result = run([data, tmp_path / "feats", "--out-data-dir", copy])
+        assert result.exit_code == 0, result.output
+    assert open(os.path.join(data, "feats.scp")).read() == kaldi_feats
+    assert open(os.path.join(data, "cmvn.scp")).read() == kaldi_cmvn
+    assert not os.path.exists(os.path.join(data, "conf"))
+    with TableReader(copy / "feats.scp") as table:
+        assert table.keys() == ["spkA-1", "spkB-1"]
+    assert not (copy / "cmvn.scp").exists() and (copy / "wav.scp").read_text() == open(f"{data}/wav.scp").read()
+    # A Kaldi table index read as asrkit's is named with its line.
+    with pytest.raises(TableError, match="feats.scp:1: .* is a Kaldi table entry"):
+        TableReader(os.path.join(data, "feats.scp"))
+    # The copy's place must be empty or an earlier copy: another data dir is not overwritten.
+    result = run([data, tmp_path / "feats", "--out-data-dir", data])
+    assert result.exit_code == 1 and open(os.path.join(data, "feats.scp")).read() == kaldi_feats
+
+
+def test_segments_read_each_recording_once_per_job(tmp_path, speech_like):
+    data = tmp_path / "data"
+    data.mkdir()
+    runs = tmp_path / "runs.txt"
+    wav, segments, utt2spk = [], [], []
+    for r in range(3):
+        path = tmp_path / f"rec{r}.wav"
+        soundfile.write(path, speech_like(2.0, seed=r), 16000, subtype="PCM_16")
+        wav.append(f"rec{r} echo rec{r} >> {runs}; cat {path} |\n")
+        for s in range(20):
+            segments.append(f"rec{r}-{s:02d} rec{r} {0.1 * s:.2f} {0.1 * s + 0.1:.2f}\n")
+            utt2spk.append(f"rec{r}-{s:02d} rec{r}\n")
+    (data / "wav.scp").write_text("".join(wav))
+    (data / "segments").write_text("".join(segments))
+    (data / "utt2spk").write_text("".join(utt2spk))
+    (data / "spk2utt").write_text("".join(f"rec{r} " + " ".join(f"rec{r}-{s:02d}" for s in range(20)) + "\n"
+                                          for r in range(3)))
+    result = run([data, tmp_path / "feats"])
+    assert result.exit_code == 0, result.output
+    assert "done=60" in result.output
+    assert runs.read_text().split() == ["rec0", "rec1", "rec2"]  # 60 segments, 3 commands
+    runs.unlink()
+    assert run([data, tmp_path / "feats2", "--nj", "2"]).exit_code == 0
+    assert sorted(runs.read_text().split()) == ["rec0", "rec1", "rec1", "rec2"]  # rec1 is split between the jobs

@@ -412,3 +412,59 @@ def test_non_finite_float_samples_are_refused(tmp_path, tone, bad):
     with pytest.raises(AudioError, match=r"3 samples are NaN or infinite \(the first at sample 1000") as caught:
         load_recording(path, utterance_id="spk-9")
     assert "spk-9" in str(caught.value) and "float.wav" in str(caught.value)
+
+
+def segmented_pipe_dir(tmp_path, tone, write_wav, recordings=3, segments=6, broken=None):
+    """A data dir of `recordings` wav.scp commands (each appends a line to runs.txt), `segments` segments each."""
+    data = tmp_path / "segmented"
+    data.mkdir()
+    runs = tmp_path / "runs.txt"
+    wav_lines, segment_lines, utt2spk = [], [], []
+    for r in range(recordings):
+        path = write_wav(tmp_path / f"rec{r}.wav", tone(200.0 + 100 * r, 0.25 * segments))
+        command = "exit 3" if r == broken else f"cat {path}"
+        wav_lines.append(f"rec{r} echo rec{r} >> {runs}; {command} |\n")
+        for s in range(segments):
+            utterance = f"rec{r}-{s:02d}"
+            segment_lines.append(f"{utterance} rec{r} {0.25 * s:.2f} {0.25 * (s + 1):.2f}\n")
+            utt2spk.append(f"{utterance} rec{r}\n")
+    (data / "wav.scp").write_text("".join(wav_lines))
+    (data / "segments").write_text("".join(segment_lines))
+    (data / "utt2spk").write_text("".join(utt2spk))
+    return DataDir.load(str(data)), runs
+
+
+def test_each_recording_command_runs_once_for_its_segments(tmp_path, tone, write_wav):
+    data, runs = segmented_pipe_dir(tmp_path, tone, write_wav)
+    utterances = list(data.utterance_ids)
+    reader = audio.UtteranceAudio(data, utterances)
+    loaded = {utterance: reader(utterance) for utterance in utterances}
+    assert runs.read_text().split() == ["rec0", "rec1", "rec2"] and reader.commands_run == 3
+    assert not reader.outputs  # each recording dropped after its last segment
+    runs.unlink()
+    for utterance in utterances:  # the same samples as reading each segment on its own
+        np.testing.assert_array_equal(loaded[utterance], load_utterance_audio(data, utterance))
+        assert loaded[utterance].shape == (4000,)
+    assert len(runs.read_text().split()) == 18
+
+
+def test_a_failed_command_is_not_rerun_for_its_other_segments(tmp_path, tone, write_wav):
+    data, runs = segmented_pipe_dir(tmp_path, tone, write_wav, recordings=2, segments=3, broken=1)
+    reader = audio.UtteranceAudio(data, list(data.utterance_ids))
+    reader("rec0-00")
+    with pytest.raises(AudioError, match="utterance rec1-00.*status 3"):
+        reader("rec1-00")
+    with pytest.raises(AudioError, match="utterance rec1-01.*rec1' could not be read for an earlier segment"):
+        reader("rec1-01")
+    assert runs.read_text().split() == ["rec0", "rec1"]
+
+
+def test_interleaved_segments_keep_at_most_max_kept_recordings(tmp_path, tone, write_wav):
+    data, runs = segmented_pipe_dir(tmp_path, tone, write_wav, recordings=3, segments=2)
+    interleaved = ["rec0-00", "rec1-00", "rec2-00", "rec0-01", "rec1-01", "rec2-01"]
+    reader = audio.UtteranceAudio(data, interleaved, max_kept=2)
+    for utterance in interleaved:
+        reader(utterance)
+        assert len(reader.outputs) <= 2
+    assert reader.commands_run == 6 - 1  # rec2 was still kept when its second segment came
+    assert audio.UtteranceAudio(data, interleaved).commands_run == 0

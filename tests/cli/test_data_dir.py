@@ -1,3 +1,5 @@
+import gzip
+import json
 import os
 import subprocess
 import sys
@@ -13,6 +15,7 @@ from asrkit.cli.data_dir import (
     subset_data_dir_command,
     validate_data_dir_command,
 )
+from asrkit.cli.lhotse_to_kaldi import lhotse_to_kaldi_command
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -227,3 +230,20 @@ def test_utils_validate_data_dir_like_kaldi(data_dir):
                              data_dir], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert "validate_data_dir summary: status=ok" in result.stderr
+
+
+def test_lhotse_to_kaldi_command(tmp_path):
+    recordings = tmp_path / "recordings.jsonl.gz"
+    with gzip.open(recordings, "wt") as handle:
+        handle.write(json.dumps({"id": "r1", "sources": [{"type": "file", "channels": [0], "source": "/a.flac"}],
+                                 "sampling_rate": 16000, "num_samples": 32000, "duration": 2.0}) + "\n")
+    supervisions = tmp_path / "supervisions.jsonl"
+    supervisions.write_text(json.dumps({"id": "u1", "recording_id": "r1", "start": 0.5, "duration": 1.0,
+                                        "channel": 0, "text": "HI", "speaker": "s1"}) + "\n")
+    result = CliRunner().invoke(lhotse_to_kaldi_command, [str(recordings), str(supervisions), str(tmp_path / "d")])
+    assert result.exit_code == 0, result.output
+    assert "lhotse_to_kaldi summary: status=ok" in result.stderr and "utterances=1" in result.stderr
+    assert (tmp_path / "d" / "segments").read_text() == "s1-u1 r1 0.5 1.5\n"
+    supervisions.write_text("{}\n")
+    result = CliRunner().invoke(lhotse_to_kaldi_command, [str(recordings), str(supervisions), str(tmp_path / "d")])
+    assert result.exit_code == 1 and f"{supervisions}:1: has no 'id'" in result.stderr

@@ -1,4 +1,4 @@
-"""egs/voicesearch/local/prepare_librispeech.py on a tiny corpus in LibriSpeech's layout (synthetic FLAC)."""
+"""egs/librispeech/local/prepare_librispeech.py (linked from egs/voicesearch/local) on a tiny corpus in LibriSpeech's layout (synthetic FLAC)."""
 
 import os
 import subprocess
@@ -12,8 +12,9 @@ from asrkit.data.audio import load_recording
 from asrkit.data.validate import validate_data_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-RECIPE = os.path.join(ROOT, "egs", "voicesearch")
+RECIPE = os.path.join(ROOT, "egs", "librispeech")
 SCRIPT = os.path.join(RECIPE, "local", "prepare_librispeech.py")
+VOICESEARCH_LINK = os.path.join(ROOT, "egs", "voicesearch", "local", "prepare_librispeech.py")
 
 SPEAKERS_TXT = """\
 ; This is a file containing information about the speakers in the LibriSpeech corpus
@@ -144,3 +145,10 @@ def test_not_a_librispeech_subset(tmp_path):
     (tmp_path / "empty").mkdir()
     code, output = prepare(tmp_path / "empty", tmp_path / "data")
     assert code == 1 and "no transcribed utterances found" in output
+
+
+def test_voicesearch_keeps_its_link(librispeech, tmp_path):
+    result = subprocess.run([sys.executable, VOICESEARCH_LINK, str(librispeech), str(tmp_path / "dev")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert len(lines(tmp_path / "dev" / "text")) == 6

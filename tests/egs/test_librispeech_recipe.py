@@ -1,0 +1,195 @@
+"""egs/librispeech: the download stage against a local HTTP server (MD5 right and wrong, completion markers),
+data prep, the lexicon of the training words and the LMs through format_lm on a LibriSpeech-layout tree
+generated here, and (slow) --size tiny end to end on speech synthesised with espeak-ng."""
+
+import functools
+import gzip
+import hashlib
+import http.server
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import threading
+
+import numpy as np
+import pytest
+import soundfile
+
+from asrkit.data.validate import validate_data_dir
+from asrkit.lm.arpa import write_arpa
+from asrkit.lm.ngram import estimate_ngram_lm
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RECIPE = os.path.join(ROOT, "egs", "librispeech")
+DOWNLOAD = os.path.join(RECIPE, "local", "download.py")
+
+WORDS = ["THE", "CAT", "SAT", "ON", "A", "MAT", "DOG", "RAN", "TO", "HOUSE", "RED", "BIG", "SMALL", "BIRD", "SANG"]
+# speaker -> (gender, espeak-ng voice)
+SPEAKERS = {"11": ("M", "en-us+m3"), "12": ("F", "en-us+f3"), "13": ("M", "en+m5"), "14": ("F", "en+f4"),
+            "21": ("M", "en-us+m1"), "22": ("F", "en-us+f2")}
+SUBSETS = {"train-clean-5": ["11", "12", "13", "14"], "dev-clean-2": ["21", "22"]}
+
+
+def sentences(seed, count):
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, size=rng.integers(2, 6))) for _ in range(count)]
+
+
+def write_audio(path, text, voice, seed, synthesise):
+    if synthesise:
+        raw = subprocess.run(["espeak-ng", "-v", voice, "-s", "150", "--stdout", text.lower()], check=True,
+                             capture_output=True).stdout
+        samples, rate = soundfile.read(io.BytesIO(raw), dtype="float32")
+        samples = np.interp(np.arange(0, len(samples), rate / 16000), np.arange(len(samples)), samples)
+    else:
+        samples = np.random.default_rng(seed).uniform(-0.2, 0.2, 8000)
+    soundfile.write(path, samples.astype(np.float32), 16000, format="FLAC", subtype="PCM_16")
+
+
+def make_librispeech(root, per_speaker=6, synthesise=False, dev_only_word="ZEBRA"):
+    """root/LibriSpeech/{train-clean-5,dev-clean-2}/SPK/CHAPTER/... and SPEAKERS.TXT; returns root/LibriSpeech."""
+    corpus = root / "LibriSpeech"
+    seed = 0
+    for subset, speakers in SUBSETS.items():
+        for speaker in speakers:
+            chapter = corpus / subset / speaker / "100"
+            chapter.mkdir(parents=True)
+            texts = sentences(int(speaker), per_speaker)
+            if subset == "dev-clean-2" and speaker == "21":
+                texts[0] += f" {dev_only_word}"
+            with open(chapter / f"{speaker}-100.trans.txt", "w") as transcript:
+                for number, text in enumerate(texts):
+                    utterance = f"{speaker}-100-{number:04d}"
+                    transcript.write(f"{utterance} {text}\n")
+                    write_audio(chapter / f"{utterance}.flac", text, SPEAKERS[speaker][1], seed, synthesise)
+                    seed += 1
+    (corpus / "SPEAKERS.TXT").write_text("".join(f"{s} | {g} | subset | 1.0 | Reader {s}\n"
+                                                 for s, (g, _) in SPEAKERS.items()))
+    return corpus
+
+
+def run_recipe(tmp_path, *options, timeout=600):
+    command = [os.path.join(RECIPE, "run.sh"), "--data", str(tmp_path / "data"), "--exp", str(tmp_path / "exp"),
+               *map(str, options)]
+    # This interpreter's environment (its console scripts, this checkout's asrkit), as a checkout's .venv would be.
+    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}", "PYTHONPATH": ROOT}
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    """A local HTTP server over tmp_path/www; yields its base URL."""
+    www = tmp_path / "www"
+    www.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(www))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield www, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def tarball(path, members):
+    with tarfile.open(path, "w:gz") as tar:
+        for name, content in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(content)
+            tar.addfile(info, io.BytesIO(content))
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+def download(*args):
+    return subprocess.run([sys.executable, DOWNLOAD, *map(str, args)], capture_output=True, text=True, timeout=60)
+
+
+def test_download_checks_md5_unpacks_and_marks_completion(tmp_path, http_server):
+    www, url = http_server
+    md5 = tarball(www / "dev-clean-2.tar.gz", {"LibriSpeech/dev-clean-2/1/2/1-2.trans.txt": b"1-2-0000 HELLO\n"})
+    target = tmp_path / "corpus"
+    wrong = download("--md5", "0" * 32, "--extract", f"{url}/dev-clean-2.tar.gz", target)
+    assert wrong.returncode == 1 and f"MD5 {md5}, expected {'0' * 32}" in wrong.stderr
+    assert not os.listdir(target)  # nothing half-written, no marker
+    good = download("--md5", md5, "--extract", f"{url}/dev-clean-2.tar.gz", target)
+    assert good.returncode == 0, good.stderr
+    assert (target / "LibriSpeech" / "dev-clean-2" / "1" / "2" / "1-2.trans.txt").read_bytes() == b"1-2-0000 HELLO\n"
+    assert (target / ".dev-clean-2.tar.gz.done").read_text() == f"{md5}  dev-clean-2.tar.gz\n"
+    assert not (target / "dev-clean-2.tar.gz").exists()
+    (www / "dev-clean-2.tar.gz").unlink()  # the marker says it is done: no second download
+    again = download("--md5", md5, "--extract", f"{url}/dev-clean-2.tar.gz", target)
+    assert again.returncode == 0 and "skipping" in again.stderr
+    # A checksum from the server's md5sum.txt, as for the LM files; a file it does not list is refused.
+    (www / "lm.arpa.gz").write_bytes(gzip.compress(b"\\data\\\n"))
+    (www / "md5sum.txt").write_text(f"{hashlib.md5((www / 'lm.arpa.gz').read_bytes()).hexdigest()}  lm.arpa.gz\n")
+    listed = download("--md5-list", f"{url}/md5sum.txt", f"{url}/lm.arpa.gz", target)
+    assert listed.returncode == 0 and (target / "lm.arpa.gz").exists() and (target / ".lm.arpa.gz.done").exists()
+    unlisted = download("--md5-list", f"{url}/md5sum.txt", f"{url}/other.txt", target)
+    assert unlisted.returncode == 1 and "lists no checksum for other.txt" in unlisted.stderr
+
+
+def test_download_refuses_members_outside_the_target(tmp_path, http_server):
+    www, url = http_server
+    md5 = tarball(www / "evil.tar.gz", {"../outside.txt": b"x"})
+    result = download("--md5", md5, "--extract", f"{url}/evil.tar.gz", tmp_path / "corpus")
+    assert result.returncode == 1 and "outside" in result.stderr
+    assert not (tmp_path / "outside.txt").exists() and not (tmp_path / "corpus" / ".evil.tar.gz.done").exists()
+
+
+def test_data_prep_lexicon_of_training_words_and_an_external_lm(tmp_path):
+    corpus = make_librispeech(tmp_path)
+    # An external LM, gzipped, with a word the training text lacks (mapped to <UNK>).
+    train_text = [line.split()[1:] for path in (corpus / "train-clean-5").rglob("*.trans.txt")
+                  for line in path.read_text().splitlines()]
+    lm = tmp_path / "external.arpa"
+    write_arpa(estimate_ngram_lm(train_text + [["THE", "WOMBAT", "SAT"]], 3, "kn"), str(lm))
+    lm_gz = tmp_path / "external.arpa.gz"
+    lm_gz.write_bytes(gzip.compress(lm.read_bytes()))
+    result = run_recipe(tmp_path, "--corpus", corpus, "--stop-stage", 3, "--lm", lm_gz)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "--corpus" in result.stderr and "nothing to download" in result.stderr
+    data = tmp_path / "data"
+    for split, count in (("train", 24), ("dev", 12)):
+        assert validate_data_dir(str(data / split), require_text=True) == []
+        assert len((data / split / "text").read_text().splitlines()) == count
+    lexicon_words = {line.split()[0] for line in (data / "local" / "dict" / "lexicon.txt").read_text().splitlines()}
+    assert "ZEBRA" not in lexicon_words and "CAT" in lexicon_words  # dev's own word never reaches the lexicon
+    assert (data / "lang_test" / "arpa_oovs.txt").read_text().split() == ["WOMBAT"]
+    assert (data / "lang_test" / "G.fst").stat().st_size > 0 and (data / "lang_bigram" / "G.fst").exists()
+    assert "format_lm summary: status=ok" in result.stderr and "oov_words=1" in result.stderr
+    assert (data / "local" / "lm" / "test.arpa").read_text() == (data / "lang_test" / "G.arpa").read_text()
+
+
+def test_without_an_lm_a_trigram_of_the_training_text_and_the_corpus_lexicon(tmp_path):
+    corpus = make_librispeech(tmp_path)
+    # LibriSpeech's own lexicon beside the subsets is used for the words it has.
+    (corpus / "librispeech-lexicon.txt").write_text("CAT K AE1 T\nMAT M AE1 T\n")
+    result = run_recipe(tmp_path, "--corpus", corpus, "--stop-stage", 3)
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = tmp_path / "data"
+    assert (data / "local" / "lm" / "train_trigram.arpa").exists()
+    assert "\\3-grams:" in (data / "lang_test" / "G.arpa").read_text()
+    assert (data / "lang_test" / "arpa_oovs.txt").read_text() == ""
+    assert "--pronunciations" in (tmp_path / "exp" / "log" / "stage2" / "prepare_dict.log").read_text()
+
+
+def test_bad_options_and_a_missing_subset(tmp_path):
+    assert run_recipe(tmp_path, "--size", "huge").returncode == 2
+    assert run_recipe(tmp_path, "--lm", tmp_path / "missing.arpa").returncode == 2
+    result = run_recipe(tmp_path, "--corpus", tmp_path, "--stage", 1, "--stop-stage", 1)
+    assert result.returncode == 1 and "no " in result.stderr and "train-clean-5" in result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng is needed (bin/setup-env installs it)")
+def test_tiny_recipe_runs_end_to_end(tmp_path):
+    corpus = make_librispeech(tmp_path, per_speaker=8, synthesise=True)
+    result = run_recipe(tmp_path, "--corpus", corpus, "--size", "tiny", "--pocketsphinx", "false", timeout=1800)
+    assert result.returncode == 0, result.stderr[-3000:]
+    exp = tmp_path / "exp"
+    best = (exp / "wblstm_ce" / "decode_dev" / "best_wer").read_text()
+    assert best.startswith("%WER")
+    results = (exp / "RESULTS").read_text()
+    assert "wblstm_ce" in results and "dev" in results

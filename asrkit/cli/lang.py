@@ -1,5 +1,6 @@
 """Language-side commands with Kaldi's names and argument orders: prepare_lang, make_lm, format_lm, mkgraph
-(run as utils/<name> or as the package's console scripts), and make_monophone_model (the model dir mkgraph needs before alignment exists)."""
+(run as utils/<name> or as the package's console scripts), and make_monophone_model (the model dir mkgraph
+needs before alignment exists)."""
 
 import logging
 

@@ -205,14 +205,19 @@ def _optional_table(supervisions, key, value, path, name):
     return table or None
 
 
+def _kaldi_gender(supervision):
+    """Kaldi's spk2gender letter (m, f) of Lhotse's gender ('m', 'male', 'F', ...)."""
+    return supervision.gender[0].lower() if supervision.gender else None
+
+
 def to_data_dir(recordings, supervisions, supervisions_path):
     """A DataDir (asrkit.data.data_dir) of the supervisions, with wav.scp and segments as the recordings need."""
     whole = _whole_recordings(supervisions, recordings)
     used = {s.recording_id for s in supervisions}
     utt2spk = {s.id: s.speaker for s in supervisions}
     extra = {"reco2dur": None if whole else {r: f"{recordings[r].duration:g}" for r in used},
-             "spk2gender": _optional_table(supervisions, lambda s: s.speaker, lambda s: s.gender and s.gender[0].lower(),
-                                           supervisions_path, "gender"),
+             "spk2gender": _optional_table(supervisions, lambda s: s.speaker, _kaldi_gender, supervisions_path,
+                                           "gender"),
              "utt2lang": _optional_table(supervisions, lambda s: s.id, lambda s: s.language, supervisions_path,
                                          "language")}
     return DataDir(

@@ -9,12 +9,24 @@ model's) give the numerators and the phone LM of the denominator graph.
 
 Chunks.  The examples and batchers are cross-entropy's unchanged, in-process
 or from example servers (noisified on the fly, multi-style): each row of a
-batch is a chunk, a truncated window (--mode truncated: choose --unroll 50,
-Kaldi's 1.5 s chunks at 30 ms frames) or a whole utterance (--mode full).  A
-chunk's numerator comes from its frames' pdf targets (asrkit.chain.numerator:
-one unit per run of a pdf, with --lfmmi-left/right-tolerance), with its ends
-free, since a window may cut the utterance anywhere; frames without a target
-(padding, label delay) are left out of the chunk.
+batch is a truncated window (--mode truncated: choose --unroll 50, Kaldi's
+1.5 s chunks at 30 ms frames) or a whole utterance (--mode full).  A window is
+split where an utterance starts in it (`row_segments`), so every chunk holds
+frames of one utterance; its numerator comes from its frames' pdf targets
+(asrkit.chain.numerator: one unit per run of a pdf, with
+--lfmmi-left/right-tolerance), starting in the first unit where the chunk
+holds its utterance's start, ending in the last where it holds its end, and
+free where the window cuts the utterance; frames without a target (padding,
+label delay) are left out of the chunk.
+
+What the example servers send for LF-MMI is therefore a CE example (mode
+"ce" of asrkit.serving.wire): the features, noisified and featurized on the
+fly, and the frame-level pdf alignment, re-timed when the style changed the
+speed.  The numerator is a function of that alignment and the trainer's
+tolerances, so it is built here rather than sent: the wire keeps its bounded,
+validated fields (every target a pdf below num_pdfs, at most MAX_FRAMES
+frames), the tolerances live in one place (the trainer's options, recorded in
+its config.json), and no FSA from a server needs checking.
 
 The denominator graph (asrkit.chain.den_graph) is read from --den-graph, or
 built at the start from the alignment dir's phone alignments (phone_ali.scp),
@@ -52,6 +64,26 @@ tf = import_tensorflow()
 logger = logging.getLogger("asrkit.train")
 
 
+def row_segments(weights, starts=None):
+    """[(labelled frame indices, cut_start, cut_end)] of one row of a batch, weights and starts [u]: the row split
+    where an utterance starts, each piece's labelled frames (label delay's and padding's left out).  A piece
+    that begins with an utterance's start holds it (its numerator starts in the first state: not cut); one that
+    a later start or padding follows holds the utterance's end; the row's last piece, running to the window's
+    last frame, may be cut there.  starts None: the row is one whole utterance (--mode full, held-out)."""
+    length = len(weights)
+    labelled = weights > 0
+    if starts is None:
+        frames = np.flatnonzero(labelled)
+        return [(frames, False, False)] if len(frames) else []
+    edges = [0] + [int(t) for t in np.flatnonzero(starts > 0) if t > 0] + [length]
+    pieces = []
+    for begin, end in zip(edges[:-1], edges[1:]):
+        frames = begin + np.flatnonzero(labelled[begin:end])
+        if len(frames):
+            pieces.append((frames, not starts[begin] > 0, end == length and frames[-1] == length - 1))
+    return pieces
+
+
 class LfmmiObjective:
     """The LF-MMI loss of a time-major batch of chunks, in NumPy: `loss_and_gradient` is what the TF op calls."""
 
@@ -63,22 +95,24 @@ class LfmmiObjective:
         self.objective_sum = 0.0  # sum of log numerator - log denominator over the chunks since the last read
         self.objective_frames = 0
 
-    def chunks(self, targets, weights):
-        """[(column, frame indices, Numerator)] of the rows of a time-major batch that have labelled frames."""
+    def chunks(self, targets, weights, starts=None):
+        """[(column, frame indices, Numerator)] of the chunks of a time-major batch: each row's labelled frames
+        split where an utterance starts (`starts` [u, b], 1 there; None: each row is one whole utterance)."""
         found = []
         for column in range(targets.shape[1]):
-            frames = np.flatnonzero(weights[:, column] > 0)
-            if len(frames):
+            for frames, cut_start, cut_end in row_segments(weights[:, column],
+                                                           None if starts is None else starts[:, column]):
                 units = units_from_pdfs(targets[frames, column])
                 numerator = numerator_of(units, len(frames), self.left_tolerance, self.right_tolerance,
-                                         cut_start=True, cut_end=True)
+                                         cut_start=cut_start, cut_end=cut_end)
                 found.append((column, frames, numerator))
         return found
 
-    def loss_and_gradient(self, logits, targets, weights, record=True):
-        """(loss sum float32, d loss / d logits [u, b, K] float32) of logits [u, b, K], targets and weights [u, b];
-        with `record` the objective and failed chunks count towards `take_objective` (training, not held-out)."""
-        chunks = self.chunks(targets, weights)
+    def loss_and_gradient(self, logits, targets, weights, starts=None, record=True):
+        """(loss sum float32, d loss / d logits [u, b, K] float32) of logits [u, b, K], targets and weights [u, b]
+        (and `starts`, as `chunks` reads them); with `record` the objective and failed chunks count towards
+        `take_objective` (training, not held-out)."""
+        chunks, record = self.chunks(targets, weights, starts), bool(record)
         gradient = np.zeros(logits.shape, np.float32)
         if not chunks:
             return np.float32(0.0), gradient
@@ -104,16 +138,20 @@ class LfmmiObjective:
                 gradient[frames, column] += self.output_l2 * chunk
         return np.float32(loss), gradient
 
-    def held_out_loss_and_gradient(self, logits, targets, weights):
-        return self.loss_and_gradient(logits, targets, weights, record=False)
+    def _whole_rows(self, logits, targets, weights, record):
+        return self.loss_and_gradient(logits, targets, weights, None, record)
 
-    def tensor_loss(self, logits, targets, weights, record=True):
-        """The loss sum as a TF tensor with the gradient of `loss_and_gradient` (targets and weights get none)."""
-        function = self.loss_and_gradient if record else self.held_out_loss_and_gradient
+    def tensor_loss(self, logits, targets, weights, starts=None, record=True):
+        """The loss sum as a TF tensor with the gradient of `loss_and_gradient` (targets, weights and starts get
+        none)."""
+        if starts is None:
+            function, inputs = self._whole_rows, [targets, weights, tf.constant(record)]
+        else:
+            function, inputs = self.loss_and_gradient, [targets, weights, starts, tf.constant(record)]
 
         @tf.custom_gradient
         def loss_of(logits):
-            loss, gradient = tf.numpy_function(function, [logits, targets, weights],
+            loss, gradient = tf.numpy_function(function, [logits] + inputs,
                                                [tf.float32, tf.float32], stateful=True)
             loss.set_shape([])
             gradient.set_shape(logits.shape)
@@ -140,8 +178,8 @@ class LfmmiSteps(Steps):
     criterion = None
     _held_out = False  # set while `_evaluate` is traced: its chunks stay out of the training metrics
 
-    def loss_sums(self, logits, targets, weights):
-        loss_sum = self.criterion.objective.tensor_loss(logits, tf.maximum(targets, 0), weights,
+    def loss_sums(self, logits, targets, weights, starts=None):
+        loss_sum = self.criterion.objective.tensor_loss(logits, tf.maximum(targets, 0), weights, starts,
                                                         record=not self._held_out)
         correct = label_is_best(logits, tf.maximum(targets, 0))
         return loss_sum, tf.reduce_sum(correct * weights), tf.reduce_sum(weights)

@@ -2,7 +2,9 @@
 exported model's uniform priors, and the command line."""
 
 import json
+import logging
 import os
+import re
 
 import numpy as np
 import pytest
@@ -15,7 +17,7 @@ from asrkit.chain.phone_lm import estimate_phone_lm
 from asrkit.hmm.topology import Topology
 from asrkit.hmm.tree import ContextDependency
 from asrkit.tf_runtime import import_tensorflow
-from asrkit.train.lfmmi import LfmmiObjective
+from asrkit.train.lfmmi import LfmmiObjective, row_segments
 from asrkit.train.trainer import TrainOptions, train_ce
 
 tf = import_tensorflow()
@@ -49,8 +51,8 @@ def test_loss_and_gradient_are_the_forward_backward_of_the_labelled_frames(graph
     loss, gradient = objective.loss_and_gradient(logits, targets, weights)
     expected_loss, expected_gradient = 0.0, np.zeros_like(logits)
     for column, length in ((0, 5), (1, 4)):
-        numerator = numerator_of(units_from_pdfs(targets[:length, column]), length, 1, 1, cut_start=True,
-                                 cut_end=True)
+        numerator = numerator_of(units_from_pdfs(targets[:length, column]), length, 1, 1, cut_start=False,
+                                 cut_end=False)  # no starts: each row is a whole utterance
         chunk = logits[:length, column][None]
         num_log_z, den_log_z, difference = lfmmi_batch(graph, [numerator], chunk)
         expected_loss += den_log_z[0] - num_log_z[0] + 0.005 * float(np.square(chunk).sum())
@@ -60,7 +62,7 @@ def test_loss_and_gradient_are_the_forward_backward_of_the_labelled_frames(graph
     assert not np.any(gradient[5:, 0]) and not np.any(gradient[4:, 1])
     mean, failed = objective.take_objective()
     assert failed == 0 and mean < 0
-    held_out, _ = objective.held_out_loss_and_gradient(logits, targets, weights)
+    held_out, _ = objective.loss_and_gradient(logits, targets, weights, record=False)
     assert held_out == loss and np.isnan(objective.take_objective()[0])  # held-out chunks are not recorded
 
     variable = tf.Variable(logits)
@@ -68,6 +70,45 @@ def test_loss_and_gradient_are_the_forward_backward_of_the_labelled_frames(graph
         tensor_loss = objective.tensor_loss(variable, tf.constant(np.maximum(targets, 0)), tf.constant(weights))
     assert float(tensor_loss) == pytest.approx(expected_loss, rel=1e-5)
     np.testing.assert_allclose(tape.gradient(tensor_loss, variable).numpy(), expected_gradient, atol=1e-5)
+
+
+def test_row_segments_split_windows_where_utterances_start_and_know_which_ends_are_cut():
+    def pieces(weights, starts=None):
+        found = row_segments(np.array(weights, np.float32), None if starts is None else np.array(starts, np.float32))
+        return [(frames.tolist(), cut_start, cut_end) for frames, cut_start, cut_end in found]
+
+    # A window: the end of one utterance, one whole (its first frame label-delayed), the start of a third.
+    weights = [1, 1, 0, 1, 1, 1, 1, 1]
+    starts = [0, 0, 1, 0, 0, 1, 0, 0]
+    assert pieces(weights, starts) == [([0, 1], True, False), ([3, 4], False, False), ([5, 6, 7], False, True)]
+    # Padding after the last utterance (the source ran dry) ends it; an unlabelled row gives nothing.
+    assert pieces([1, 1, 1, 0, 0], [0, 0, 0, 0, 0]) == [([0, 1, 2], True, False)]
+    assert pieces([0, 0, 0], [1, 0, 0]) == []
+    # A whole utterance a row (--mode full, held-out): neither end is cut.
+    assert pieces([0, 1, 1, 1, 0]) == [([1, 2, 3], False, False)]
+
+
+def test_a_window_holding_two_utterances_is_two_chunks(graph):
+    rng = np.random.default_rng(2)
+    logits = rng.normal(size=(8, 1, 4)).astype(np.float32)
+    targets = np.array([[0, 0, 1, 1, 2, 2, 3, 3]], np.int32).T
+    weights = np.ones((8, 1), np.float32)
+    starts = np.zeros((8, 1), np.float32)
+    starts[4] = 1
+    objective = LfmmiObjective(graph, 1, 1, leaky=1e-5)
+    loss, gradient = objective.loss_and_gradient(logits, targets, weights, starts)
+    expected_loss, expected_gradient = 0.0, np.zeros_like(logits)
+    for begin, end, cut_start, cut_end in ((0, 4, True, False), (4, 8, False, True)):
+        numerator = numerator_of(units_from_pdfs(targets[begin:end, 0]), end - begin, 1, 1, cut_start=cut_start,
+                                 cut_end=cut_end)
+        num_log_z, den_log_z, difference = lfmmi_batch(graph, [numerator], logits[begin:end, 0][None])
+        expected_loss += den_log_z[0] - num_log_z[0]
+        expected_gradient[begin:end, 0] = -difference[0]
+    assert loss == pytest.approx(expected_loss, rel=1e-5)
+    np.testing.assert_allclose(gradient, expected_gradient, atol=1e-5)
+    # Read as one chunk, the second utterance's start would be free and the loss another.
+    whole, _ = objective.loss_and_gradient(logits, targets, weights, np.zeros_like(starts))
+    assert whole != pytest.approx(loss, rel=1e-3)
 
 
 TINY = {"num_layers": 1, "num_cells": 16, "label_delay": 0}
@@ -130,3 +171,27 @@ def test_example_servers_serve_lfmmi_chunks_as_ce_examples(corpus, tmp_path):
     result = train_ce(data_dir, ali_dir, str(tmp_path / "served"), options)
     assert result.steps == 30 and np.isfinite(result.loss)  # (the numerator has no LM weight: the loss may be < 0)
     assert len(result.example_servers["received"]) == 1 and result.valid_accuracy is not None
+
+
+def test_multi_style_example_servers_train_lfmmi_that_learns(featurized_corpus, tmp_path, caplog):
+    """Audio featurized and noisified on the fly by a local server (white noise, a room-free speed change, clean),
+    the numerators built on the trainer from the served, re-timed alignments: the objective improves."""
+    from asrkit.io.table import TableReader
+
+    caplog.set_level(logging.INFO, logger="asrkit.train")
+    data_dir, ali_dir = featurized_corpus({f"spk{s}-{u}": 0.6 + 0.1 * u for s in range(2) for u in range(5)}, 5)
+    with TableReader(os.path.join(ali_dir, "ali.scp")) as alignments:
+        den_path = str(tmp_path / "den.npz")
+        label_den_graph([np.asarray(labels) for _, labels in alignments.items()], 5).write(den_path)
+    styles = tmp_path / "styles.json"
+    styles.write_text(json.dumps({"styles": [{"name": "clean", "weight": 1}, {"name": "fast", "speed": 1.1},
+                                             {"name": "noisy", "noise": {"type": "white", "snr_db": [15, 20]}}]}))
+    options = lfmmi_options(den_path, max_steps=60, log_every=10, learning_rate=0.02, unroll=20, num_streams=4)
+    options.example_servers, options.server_styles, options.server_receive_timeout = "local:1", str(styles), 120
+    result = train_ce(data_dir, ali_dir, str(tmp_path / "served"), options)
+    assert result.steps == 60 and len(result.example_servers["received"]) == 1
+    objectives = [float(value) for value in re.findall(r"lfmmi_objective (\S+)", caplog.text)]
+    assert len(objectives) == 6 and all(np.isfinite(objectives))
+    assert np.mean(objectives[-2:]) > np.mean(objectives[:2]) + 0.05  # log num - log den per frame, rising
+    log = open(tmp_path / "served" / "log" / "serve.1.log").read()
+    assert "noisifying on the fly with 3 styles" in log

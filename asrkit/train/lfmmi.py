@@ -33,10 +33,18 @@ built at the start from the alignment dir's phone alignments (phone_ali.scp),
 tree and topo, and written to --den-graph when that names a file that does not
 exist yet.
 
-Extras as in Kaldi: the leaky HMM (--leaky-hmm-coefficient) and the l2 penalty
+Extras as in Kaldi: the leaky HMM (--leaky-hmm-coefficient), the l2 penalty
 on the outputs (--output-l2: 0.5 x c x sum of squared outputs, which keeps
-the unnormalised outputs from drifting).  Kaldi's cross-entropy regularisation
-(a second output layer trained on the numerator posteriors) is not built.
+the unnormalised outputs from drifting) and the cross-entropy regularisation
+(--xent-regularize c, Kaldi's typical 0.1): a second output layer on the
+softmax layer's input (asrkit.nn.models' add_xent_output; lstm and dnn
+networks), trained with c x the cross-entropy of its softmax against the
+numerator occupation probabilities as soft targets, whose gradient reaches the
+shared layers and so regularises them; the chain outputs get no gradient from
+it.  The layer is checkpointed with the rest and dropped from the exported
+model.  (Kaldi also speeds the xent layer's learning by 0.5 / c; asrkit's
+optimizers have no per-layer rate, and Adam's steps do not scale with the
+gradient's size anyway.)
 
 The exported model's priors are uniform (a count of one per pdf), so that
 decoding divides by nothing: decode with an acoustic scale near 1 rather than
@@ -45,13 +53,14 @@ CE's 0.1.  The loss and the gradient run on the CPU through tf.numpy_function
 multiworker; ps workers would need the graph on every task and are refused.
 """
 
+import contextlib
 import logging
 import os
 
 import numpy as np
 
 from asrkit.chain.den_graph import DenGraph, den_graph_of_ali_dir
-from asrkit.chain.forward_backward import lfmmi_batch
+from asrkit.chain.forward_backward import lfmmi_batch_occupancies
 from asrkit.chain.numerator import numerator_of, units_from_pdfs
 from asrkit.errors import AsrkitError
 from asrkit.tf_runtime import import_tensorflow
@@ -112,15 +121,22 @@ class LfmmiObjective:
         """(loss sum float32, d loss / d logits [u, b, K] float32) of logits [u, b, K], targets and weights [u, b]
         (and `starts`, as `chunks` reads them); with `record` the objective and failed chunks count towards
         `take_objective` (training, not held-out)."""
+        loss, gradient, _ = self.loss_gradient_and_numerator(logits, targets, weights, starts, record)
+        return loss, gradient
+
+    def loss_gradient_and_numerator(self, logits, targets, weights, starts=None, record=True):
+        """loss_and_gradient's (loss, gradient) and the numerator occupancies [u, b, K] float32, each frame's
+        posterior of the pdfs on the numerator's paths (zero outside the chunks and in failed ones)."""
         chunks, record = self.chunks(targets, weights, starts), bool(record)
         gradient = np.zeros(logits.shape, np.float32)
+        numerator_occupancies = np.zeros(logits.shape, np.float32)
         if not chunks:
-            return np.float32(0.0), gradient
+            return np.float32(0.0), gradient, numerator_occupancies
         longest = max(len(frames) for _, frames, _ in chunks)
         x = np.zeros((len(chunks), longest, logits.shape[2]), np.float32)
         for row, (column, frames, _) in enumerate(chunks):
             x[row, :len(frames)] = logits[frames, column]
-        num_log_z, den_log_z, occupancy_difference = lfmmi_batch(
+        num_log_z, den_log_z, num_occupancies, den_occupancies = lfmmi_batch_occupancies(
             self.graph, [numerator for _, _, numerator in chunks], x, [len(f) for _, f, _ in chunks], self.leaky)
         loss = 0.0
         for row, (column, frames, _) in enumerate(chunks):
@@ -132,36 +148,47 @@ class LfmmiObjective:
             if record:
                 self.objective_sum += num_log_z[row] - den_log_z[row]
                 self.objective_frames += len(frames)
-            gradient[frames, column] = -occupancy_difference[row, :len(frames)]
+            gradient[frames, column] = den_occupancies[row, :len(frames)] - num_occupancies[row, :len(frames)]
+            numerator_occupancies[frames, column] = num_occupancies[row, :len(frames)]
             if self.output_l2:
                 loss += 0.5 * self.output_l2 * float(np.square(chunk, dtype=np.float64).sum())
                 gradient[frames, column] += self.output_l2 * chunk
-        return np.float32(loss), gradient
+        return np.float32(loss), gradient, numerator_occupancies
 
     def _whole_rows(self, logits, targets, weights, record):
         return self.loss_and_gradient(logits, targets, weights, None, record)
 
-    def tensor_loss(self, logits, targets, weights, starts=None, record=True):
-        """The loss sum as a TF tensor with the gradient of `loss_and_gradient` (targets, weights and starts get
-        none)."""
+    def _whole_rows_and_numerator(self, logits, targets, weights, record):
+        return self.loss_gradient_and_numerator(logits, targets, weights, None, record)
+
+    def tensor_loss(self, logits, targets, weights, starts=None, record=True, with_numerator=False):
+        """(the loss sum as a TF tensor with the gradient of `loss_and_gradient` (targets, weights and starts get
+        none), the numerator occupancies [u, b, K] as a constant tensor with `with_numerator`, else None)."""
         if starts is None:
-            function, inputs = self._whole_rows, [targets, weights, tf.constant(record)]
+            function = self._whole_rows_and_numerator if with_numerator else self._whole_rows
+            inputs = [targets, weights, tf.constant(record)]
         else:
-            function, inputs = self.loss_and_gradient, [targets, weights, starts, tf.constant(record)]
+            function = self.loss_gradient_and_numerator if with_numerator else self.loss_and_gradient
+            inputs = [targets, weights, starts, tf.constant(record)]
+        found = {}
 
         @tf.custom_gradient
         def loss_of(logits):
-            loss, gradient = tf.numpy_function(function, [logits] + inputs,
-                                               [tf.float32, tf.float32], stateful=True)
+            outputs = tf.numpy_function(function, [logits] + inputs, [tf.float32] * (3 if with_numerator else 2),
+                                        stateful=True)
+            loss, gradient = outputs[0], outputs[1]
             loss.set_shape([])
             gradient.set_shape(logits.shape)
+            if with_numerator:
+                found["numerator"] = tf.stop_gradient(tf.ensure_shape(outputs[2], logits.shape))
 
             def backward(upstream):
                 return upstream * gradient
 
             return loss, backward
 
-        return loss_of(logits)
+        loss = loss_of(logits)
+        return loss, found.get("numerator")
 
     def take_objective(self):
         """(mean objective per frame, failed chunks) since the last call."""
@@ -169,6 +196,12 @@ class LfmmiObjective:
         failed = self.failed_chunks
         self.objective_sum, self.objective_frames, self.failed_chunks = 0.0, 0, 0
         return mean, failed
+
+
+def xent_sum(xent_logits, soft_targets):
+    """-sum over frames and pdfs of soft_targets x log softmax(xent_logits) (Kaldi's xent output against the
+    numerator posteriors); frames whose targets are all zero (outside the chunks) add nothing."""
+    return -tf.reduce_sum(soft_targets * tf.nn.log_softmax(xent_logits))
 
 
 class LfmmiSteps(Steps):
@@ -179,9 +212,17 @@ class LfmmiSteps(Steps):
     _held_out = False  # set while `_evaluate` is traced: its chunks stay out of the training metrics
 
     def loss_sums(self, logits, targets, weights, starts=None):
-        loss_sum = self.criterion.objective.tensor_loss(logits, tf.maximum(targets, 0), weights, starts,
-                                                        record=not self._held_out)
-        correct = label_is_best(logits, tf.maximum(targets, 0))
+        """The LF-MMI loss of the chain outputs (the logits' first num_pdfs) and, with --xent-regularize c, c x the
+        cross-entropy of the xent layer's outputs (the rest) against the numerator occupancies, which are
+        constants there: the xent layer learns from them, the chain outputs do not get that term's gradient."""
+        labels, num_pdfs, scale = tf.maximum(targets, 0), self.criterion.num_pdfs, self.criterion.params.xent_regularize
+        chain = logits[..., :num_pdfs] if scale else logits
+        loss_sum, numerator = self.criterion.objective.tensor_loss(chain, labels, weights, starts,
+                                                                   record=not self._held_out,
+                                                                   with_numerator=bool(scale))
+        if scale:
+            loss_sum += scale * xent_sum(logits[..., num_pdfs:], numerator)
+        correct = label_is_best(chain, labels)
         return loss_sum, tf.reduce_sum(correct * weights), tf.reduce_sum(weights)
 
     def _evaluate(self, features, targets, mask):
@@ -200,8 +241,11 @@ class LfmmiCriterion(CrossEntropyCriterion):
     def __init__(self, params, init_model=None):
         if params.minibatch_search_every:
             raise AsrkitError("--criterion lfmmi does not support --minibatch-search-every")
+        if params.xent_regularize < 0:
+            raise AsrkitError(f"--xent-regularize must be 0 (off) or positive, not {params.xent_regularize:g}")
         super().__init__(params, init_model)
         self.objective = None
+        self.num_pdfs = None
 
     def steps_class(self):
         return LfmmiSteps
@@ -233,9 +277,31 @@ class LfmmiCriterion(CrossEntropyCriterion):
     def make_steps(self, net, optimizer, learning_rate, training_state, distribution=None):
         if distribution is not None and distribution.name == "ps":
             raise AsrkitError("--criterion lfmmi runs with --strategy local or multiworker, not ps")
+        self.num_pdfs = net.num_pdfs
+        if self.params.xent_regularize:
+            try:
+                with (distribution.scope() if distribution is not None else contextlib.nullcontext()):
+                    net.add_xent_output(self.params.seed)
+            except ValueError as error:
+                raise AsrkitError(f"--xent-regularize: {error} (fix: --model lstm or dnn, or --xent-regularize 0)") \
+                    from None
+            logger.info("cross-entropy regularisation: a second output layer, weight %g", self.params.xent_regularize)
         steps = super().make_steps(net, optimizer, learning_rate, training_state, distribution)
         steps.criterion = self
         return steps
+
+    def initialize(self, net):
+        # --init-model's weights are a model without the xent layer (it is exported without): read them beside it.
+        xent_output = net.xent_output
+        net.remove_xent_output()
+        try:
+            super().initialize(net)
+        finally:
+            net.xent_output = xent_output
+
+    def exported_network(self, net):
+        net.remove_xent_output()  # a training aid only: decoding reads the chain outputs
+        return net
 
     def interval_metrics(self):
         mean, failed = self.objective.take_objective()

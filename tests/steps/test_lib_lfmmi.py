@@ -35,6 +35,7 @@ def _den_graph(ali_dir, path):
 
 
 def test_lfmmi_multi_style_trains_from_the_example_server_and_decodes_on_the_ce_graph(featurized_corpus, tmp_path):
+    """The recipes' default network, the windowed BLSTM, with the xent layer as egs/voiceover trains it."""
     data_dir, ali_dir = featurized_corpus({f"spk{s}-{u}": 0.6 + 0.1 * u for s in range(2) for u in range(4)},
                                           NUM_PDFS)
     data, exp = tmp_path / "recipe_data", tmp_path / "exp"
@@ -42,15 +43,16 @@ def test_lfmmi_multi_style_trains_from_the_example_server_and_decodes_on_the_ce_
     exp.mkdir()
     os.symlink(data_dir, data / "train")
     os.symlink(ali_dir, exp / "tree_ali")
-    _den_graph(ali_dir, str(exp / "lstm_lfmmi_den.npz"))
+    _den_graph(ali_dir, str(exp / "wblstm_lfmmi_den.npz"))
     styles = tmp_path / "styles.json"
     styles.write_text(json.dumps({"styles": [{"name": "clean"}, {"name": "noisy", "noise": {"type": "white",
                                                                                              "snr_db": [10, 20]}}]}))
     script = f"""set -euo pipefail
 data={data}; exp={exp}; logs=$exp/log; nj=1; cpu_cmd="run-local --num-threads 1"; gpu_cmd="run-local --num-threads 1"
-am=lstm; streams=2; ce_epochs=2; noise_styles={styles}
+am=wblstm; streams=2; ce_epochs=2; noise_styles={styles}
 train_options=(--num-streams 2 --log-every 2 --valid-utts 0 --num-threads 1 --learning-rate 0.01 --optimizer adam)
-ce_model=(--model-param num_cells=8 --model-param num_layers=1 --model-param label_delay=0)
+ce_model=(--model wblstm --model-param num_cells=4 --model-param num_layers=1 --model-param context=2 \\
+          --model-param group=2)
 . {ROOT}/steps/lib.sh
 lfmmi_options=(--xent-regularize 0.1)
 decode_tuned_first() {{ echo "decode_tuned_first $*; prior scales $prior_scales; sweep ${{dev_sweep[*]}}"; }}
@@ -65,17 +67,17 @@ lfmmi_multi_style 11
                    "PATH": f"{commands}:{ROOT}/bin:{os.environ['PATH']}"}
     result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=environment, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert ("decode_tuned_first lstm_lfmmi lstm_ce 11; prior scales 1; sweep --lmwt-sweep --sweep-method lattice "
+    assert ("decode_tuned_first wblstm_lfmmi wblstm_ce 11; prior scales 1; sweep --lmwt-sweep --sweep-method lattice "
             "--min-lmwt 0.5 --max-lmwt 3" in result.stdout)
     assert "asrkit-train-ce summary: status=ok" in result.stderr
-    config = json.load(open(exp / "lstm_lfmmi" / "config.json"))
+    config = json.load(open(exp / "wblstm_lfmmi" / "config.json"))
     assert config["train"]["criterion"] == "lfmmi" and config["train"]["xent_regularize"] == 0.1
-    assert config["train"]["unroll"] == 50 and config["train"]["den_graph"] == str(exp / "lstm_lfmmi_den.npz")
-    log = open(exp / "lstm_lfmmi" / "log" / "serve.1.log").read()
+    assert config["train"]["unroll"] == 50 and config["train"]["den_graph"] == str(exp / "wblstm_lfmmi_den.npz")
+    log = open(exp / "wblstm_lfmmi" / "log" / "serve.1.log").read()
     assert "noisifying on the fly with 2 styles" in log and "asrkit-serve-examples summary: status=ok" in log
-    train_log = open(exp / "log" / "stage11" / "train_lstm_lfmmi.log").read()
+    train_log = open(exp / "log" / "stage11" / "train_wblstm_lfmmi.log").read()
     assert "lfmmi_objective" in train_log and "cross-entropy regularisation" in train_log
-    assert os.path.exists(exp / "lstm_lfmmi" / "final" / "priors")
+    assert os.path.exists(exp / "wblstm_lfmmi" / "final" / "priors")
 
 
 def test_the_voiceover_recipe_refuses_a_bad_lfmmi_value():

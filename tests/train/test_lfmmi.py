@@ -181,8 +181,19 @@ def test_a_network_with_the_xent_layer_has_twice_the_outputs_until_it_is_removed
     assert net.sequence(features).shape == (2, 7, 5) and len(net.trainable_variables) == num_variables
     prefix = tf.train.Checkpoint(net=net).write(str(tmp_path / "weights"))
     assert not any("xent_output" in name for name, _ in tf.train.list_variables(prefix))
+    windowed_params = WindowedBlstm.params()
+    windowed_params.num_layers, windowed_params.num_cells, windowed_params.context, windowed_params.group = 1, 4, 2, 2
+    windowed = WindowedBlstm(windowed_params, 3, 5)
+    plain = windowed.sequence(features).numpy()
+    windowed.add_xent_output()
+    both = windowed.sequence(features).numpy()
+    assert both.shape == (2, 7, 10)
+    np.testing.assert_allclose(both[..., :5], plain, atol=1e-6)
+    windowed_logits, _ = windowed.window(features[:, :6], windowed.zero_state(2), tf.zeros([2, 6]))
+    assert windowed_logits.shape == (2, 6, 10)
+    windowed_params.mixture_softmax = True
     with pytest.raises(ValueError, match="no second output layer"):
-        WindowedBlstm(WindowedBlstm.params(), 3, 5).add_xent_output()
+        WindowedBlstm(windowed_params, 3, 5).add_xent_output()
 
 
 TINY = {"num_layers": 1, "num_cells": 16, "label_delay": 0}

@@ -100,7 +100,7 @@ def time_steps(args, graph, x, targets):
         return run
 
     ce = step(lambda logits: cross_entropy_sums(logits, time_major, weights)[0])
-    lfmmi = step(lambda logits: objective.tensor_loss(logits, time_major, weights))
+    lfmmi = step(lambda logits: objective.tensor_loss(logits, time_major, weights)[0])
     ce(), lfmmi()  # trace
     return best_of(args.repeats, ce)[0], best_of(args.repeats, lfmmi)[0]
 

@@ -362,6 +362,26 @@ lfmmi_comparison() {
   decode_tuned_first "${am}_lfmmi" "${am}_ce" "$1"
 }
 
+# lfmmi_multi_style STAGE: ${am}_ce's network, epochs and multi-style input trained from scratch with lattice-free MMI
+# ([Povey2016]): an example server noisifies (noise_styles, a new style each epoch) and featurizes every
+# utterance on the fly as for ${am}_ce and serves it with its alignment (exp/$lfmmi_alignments, re-timed when a
+# style changes the speed); the trainer builds each 50-frame chunk's numerator from it and the denominator graph
+# from the alignments' phone 4-gram (kept in exp/${am}_lfmmi_den.npz), with the recipe's lfmmi_options (e.g.
+# Kaldi's --xent-regularize 0.1) -> exp/${am}_lfmmi, decoded as lfmmi_comparison's model is (the CE model's graph,
+# uniform priors, LM weights near 1 chosen on dev).
+lfmmi_alignments=tree_ali
+lfmmi_options=()
+lfmmi_multi_style() {
+  launch "$gpu_cmd" "$logs/stage$1/train_${am}_lfmmi.log" \
+    asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" --criterion lfmmi --unroll 50 "${lfmmi_options[@]}" \
+      --den-graph "$exp/${am}_lfmmi_den.npz" $(streams=$(( streams * 5 / 2 )) ce_schedule) --num-epochs "$ce_epochs" \
+      "${ivector_options[@]}" --example-servers local:1 --server-styles "$noise_styles" \
+      "$data/train" "$exp/$lfmmi_alignments" "$exp/${am}_lfmmi"
+  local prior_scales="1"
+  local -a dev_sweep=(--lmwt-sweep --sweep-method lattice "${lfmmi_lm_weights[@]}")
+  decode_tuned_first "${am}_lfmmi" "${am}_ce" "$1"
+}
+
 # pocketsphinx_baseline STAGE SET...: pocketsphinx's stock en-us model (trained on real speech by
 # another toolkit) decoding data/SET with the same lexicon and trigram LM -> exp/pocketsphinx: the
 # reference every WER of the recipe is read against.  With pocketsphinx_lm_weights set (e.g. "6.5 10

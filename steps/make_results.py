@@ -46,6 +46,8 @@ ROLES = {
     "g8": "clean-only CE at [Mohamed2015]'s 20+8+20 (the recipe's cells and layers, the unrolling comparison's subset)",
     "ctc": "CTC over phones and a blank ({network}_ce_clean's network, features and epochs; whole utterances; "
            "graph with the CTC topology)",
+    "lfmmi": "lattice-free MMI from scratch ([Povey2016]; 50-frame chunks, the tree alignments' numerators, a phone "
+             "4-gram's denominator graph; uniform priors, {network}_ce's graph)",
 }
 MODEL_NAME = re.compile(r"^(" + "|".join(NETWORKS) + r")_(" + "|".join(ROLES) + r")$")
 DESCRIPTIONS = {
@@ -80,6 +82,13 @@ def describe_trained(exp_dir, model):
     config = read_json(exp_dir, model, "config.json") or {}
     if config.get("init_model"):
         description += f", continuing {os.path.basename(os.path.dirname(config['init_model'].rstrip('/')))}"
+    if model.endswith("_lfmmi") and config:
+        command = config.get("command_line") or ""
+        command = " ".join(command) if isinstance(command, list) else command
+        description += (", multi-style (example server noisifying on the fly)" if "--server-styles" in command
+                        else ", clean features in-process")
+        if config.get("train", {}).get("xent_regularize"):
+            description += f", xent-regularize {config['train']['xent_regularize']:g}"
     return description
 
 
@@ -101,6 +110,8 @@ def comparisons(wers):
                       " ([Mohamed2015] Table 5: +13% on Hub5'00 without jitter, -1% with it)"))
         pairs.append((f"{network}_ce_clean", f"{network}_ctc", f"CTC relative to the clean-only CE hybrid{suffix}",
                       ""))
+        pairs.append((f"{network}_smbr", f"{network}_lfmmi", f"LF-MMI relative to CE + sMBR{suffix}", ""))
+        pairs.append((f"{network}_ce_clean", f"{network}_lfmmi", f"LF-MMI relative to clean-only CE{suffix}", ""))
     for role in ROLES:
         pairs.append((f"lstm_{role}", f"wblstm_{role}", f"windowed BLSTM relative to the LSTM, {role}", ""))
     return [pair for pair in pairs if pair[0] in wers and pair[1] in wers]

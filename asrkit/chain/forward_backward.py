@@ -322,6 +322,14 @@ def lfmmi_batch(graph, numerators, x, lengths=None, leaky=LEAKY_HMM_COEFFICIENT)
     numerators: one Numerator per chunk; lengths [B]: the chunks' frames (default: each numerator's).  Frames
     past a chunk's length get zero gradient.  A chunk whose numerator has no path gets log Z = -inf and no
     numerator occupancy (the caller decides what to do with it)."""
+    num_log_z, den_log_z, num_occupancies, den_occupancies = lfmmi_batch_occupancies(graph, numerators, x, lengths,
+                                                                                      leaky)
+    return num_log_z, den_log_z, num_occupancies - den_occupancies
+
+
+def lfmmi_batch_occupancies(graph, numerators, x, lengths=None, leaky=LEAKY_HMM_COEFFICIENT):
+    """lfmmi_batch's (numerator log Z, denominator log Z) and the two occupancies [B, T, K] apart (the numerator's
+    are the soft targets of the cross-entropy regularisation, asrkit.train.lfmmi)."""
     x = np.ascontiguousarray(x)
     lengths = np.array([n.num_frames for n in numerators] if lengths is None else lengths, np.int64)
     offsets = np.concatenate([[0], np.cumsum([n.num_states for n in numerators])]).astype(np.int64)
@@ -341,4 +349,4 @@ def lfmmi_batch(graph, numerators, x, lengths=None, leaky=LEAKY_HMM_COEFFICIENT)
                        graph.pdf.astype(np.int64), state_pdfs(graph), graph.prob.astype(x.dtype),
                        graph.initial.astype(np.float64), x, lengths, float(leaky), den_occupancies, den_log_z,
                        block_size(len(x)))
-    return num_log_z, den_log_z, num_occupancies - den_occupancies
+    return num_log_z, den_log_z, num_occupancies, den_occupancies

@@ -35,12 +35,39 @@ def _common_params(params):
 class AcousticNet(tf.Module):
     """Base class: a stack of time-major layers followed by a softmax layer (logits)."""
 
+    supports_xent_output = False  # whether `add_xent_output` can give it a second output layer
+
     def __init__(self, params, input_dim, num_pdfs, name=None):
         super().__init__(name=name)
         self.params = params
         self.input_dim = input_dim
         self.num_pdfs = num_pdfs
         self.dropout = 0.0
+        self.xent_output = None
+
+    def add_xent_output(self, seed=1):
+        """A second output layer on the softmax layer's input, for training only (LF-MMI's cross-entropy
+        regularisation, asrkit.train.lfmmi): from now on the logits are [..., 2 x num_pdfs], the softmax
+        layer's then this one's, until `remove_xent_output`.  Added before the steps are traced."""
+        if not self.supports_xent_output:
+            raise ValueError(f"{type(self).__name__} has no second output layer (cross-entropy regularisation)")
+        self.xent_output = DenseLayer(int(self.softmax.kernel.shape[0]), self.num_pdfs,
+                                      rng=np.random.default_rng([int(seed), 1]), name="xent_output")
+        self.xent_output.compute_dtype = self.softmax.compute_dtype
+
+    def remove_xent_output(self):
+        """Back to the softmax layer's logits alone, the layer dropped from the checkpointed objects too (the
+        exported model, asrkit.nn.model_dir, has no such layer)."""
+        if self.xent_output is not None:
+            del self.xent_output  # tf.Module's __delattr__ drops its checkpoint dependency; None would not
+        self.xent_output = None
+
+    def _logits(self, hidden):
+        """The softmax layer's logits of the top hidden layer's outputs, and the xent layer's after them."""
+        logits = self.softmax(hidden)
+        if self.xent_output is None:
+            return logits
+        return tf.concat([logits, self.xent_output(hidden)], axis=-1)
 
     def set_dropout(self, rate):
         """Drop this share of each hidden layer's outputs (the next layer's and the softmax's inputs) in the
@@ -76,6 +103,7 @@ class StackedLstm(AcousticNet):
     """num_layers LSTM(P) layers, then a softmax over pdfs ([Variani2017]: 5xLSTM(768), 8192 pdfs)."""
 
     registry_name = "lstm"
+    supports_xent_output = True
 
     @classmethod
     def params(cls):
@@ -118,7 +146,7 @@ class StackedLstm(AcousticNet):
         if self.devices is not None:
             outputs, states = pipelined_window(self.layers, self.devices, features, self._layer_states(state), keep)
             with tf.device(self.devices[-1]):
-                logits = self.softmax(outputs)
+                logits = self._logits(outputs)
             return logits, tuple(tensor for layer_state in states for tensor in layer_state)
         # The window in halves of time, each through every layer: layer l's second half and layer l+1's first
         # depend on nothing of each other's, so TensorFlow runs their recurrences at once, two chains of small
@@ -136,20 +164,21 @@ class StackedLstm(AcousticNet):
                 outputs = self._drop(outputs)
             tops.append(outputs)
         outputs = tf.concat(tops, axis=0) if halves > 1 else tops[0]
-        return self.softmax(outputs), tuple(tensor for layer_state in states for tensor in layer_state)
+        return self._logits(outputs), tuple(tensor for layer_state in states for tensor in layer_state)
 
     def sequence_time_major(self, features):
         outputs = features
         batch_size = tf.shape(features)[1]
         for layer in self.layers:
             outputs, _ = layer.sequence(outputs, layer.zero_state(batch_size))
-        return self.softmax(outputs)
+        return self._logits(outputs)
 
 
 class ContextDnn(AcousticNet):
     """Feed-forward ReLU DNN over a window of past frames ([McDermott2014]'s CxF:LxN:O), streaming state."""
 
     registry_name = "dnn"
+    supports_xent_output = True
 
     @classmethod
     def params(cls):
@@ -189,7 +218,7 @@ class ContextDnn(AcousticNet):
         for layer in self.hidden:
             outputs = layer(outputs)
             outputs = self._drop(outputs) if drop else outputs
-        return self.softmax(outputs)
+        return self._logits(outputs)
 
     def window_time_major(self, features, state, keep):
         stacked, state = self.context(features, state, keep)

@@ -136,6 +136,11 @@ class WindowedBlstm(AcousticNet):
             self.mixture = tf.Variable(mixture, name="mixture")
 
     @property
+    def supports_xent_output(self):
+        # The mixture of softmaxes mixes the softmax layer's logits over positions; a second layer has no mixture.
+        return self.mixture is None
+
+    @property
     def label_delay(self):
         return self.context
 
@@ -156,7 +161,7 @@ class WindowedBlstm(AcousticNet):
             outputs = layer(self._drop(outputs) if drop else outputs)
         outputs = self._drop(outputs) if drop else outputs
         if self.mixture is None:
-            return self.softmax(outputs[self.context : self.context + self.group])
+            return self._logits(outputs[self.context : self.context + self.group])
         positions = _frames(self.softmax(outputs), 2 * self.context + 1, 1)  # [G, 2T+1, n, K]
         return tf.einsum("gtnk,tk->gnk", positions, self.mixture)
 
@@ -165,8 +170,9 @@ class WindowedBlstm(AcousticNet):
         k*G - 2T) -> logits [ng*G, b, num_pdfs], one row per stream position."""
         batch = tf.shape(windows)[2]
         windows = tf.reshape(windows, [self.window_length, -1, windows.shape[-1]])
-        logits = tf.reshape(self._groups(windows, drop), [self.group, num_groups, batch, self.num_pdfs])
-        return tf.reshape(tf.transpose(logits, [1, 0, 2, 3]), [num_groups * self.group, batch, self.num_pdfs])
+        width = self.num_pdfs * (1 if self.xent_output is None else 2)  # the xent layer's logits after the softmax's
+        logits = tf.reshape(self._groups(windows, drop), [self.group, num_groups, batch, width])
+        return tf.reshape(tf.transpose(logits, [1, 0, 2, 3]), [num_groups * self.group, batch, width])
 
     def window_time_major(self, features, state, keep):
         num_steps = features.shape[0]

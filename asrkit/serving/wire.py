@@ -18,8 +18,10 @@ Every message is [kind, payload]:
                     (`row.tobytes()`); tf.io.parse_sequence_example reads it as
                     tf.string and tf.io.decode_raw turns it into [T, D]
     targets         int64_list of one value per frame: the pdf id (CE: the
-                    training target; seq: the numerator alignment, which the
-                    trainer uses for frame accuracy)
+                    training target; LF-MMI, which reads "ce" examples: the
+                    alignment its trainer builds each chunk's numerator
+                    from, asrkit.train.lfmmi; seq: the numerator alignment,
+                    which the trainer uses for frame accuracy)
   Sequence training (mode "seq") adds:
     context model_version   int64: training step of the snapshot that computed
                             the derivatives (staleness = trainer step - this)

@@ -53,7 +53,8 @@ class Criterion(abc.ABC):
     `prepare` with the data; `initialize(net)` on a fresh start only (not on resume); `in_process_source`
     or `server_options` for the input, then `wrap_source`; `begin` just before the first example is
     pulled; per step `train_step` then `after_step`; `interval_metrics` at each log line; `validate`
-    with the held-out frame accuracy; `close` at the end; `pdf_counts` for the exported priors.  Under
+    with the held-out frame accuracy; `close` at the end; `pdf_counts` for the exported priors and
+    `exported_network` for its weights.  Under
     --strategy multiworker or ps `make_steps` also gets the distribution (its `is_chief` tells the
     criterion whether it is the process that writes the exp dir), and `validate` runs on the chief only.
     """
@@ -118,6 +119,10 @@ class Criterion(abc.ABC):
     def pdf_counts(self, data):
         """Frames per output, for the priors of the exported model."""
         return data.pdf_counts
+
+    def exported_network(self, net):
+        """The network to export once training is done (a criterion may drop layers that only training uses)."""
+        return net
 
     def close(self):
         """At the end of the run."""

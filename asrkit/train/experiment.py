@@ -52,10 +52,13 @@ def check_resumable(exp_dir, config):
         before, now = previous.get("train", {}).get(key, defaults.get(key)), config["train"][key]
         if before != now:
             problems.append(f"{key} {before!r} vs now {now!r}")
-    before = previous.get("train", {}).get("minibatch_search_every", 0)
-    if "minibatch_search_every" in config["train"] and bool(before) != bool(config["train"]["minibatch_search_every"]):
-        problems.append(f"minibatch_search_every {before} vs now {config['train']['minibatch_search_every']} (the "
-                        "checkpoint holds the searched minibatch size only when a search is on)")
+    # Knobs whose being on puts more in the checkpoint (the searched minibatch size; LF-MMI's xent output layer).
+    for key, held in (("minibatch_search_every", "the searched minibatch size"),
+                      ("xent_regularize", "the cross-entropy output layer")):
+        before = previous.get("train", {}).get(key, 0)
+        if key in config["train"] and bool(before) != bool(config["train"][key]):
+            problems.append(f"{key} {before} vs now {config['train'][key]} (the checkpoint holds {held} only when "
+                            "it is on)")
     for key in ("feature_dim", "num_pdfs", "ivector_dim"):
         before, now = previous.get("data", {}).get(key, 0 if key == "ivector_dim" else None), config["data"][key]
         if before != now:

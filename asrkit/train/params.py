@@ -176,6 +176,9 @@ def ce_params():
     p.define("leaky_hmm_coefficient", 1e-5, "lfmmi: the leaky HMM's jump weight between any two frames (Kaldi's "
              "--leaky-hmm-coefficient).")
     p.define("output_l2", 5e-4, "lfmmi: l2 penalty 0.5 c x sum of squared outputs (Kaldi's output-l2-regularize).")
+    p.define("xent_regularize", 0.0, "lfmmi: weight of the cross-entropy regularisation (Kaldi's --xent-regularize, "
+             "typically 0.1): a second output layer, trained on the numerator's occupation probabilities as soft "
+             "targets and dropped from the exported model; 0: none.")
     return p
 
 

@@ -92,9 +92,10 @@ class Steps:
             self.apply_accumulated = self.distribution.compile(self._apply_accumulated,
                                                                input_signature=[tf.TensorSpec([], tf.float32)])
 
-    def loss_sums(self, logits, targets, weights):
+    def loss_sums(self, logits, targets, weights, starts=None):
         """(loss sum, correct frames, labelled frames) of time-major logits [u, b, K]: frame cross-entropy here,
-        another criterion's loss in a subclass (asrkit.train.lfmmi)."""
+        another criterion's loss in a subclass (asrkit.train.lfmmi, whose chunks end where utterances do).
+        starts [u, b]: 1 where an utterance starts in a truncated window; None: each row is one whole utterance."""
         return cross_entropy_sums(logits, targets, weights)
 
     def trial_variables(self):
@@ -139,7 +140,7 @@ class Steps:
         features, targets, weights, keep, state = self._window_inputs(features, targets, mask, reset)
         with tf.GradientTape() as tape:
             logits, new_state = self.net.window_time_major(features, state, keep)
-            loss_sum, correct, count = self.loss_sums(logits, targets, weights)
+            loss_sum, correct, count = self.loss_sums(logits, targets, weights, 1.0 - keep)
         self._accumulate(loss_sum, count, tape)
         self._save_state(new_state)
         return loss_sum, correct, count
@@ -182,7 +183,7 @@ class Steps:
         features, targets, weights, keep, state = self._window_inputs(features, targets, mask, reset)
         with tf.GradientTape() as tape:
             logits, new_state = self.net.window_time_major(features, state, keep)
-            loss_sum, correct, count = self.loss_sums(logits, targets, weights)
+            loss_sum, correct, count = self.loss_sums(logits, targets, weights, 1.0 - keep)
             loss = self._mean_over_replicas(loss_sum, count)
         norm = self._apply(tape, loss)
         self._save_state(new_state)

@@ -285,6 +285,7 @@ def _open_input(data_dir, ali_dir, exp_dir, options, params, data, cmvn, parts):
 
 def _export(exp_dir, ali_dir, data, net, net_config, params, criterion, loop):
     """final/: the trained network with its priors and context (asrkit.nn.model_dir)."""
+    net = criterion.exported_network(net)
     model_dir = write_model_dir(
         os.path.join(exp_dir, "final"), net, net_config, criterion.pdf_counts(data), data.feature_config_path,
         data.cmvn_path, params.prior_floor,

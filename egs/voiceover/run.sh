@@ -29,6 +29,9 @@
 #                                utterance's own i-vectors every few frames) to the acoustic network's input
 #                                in CE and sMBR training, the servers extracting them from the noisy
 #                                features, and in alignment and decoding (default: false)
+#     --lfmmi true|false         stage 11 first trains the acoustic network from scratch with lattice-free MMI
+#                                ([Povey2016]) from the multi-style example server -> exp/<am>_lfmmi, decoded
+#                                and in the results beside CE and sMBR (default: false)
 #
 # Stages: 0 set-up (.venv, festival); 1 the games from Debian (apt-get download, dpkg-deb -x) and the
 #         data dirs -> data/{train,dev,test}; 2 dictionary: CMUdict, festival's letter-to-sound rules
@@ -42,8 +45,8 @@
 #         exp/<am>_ce/decode_*; 8 sMBR sequence training with seq-mode example servers ->
 #         exp/<am>_smbr; 9 its decoding and scoring, and its recognizer package (asrkit-export, the
 #         LM weight and prior scale chosen on dev) -> exp/<am>_smbr/package; 10 baseline: pocketsphinx's stock en-us model
-#         (audio resampled to 16 kHz) with the same lexicon and LM -> exp/pocketsphinx; 11 results
-#         -> exp/RESULTS.
+#         (audio resampled to 16 kHz) with the same lexicon and LM -> exp/pocketsphinx; 11 with --lfmmi
+#         true the LF-MMI model (steps/lib.sh lfmmi_multi_style), then the results -> exp/RESULTS.
 # The steps from the dictionary on are egs/voicesearch's, shared through steps/lib.sh.
 set -euo pipefail
 
@@ -61,6 +64,7 @@ cmvn_mean=utterance
 cmvn_online=false
 ivectors=false
 steel_sky=true
+lfmmi=false
 
 usage() { sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
@@ -78,6 +82,7 @@ while [ $# -gt 0 ]; do
     --cmvn-mean) cmvn_mean="$2"; shift 2 ;;
     --cmvn-online) cmvn_online="$2"; shift 2 ;;
     --ivectors) ivectors="$2"; shift 2 ;;
+    --lfmmi) lfmmi="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "$0: unknown option '$1' (see $0 --help)" >&2; exit 2 ;;
   esac
@@ -87,6 +92,7 @@ case "$size" in tiny|default) ;; *) echo "$0: --size must be tiny or default, no
 case "$cmvn_mean" in utterance|speaker|global) ;; *) echo "$0: --cmvn-mean must be utterance, speaker or global, not '$cmvn_mean'" >&2; exit 2 ;; esac
 case "$cmvn_online" in true|false) ;; *) echo "$0: --cmvn-online must be true or false, not '$cmvn_online'" >&2; exit 2 ;; esac
 case "$ivectors" in true|false) ;; *) echo "$0: --ivectors must be true or false, not '$ivectors'" >&2; exit 2 ;; esac
+case "$lfmmi" in true|false) ;; *) echo "$0: --lfmmi must be true or false, not '$lfmmi'" >&2; exit 2 ;; esac
 case "$steel_sky" in
   true|false) ;; *) echo "$0: --steel-sky must be true or false, not '$steel_sky'" >&2; exit 2 ;;
 esac
@@ -180,6 +186,9 @@ tuned_sets=(dev:test:train_fit)
 # within 1% of CE (egs/voiceover/RESULTS).
 smbr_alignments="${am}_ce_ali"
 smbr_options=(--frame-smoothing 0.1)
+# LF-MMI (--lfmmi true) with Kaldi's chain recipes' cross-entropy regularisation, on the tree's alignments (from
+# scratch, as the CE model is trained).
+lfmmi_options=(--xent-regularize 0.1)
 
 if run_stage 4; then
   begin_stage 4 "narrowband features -> $exp/feats (CMVN from train)"
@@ -224,7 +233,12 @@ if run_stage 10; then
 fi
 
 if run_stage 11; then
-  begin_stage 11 "results -> $exp/RESULTS, training curves -> $exp/{${am}_ce,${am}_smbr}/training.png"
+  if $lfmmi; then
+    begin_stage 11 "lattice-free MMI from the multi-style example server -> $exp/${am}_lfmmi; results -> $exp/RESULTS"
+    lfmmi_multi_style 11
+  else
+    begin_stage 11 "results -> $exp/RESULTS, training curves -> $exp/{${am}_ce,${am}_smbr}/training.png"
+  fi
   make_results "$command_line" voiceover
 fi
 end_stage

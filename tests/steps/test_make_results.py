@@ -41,6 +41,19 @@ def test_table_and_relative_change(tmp_path):
     assert "lstm_smbr: seq 20 steps" in result.stdout and "held-out seq_objective 0.2500" in result.stdout
 
 
+def test_lfmmi_rows_say_their_input_and_compare_with_smbr(tmp_path):
+    exp = tmp_path / "exp"
+    _decode(exp, "wblstm_smbr", "test", 50.0)
+    _decode(exp, "wblstm_lfmmi", "test", 45.0)
+    (exp / "wblstm_lfmmi" / "config.json").write_text(json.dumps({
+        "train": {"criterion": "lfmmi", "xent_regularize": 0.1},
+        "command_line": "asrkit-train-ce --criterion lfmmi --example-servers local:1 --server-styles s.json d a e"}))
+    out = _make_results(exp).stdout
+    assert "# LF-MMI relative to CE + sMBR: test -10.0%" in out
+    assert ("wblstm_lfmmi: windowed BLSTM, lattice-free MMI from scratch ([Povey2016]; 50-frame chunks" in out
+            and "multi-style (example server noisifying on the fly), xent-regularize 0.1" in out)
+
+
 def test_no_decodes_is_an_error(tmp_path):
     result = subprocess.run([sys.executable, SCRIPT, str(tmp_path)], capture_output=True, text=True)
     assert result.returncode != 0 and "no */decode_*/best_wer" in result.stderr

@@ -1,0 +1,88 @@
+"""steps/lib.sh's lfmmi_multi_style on a small featurized audio data dir (the example server noisifying on the fly,
+the LF-MMI trainer), with the decoding step stubbed; and egs/voiceover/run.sh's --lfmmi option."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from asrkit.chain.den_graph import make_den_graph
+from asrkit.chain.numerator import units_from_pdfs
+from asrkit.chain.phone_lm import estimate_phone_lm
+from asrkit.hmm.topology import Topology
+from asrkit.hmm.tree import ContextDependency
+from asrkit.io.table import TableReader
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NUM_PDFS = 4
+
+
+def _den_graph(ali_dir, path):
+    """The denominator graph of a one-state monophone set where phone k + 1 is pdf k, its LM from the alignments."""
+    phones = {f"P{k + 1}": k + 1 for k in range(NUM_PDFS)}
+    tree = ContextDependency(1, 0, NUM_PDFS, phones, [{"context": [f"P{k + 1}"], "pdf_class": 0, "pdf": k}
+                                                      for k in range(NUM_PDFS)])
+    ids = " ".join(str(k + 1) for k in range(NUM_PDFS))
+    topology = Topology.from_text(f"<Topology> <TopologyEntry> <ForPhones> {ids} </ForPhones> <State> 0 <PdfClass> 0 "
+                                  "<Transition> 0 0.5 <Transition> 1 0.5 </State> <State> 1 </State> </TopologyEntry> "
+                                  "</Topology>")
+    with TableReader(os.path.join(ali_dir, "ali.scp")) as alignments:
+        runs = [[int(unit.pdfs[0]) + 1 for unit in units_from_pdfs(np.asarray(labels))]
+                for _, labels in alignments.items()]
+    make_den_graph(estimate_phone_lm(runs, order=3), tree, topology).write(path)
+
+
+def test_lfmmi_multi_style_trains_from_the_example_server_and_decodes_on_the_ce_graph(featurized_corpus, tmp_path):
+    """The recipes' default network, the windowed BLSTM, with the xent layer as egs/voiceover trains it."""
+    data_dir, ali_dir = featurized_corpus({f"spk{s}-{u}": 0.6 + 0.1 * u for s in range(2) for u in range(4)},
+                                          NUM_PDFS)
+    data, exp = tmp_path / "recipe_data", tmp_path / "exp"
+    data.mkdir()
+    exp.mkdir()
+    os.symlink(data_dir, data / "train")
+    os.symlink(ali_dir, exp / "tree_ali")
+    _den_graph(ali_dir, str(exp / "wblstm_lfmmi_den.npz"))
+    styles = tmp_path / "styles.json"
+    styles.write_text(json.dumps({"styles": [{"name": "clean"}, {"name": "noisy", "noise": {"type": "white",
+                                                                                             "snr_db": [10, 20]}}]}))
+    script = f"""set -euo pipefail
+data={data}; exp={exp}; logs=$exp/log; nj=1; cpu_cmd="run-local --num-threads 1"; gpu_cmd="run-local --num-threads 1"
+am=wblstm; streams=2; ce_epochs=2; noise_styles={styles}
+train_options=(--num-streams 2 --log-every 2 --valid-utts 0 --num-threads 1 --learning-rate 0.01 --optimizer adam)
+ce_model=(--model wblstm --model-param num_cells=4 --model-param num_layers=1 --model-param context=2 \\
+          --model-param group=2)
+. {ROOT}/steps/lib.sh
+lfmmi_options=(--xent-regularize 0.1)
+decode_tuned_first() {{ echo "decode_tuned_first $*; prior scales $prior_scales; sweep ${{dev_sweep[*]}}"; }}
+lfmmi_multi_style 11
+"""
+    # The commands of this checkout (an environment installed before they existed may lack their scripts).
+    commands = tmp_path / "commands"
+    commands.mkdir()
+    (commands / "asrkit-train-ce").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m asrkit.cli.train_ce "$@"\n')
+    (commands / "asrkit-train-ce").chmod(0o755)
+    environment = {**os.environ, "PYTHONPATH": ROOT, "LC_ALL": "C",
+                   "PATH": f"{commands}:{ROOT}/bin:{os.environ['PATH']}"}
+    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=environment, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert ("decode_tuned_first wblstm_lfmmi wblstm_ce 11; prior scales 1; sweep --lmwt-sweep --sweep-method lattice "
+            "--min-lmwt 0.5 --max-lmwt 3" in result.stdout)
+    assert "asrkit-train-ce summary: status=ok" in result.stderr
+    config = json.load(open(exp / "wblstm_lfmmi" / "config.json"))
+    assert config["train"]["criterion"] == "lfmmi" and config["train"]["xent_regularize"] == 0.1
+    assert config["train"]["unroll"] == 50 and config["train"]["den_graph"] == str(exp / "wblstm_lfmmi_den.npz")
+    log = open(exp / "wblstm_lfmmi" / "log" / "serve.1.log").read()
+    assert "noisifying on the fly with 2 styles" in log and "asrkit-serve-examples summary: status=ok" in log
+    train_log = open(exp / "log" / "stage11" / "train_wblstm_lfmmi.log").read()
+    assert "lfmmi_objective" in train_log and "cross-entropy regularisation" in train_log
+    assert os.path.exists(exp / "wblstm_lfmmi" / "final" / "priors")
+
+
+def test_the_voiceover_recipe_refuses_a_bad_lfmmi_value():
+    run_sh = os.path.join(ROOT, "egs", "voiceover", "run.sh")
+    result = subprocess.run([run_sh, "--lfmmi", "yes"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "--lfmmi must be true or false, not 'yes'" in result.stderr
+    usage = subprocess.run([run_sh, "--help"], capture_output=True, text=True, timeout=60)
+    assert "--lfmmi true|false" in usage.stdout

@@ -2,7 +2,9 @@
 # Runs asrkit's test suite on a fresh or an existing machine:
 #   tests/run.sh [--quick] [pytest arguments]
 # --quick leaves out the tests marked slow (the tiny recipes end to end, multi-process and multi-worker
-# training): the unit tests alone, in a few minutes.
+# training): the unit tests alone, in a few minutes, one pytest-xdist worker per core (each test file
+# stays on one worker, so a file's module-scoped fixtures are built once).  The full run stays in one
+# process: the slow tests start several processes each and time their exchanges.
 # bin/setup-env creates .venv and installs asrkit with its test references
 # (kaldi-native-fbank, jiwer) and the Debian packages the tests use.
 set -euo pipefail
@@ -12,6 +14,6 @@ cd "$root"
 export LC_ALL=C PYTHONUNBUFFERED=1
 args=()
 for arg in "$@"; do
-  if [ "$arg" = --quick ]; then args+=(-m "not slow"); else args+=("$arg"); fi
+  if [ "$arg" = --quick ]; then args+=(-m "not slow" -n auto --dist loadfile); else args+=("$arg"); fi
 done
 exec "$root/.venv/bin/python" -m pytest ${args[@]+"${args[@]}"}

@@ -14,6 +14,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from netns_cluster import Cluster, missing_prerequisites  # noqa: E402
+from slurm_hosts import SlurmHosts, missing_slurm  # noqa: E402
 from ssh_hosts import SshHosts, missing_ssh  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -50,15 +51,33 @@ def make_cluster(needs_namespaces):
 
 
 @pytest.fixture
-def ssh_cluster(make_cluster):
-    """(cluster, ssh): hosts head, n1, n2 and n3; sshd on n1 and n2, none on n3 (it refuses connections)."""
+def needs_ssh(needs_namespaces):
+    """Skips the test where OpenSSH is not installed."""
     require(missing_ssh())
+
+
+@pytest.fixture
+def needs_slurm(needs_namespaces):
+    """Skips the test where Slurm and munge are not installed."""
+    require(missing_slurm())
+
+
+@pytest.fixture
+def ssh_cluster(needs_ssh, make_cluster):
+    """(cluster, ssh): hosts head, n1, n2 and n3; sshd on n1 and n2, none on n3 (it refuses connections)."""
     cluster = make_cluster(["head", "n1", "n2", "n3"])
     ssh = SshHosts(cluster, ["n1", "n2"], os.path.join(cluster.work_dir, "ssh"), client_hosts=["n1", "n2", "n3"])
     try:
         yield cluster, ssh.start()
     finally:
         ssh.close()
+
+
+@pytest.fixture
+def slurm_cluster(needs_slurm, make_cluster):
+    """(cluster, slurm): slurmctld and munged on host head, slurmd on n1 and n2 (2 CPUs each)."""
+    cluster = make_cluster(["head", "n1", "n2"])
+    yield cluster, SlurmHosts(cluster, "head", ["n1", "n2"], os.path.join(cluster.work_dir, "slurm")).start()
 
 
 def asrkit_environment(**extra):

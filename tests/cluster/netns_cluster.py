@@ -3,7 +3,7 @@
 Each host is a network namespace with one veth interface (eth0) holding a private address
 (10.77.0.1, .2, ...); the other ends of the veths hang on a bridge inside a namespace of its
 own (the switch), so that no traffic and no interface of the cluster touches the machine's own
-network.  Every process of a host is started through `ip netns exec` and `unshare --uts` with the
+network.  Every process of a host is started through `nsenter --net` and `unshare --uts` with the
 host's name as its hostname (Slurm's controller and nodes check theirs).  The file system is
 shared, as on a cluster with a shared /home: a job sees the same paths on every host.
 
@@ -27,7 +27,7 @@ PREFIX_LENGTH = 24
 TERM_GRACE_S = 2.0
 
 
-def missing_prerequisites(programs=("ip", "unshare")):
+def missing_prerequisites(programs=("ip", "nsenter", "unshare")):
     """Why a cluster cannot be built here ('' when it can): root and the programs it needs."""
     if os.geteuid() != 0:
         return "creating network namespaces needs root"
@@ -90,7 +90,9 @@ class Cluster:
 
     def command(self, host, argv):
         """argv run on `host`: in its namespace, with its own hostname."""
-        return ["ip", "netns", "exec", self.namespace(host), "unshare", "--uts", "--",
+        # nsenter rather than `ip netns exec`, which mounts a sysfs of the namespace over /sys and so hides the
+        # cgroup file systems slurmd needs.
+        return ["nsenter", f"--net=/run/netns/{self.namespace(host)}", "unshare", "--uts", "--",
                 "sh", "-c", 'hostname "$0" && exec "$@"', host, *argv]
 
     def popen(self, host, argv, **kwargs):

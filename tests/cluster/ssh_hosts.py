@@ -11,6 +11,7 @@ with it.
 import os
 import shlex
 import subprocess
+import sys
 import time
 
 from netns_cluster import missing_prerequisites
@@ -124,7 +125,7 @@ class SshHosts:
                  "sys.exit(0 if s.recv(4)==b'SSH-' else 1)")
         deadline = time.monotonic() + timeout
         while True:
-            result = self.cluster.run(host, ["python3", "-c", probe, self.cluster.address(host)],
+            result = self.cluster.run(host, [sys.executable, "-c", probe, self.cluster.address(host)],
                                       capture_output=True)
             if result.returncode == 0:
                 return

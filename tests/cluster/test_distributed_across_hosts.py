@@ -1,9 +1,11 @@
 """--strategy multiworker and --strategy ps with every task on a namespace host of its own, over real addresses."""
 
 import json
+import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -72,3 +74,40 @@ def test_parameter_servers_chief_and_workers_on_four_hosts(make_cluster, featuri
     assert logged(chief_log, r"strategy ps, task chief:0, 2 worker\(s\) and 1 parameter server\(s\), asynchronous")
     assert logged(tmp_path / "w1.log", r"task worker:1: serving at 10\.77\.0\.3")
     assert logged(chief_log, r"summary: status=ok steps=8 .*strategy=ps")
+
+
+def test_a_dead_worker_host_stops_the_run_by_name_and_the_rerun_resumes(make_cluster, featurized_corpus,
+                                                                          asrkit_environment, tmp_path):
+    cluster = make_cluster(["w0", "w1"])
+    data_dir, ali_dir = featurized_corpus(UTTERANCES, num_pdfs=4)
+    exp_dir = tmp_path / "exp"
+    workers = [f"{cluster.address(host)}:{PORT}" for host in ("w0", "w1")]
+
+    def start(max_steps, tag):
+        args = [data_dir, ali_dir, str(exp_dir), *TINY_MODEL, "--strategy", "multiworker", "--num-streams", "2",
+                "--unroll", "5", "--num-epochs", "0", "--max-steps", str(max_steps), "--log-every", "1",
+                "--checkpoint-every", "3", "--valid-utts", "0"]
+        logs = [tmp_path / f"{tag}.worker{index}.log" for index in range(2)]
+        return [start_task(cluster, f"w{index}", args, logs[index],
+                           {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}},
+                           asrkit_environment) for index in range(2)], logs
+
+    processes, logs = start(100_000, "first")
+    deadline = time.monotonic() + 300
+    while not logged(logs[0], r"step 7: weights"):
+        assert processes[0].poll() is None and time.monotonic() < deadline, open(logs[0]).read()[-3000:]
+        time.sleep(0.2)
+    cluster.kill_host("w1")  # the machine of worker 1 is gone, mid-run
+    assert processes[0].wait(timeout=180) == 1
+    assert logged(logs[0], r"--strategy multiworker: worker:1 stopped answering after step \d+"), (
+        open(logs[0]).read()[-3000:])
+    assert logged(logs[0], r"asrkit-train-ce summary: status=failed error=AsrkitError")
+    checkpoint = max(int(name[len("ckpt-"):-len(".index")]) for name in os.listdir(exp_dir / "checkpoints")
+                     if name.endswith(".index"))
+    assert checkpoint >= 6
+    processes, logs = start(checkpoint + 2, "rerun")
+    finish(processes, logs)
+    for log in logs:
+        assert logged(log, rf"summary: status=ok steps={checkpoint + 2} .*resumed_from={checkpoint}")
+    digests = [logged(log, r"step (\d+): weights (\w+)") for log in logs]
+    assert [int(step) for step, _ in digests[0]] == [checkpoint + 1, checkpoint + 2] and digests[0] == digests[1]

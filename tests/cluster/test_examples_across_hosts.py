@@ -25,7 +25,7 @@ def asrkit_command(module, *arguments):
 
 @pytest.fixture
 def two_hosts(make_cluster, featurized_corpus, asrkit_environment, tmp_path):
-    """(cluster, data dir, ali dir, key dir, run): hosts `servers` and `trainer`; run(host, argv) -> CompletedProcess."""
+    """(cluster, data dir, ali dir, key dir, run): hosts `servers` and `trainer`; run(host, argv) runs a command."""
     cluster = make_cluster(["servers", "trainer"])
     data_dir, ali_dir = featurized_corpus(UTTERANCES, num_pdfs=4)
     keys = str(tmp_path / "keys")

@@ -35,7 +35,7 @@ example: run-local --max-jobs-run 2 JOB=1:3 log/a.JOB.log "echo JOB | tr 1 x > o
 SSH_SUMMARY = """
 Runs the jobs on other machines over ssh (Kaldi's ssh.pl), assigned round-robin
 over the hosts, each as
-    ssh -o BatchMode=yes <host> "bash -o pipefail -c 'cd <cwd> && . ./path.sh && <command>'"
+    ssh -o BatchMode=yes <host> "bash -o pipefail -c 'cd <cwd> && . ./path.sh && <command>'; exit $?"
 (path.sh only when this directory has one).  The hosts must see this directory
 at the same path and accept ssh without a password.  Logs are written here.
 Hosts: --hosts, else --machines, else $ASRKIT_SSH_MACHINES, else conf/machines

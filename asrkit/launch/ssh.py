@@ -5,11 +5,15 @@ launcher's working directory there, and sources ./path.sh when it exists), and
 ssh must log in without a password (BatchMode: a missing key fails the job at
 once instead of waiting for a password nobody types).  The remote side runs
 
-    bash -o pipefail -c 'cd <cwd> && . ./path.sh && <command>'
+    bash -o pipefail -c 'cd <cwd> && . ./path.sh && <command>'; exit $?
 
 so the command has the same bash semantics as with run-local whatever the login
-shell is.  Stopping the launcher ends the local ssh clients; without a terminal
-sshd may leave the remote command running.
+shell is.  The trailing `exit $?` keeps the login shell from exec'ing bash: a
+command killed on its host (SIGKILL, the OOM killer) then ends the job with
+128 + the signal's number, as with run-local; otherwise sshd reports the signal
+and ssh exits 255, which reads as a connection failure.  Stopping the launcher
+ends the local ssh clients; without a terminal sshd may leave the remote
+command running.
 """
 
 import os
@@ -63,12 +67,12 @@ def resolve_hosts(hosts_option=None, machines_option=None, environ=None, cwd=Non
 
 
 def remote_command(command, cwd, source_path_sh):
-    """What the remote login shell runs: bash, in `cwd`, with path.sh sourced when asked."""
+    """What the remote login shell runs: bash, in `cwd`, with path.sh sourced when asked; its exit status after."""
     steps = [f"cd {shlex.quote(cwd)}"]
     if source_path_sh:
         steps.append(". ./path.sh")
     steps.append(command)
-    return "bash -o pipefail -c " + shlex.quote(" && ".join(steps))
+    return "bash -o pipefail -c " + shlex.quote(" && ".join(steps)) + "; exit $?"
 
 
 def ssh_program(environ=None):

@@ -37,6 +37,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import socket
 
 import numpy as np
@@ -153,6 +154,10 @@ class LocalDistribution:
         """The training utterances this worker reads."""
         return utterance_ids
 
+    def lost_peer_errors(self):
+        """The exceptions that mean another task of the cluster is gone (none: one process has no peers)."""
+        return ()
+
     def start(self, variables_to_sync, step_variable):
         """After the variables are built and the chief's checkpoint restored (replicas in step)."""
 
@@ -261,12 +266,40 @@ class MultiWorkerDistribution(LocalDistribution):
     def sum_floats(self, values):
         return self._sum_floats(self._tf.constant(values, self._tf.float64)).numpy()
 
+    def lost_peer_errors(self):
+        # What TensorFlow's collectives raise once a worker stops sending heartbeats (its host died, it was
+        # killed) or its connection broke: a synchronous step cannot go on without it.
+        tf = self._tf
+        return (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.DeadlineExceededError,
+                tf.errors.CancelledError)
+
+    def lost_peer(self, error, step):
+        """The AsrkitError that a lost_peer_errors() exception at `step` becomes: which tasks, what to do."""
+        text = str(error)
+        tasks = sorted(set(re.findall(r"/job:(\w+)/replica:\d+/task:(\d+)", text.partition("unhealthy")[2])))
+        named = ", ".join(f"{job}:{index}" for job, index in tasks) or "another worker"
+        first_line = _error_summary(text) or type(error).__name__
+        return AsrkitError(f"--strategy multiworker: {named} stopped answering after step {step}, so no worker can "
+                           f"take another synchronous step; stopping (TensorFlow: {first_line[:300]}). Start the "
+                           f"same command again on every worker: it resumes from the chief's last checkpoint")
+
     def digest(self, variables):
         """A short hash of the weights: equal on every worker while they stay in sync."""
         hasher = hashlib.sha1()
         for variable in variables:
             hasher.update(variable.numpy().tobytes())
         return hasher.hexdigest()[:16]
+
+
+def _error_summary(text):
+    """The line of a TensorFlow error message that says what went wrong: not its "Graph execution error:" heading,
+    the "Detected at node" traceback or the node name."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped and not line[0].isspace() and not stripped.startswith(
+                ("Graph execution error", "Detected at node", "[[", "File ")):
+            return stripped
+    return ""
 
 
 class ParameterServerDistribution(LocalDistribution):

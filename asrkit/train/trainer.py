@@ -137,7 +137,10 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
     validation = Validation(parts.steps, valid_batches, criterion, writer, started)
     loop = TrainingLoop(parts, source, batcher, checkpoints, validation, writer, resumed_from, from_servers,
                         scratch_dir)
-    loop.run()
+    try:
+        loop.run()
+    except distribution.lost_peer_errors() as error:
+        raise distribution.lost_peer(error, loop.step) from None
     if latest and loop.step == resumed_from:
         logger.info("training had already finished at step %d (its checkpoint is the last); exporting it again "
                     "(--no-resume trains afresh)", loop.step)

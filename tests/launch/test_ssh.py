@@ -51,6 +51,13 @@ def test_remote_command_survives_a_login_shell(tmp_path):
     assert ". ./path.sh" not in remote_command("true", str(tmp_path), source_path_sh=False)
 
 
+def test_a_command_killed_remotely_ends_with_128_plus_the_signal(tmp_path):
+    # Had the login shell exec'd bash, sshd would see the signal and ssh exit 255 (a connection failure's code).
+    remote = remote_command("kill -9 $$", str(tmp_path), source_path_sh=False)
+    for login_shell in ("sh", "bash"):
+        assert subprocess.run([login_shell, "-c", remote], cwd="/").returncode == 137
+
+
 def test_run_ssh_with_a_fake_ssh(tmp_path):
     fake = tmp_path / "fake-ssh"
     fake.write_text('#!/usr/bin/env bash\nwhile [ "$1" = -o ]; do shift 2; done\n'

@@ -1,0 +1,146 @@
+"""--strategy multiworker and --strategy ps with every task on a namespace host of its own, over real addresses."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+UTTERANCES = {f"spk{speaker}-{number}": 0.5 + 0.1 * number for speaker in "ab" for number in range(4)}
+TINY_MODEL = ["--model", "lstm", "--model-param", "num_cells=8", "--model-param", "num_layers=1",
+              "--model-param", "label_delay=2", "--num-threads", "1"]
+PORT = 2222
+
+
+def start_task(cluster, host, args, log_path, tf_config, asrkit_environment):
+    with open(log_path, "w") as log:
+        return cluster.popen(host, [sys.executable, "-m", "asrkit.cli.train_ce", *args],
+                             env=asrkit_environment(TF_CONFIG=json.dumps(tf_config)), stdout=log,
+                             stderr=subprocess.STDOUT)
+
+
+def finish(processes, logs, timeout=400):
+    codes = [process.wait(timeout=timeout) for process in processes]
+    assert codes == [0] * len(processes), "\n".join(open(log).read()[-3000:] for log in logs)
+
+
+def logged(path, pattern):
+    with open(path) as log:
+        return re.findall(pattern, log.read())
+
+
+def test_two_multiworker_workers_on_two_hosts_stay_in_sync(make_cluster, featurized_corpus, asrkit_environment,
+                                                           tmp_path):
+    cluster = make_cluster(["w0", "w1"])
+    data_dir, ali_dir = featurized_corpus(UTTERANCES, num_pdfs=4)
+    workers = [f"{cluster.address(host)}:{PORT}" for host in ("w0", "w1")]
+    args = [data_dir, ali_dir, str(tmp_path / "exp"), *TINY_MODEL, "--strategy", "multiworker", "--num-streams",
+            "2", "--unroll", "5", "--num-epochs", "0", "--max-steps", "4", "--log-every", "1", "--valid-utts", "0"]
+    logs = [tmp_path / f"worker{index}.log" for index in range(2)]
+    processes = [start_task(cluster, f"w{index}", args, logs[index],
+                            {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}},
+                            asrkit_environment) for index in range(2)]
+    finish(processes, logs)
+    assert logged(logs[0], r"2 replicas in sync")
+    digests = [logged(log, r"step (\d+): weights (\w+)") for log in logs]
+    # Each worker trains on its own half of the utterances: the same weights after every step are the all-reduce's.
+    assert [step for step, _ in digests[0]] == ["1", "2", "3", "4"] and digests[0] == digests[1]
+    assert logged(logs[1], r"summary: status=ok steps=4 .*strategy=multiworker")
+
+
+def test_parameter_servers_chief_and_workers_on_four_hosts(make_cluster, featurized_corpus, asrkit_environment,
+                                                           tmp_path):
+    cluster = make_cluster(["chief", "w0", "w1", "ps"])
+    data_dir, ali_dir = featurized_corpus(UTTERANCES, num_pdfs=4)
+    spec = {"chief": [f"{cluster.address('chief')}:{PORT}"],
+            "worker": [f"{cluster.address(host)}:{PORT}" for host in ("w0", "w1")],
+            "ps": [f"{cluster.address('ps')}:{PORT}"]}
+    args = [data_dir, ali_dir, str(tmp_path / "exp"), *TINY_MODEL, "--strategy", "ps", "--mode", "full",
+            "--frames-per-batch", "200", "--bucket-bounds", "40,80,160", "--num-epochs", "0", "--max-steps", "8",
+            "--log-every", "4", "--valid-utts", "0"]
+    servers = [start_task(cluster, host, args, tmp_path / f"{host}.log",
+                          {"cluster": spec, "task": {"type": job, "index": index}}, asrkit_environment)
+               for host, job, index in (("w0", "worker", 0), ("w1", "worker", 1), ("ps", "ps", 0))]
+    chief_log = tmp_path / "chief.log"
+    chief = start_task(cluster, "chief", args, chief_log, {"cluster": spec, "task": {"type": "chief", "index": 0}},
+                       asrkit_environment)
+    finish([chief], [chief_log])
+    assert [server.poll() for server in servers] == [None, None, None]  # they serve until stopped
+    assert logged(chief_log, r"strategy ps, task chief:0, 2 worker\(s\) and 1 parameter server\(s\), asynchronous")
+    assert logged(tmp_path / "w1.log", r"task worker:1: serving at 10\.77\.0\.3")
+    assert logged(chief_log, r"summary: status=ok steps=8 .*strategy=ps")
+
+
+def test_a_dead_worker_host_stops_the_run_by_name_and_the_rerun_resumes(make_cluster, featurized_corpus,
+                                                                          asrkit_environment, tmp_path):
+    cluster = make_cluster(["w0", "w1"])
+    data_dir, ali_dir = featurized_corpus(UTTERANCES, num_pdfs=4)
+    exp_dir = tmp_path / "exp"
+    workers = [f"{cluster.address(host)}:{PORT}" for host in ("w0", "w1")]
+
+    def start(max_steps, tag):
+        args = [data_dir, ali_dir, str(exp_dir), *TINY_MODEL, "--strategy", "multiworker", "--num-streams", "2",
+                "--unroll", "5", "--num-epochs", "0", "--max-steps", str(max_steps), "--log-every", "1",
+                "--checkpoint-every", "3", "--valid-utts", "0"]
+        logs = [tmp_path / f"{tag}.worker{index}.log" for index in range(2)]
+        return [start_task(cluster, f"w{index}", args, logs[index],
+                           {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}},
+                           asrkit_environment) for index in range(2)], logs
+
+    processes, logs = start(100_000, "first")
+    deadline = time.monotonic() + 300
+    while not logged(logs[0], r"step 7: weights"):
+        assert processes[0].poll() is None and time.monotonic() < deadline, open(logs[0]).read()[-3000:]
+        time.sleep(0.2)
+    cluster.kill_host("w1")  # the machine of worker 1 is gone, mid-run
+    assert processes[0].wait(timeout=180) == 1
+    assert logged(logs[0], r"--strategy multiworker: worker:1 stopped answering after step \d+"), (
+        open(logs[0]).read()[-3000:])
+    assert logged(logs[0], r"asrkit-train-ce summary: status=failed error=AsrkitError")
+    checkpoint = max(int(name[len("ckpt-"):-len(".index")]) for name in os.listdir(exp_dir / "checkpoints")
+                     if name.endswith(".index"))
+    assert checkpoint >= 6
+    processes, logs = start(checkpoint + 2, "rerun")
+    finish(processes, logs)
+    for log in logs:
+        assert logged(log, rf"summary: status=ok steps={checkpoint + 2} .*resumed_from={checkpoint}")
+    digests = [logged(log, r"step (\d+): weights (\w+)") for log in logs]
+    assert [int(step) for step, _ in digests[0]] == [checkpoint + 1, checkpoint + 2] and digests[0] == digests[1]
+
+
+@pytest.mark.xfail(strict=True, reason="the chief trains every step and logs its summary (status=ok) after worker "
+                   "1's host died, but its process does not exit (seen waiting > 6 min): TensorFlow's "
+                   "ClusterCoordinator keeps trying to reach the lost worker")
+def test_parameter_server_training_survives_a_worker_host_dying(make_cluster, featurized_corpus, asrkit_environment,
+                                                                 tmp_path):
+    cluster = make_cluster(["chief", "w0", "w1", "ps"])
+    data_dir, ali_dir = featurized_corpus(UTTERANCES, num_pdfs=4)
+    spec = {"chief": [f"{cluster.address('chief')}:{PORT}"],
+            "worker": [f"{cluster.address(host)}:{PORT}" for host in ("w0", "w1")],
+            "ps": [f"{cluster.address('ps')}:{PORT}"]}
+    args = [data_dir, ali_dir, str(tmp_path / "exp"), *TINY_MODEL, "--strategy", "ps", "--mode", "full",
+            "--frames-per-batch", "200", "--bucket-bounds", "40,80,160", "--num-epochs", "0", "--max-steps", "60",
+            "--log-every", "2", "--valid-utts", "0"]
+    for host, job, index in (("w0", "worker", 0), ("w1", "worker", 1), ("ps", "ps", 0)):
+        start_task(cluster, host, args, tmp_path / f"{host}.log",
+                   {"cluster": spec, "task": {"type": job, "index": index}}, asrkit_environment)
+    chief_log = tmp_path / "chief.log"
+    chief = start_task(cluster, "chief", args, chief_log, {"cluster": spec, "task": {"type": "chief", "index": 0}},
+                       asrkit_environment)
+    deadline = time.monotonic() + 300
+    while not logged(chief_log, r"step 10 epoch"):
+        assert chief.poll() is None and time.monotonic() < deadline, open(chief_log).read()[-3000:]
+        time.sleep(0.2)
+    cluster.kill_host("w1")  # ClusterCoordinator runs the lost worker's steps on the other one
+    while not logged(chief_log, r"summary: status=ok steps=60 .*strategy=ps"):
+        assert chief.poll() is None and time.monotonic() < deadline, open(chief_log).read()[-3000:]
+        time.sleep(0.2)
+    try:
+        assert chief.wait(timeout=60) == 0
+    except subprocess.TimeoutExpired:
+        pytest.fail("the chief logged its summary but did not exit within 60 s")

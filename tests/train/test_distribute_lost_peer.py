@@ -1,0 +1,31 @@
+"""A worker lost under --strategy multiworker becomes a named error (the run across hosts: tests/cluster)."""
+
+from asrkit.errors import AsrkitError
+from asrkit.tf_runtime import import_tensorflow
+from asrkit.train.distribute import LocalDistribution, MultiWorkerDistribution
+
+HEARTBEATS_LOST = (
+    "{{function_node __inference_<lambda>_409}} Collective ops is aborted by: Error reported from /job:worker/task:1: "
+    "The following tasks are unhealthy (stopped sending heartbeats):\n/job:worker/replica:0/task:1\nThe tasks have "
+    "crashed. Check the task logs for an earlier error.\n\t [[{{node CollectiveReduceV2}}]]")
+
+
+def test_one_process_has_no_peer_to_lose():
+    assert LocalDistribution().lost_peer_errors() == ()
+
+
+def test_a_lost_worker_is_named_with_the_way_on():
+    tf = import_tensorflow()
+    distribution = object.__new__(MultiWorkerDistribution)  # the messages need no cluster
+    distribution._tf = tf
+    error = tf.errors.UnavailableError(None, None, HEARTBEATS_LOST)
+    assert isinstance(error, distribution.lost_peer_errors())
+    named = distribution.lost_peer(error, 8)
+    assert isinstance(named, AsrkitError)
+    assert str(named).startswith("--strategy multiworker: worker:1 stopped answering after step 8")
+    assert "Collective ops is aborted" in str(named) and "resumes from the chief's last checkpoint" in str(named)
+    graph_error = ("Graph execution error:\n\nDetected at node CollectiveReduceV2 defined at (most recent call last):\n"
+                   "  File \"loop.py\", line 231, in _train\n\nSocket closed\n\t [[{{node CollectiveReduceV2}}]]")
+    anonymous = distribution.lost_peer(tf.errors.CancelledError(None, None, graph_error), 3)
+    assert str(anonymous).startswith("--strategy multiworker: another worker stopped answering after step 3")
+    assert "(TensorFlow: Socket closed)" in str(anonymous)

@@ -68,7 +68,7 @@ lfmmi_multi_style 11
     result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=environment, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert ("decode_tuned_first wblstm_lfmmi wblstm_ce 11; prior scales 1; sweep --lmwt-sweep --sweep-method lattice "
-            "--min-lmwt 0.5 --max-lmwt 3" in result.stdout)
+            "--acoustic-scale 1 --min-lmwt 0.5 --max-lmwt 3" in result.stdout)
     assert "asrkit-train-ce summary: status=ok" in result.stderr
     config = json.load(open(exp / "wblstm_lfmmi" / "config.json"))
     assert config["train"]["criterion"] == "lfmmi" and config["train"]["xent_regularize"] == 0.1

@@ -53,16 +53,24 @@ def test_two_multiworker_workers_on_two_hosts_stay_in_sync(make_cluster, featuri
     assert logged(logs[1], r"summary: status=ok steps=4 .*strategy=multiworker")
 
 
-def test_parameter_servers_chief_and_workers_on_four_hosts(make_cluster, featurized_corpus, asrkit_environment,
-                                                           tmp_path):
+def parameter_server_cluster(make_cluster, featurized_corpus, tmp_path, max_steps, log_every):
+    """(cluster, TF_CONFIG cluster spec, asrkit-train-ce arguments) of --strategy ps with the chief, two workers and
+    the parameter server each on a host of its own."""
     cluster = make_cluster(["chief", "w0", "w1", "ps"])
     data_dir, ali_dir = featurized_corpus(UTTERANCES, num_pdfs=4)
     spec = {"chief": [f"{cluster.address('chief')}:{PORT}"],
             "worker": [f"{cluster.address(host)}:{PORT}" for host in ("w0", "w1")],
             "ps": [f"{cluster.address('ps')}:{PORT}"]}
     args = [data_dir, ali_dir, str(tmp_path / "exp"), *TINY_MODEL, "--strategy", "ps", "--mode", "full",
-            "--frames-per-batch", "200", "--bucket-bounds", "40,80,160", "--num-epochs", "0", "--max-steps", "8",
-            "--log-every", "4", "--valid-utts", "0"]
+            "--frames-per-batch", "200", "--bucket-bounds", "40,80,160", "--num-epochs", "0", "--max-steps",
+            str(max_steps), "--log-every", str(log_every), "--valid-utts", "0"]
+    return cluster, spec, args
+
+
+def test_parameter_servers_chief_and_workers_on_four_hosts(make_cluster, featurized_corpus, asrkit_environment,
+                                                           tmp_path):
+    cluster, spec, args = parameter_server_cluster(make_cluster, featurized_corpus, tmp_path, max_steps=8,
+                                                   log_every=4)
     servers = [start_task(cluster, host, args, tmp_path / f"{host}.log",
                           {"cluster": spec, "task": {"type": job, "index": index}}, asrkit_environment)
                for host, job, index in (("w0", "worker", 0), ("w1", "worker", 1), ("ps", "ps", 0))]
@@ -118,14 +126,8 @@ def test_a_dead_worker_host_stops_the_run_by_name_and_the_rerun_resumes(make_clu
                    "ClusterCoordinator keeps trying to reach the lost worker")
 def test_parameter_server_training_survives_a_worker_host_dying(make_cluster, featurized_corpus, asrkit_environment,
                                                                  tmp_path):
-    cluster = make_cluster(["chief", "w0", "w1", "ps"])
-    data_dir, ali_dir = featurized_corpus(UTTERANCES, num_pdfs=4)
-    spec = {"chief": [f"{cluster.address('chief')}:{PORT}"],
-            "worker": [f"{cluster.address(host)}:{PORT}" for host in ("w0", "w1")],
-            "ps": [f"{cluster.address('ps')}:{PORT}"]}
-    args = [data_dir, ali_dir, str(tmp_path / "exp"), *TINY_MODEL, "--strategy", "ps", "--mode", "full",
-            "--frames-per-batch", "200", "--bucket-bounds", "40,80,160", "--num-epochs", "0", "--max-steps", "60",
-            "--log-every", "2", "--valid-utts", "0"]
+    cluster, spec, args = parameter_server_cluster(make_cluster, featurized_corpus, tmp_path, max_steps=60,
+                                                   log_every=2)
     for host, job, index in (("w0", "worker", 0), ("w1", "worker", 1), ("ps", "ps", 0)):
         start_task(cluster, host, args, tmp_path / f"{host}.log",
                    {"cluster": spec, "task": {"type": job, "index": index}}, asrkit_environment)

@@ -65,8 +65,12 @@ def _handshake_failure(event, endpoint, has_key):
     elif event == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
         why = "the server refused this trainer's credentials"
     else:
+        # Without a key, a CURVE server may also drop the connection before ZeroMQ names the mismatch
+        # (seen under load): the likely cause is still the missing key.
         why = ("the CURVE handshake failed: the public key given with --server-public-key is not the one of the "
-               "server's --curve-secret-key" if has_key else "the handshake failed")
+               "server's --curve-secret-key" if has_key else
+               "the handshake failed: if the server requires CURVE encryption, pass its public key with "
+               "--server-public-key")
     return AsrkitError(f"example server {endpoint}: {why}")
 
 

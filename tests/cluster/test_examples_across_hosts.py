@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -109,8 +110,9 @@ def test_a_wrong_or_missing_key_is_refused_by_name(two_hosts, asrkit_environment
             "is not the one of the server's --curve-secret-key") in wrong.stderr + wrong.stdout
     missing = run("trainer", train, timeout=120)
     assert missing.returncode == 1
-    assert "the server requires CURVE encryption; pass its public key with --server-public-key" in (
-        missing.stderr + missing.stdout)
+    # ZeroMQ names the mechanism mismatch, or (under load) the server drops the connection first.
+    assert re.search(r"(the server requires CURVE encryption; pass|if the server requires CURVE encryption, pass) "
+                     r"its public key with --server-public-key", missing.stderr + missing.stdout)
 
 
 def test_a_server_on_a_host_address_needs_the_flag_and_a_key(two_hosts, tmp_path):

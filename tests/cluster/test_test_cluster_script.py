@@ -1,4 +1,4 @@
-"""utils/test_cluster: the cluster a user can bring up by hand, with sshd and Slurm, gone again afterwards."""
+"""bin/test-cluster: the cluster a user can bring up by hand, with sshd and Slurm, gone again afterwards."""
 
 import os
 import signal
@@ -11,7 +11,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SCRIPT = os.path.join(ROOT, "utils", "test_cluster")
+SCRIPT = os.path.join(ROOT, "bin", "test-cluster")
 
 
 def namespaces_of(pid):
@@ -38,7 +38,7 @@ def test_without_a_command_it_waits_and_ctrl_c_tears_it_down(needs_namespaces, t
     process = subprocess.Popen([sys.executable, SCRIPT, "--nodes", "1"], cwd=tmp_path, stdout=subprocess.PIPE,
                                text=True)
     first = process.stdout.readline()
-    assert first.startswith("utils/test_cluster: hosts head 10.77.0.1, node1 10.77.0.2")
+    assert first.startswith("bin/test-cluster: hosts head 10.77.0.1, node1 10.77.0.2")
     assert len(namespaces_of(process.pid)) == 3  # head, node1 and the switch
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=30) == 0

@@ -276,7 +276,10 @@ class MultiWorkerDistribution(LocalDistribution):
     def lost_peer(self, error, step):
         """The AsrkitError that a lost_peer_errors() exception at `step` becomes: which tasks, what to do."""
         text = str(error)
-        tasks = sorted(set(re.findall(r"/job:(\w+)/replica:\d+/task:(\d+)", text.partition("unhealthy")[2])))
+        # Heartbeats name the unhealthy tasks; a broken connection names at most the remote target it was
+        # reading from, and often nothing the exception carries.
+        tasks = sorted(set(re.findall(r"/job:(\w+)/replica:\d+/task:(\d+)", text.partition("unhealthy")[2])
+                           or re.findall(r"remote target /job:(\w+)/replica:\d+/task:(\d+)", text)))
         named = ", ".join(f"{job}:{index}" for job, index in tasks) or "another worker"
         first_line = _error_summary(text) or type(error).__name__
         return AsrkitError(f"--strategy multiworker: {named} stopped answering after step {step}, so no worker can "

@@ -29,3 +29,13 @@ def test_a_lost_worker_is_named_with_the_way_on():
     anonymous = distribution.lost_peer(tf.errors.CancelledError(None, None, graph_error), 3)
     assert str(anonymous).startswith("--strategy multiworker: another worker stopped answering after step 3")
     assert "(TensorFlow: Socket closed)" in str(anonymous)
+
+
+def test_a_reset_connection_names_its_remote_target_when_the_error_carries_it():
+    tf = import_tensorflow()
+    distribution = object.__new__(MultiWorkerDistribution)
+    distribution._tf = tf
+    reset = ("Collective ops is aborted by: recvmsg:Connection reset by peer\nAdditional GRPC error information from "
+             "remote target /job:worker/replica:0/task:1 while calling /tensorflow.WorkerService/RecvBuf")
+    named = distribution.lost_peer(tf.errors.UnavailableError(None, None, reset), 12)
+    assert str(named).startswith("--strategy multiworker: worker:1 stopped answering after step 12")

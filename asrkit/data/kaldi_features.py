@@ -9,12 +9,11 @@ and line instead of failing on what it lacks.
 
 import os
 import re
-import shutil
 
 from asrkit.data.data_dir import DataDir
+from asrkit.data.written_data_dir import write_signed_data_dir
 from asrkit.errors import DataDirError
-from asrkit.io.atomic import atomic_output, temporary_name
-from asrkit.io.output_dir import check_output_dir, replace_output_dir
+from asrkit.io.output_dir import check_output_dir
 
 ASRKIT_ENTRY = re.compile(r"\S+\s+\S+\.h5:/\S+")
 # cmvn.scp is always Kaldi's: asrkit keeps its statistics in cmvn.h5 and spk_cmvn.h5.
@@ -65,15 +64,5 @@ def copy_without_kaldi_features(data_dir, out_dir):
     check_output_dir(out_dir, COPY_SIGNATURE, (data_dir,), "copy of a data dir")
     data = DataDir.load(data_dir)
     data.feats_scp = data.utt2num_frames = None
-    os.makedirs(os.path.dirname(os.path.abspath(out_dir)), exist_ok=True)
-    work = temporary_name(os.path.abspath(out_dir))
-    shutil.rmtree(work, ignore_errors=True)
-    try:
-        data.write(work)
-        with atomic_output(os.path.join(work, COPY_SIGNATURE[0])) as out:
-            out.write(os.path.abspath(data_dir) + "\n")
-        replace_output_dir(work, out_dir, COPY_SIGNATURE, (data_dir,), "copy of a data dir")
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
+    write_signed_data_dir(data, out_dir, COPY_SIGNATURE, (data_dir,), "copy of a data dir")
     return out_dir

@@ -19,13 +19,12 @@ import gzip
 import json
 import os
 import shlex
-import shutil
 
 from asrkit.data.data_dir import DataDir
 from asrkit.data.kaldi_files import Segment, spk2utt_from_utt2spk
+from asrkit.data.written_data_dir import write_signed_data_dir
 from asrkit.errors import DataDirError
-from asrkit.io.atomic import atomic_output, temporary_name
-from asrkit.io.output_dir import check_output_dir, replace_output_dir
+from asrkit.io.output_dir import check_output_dir
 
 GZIP_MAGIC = b"\x1f\x8b"
 # A supervision may end this far past its recording's stated duration (durations rounded to 10 ms).
@@ -240,16 +239,6 @@ def import_lhotse(recordings_path, supervisions_path, out_dir):
     recordings = read_recordings(recordings_path)
     supervisions = read_supervisions(supervisions_path, recordings)
     data = to_data_dir(recordings, supervisions, supervisions_path)
-    os.makedirs(os.path.dirname(os.path.abspath(out_dir)), exist_ok=True)
-    work = temporary_name(os.path.abspath(out_dir))
-    shutil.rmtree(work, ignore_errors=True)
-    try:
-        data.write(work)
-        with atomic_output(os.path.join(work, SIGNATURE[0])) as out:
-            out.writelines(os.path.abspath(path) + "\n" for path in inputs)
-        replace_output_dir(work, out_dir, SIGNATURE, inputs, "data dir imported from Lhotse")
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
+    write_signed_data_dir(data, out_dir, SIGNATURE, inputs, "data dir imported from Lhotse")
     return LhotseImport(out_dir, len({s.recording_id for s in supervisions}), len(supervisions),
                         len(data.spk2utt), data.segments is not None)

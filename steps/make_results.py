@@ -117,7 +117,7 @@ def comparisons(wers):
     return [pair for pair in pairs if pair[0] in wers and pair[1] in wers]
 
 
-RESCORED = "_rescored"  # decode_<set>_rescored: steps/lib.sh rescore_lm's lattices of decode_<set>, rescored
+RESCORED = "_rescored"  # decode_<set>_rescored: steps/rescore_lm.sh's lattices of decode_<set>, rescored
 
 
 def read_wers(exp_dir):

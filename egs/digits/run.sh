@@ -12,22 +12,17 @@ set -euo pipefail
 stage=0
 nj=2
 out=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --stage) stage="$2"; shift 2 ;;
-    --nj) nj="$2"; shift 2 ;;
-    --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
-    *) echo "$0: unknown option '$1'" >&2; exit 2 ;;
-  esac
-done
-
+help_message="$(sed -n '2,10p' "$0")"
+. "$(dirname "$0")/../../steps/parse_options.sh"
+require_no_arguments "$@"
+require_whole_number stage nj
 here="$(cd "$(dirname "$0")" && pwd)"
+
 "$here/../../bin/setup-env"
 . "$here/path.sh"
 out="${out:-$here/exp_demo}"
 mkdir -p "$out"
-echo "$0 $*: writing to $out" >&2
+echo "$parse_command_line: writing to $out" >&2
 if ! command -v espeak-ng >/dev/null; then
   echo "$0: espeak-ng is needed to synthesise the digits: apt-get install espeak-ng" >&2
   exit 1
@@ -42,8 +37,7 @@ fi
 
 if [ "$stage" -le 1 ]; then
   echo "== stage 1: featurize (CMVN from the training set) ==" >&2
-  asrkit-featurize --nj "$nj" --compute-cmvn "$out/data/train" "$out/feats/train"
-  asrkit-featurize --nj "$nj" "$out/data/test" "$out/feats/test"
+  "$here/../../steps/featurize.sh" --nj "$nj" "$out/data/train" "$out/data/test" "$out/feats"
 fi
 
 if [ "$stage" -le 2 ]; then

@@ -32,10 +32,9 @@
 #         DNN passes -> exp/mono*; 6 tree and CE training -> exp/<am>_ce; 7 graph, decoding of dev at its best
 #         LM weight and prior scale -> exp/<am>_ce/decode_dev; 8 pocketsphinx baseline -> exp/pocketsphinx;
 #         9 results -> exp/RESULTS.
-# The steps from the dictionary on are steps/lib.sh's, shared with egs/voicesearch and egs/voiceover.
+# The steps from the dictionary on are steps/*.sh, shared with egs/voicesearch and egs/voiceover.
 set -euo pipefail
 
-command_line="$0 $*"
 stage=0
 stop_stage=100
 corpus=
@@ -52,41 +51,20 @@ overwrite=false
 am=wblstm
 pocketsphinx=true
 
-usage() { sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --stage) stage="$2"; shift 2 ;;
-    --stop-stage) stop_stage="$2"; shift 2 ;;
-    --corpus) corpus="$2"; shift 2 ;;
-    --train-set) train_set="$2"; shift 2 ;;
-    --dev-set) dev_set="$2"; shift 2 ;;
-    --lm) lm="$2"; shift 2 ;;
-    --lm-prune) lm_prune="$2"; shift 2 ;;
-    --download-lm) download_lm="$2"; shift 2 ;;
-    --size) size="$2"; shift 2 ;;
-    --nj) nj="$2"; shift 2 ;;
-    --data) data="$2"; shift 2 ;;
-    --exp) exp="$2"; shift 2 ;;
-    --overwrite) overwrite=true; shift ;;
-    --am) am="$2"; shift 2 ;;
-    --pocketsphinx) pocketsphinx="$2"; shift 2 ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "$0: unknown option '$1' (see $0 --help)" >&2; exit 2 ;;
-  esac
-done
-case "$size" in tiny|default) ;; *) echo "$0: --size must be tiny or default, not '$size'" >&2; exit 2 ;; esac
-case "$am" in lstm|wblstm) ;; *) echo "$0: --am must be wblstm or lstm, not '$am'" >&2; exit 2 ;; esac
-for flag in "$download_lm" "$pocketsphinx"; do
-  case "$flag" in true|false) ;; *) echo "$0: --download-lm and --pocketsphinx take true or false, not '$flag'" >&2; exit 2 ;; esac
-done
-for value in "$stage" "$stop_stage" "$nj"; do
-  case "$value" in ''|*[!0-9]*) echo "$0: --stage, --stop-stage and --nj take whole numbers, not '$value'" >&2; exit 2 ;; esac
-done
+switch_options=overwrite
+help_message="$(sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//')"
+. "$(dirname "$0")/../../steps/parse_options.sh"
+require_no_arguments "$@"
+command_line="$parse_command_line"
+require_choice size tiny default
+require_choice am wblstm lstm
+require_whole_number stage stop_stage nj
 [ -z "$lm" ] || [ -f "$lm" ] || { echo "$0: --lm $lm: no such file" >&2; exit 2; }
 
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
-. ../../steps/lib.sh
+. ../../steps/common.sh
+stages_init "$exp/log" "$stage" "$stop_stage"
 echo "$command_line" >&2
 . ./path.sh
 . ./cmd.sh
@@ -143,38 +121,21 @@ if run_stage 2; then
   begin_stage 2 "dictionary of the training words -> $data/local/dict"
   # The training transcripts' words only: dev's words reach the lexicon only through the LM's
   # vocabulary, never from its transcripts.
-  dict_options=(--lts --text "$data/train/text")
-  [ -f "$corpus_lexicon" ] && dict_options+=(--pronunciations "$corpus_lexicon")
-  make_dict 2 "${dict_options[@]}"
+  pronunciations=
+  [ -f "$corpus_lexicon" ] && pronunciations="$corpus_lexicon"
+  ../../steps/make_dict.sh --cmd "$cpu_cmd" --log-dir "$logs/stage2" --lts true --pronunciations "$pronunciations" \
+    "$data/train/text" "$data/local/dict"
 fi
 
 if run_stage 3; then
   begin_stage 3 "lang dir and LMs -> $data/lang, $data/lang_test, $data/lang_bigram"
-  prepare_lang "$data/local/dict" "<UNK>" "$data/lang"
-  mkdir -p "$data/local/lm"
-  cut -d' ' -f2- "$data/train/text" > "$data/local/lm/train_text.txt"
-  cut -d' ' -f2- "$data/dev/text" > "$data/local/lm/dev_text.txt"
-  mkdir -p "$logs/stage3"
+  # The decoding LM: --lm, else the corpus's 3-gram when downloaded, else a trigram of the training text (its
+  # vocabulary the lexicon's; dev's perplexity in the log), each through format_lm (OOVs mapped to <UNK>).
   decoding_lm="$lm"
   [ -z "$decoding_lm" ] && [ -f "$corpus_lm" ] && decoding_lm="$corpus_lm"
-  if [ -z "$decoding_lm" ]; then
-    # No external LM: a trigram of the training text, dev's perplexity in the log.  Its vocabulary is the
-    # lexicon's, its unknown word the lang dir's (run here: <UNK> would be a redirection through a launcher).
-    make_lm --order 3 --method kn --heldout "$data/local/lm/dev_text.txt" --vocab "$data/lang/words.txt" \
-      --oov-word "$(cat "$data/lang/oov.txt")" "$data/local/lm/train_text.txt" "$data/local/lm/train_trigram.arpa" \
-      > "$logs/stage3/make_lm_trigram.log" 2>&1 \
-      || { tail "$logs/stage3/make_lm_trigram.log" >&2; exit 1; }
-    decoding_lm="$data/local/lm/train_trigram.arpa"
-  fi
-  launch "$cpu_cmd" "$logs/stage3/format_lm.log" \
-    format_lm --prune-threshold "$lm_prune" "$data/lang" "$decoding_lm" "$data/lang_test"
-  # pocketsphinx reads the LM G.fst was made from (with the lexicon's words).
-  cp "$data/lang_test/G.arpa" "$data/local/lm/test.arpa"
-  rm -rf "$data/lang_bigram"
-  cp -r "$data/lang" "$data/lang_bigram"
-  launch "$cpu_cmd" "$logs/stage3/make_lm_bigram.log" \
-    make_lm --order 2 --method kn --heldout "$data/local/lm/dev_text.txt" --lang-dir "$data/lang_bigram" \
-      "$data/local/lm/train_text.txt" "$data/local/lm/bigram.arpa"
+  ../../steps/make_lang_and_lms.sh --cmd "$cpu_cmd" --log-dir "$logs/stage3" --decoding-lm "$decoding_lm" \
+    --lm-prune "$lm_prune" --trigram-through-format-lm true --fourgram false \
+    "$data/local/dict" "$data/train" "$data/dev" "$data"
 fi
 
 # Model sizes and training lengths: tiny only has to run the chain end to end.
@@ -182,48 +143,52 @@ case "$size" in
   tiny)    mono_units=128; ce_cells=128; mono_epochs=5; ce_epochs=5; num_leaves=60;   streams=16 ;;
   default) mono_units=512; ce_cells=384; mono_epochs=4; ce_epochs=8; num_leaves=1000; streams=32 ;;
 esac
-train_options=(--config conf/train_ce.conf --num-streams "$streams")
-$overwrite && train_options+=(--no-resume)
-mono_model=(--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3
-            --model-param num_units="$mono_units")
-read -ra ce_model <<< "$(ce_model_options "$ce_cells")"
-ce_prior_scale=0.5
-noise_styles=conf/noise_styles.json
-feature_options=(--cmvn-mean utterance)
-prior_scales="1 0.5"
+train_options="--config conf/train_ce.conf --num-streams $streams"
+$overwrite && train_options+=" --no-resume"
+mono_model="--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3
+            --model-param num_units=$mono_units"
+ce_model="$(ce_model_options "$am" "$ce_cells")"
 # Mini LibriSpeech reports on the set it tunes on, as Kaldi's recipe does: dev at its best LM weight.
-tuned_sets=("dev:")
+decode_options=(--cmd "$cpu_cmd" --nj "$nj" --decode-config conf/decode.conf --tuned-sets "dev:" --prior-scales "1 0.5")
 
 if run_stage 4; then
   begin_stage 4 "features -> $exp/feats (CMVN from train)"
-  featurize 4 train dev
+  ../../steps/featurize.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage4" --feature-opts "--cmvn-mean utterance" \
+    "$data/train" "$data/dev" "$exp/feats"
 fi
 
 if run_stage 5; then
   begin_stage 5 "flat start, monophone DNN training and realignment -> $exp/mono*"
-  flat_start 5
+  ../../steps/flat_start.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage5" \
+    --train-opts "$train_options $mono_model" --num-epochs "$mono_epochs" --align-config conf/align.conf \
+    "$data/train" "$data/lang" "$exp"
 fi
 
 if run_stage 6; then
   begin_stage 6 "decision tree and CE training of the acoustic network -> $exp/${am}_ce"
-  train_tree_and_ce 6
+  ../../steps/train_tree_and_ce.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage6" \
+    --am "$am" --num-leaves "$num_leaves" --train-opts "$train_options $ce_model" --num-epochs "$ce_epochs" \
+    --num-streams "$streams" --noise-styles conf/noise_styles.json --prior-scale 0.5 --align-config conf/align.conf \
+    "$data/train" "$data/lang" "$exp/mono_ali3" "$exp"
 fi
 
 if run_stage 7; then
   begin_stage 7 "graph, decoding and scoring -> $exp/${am}_ce/decode_dev"
   launch "$cpu_cmd" "$logs/stage7/mkgraph.log" mkgraph "$data/lang_test" "$exp/${am}_ce/final" "$exp/${am}_ce/graph"
-  decode_tuned "${am}_ce" "${am}_ce" 7
+  ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage7" "$exp/${am}_ce/graph" "$data" \
+    "$exp/${am}_ce"
 fi
 
 if run_stage 8 && $pocketsphinx; then
   begin_stage 8 "baseline: pocketsphinx's stock en-us model with this recipe's lexicon and LM -> $exp/pocketsphinx"
-  pocketsphinx_lm_weights="6.5 10"
-  pocketsphinx_baseline 8
+  ../../steps/pocketsphinx_baseline.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage8" --lm-weights "6.5 10" \
+    "$data" "$data/local/dict" "$data/local/lm/test.arpa" "$exp/pocketsphinx"
 fi
 
 if run_stage 9; then
   begin_stage 9 "results -> $exp/RESULTS"
-  make_results "$command_line" librispeech
+  ../../steps/make_results.sh --command-line "$command_line" --recipe librispeech --plot-models "${am}_ce ${am}_smbr" \
+    "$exp"
 fi
 end_stage
 echo "== $(basename "$0") done in $SECONDS s ==" >&2

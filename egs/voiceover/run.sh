@@ -46,11 +46,10 @@
 #         exp/<am>_smbr; 9 its decoding and scoring, and its recognizer package (asrkit-export, the
 #         LM weight and prior scale chosen on dev) -> exp/<am>_smbr/package; 10 baseline: pocketsphinx's stock en-us model
 #         (audio resampled to 16 kHz) with the same lexicon and LM -> exp/pocketsphinx; 11 with --lfmmi
-#         true the LF-MMI model (steps/lib.sh lfmmi_multi_style), then the results -> exp/RESULTS.
-# The steps from the dictionary on are egs/voicesearch's, shared through steps/lib.sh.
+#         true the LF-MMI model (steps/lfmmi.sh, multi-style), then the results -> exp/RESULTS.
+# The steps from the dictionary on are egs/voicesearch's, shared through steps/*.sh.
 set -euo pipefail
 
-command_line="$0 $*"
 stage=0
 stop_stage=100
 size=default
@@ -66,44 +65,21 @@ ivectors=false
 steel_sky=true
 lfmmi=false
 
-usage() { sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --stage) stage="$2"; shift 2 ;;
-    --stop-stage) stop_stage="$2"; shift 2 ;;
-    --size) size="$2"; shift 2 ;;
-    --nj) nj="$2"; shift 2 ;;
-    --games) games="$2"; shift 2 ;;
-    --data) data="$2"; shift 2 ;;
-    --exp) exp="$2"; shift 2 ;;
-    --overwrite) overwrite=true; shift ;;
-    --steel-sky) steel_sky="$2"; shift 2 ;;
-    --am) am="$2"; shift 2 ;;
-    --cmvn-mean) cmvn_mean="$2"; shift 2 ;;
-    --cmvn-online) cmvn_online="$2"; shift 2 ;;
-    --ivectors) ivectors="$2"; shift 2 ;;
-    --lfmmi) lfmmi="$2"; shift 2 ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "$0: unknown option '$1' (see $0 --help)" >&2; exit 2 ;;
-  esac
-done
-case "$am" in lstm|wblstm) ;; *) echo "$0: --am must be wblstm or lstm, not '$am'" >&2; exit 2 ;; esac
-case "$size" in tiny|default) ;; *) echo "$0: --size must be tiny or default, not '$size'" >&2; exit 2 ;; esac
-case "$cmvn_mean" in utterance|speaker|global) ;; *) echo "$0: --cmvn-mean must be utterance, speaker or global, not '$cmvn_mean'" >&2; exit 2 ;; esac
-case "$cmvn_online" in true|false) ;; *) echo "$0: --cmvn-online must be true or false, not '$cmvn_online'" >&2; exit 2 ;; esac
-case "$ivectors" in true|false) ;; *) echo "$0: --ivectors must be true or false, not '$ivectors'" >&2; exit 2 ;; esac
-case "$lfmmi" in true|false) ;; *) echo "$0: --lfmmi must be true or false, not '$lfmmi'" >&2; exit 2 ;; esac
-case "$steel_sky" in
-  true|false) ;; *) echo "$0: --steel-sky must be true or false, not '$steel_sky'" >&2; exit 2 ;;
-esac
-for value in "$stage" "$stop_stage" "$nj"; do
-  case "$value" in ''|*[!0-9]*) echo "$0: --stage, --stop-stage and --nj take whole numbers, not '$value'" >&2; exit 2 ;; esac
-done
+switch_options=overwrite
+help_message="$(sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//')"
+. "$(dirname "$0")/../../steps/parse_options.sh"
+require_no_arguments "$@"
+command_line="$parse_command_line"
+require_choice am wblstm lstm
+require_choice size tiny default
+require_choice cmvn_mean utterance speaker global
+require_whole_number stage stop_stage nj
 games="${games:-$data/local/games}"
 
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
-. ../../steps/lib.sh
+. ../../steps/common.sh
+stages_init "$exp/log" "$stage" "$stop_stage"
 echo "$command_line" >&2
 
 if run_stage 0; then
@@ -138,12 +114,14 @@ if run_stage 2; then
   # The vocabulary a deployed recogniser would have: the training transcripts' words (letter-to-sound
   # for those CMUdict lacks) and the most frequent English words, never dev's or test's own, so that
   # their words outside it count as errors (a vocabulary from the test transcripts would hide them).
-  make_dict 2 --lts --text "$data/train/text" --frequent-words "$frequent_words"
+  ../../steps/make_dict.sh --cmd "$cpu_cmd" --log-dir "$logs/stage2" --lts true --frequent-words "$frequent_words" \
+    "$data/train/text" "$data/local/dict"
 fi
 
 if run_stage 3; then
   begin_stage 3 "lang dir and language models -> $data/lang, $data/lang_bigram, $data/lang_test"
-  make_lang_and_lms 3
+  ../../steps/make_lang_and_lms.sh --cmd "$cpu_cmd" --log-dir "$logs/stage3" "$data/local/dict" "$data/train" \
+    "$data/dev" "$data"
 fi
 
 # Model sizes and training lengths per corpus size: the tiny corpus only has to run the chain end to
@@ -155,12 +133,12 @@ case "$size" in
 esac
 train_fit_utts=150
 [ "$size" = tiny ] && train_fit_utts=10
-train_options=(--config conf/train_ce.conf --num-streams "$streams")
-$overwrite && train_options+=(--no-resume)
+train_options="--config conf/train_ce.conf --num-streams $streams"
+$overwrite && train_options+=" --no-resume"
 # The frame-local monophone DNN of egs/voicesearch (see there why not an LSTM), and the acoustic network.
-mono_model=(--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3
-            --model-param num_units="$mono_units")
-read -ra ce_model <<< "$(ce_model_options "$ce_cells")"
+mono_model="--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3
+            --model-param num_units=$mono_units"
+ce_model="$(ce_model_options "$am" "$ce_cells")"
 ce_prior_scale=0.5
 noise_styles=conf/noise_styles.json
 # Narrowband: 11025 Hz audio is downsampled to 8 kHz as it is read (the config's allow_downsample;
@@ -169,8 +147,9 @@ noise_styles=conf/noise_styles.json
 # CMVN does; Beneath a Steel Sky's lines, speakers unknown, each their own): against each utterance's
 # own mean, CE dev 51.15 -> 48.09 and test 68.78 -> 66.70 (RESULTS).  The exported package, which hears
 # one utterance at a time, removes a running mean started from the training mean (Kaldi's online CMN).
-feature_options=(--feature-config conf/fbank.json --cmvn-mean "$cmvn_mean")
-$cmvn_online && cmvn_decode_options=(--cmvn-online)
+feature_options="--feature-config conf/fbank.json --cmvn-mean $cmvn_mean"
+cmvn_decode_options=
+$cmvn_online && cmvn_decode_options=--cmvn-online
 # With --ivectors: the extractor's size (Kaldi's online recipes: 512 Gaussians, 100 dimensions, on some
 # 100 hours; 256 Gaussians and 50 dimensions for these few hours and few speakers: bench/ivector.py
 # extracts 14,900 frames/s at 50 dimensions against 6,900 at 100, and with 50 the example server's CE
@@ -178,73 +157,100 @@ $cmvn_online && cmvn_decode_options=(--cmvn-online)
 # bands, an i-vector every 4 frames (120 ms at the 30 ms frames; Kaldi's 10 at 10 ms frames is 100 ms).
 # The monophone flat start takes none: its alignments only seed the tree.  Off by default: they bought
 # dev 51.15 -> 50.93 and test 68.78 -> 68.58 for 1.4x CE's time (RESULTS).
-ivector_use_dims=40
-ivector_period=4
 case "$size" in
   tiny)    ivector_gauss=16;  ivector_dim=10 ;;
   default) ivector_gauss=256; ivector_dim=50 ;;
 esac
-$ivectors && use_ivectors
-tuned_sets=(dev:test:train_fit)
+# The trainings after the flat start append train's online i-vectors (CE, sMBR, LF-MMI).
+ivector_options=
+$ivectors && ivector_options="--online-ivector-dir $exp/ivectors_train"
+# Each dev set tunes the decoding of the test sets after it (steps/decode_tuned.sh).
+decode_options=(--cmd "$cpu_cmd" --nj "$nj" --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options"
+                --tuned-sets dev:test:train_fit)
 # sMBR's numerator is the CE model's own realignment, and a tenth of the CE objective is kept (frame
 # smoothing): with the monophone DNN's alignments, sMBR made dev 3.6% worse; with these, dev stays
 # within 1% of CE (egs/voiceover/RESULTS).
 smbr_alignments="${am}_ce_ali"
-smbr_options=(--frame-smoothing 0.1)
+smbr_options="--frame-smoothing 0.1"
 # LF-MMI (--lfmmi true) with Kaldi's chain recipes' cross-entropy regularisation, on the tree's alignments (from
 # scratch, as the CE model is trained).
-lfmmi_options=(--xent-regularize 0.1)
+lfmmi_options="--xent-regularize 0.1"
 
 if run_stage 4; then
   begin_stage 4 "narrowband features -> $exp/feats (CMVN from train)"
-  featurize 4 train dev test
-  $ivectors && train_ivectors 4
+  ../../steps/featurize.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage4" --feature-opts "$feature_options" \
+    "$data/train" "$data/dev" "$data/test" "$exp/feats"
+  if $ivectors; then
+    ../../steps/train_ivectors.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage4" --num-gauss "$ivector_gauss" \
+      --ivector-dim "$ivector_dim" --use-dims 40 --ivector-period 4 "$data/train" "$exp/ivector_extractor" \
+      "$exp/ivectors_train"
+  fi
   launch "$cpu_cmd" "$logs/stage4/subset_train_fit.log" \
     subset_data_dir --seed 1 "$data/train" "$train_fit_utts" "$data/train_fit"
 fi
 
 if run_stage 5; then
   begin_stage 5 "flat start, monophone CE training and realignment -> $exp/mono*"
-  flat_start 5
+  ../../steps/flat_start.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage5" \
+    --train-opts "$train_options $mono_model" --num-epochs "$mono_epochs" --align-config conf/align.conf \
+    "$data/train" "$data/lang" "$exp"
 fi
 
 if run_stage 6; then
   begin_stage 6 "decision tree, multi-style CE training of the acoustic network -> $exp/${am}_ce"
-  train_tree_and_ce 6
+  ../../steps/train_tree_and_ce.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage6" \
+    --am "$am" --num-leaves "$num_leaves" --train-opts "$train_options $ce_model" --more-opts "$ivector_options" \
+    --num-epochs "$ce_epochs" --num-streams "$streams" --noise-styles "$noise_styles" --prior-scale "$ce_prior_scale" \
+    --align-config conf/align.conf "$data/train" "$data/lang" "$exp/mono_ali3" "$exp"
 fi
 
 if run_stage 7; then
   begin_stage 7 "graph, decoding and scoring -> $exp/${am}_ce/decode_*"
   launch "$cpu_cmd" "$logs/stage7/mkgraph.log" mkgraph "$data/lang_test" "$exp/${am}_ce/final" "$exp/${am}_ce/graph"
-  decode_tuned "${am}_ce" "${am}_ce" 7
+  ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage7" "$exp/${am}_ce/graph" "$data" \
+    "$exp/${am}_ce"
 fi
 
 if run_stage 8; then
   begin_stage 8 "bigram graph and sMBR training with seq-mode example servers -> $exp/${am}_smbr"
-  train_smbr 8
+  seq_options="$smbr_options $ivector_options"
+  ../../steps/train_smbr.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --log-dir "$logs/stage8" \
+    --seq-config conf/train_seq.conf --num-streams "$streams" --max-steps "$seq_steps" \
+    --snapshot-every "$snapshot_every" --noise-styles "$noise_styles" --more-opts "$seq_options" \
+    --overwrite "$overwrite" "$data/train" "$exp/$smbr_alignments" "$exp/${am}_ce" "$data/lang_bigram" \
+    "$exp/${am}_smbr"
 fi
 
 if run_stage 9; then
   begin_stage 9 "decoding and scoring with the sMBR model -> $exp/${am}_smbr/decode_*, its package -> $exp/${am}_smbr/package"
-  decode_tuned "${am}_smbr" "${am}_ce" 9
-  export_package "${am}_smbr" "${am}_ce" 9
+  ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage9" "$exp/${am}_ce/graph" "$data" \
+    "$exp/${am}_smbr"
+  ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage9" --export-opts "$cmvn_decode_options" \
+    "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" "$exp/${am}_smbr/decode_dev" "$exp/${am}_smbr/package"
 fi
 
 if run_stage 10; then
   begin_stage 10 "baseline: pocketsphinx's stock en-us model with this recipe's lexicon and LM -> $exp/pocketsphinx"
   # Its language weight is chosen on dev, as asrkit's models' are (its default is 6.5).
-  pocketsphinx_lm_weights="6.5 10 13"
-  pocketsphinx_baseline 10 test
+  ../../steps/pocketsphinx_baseline.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage10" \
+    --lm-weights "6.5 10 13" --test-sets test "$data" "$data/local/dict" "$data/local/lm/test.arpa" \
+    "$exp/pocketsphinx"
 fi
 
 if run_stage 11; then
   if $lfmmi; then
     begin_stage 11 "lattice-free MMI from the multi-style example server -> $exp/${am}_lfmmi; results -> $exp/RESULTS"
-    lfmmi_multi_style 11
+    ../../steps/lfmmi.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage11" \
+      --train-opts "$train_options $ce_model" --lfmmi-opts "$lfmmi_options" --num-epochs "$ce_epochs" \
+      --num-streams "$streams" \
+      --more-opts "$ivector_options --example-servers local:1 --server-styles $noise_styles" \
+      --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" --tuned-sets dev:test:train_fit \
+      "$data/train" "$exp/tree_ali" "$exp/${am}_ce/graph" "$data" "$exp/${am}_lfmmi"
   else
     begin_stage 11 "results -> $exp/RESULTS, training curves -> $exp/{${am}_ce,${am}_smbr}/training.png"
   fi
-  make_results "$command_line" voiceover
+  ../../steps/make_results.sh --command-line "$command_line" --recipe voiceover --plot-models "${am}_ce ${am}_smbr" \
+    "$exp"
 fi
 end_stage
 echo "== $(basename "$0") done in $SECONDS s ==" >&2

@@ -53,7 +53,7 @@
 #         with --unroll-comparison true truncated unrolling at (b,u) = (512,10), (256,20), (128,40) vs
 #         full unrolling with length buckets, all at b x u = 5120 frames a step, on at most 1500
 #         training utterances ([Variani2017-15k] Tables 1 and 2) -> exp/<am>_ce_clean, exp/unroll_*, and with
-#         --unsupervised-demo true [McDermott2014]'s use of untranscribed audio (steps/lib.sh unsupervised_demo)
+#         --unsupervised-demo true [McDermott2014]'s use of untranscribed audio (steps/unsupervised_demo.sh)
 #         -> exp/<am>_sup, exp/<am>_semisup, and with --jitter-comparison true the clean-only windowed BLSTM
 #         without jitter -> exp/wblstm_ce_clean_nojitter, exp/jitter.png, and with --ctc-comparison true
 #         CTC over phones -> exp/<am>_ctc, and with --group-comparison true the windowed BLSTM at 20+1+20 and
@@ -67,7 +67,6 @@
 # default; Slurm or ssh on a cluster); each job's log is under exp/log/stage<N>/.
 set -euo pipefail
 
-command_line="$0 $*"
 stage=0
 stop_stage=100
 size=default
@@ -87,49 +86,21 @@ am=wblstm
 cmvn_mean=utterance
 cmvn_online=false
 
-usage() { sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --stage) stage="$2"; shift 2 ;;
-    --stop-stage) stop_stage="$2"; shift 2 ;;
-    --size) size="$2"; shift 2 ;;
-    --hours) hours="$2"; shift 2 ;;
-    --nj) nj="$2"; shift 2 ;;
-    --seed) seed="$2"; shift 2 ;;
-    --data) data="$2"; shift 2 ;;
-    --exp) exp="$2"; shift 2 ;;
-    --overwrite) overwrite=true; shift ;;
-    --unroll-comparison) unroll_comparison="$2"; shift 2 ;;
-    --unsupervised-demo) unsupervised_demo="$2"; shift 2 ;;
-    --jitter-comparison) jitter_comparison="$2"; shift 2 ;;
-    --ctc-comparison) ctc_comparison="$2"; shift 2 ;;
-    --lfmmi) lfmmi="$2"; shift 2 ;;
-    --group-comparison) group_comparison="$2"; shift 2 ;;
-    --am) am="$2"; shift 2 ;;
-    --cmvn-mean) cmvn_mean="$2"; shift 2 ;;
-    --cmvn-online) cmvn_online="$2"; shift 2 ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "$0: unknown option '$1' (see $0 --help)" >&2; exit 2 ;;
-  esac
-done
-case "$size" in tiny|small|default) ;; *) echo "$0: --size must be tiny, small or default, not '$size'" >&2; exit 2 ;; esac
-case "$am" in lstm|wblstm) ;; *) echo "$0: --am must be wblstm or lstm, not '$am'" >&2; exit 2 ;; esac
-case "$cmvn_mean" in utterance|speaker|global) ;; *) echo "$0: --cmvn-mean must be utterance, speaker or global, not '$cmvn_mean'" >&2; exit 2 ;; esac
-case "$cmvn_online" in true|false) ;; *) echo "$0: --cmvn-online must be true or false, not '$cmvn_online'" >&2; exit 2 ;; esac
-case "$unroll_comparison" in true|false) ;; *) echo "$0: --unroll-comparison takes true or false, not '$unroll_comparison'" >&2; exit 2 ;; esac
-case "$unsupervised_demo" in true|false) ;; *) echo "$0: --unsupervised-demo takes true or false, not '$unsupervised_demo'" >&2; exit 2 ;; esac
-case "$jitter_comparison" in true|false) ;; *) echo "$0: --jitter-comparison takes true or false, not '$jitter_comparison'" >&2; exit 2 ;; esac
-case "$ctc_comparison" in true|false) ;; *) echo "$0: --ctc-comparison takes true or false, not '$ctc_comparison'" >&2; exit 2 ;; esac
-case "$lfmmi" in true|false) ;; *) echo "$0: --lfmmi takes true or false, not '$lfmmi'" >&2; exit 2 ;; esac
-case "$group_comparison" in true|false) ;; *) echo "$0: --group-comparison takes true or false, not '$group_comparison'" >&2; exit 2 ;; esac
-for value in "$stage" "$stop_stage" "$nj" "$seed"; do
-  case "$value" in ''|*[!0-9]*) echo "$0: --stage, --stop-stage, --nj and --seed take whole numbers, not '$value'" >&2; exit 2 ;; esac
-done
+switch_options=overwrite
+help_message="$(sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//')"
+. "$(dirname "$0")/../../steps/parse_options.sh"
+require_no_arguments "$@"
+command_line="$parse_command_line"
+require_choice size tiny small default
+require_choice am wblstm lstm
+require_choice cmvn_mean utterance speaker global
+require_whole_number stage stop_stage nj seed
 
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
-# The steps every recipe shares (stage bookkeeping, training, decoding, results): Kaldi's steps/.
-. ../../steps/lib.sh
+# Stage bookkeeping and the helpers every recipe shares; the steps themselves are ../../steps/*.sh (Kaldi's steps/).
+. ../../steps/common.sh
+stages_init "$exp/log" "$stage" "$stop_stage"
 echo "$command_line" >&2
 
 if run_stage 0; then
@@ -162,8 +133,8 @@ fi
 
 if run_stage 2; then
   begin_stage 2 "pronunciation dictionary -> $data/local/dict"
-  make_dict 2 --word-list "$data/local/corpus/vocabulary.txt" --text "$data/train/text" --text "$data/dev/text" \
-    --text "$data/test/text"
+  ../../steps/make_dict.sh --cmd "$cpu_cmd" --log-dir "$logs/stage2" --word-list "$data/local/corpus/vocabulary.txt" \
+    "$data/train/text" "$data/dev/text" "$data/test/text" "$data/local/dict"
 fi
 
 if run_stage 3; then
@@ -178,7 +149,8 @@ if run_stage 4; then
   begin_stage 4 "lang dir and language models -> $data/lang, $data/lang_bigram, $data/lang_test"
   # The bigram over the training transcripts is the sequence-training LM (lattices on the fly);
   # the trigram is the decoding LM.
-  make_lang_and_lms 4
+  ../../steps/make_lang_and_lms.sh --cmd "$cpu_cmd" --log-dir "$logs/stage4" "$data/local/dict" "$data/train" \
+    "$data/dev" "$data"
 fi
 
 # Model sizes and training lengths per corpus size: the tiny corpus (100 utterances) only has
@@ -197,7 +169,7 @@ esac
 # instead of 2 x 128 took the clean-only model's dev WER from 14.78 to 12.75 (test 15.28 -> 13.70) for 1.6x
 # its training time, and 3 multi-style epochs instead of 1 the multi-style model's dev_noisy WER from 45.45
 # to 40.19 (dev 12.55 -> 11.76, test_noisy 44.98 -> 40.04; RESULTS).
-# Multi-style CE continues the clean-only model (steps/lib.sh: train_tree_and_ce) for multi_style_epochs
+# Multi-style CE continues the clean-only model (steps/train_tree_and_ce.sh --from-clean true) for multi_style_epochs
 # at half conf/train_ce.conf's learning rate.  From scratch with the clean-only model's epochs, the
 # windowed BLSTM's multi-style model had 1.47x the clean-only model's test WER (26.03 vs 17.68; dev_noisy
 # 45.29); continuing it for 2 epochs: test 20.12, dev 20.41, dev_noisy 46.12, test_noisy 43.45
@@ -231,7 +203,7 @@ train_fit_utts=150
 [ "$size" = tiny ] && train_fit_utts=10
 # Each command's options are in conf/<command>.conf (Kaldi's conf/); what depends on the corpus size
 # is given here, on the command line, which overrides the file.
-train_options=(--config conf/train_ce.conf --num-streams "$streams")
+train_options="--config conf/train_ce.conf --num-streams $streams"
 # The monophones are a frame-local feed-forward DNN: each output sees only the (stacked, 62 ms) frame it
 # labels.  A model that sees its neighbours can learn the flat start's boundaries shifted by a frame or
 # two (per voice, per position in the utterance), and realigning with its own model keeps or amplifies
@@ -239,13 +211,14 @@ train_options=(--config conf/train_ce.conf --num-streams "$streams")
 # silence), 81% within 2 frames of the synthesisers' timings after three passes; the frame-local DNN must
 # put each frame where its acoustics belong, 96%.  Not an LSTM either: it can learn frame positions from
 # its zero start state.
-mono_model=(--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3
-            --model-param num_units="$mono_units")
-read -ra ce_model <<< "$(ce_model_options "$ce_cells")"
+mono_model="--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3
+            --model-param num_units=$mono_units"
+ce_model="$(ce_model_options "$am" "$ce_cells")"
 ce_prior_scale=0.5  # realigning with the CE models (stages 7 and 11)
 noise_styles=conf/noise_styles.json  # the multi-style mix of CE and sMBR training
-# Decoding divides the log priors out of the posteriors at a scale chosen on dev (steps/lib.sh:
-# decode_tuned), as the LM weight is.
+# Decoding divides the log priors out of the posteriors at a scale chosen on dev (steps/decode_tuned.sh),
+# as the LM weight is.  Dev WER of the voicesearch models at 1 / 0.75 / 0.5: multi-style CE 20.67 / 19.83 /
+# 20.41, clean-only CE 21.24 / 21.03 / 20.98 (egs/voicesearch/RESULTS).
 prior_scales="1 0.75 0.5"
 # By default each utterance's own mean is removed (the statistics in cmvn.h5 say so, and every stage and
 # model that reads them follows): the log-mel mean carries the voice's and the channel's spectral
@@ -254,14 +227,28 @@ prior_scales="1 0.75 0.5"
 # are new perturbations of training voices, 27.8% and 28.9%; see RESULTS).  --cmvn-mean speaker removes
 # each speaker's mean over all their utterances (each set's speakers from that set, as Kaldi's
 # per-speaker CMVN): the voice without the phonetic content a short utterance's mean also takes away.
-feature_options=(--cmvn-mean "$cmvn_mean")
-$cmvn_online && cmvn_decode_options=(--cmvn-online)
+feature_options="--cmvn-mean $cmvn_mean"
+cmvn_decode_options=
+$cmvn_online && cmvn_decode_options=--cmvn-online
 # A killed training run resumes from its last checkpoint; --overwrite starts training afresh.
-$overwrite && train_options+=(--no-resume)
+$overwrite && train_options+=" --no-resume"
+# Every model is decoded at the prior scale and LM weight chosen on dev (dev_noisy for test_noisy).
+tuned_sets="dev:test:train_fit dev_noisy:test_noisy"
+decode_options=(--cmd "$cpu_cmd" --nj "$nj" --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options"
+                --prior-scales "$prior_scales")
+# decode_test MODEL: exp/MODEL decoded on test with the CE model's graph, at conf/decode.conf's weights (stage 11's
+# unrolling runs).
+decode_test() {
+  ../../steps/decode.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage11" --decode-config conf/decode.conf \
+    --decode-opts "$cmvn_decode_options" "$exp/${am}_ce/graph" "$exp/$1/final" "$data/test" "$exp/$1/decode_test"
+}
+# The clean-only trainings of stage 11 (clean features read in-process): the CE model's network and schedule.
+clean_training=(--cmd "$gpu_cmd" --log-dir "$logs/stage11" --num-epochs "$ce_epochs" --schedule-streams "$streams")
 
 if run_stage 5; then
   begin_stage 5 "features -> $exp/feats (CMVN from train)"
-  featurize 5 train dev test dev_noisy test_noisy
+  ../../steps/featurize.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage5" --feature-opts "$feature_options" \
+    "$data/train" "$data/dev" "$data/test" "$data/dev_noisy" "$data/test_noisy" "$exp/feats"
   # The training-fit check: how well the models recognise training utterances (clean audio, sentences
   # in the LM) against test, where voices and sentences are new.
   launch "$cpu_cmd" "$logs/stage5/subset_train_fit.log" \
@@ -272,7 +259,9 @@ if run_stage 6; then
   begin_stage 6 "flat start, monophone CE training and realignment -> $exp/mono*"
   # GMM-free flat start: equal alignment with the end silences placed by energy, then three times
   # train and realign with the model.
-  flat_start 6
+  ../../steps/flat_start.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage6" \
+    --train-opts "$train_options $mono_model" --num-epochs "$mono_epochs" --align-config conf/align.conf \
+    "$data/train" "$data/lang" "$exp"
 fi
 
 if run_stage 7; then
@@ -280,7 +269,11 @@ if run_stage 7; then
   # Multi-style training ([Variani2017]): an example server noisifies and featurizes every utterance
   # on the fly, with a new style each epoch, and streams it to the trainer; then the realignment
   # with the CE model (where [Mohamed2015]'s "+ realign" starts), for the report below.
-  train_tree_and_ce 7
+  ../../steps/train_tree_and_ce.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage7" \
+    --am "$am" --num-leaves "$num_leaves" --train-opts "$train_options $ce_model" --num-epochs "$ce_epochs" \
+    --num-streams "$streams" --noise-styles "$noise_styles" --from-clean "$ce_from_clean" \
+    --multi-style-epochs "$multi_style_epochs" --finetune-lr "$ce_finetune_lr" --prior-scale "$ce_prior_scale" \
+    --align-config conf/align.conf "$data/train" "$data/lang" "$exp/mono_ali3" "$exp"
   # Report only: how close each alignment pass is to the flite and festival timings (the truth).
   # Without truth (an espeak-only speaker list) or on any error it prints a note and goes on.
   truth="$data/local/corpus/timings/train.jsonl"
@@ -297,27 +290,32 @@ fi
 if run_stage 8; then
   begin_stage 8 "graph, decoding and scoring -> $exp/${am}_ce/decode_*"
   launch "$cpu_cmd" "$logs/stage8/mkgraph.log" mkgraph "$data/lang_test" "$exp/${am}_ce/final" "$exp/${am}_ce/graph"
-  decode_tuned "${am}_ce" "${am}_ce" 8
+  ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage8" --tuned-sets "$tuned_sets" \
+    "$exp/${am}_ce/graph" "$data" "$exp/${am}_ce"
 fi
 
 if run_stage 9; then
   begin_stage 9 "bigram graph and sMBR training with seq-mode example servers -> $exp/${am}_smbr"
   # Two servers noisify (the CE training's styles), featurize, decode and run forward-backward;
   # the trainer only applies the derivatives, so here the servers are the bottleneck.
-  train_smbr 9
+  ../../steps/train_smbr.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --log-dir "$logs/stage9" \
+    --seq-config conf/train_seq.conf --num-streams "$streams" --max-steps "$seq_steps" \
+    --snapshot-every "$snapshot_every" --noise-styles "$noise_styles" --overwrite "$overwrite" \
+    "$data/train" "$exp/tree_ali" "$exp/${am}_ce" "$data/lang_bigram" "$exp/${am}_smbr"
 fi
 
 if run_stage 10; then
   begin_stage 10 "decoding and scoring with the sMBR model, 4-gram lattice rescoring -> $exp/${am}_smbr/decode_*, its package -> $exp/${am}_smbr/package"
   # Same tree as the CE model, so the same decoding graph.  The clean sets keep their lattices, which the
   # 4-gram (stage 4) rescores at the LM weight chosen on dev ([Mohamed2015] section 5.1).
-  write_lattices=true
-  decode_tuned "${am}_smbr" "${am}_ce" 10
-  write_lattices=false
-  rescore_lm "${am}_smbr" "${am}_ce" 10 "$data/local/lm/fourgram.arpa"
+  ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage10" --tuned-sets "$tuned_sets" \
+    --write-lattices true "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr"
+  ../../steps/rescore_lm.sh --cmd "$cpu_cmd" --log-dir "$logs/stage10" --sets "${tuned_sets%% *}" \
+    "$exp/${am}_ce/graph" "$data/local/lm/test.arpa" "$data/local/lm/fourgram.arpa" "$data" "$exp/${am}_smbr"
   # The final model as a recognizer package for asrkit-transcribe and asrkit.Recognizer (README: "Using a
   # trained model"), at the prior scale and LM weight chosen on dev.
-  export_package "${am}_smbr" "${am}_ce" 10
+  ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage10" --export-opts "$cmvn_decode_options" \
+    "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" "$exp/${am}_smbr/decode_dev" "$exp/${am}_smbr/package"
 fi
 
 if run_stage 11; then
@@ -326,11 +324,14 @@ if run_stage 11; then
   # for the multi-style vs clean comparison on test_noisy (trained in stage 7, where the multi-style
   # model continues it).  It also realigns the training set: its alignments are scored against the
   # synthesisers' timings like stage 7's.
-  $ce_from_clean || train_ce_clean 11
-  decode_tuned "${am}_ce_clean" "${am}_ce" 11
-  launch "$cpu_cmd" "$logs/stage11/align_${am}_ce_clean.log" \
-    asrkit-align --config conf/align.conf --prior-scale "$ce_prior_scale" --nj "$nj" "$data/train" "$data/lang" \
-      "$exp/${am}_ce_clean/final" "$exp/${am}_ce_clean_ali"
+  if ! $ce_from_clean; then
+    ../../steps/train_ce.sh "${clean_training[@]}" --opts "$train_options $ce_model" "$data/train" "$exp/tree_ali" \
+      "$exp/${am}_ce_clean"
+  fi
+  ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage11" --tuned-sets "$tuned_sets" \
+    "$exp/${am}_ce/graph" "$data" "$exp/${am}_ce_clean"
+  ../../steps/align.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage11" --align-config conf/align.conf \
+    --prior-scale "$ce_prior_scale" "$data/train" "$data/lang" "$exp/${am}_ce_clean/final" "$exp/${am}_ce_clean_ali"
   truth="$data/local/corpus/timings/train.jsonl"
   if [ -s "$truth" ]; then
     python local/alignment_accuracy.py "$data/train" "$truth" "$exp/${am}_ce_clean_ali" >&2 \
@@ -348,21 +349,20 @@ if run_stage 11 && $unroll_comparison; then
   echo "stage 11: truncated vs full unrolling at a constant b x u -> $exp/unroll_*" >&2
   comparison_subset 11
   # [Variani2017-15k]'s experiment is the LSTM's, whatever --am is (and u = 10 is no multiple of wblstm's group).
-  read -ra lstm_model <<< "$(am=lstm ce_model_options "$ce_cells")"
-  comparison_options=("${train_options[@]}" "${lstm_model[@]}" --num-epochs "$ce_epochs" --valid-utts 50 --valid-every 10)
+  comparison_options="$train_options $(ce_model_options lstm "$ce_cells") --num-epochs $ce_epochs --valid-utts 50
+                      --valid-every 10"
   frames_per_step=
   for pair in $unroll_pairs; do
     b="${pair%%:*}"; u="${pair##*:}"; frames_per_step=$((b * u))
     # Later options win: these replace train_options' --num-streams and --unroll.
-    launch "$gpu_cmd" "$logs/stage11/train_unroll_b${b}_u${u}.log" \
-      asrkit-train-ce "${comparison_options[@]}" --num-streams "$b" --unroll "$u" \
-        "$comparison_data" "$exp/tree_ali" "$exp/unroll_b${b}_u${u}"
-    decode "unroll_b${b}_u${u}" "${am}_ce" test 11
+    ../../steps/train_ce.sh --cmd "$gpu_cmd" --log-dir "$logs/stage11" \
+      --opts "$comparison_options --num-streams $b --unroll $u" "$comparison_data" "$exp/tree_ali" "$exp/unroll_b${b}_u${u}"
+    decode_test "unroll_b${b}_u${u}"
   done
-  launch "$gpu_cmd" "$logs/stage11/train_unroll_full.log" \
-    asrkit-train-ce "${comparison_options[@]}" --mode full --frames-per-batch "$frames_per_step" \
-      "$comparison_data" "$exp/tree_ali" "$exp/unroll_full"
-  decode unroll_full "${am}_ce" test 11
+  ../../steps/train_ce.sh --cmd "$gpu_cmd" --log-dir "$logs/stage11" \
+    --opts "$comparison_options --mode full --frames-per-batch $frames_per_step" "$comparison_data" "$exp/tree_ali" \
+    "$exp/unroll_full"
+  decode_test unroll_full
 fi
 
 # [Mohamed2015]'s jitter (section 4.2, Figure 2): the clean-only windowed BLSTM trained again with every utterance
@@ -374,21 +374,24 @@ if run_stage 11 && $jitter_comparison; then
   if [ "$am" != wblstm ]; then
     echo "note: --jitter-comparison is for --am wblstm (the LSTM predicts no groups); skipped" >&2
   else
-    launch "$gpu_cmd" "$logs/stage11/train_wblstm_ce_clean_nojitter.log" \
-      asrkit-train-ce "${train_options[@]}" "${ce_model[@]}" $(ce_schedule) --num-epochs "$ce_epochs" \
-        --no-group-jitter "$data/train" "$exp/tree_ali" "$exp/wblstm_ce_clean_nojitter"
-    decode_tuned_first wblstm_ce_clean_nojitter wblstm_ce 11
+    ../../steps/train_ce.sh "${clean_training[@]}" --opts "$train_options $ce_model" --more-opts --no-group-jitter \
+      "$data/train" "$exp/tree_ali" "$exp/wblstm_ce_clean_nojitter"
+    ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage11" --tuned-sets "$tuned_sets" \
+      --first-only true "$exp/wblstm_ce/graph" "$data" "$exp/wblstm_ce_clean_nojitter"
     python "$ASRKIT_ROOT/steps/plot_held_out.py" "$exp/jitter.png" "jitter=$exp/wblstm_ce_clean" \
       "no jitter=$exp/wblstm_ce_clean_nojitter" >&2
   fi
 fi
 
 # [McDermott2014]'s untranscribed data: half the training set's transcripts hidden, its most confident hypotheses
-# added to the other half's training (steps/lib.sh unsupervised_demo).  Off by default: two more trainings
+# added to the other half's training (steps/unsupervised_demo.sh).  Off by default: two more trainings
 # and a decoding of half the training set, and the selection pays off only when the first model is good.
 if run_stage 11 && $unsupervised_demo; then
   echo "stage 11: untranscribed data ([McDermott2014]) -> $exp/${am}_sup, $exp/${am}_semisup" >&2
-  unsupervised_demo 11
+  ../../steps/unsupervised_demo.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage11" \
+    --am "$am" --train-opts "$train_options $ce_model" --num-epochs "$ce_epochs" --num-streams "$streams" \
+    --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" --align-config conf/align.conf \
+    --prior-scale "$ce_prior_scale" --tuned-sets "$tuned_sets" --prior-scales "$prior_scales" "$data" "$exp"
 fi
 
 # [Mohamed2015]'s frame grouping at the paper's sizes: the clean-only windowed BLSTM (the recipe's cells and layers) at
@@ -399,42 +402,56 @@ if run_stage 11 && $group_comparison; then
   echo "stage 11: the windowed BLSTM at 20+1+20 and 20+8+20 ([Mohamed2015]) -> $exp/wblstm_g1, $exp/wblstm_g8" >&2
   comparison_subset 11
   for group in 1 8; do
-    launch "$gpu_cmd" "$logs/stage11/train_wblstm_g$group.log" \
-      asrkit-train-ce "${train_options[@]}" --model wblstm --model-param num_layers=2 \
-        --model-param num_cells=$(( ce_cells / 2 )) --model-param context=20 --model-param group="$group" \
-        --num-streams $(( streams / 2 )) --unroll 40 $(ce_schedule "$ce_epochs" 4 "$comparison_data") \
-        --num-epochs "$ce_epochs" "$comparison_data" "$exp/tree_ali" "$exp/wblstm_g$group"
-    decode_tuned_first "wblstm_g$group" "${am}_ce" 11
+    ../../steps/train_ce.sh "${clean_training[@]}" --opts "$train_options --model wblstm --model-param num_layers=2
+        --model-param num_cells=$(( ce_cells / 2 )) --model-param context=20 --model-param group=$group
+        --num-streams $(( streams / 2 )) --unroll 40" "$comparison_data" "$exp/tree_ali" "$exp/wblstm_g$group"
+    ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage11" --tuned-sets "$tuned_sets" \
+      --first-only true "$exp/${am}_ce/graph" "$data" "$exp/wblstm_g$group"
     echo "wblstm_g$group: decoding $(grep -ho 'frames_per_second=[0-9]*' "$logs/stage11/decode_wblstm_g${group}_test.log")" >&2
   done
 fi
 
 # [Variani2017] and [Variani2017-15k]'s CTC: clean-only CE's network, features and epochs trained with CTC over phones and a blank on
-# whole utterances (asrkit.train.ctc), decoded with its own graph (the CTC topology over L o G, the same trigram;
-# steps/lib.sh ctc_comparison).  Off by default: one more training.
+# whole utterances (asrkit.train.ctc), decoded with its own graph (the CTC topology over L o G, the same trigram).
+# A full-mode batch holds 4x the frames of a truncated step (4x b streams of 20), so the schedule counts steps of
+# that size; CTC's spiky posteriors want lower LM weights than the hybrid's, and dev chooses whether to divide by
+# the label priors (Eesen does) and how much.  Off by default: one more training.
 if run_stage 11 && $ctc_comparison; then
   echo "stage 11: CTC over phones ([Variani2017] and [Variani2017-15k]) -> $exp/${am}_ctc" >&2
-  ctc_comparison 11
+  ../../steps/train_ce.sh "${clean_training[@]}" --schedule-streams $(( streams * 4 )) \
+    --opts "$train_options $ce_model --criterion ctc --mode full --frames-per-batch $(( streams * 4 * 20 ))" \
+    "$data/train" "$exp/tree_ali" "$exp/${am}_ctc"
+  launch "$cpu_cmd" "$logs/stage11/mkgraph_${am}_ctc.log" \
+    mkgraph "$data/lang_test" "$exp/${am}_ctc/final" "$exp/${am}_ctc/graph"
+  ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage11" --tuned-sets "$tuned_sets" \
+    --first-only true --prior-scales "1 0.5 0" \
+    --sweep-opts "--lmwt-sweep --sweep-method lattice --min-lmwt 0.5 --max-lmwt 3 --lmwt-step 0.25" \
+    "$exp/${am}_ctc/graph" "$data" "$exp/${am}_ctc"
 fi
 
 # Lattice-free MMI ([Povey2016]): the clean-only CE network trained from scratch on chunks of 50 frames against the
-# tree alignments' numerators and a 4-gram phone LM's denominator graph (steps/lib.sh lfmmi_comparison).  Off by
+# tree alignments' numerators and a 4-gram phone LM's denominator graph (steps/lfmmi.sh).  Off by
 # default: one more training.
 if run_stage 11 && $lfmmi; then
   echo "stage 11: lattice-free MMI ([Povey2016]) -> $exp/${am}_lfmmi" >&2
-  lfmmi_comparison 11
+  ../../steps/lfmmi.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage11" \
+    --train-opts "$train_options $ce_model" --num-epochs "$ce_epochs" --num-streams "$streams" \
+    --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" --tuned-sets "$tuned_sets" \
+    "$data/train" "$exp/tree_ali" "$exp/${am}_ce/graph" "$data" "$exp/${am}_lfmmi"
 fi
 
 if run_stage 12; then
   begin_stage 12 "baseline: pocketsphinx's stock en-us model with this recipe's lexicon and LM -> $exp/pocketsphinx"
   # The reference every WER here is read against: a model trained on real speech by another toolkit,
   # decoding the same audio with the same words and the same trigram LM.
-  pocketsphinx_baseline 12 test test_noisy
+  ../../steps/pocketsphinx_baseline.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage12" \
+    --test-sets "test test_noisy" "$data" "$data/local/dict" "$data/local/lm/test.arpa" "$exp/pocketsphinx"
 fi
 
 if run_stage 13; then
   begin_stage 13 "results -> $exp/RESULTS, training curves -> $exp/{${am}_ce,${am}_smbr}/training.png"
-  make_results "$command_line" voicesearch
+  ../../steps/make_results.sh --command-line "$command_line" --recipe voicesearch \
+    --plot-models "${am}_ce ${am}_smbr" "$exp"
 fi
 end_stage
 echo "== $(basename "$0") done in $SECONDS s ==" >&2

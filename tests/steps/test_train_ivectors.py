@@ -1,4 +1,4 @@
-"""steps/lib.sh's i-vector steps (train_ivectors, use_ivectors) on a small featurized data dir, and run.sh's option."""
+"""steps/train_ivectors.sh on a small featurized data dir, and egs/voiceover/run.sh's --ivectors option."""
 
 import os
 import subprocess
@@ -16,15 +16,7 @@ def test_train_ivectors_trains_the_extractor_and_extracts_train(make_data_dir, t
 
     data_dir = make_data_dir({f"spk{s}-{u}": 0.5 + 0.1 * u for s in range(2) for u in range(3)}, name="train")
     featurize_data_dir(data_dir, str(tmp_path / "feats"), options=FeaturizeOptions(compute_cmvn=True))
-    script = f"""set -euo pipefail
-data={tmp_path}; exp={tmp_path}/exp; logs=$exp/log; nj=2; cpu_cmd="run-local --num-threads 2"
-. {ROOT}/steps/lib.sh
-ivector_gauss=4; ivector_dim=3; ivector_use_dims=128; ivector_period=5
-[ ${{#ivector_options[@]}} -eq 0 ]  # none until asked for
-train_ivectors 4
-use_ivectors
-printf 'options: %s\\n' "${{ivector_options[*]}}"
-"""
+    exp = tmp_path / "exp"
     # The commands of this checkout (an environment installed before they existed has no scripts for them).
     commands = tmp_path / "commands"
     commands.mkdir()
@@ -34,18 +26,22 @@ printf 'options: %s\\n' "${{ivector_options[*]}}"
         (commands / command).chmod(0o755)
     environment = {**os.environ, "PYTHONPATH": ROOT, "LC_ALL": "C",
                    "PATH": f"{commands}:{ROOT}/bin:{os.environ['PATH']}"}
-    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=environment,
-                            timeout=300)
+    result = subprocess.run([os.path.join(ROOT, "steps", "train_ivectors.sh"), "--cmd", "run-local --num-threads 2",
+                             "--log-dir", str(exp / "log" / "stage4"), "--num-gauss", "4", "--ivector-dim", "3",
+                             "--use-dims", "128", "--ivector-period", "5", data_dir, str(exp / "ivector_extractor"),
+                             str(exp / "ivectors_train")],
+                            capture_output=True, text=True, env=environment, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert f"options: --online-ivector-dir {tmp_path}/exp/ivectors_train" in result.stdout
     assert "asrkit-extract-ivectors summary: status=ok utterances=6" in result.stderr
-    extractor = IvectorExtractor.load(tmp_path / "exp" / "ivector_extractor" / "final.ie")
+    extractor = IvectorExtractor.load(exp / "ivector_extractor" / "final.ie")
     assert (extractor.ubm.num_gauss, extractor.ivector_dim, extractor.config.use_dims) == (4, 3, 128)
-    table = IvectorTable(tmp_path / "exp" / "ivectors_train")
+    table = IvectorTable(exp / "ivectors_train")
     with TableReader(os.path.join(data_dir, "feats.scp")) as feats:
         assert table.period == 5 and table.table.keys() == feats.keys()
     table.close()
-    assert os.path.exists(tmp_path / "exp" / "log" / "stage4" / "extract_ivectors_train.log")
+    assert os.path.exists(exp / "log" / "stage4" / "extract_ivectors_train.log")
+    record = (exp / "ivectors_train" / "log" / "train_ivectors.options").read_text()
+    assert "--num-gauss 4\n" in record and "--ivector-period 5\n" in record
 
 
 def test_the_recipe_refuses_a_bad_ivectors_value():

@@ -1,8 +1,10 @@
-"""steps/lib.sh's lfmmi_multi_style on a small featurized audio data dir (the example server noisifying on the fly,
-the LF-MMI trainer), with the decoding step stubbed; and egs/voiceover/run.sh's --lfmmi option."""
+"""steps/lfmmi.sh multi-style, as egs/voiceover trains it, on a small featurized audio data dir (the example server
+noisifying on the fly, the LF-MMI trainer), with its decoding step (steps/decode_tuned.sh) stubbed; and
+egs/voiceover/run.sh's --lfmmi option."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -47,17 +49,20 @@ def test_lfmmi_multi_style_trains_from_the_example_server_and_decodes_on_the_ce_
     styles = tmp_path / "styles.json"
     styles.write_text(json.dumps({"styles": [{"name": "clean"}, {"name": "noisy", "noise": {"type": "white",
                                                                                              "snr_db": [10, 20]}}]}))
-    script = f"""set -euo pipefail
-data={data}; exp={exp}; logs=$exp/log; nj=1; cpu_cmd="run-local --num-threads 1"; gpu_cmd="run-local --num-threads 1"
-am=wblstm; streams=2; ce_epochs=2; noise_styles={styles}
-train_options=(--num-streams 2 --log-every 2 --valid-utts 0 --num-threads 1 --learning-rate 0.01 --optimizer adam)
-ce_model=(--model wblstm --model-param num_cells=4 --model-param num_layers=1 --model-param context=2 \\
-          --model-param group=2)
-. {ROOT}/steps/lib.sh
-lfmmi_options=(--xent-regularize 0.1)
-decode_tuned_first() {{ echo "decode_tuned_first $*; prior scales $prior_scales; sweep ${{dev_sweep[*]}}"; }}
-lfmmi_multi_style 11
-"""
+    # The steps of this checkout, the decoding replaced by a stub that shows its arguments.
+    steps = tmp_path / "steps"
+    shutil.copytree(os.path.join(ROOT, "steps"), steps)
+    (steps / "decode_tuned.sh").write_text('#!/bin/sh\necho "decode_tuned.sh $*"\n')
+    graph = exp / "wblstm_ce" / "graph"
+    graph.mkdir(parents=True)
+    (graph / "HCLG.fst").write_bytes(b"")
+    command = [str(steps / "lfmmi.sh"), "--cmd", "run-local --num-threads 1", "--train-cmd", "run-local --num-threads 1",
+               "--nj", "1", "--log-dir", str(exp / "log" / "stage11"), "--num-epochs", "2", "--num-streams", "2",
+               "--train-opts", "--num-streams 2 --log-every 2 --valid-utts 0 --num-threads 1 --learning-rate 0.01 "
+               "--optimizer adam --model wblstm --model-param num_cells=4 --model-param num_layers=1 "
+               "--model-param context=2 --model-param group=2", "--lfmmi-opts", "--xent-regularize 0.1",
+               "--more-opts", f"--example-servers local:1 --server-styles {styles}", "--tuned-sets", "dev:test:train_fit",
+               str(data / "train"), str(exp / "tree_ali"), str(graph), str(data), str(exp / "wblstm_lfmmi")]
     # The commands of this checkout (an environment installed before they existed may lack their scripts).
     commands = tmp_path / "commands"
     commands.mkdir()
@@ -65,10 +70,11 @@ lfmmi_multi_style 11
     (commands / "asrkit-train-ce").chmod(0o755)
     environment = {**os.environ, "PYTHONPATH": ROOT, "LC_ALL": "C",
                    "PATH": f"{commands}:{ROOT}/bin:{os.environ['PATH']}"}
-    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=environment, timeout=600)
+    result = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert ("decode_tuned_first wblstm_lfmmi wblstm_ce 11; prior scales 1; sweep --lmwt-sweep --sweep-method lattice "
-            "--acoustic-scale 1 --min-lmwt 0.5 --max-lmwt 3" in result.stdout)
+    # Decoded on the CE model's graph, the first dev and test set, uniform priors, LM weights near 1.
+    assert ("--prior-scales 1 --sweep-opts --lmwt-sweep --sweep-method lattice --acoustic-scale 1 --min-lmwt 0.5 "
+            "--max-lmwt 3 --lmwt-step 0.25 --first-only true " f"{graph} {data} {exp / 'wblstm_lfmmi'}" in result.stdout)
     assert "asrkit-train-ce summary: status=ok" in result.stderr
     config = json.load(open(exp / "wblstm_lfmmi" / "config.json"))
     assert config["train"]["criterion"] == "lfmmi" and config["train"]["xent_regularize"] == 0.1
@@ -78,6 +84,7 @@ lfmmi_multi_style 11
     train_log = open(exp / "log" / "stage11" / "train_wblstm_lfmmi.log").read()
     assert "lfmmi_objective" in train_log and "cross-entropy regularisation" in train_log
     assert os.path.exists(exp / "wblstm_lfmmi" / "final" / "priors")
+    assert "--lfmmi-opts --xent-regularize\\ 0.1\n" in (exp / "wblstm_lfmmi" / "log" / "lfmmi.options").read_text()
 
 
 def test_the_voiceover_recipe_refuses_a_bad_lfmmi_value():

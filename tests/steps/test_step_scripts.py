@@ -1,0 +1,138 @@
+"""The recipe steps (steps/*.sh) as scripts: a usage on wrong arguments, an error naming a missing input, a record
+of their options in their output dir; featurize.sh and decode_tuned.sh with their commands stubbed."""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+STEPS = sorted(name for name in os.listdir(os.path.join(ROOT, "steps"))
+               if name.endswith(".sh") and name not in ("parse_options.sh", "common.sh"))
+
+# step -> (its arguments under a directory that holds nothing, the input it must name as missing)
+MISSING = {
+    "align.sh": (["data", "lang", "mono1/final", "mono_ali1"], "data/feats.scp"),
+    "decode.sh": (["graph", "final", "data/test", "decode_test"], "graph/HCLG.fst"),
+    "decode_tuned.sh": (["graph", "data", "exp/lstm_ce"], "data/dev/wav.scp"),
+    "export_package.sh": (["lstm/final", "graph", "lstm/decode_dev", "lstm/package"], "lstm/final"),
+    "featurize.sh": (["data/train", "data/dev", "feats"], "data/train/wav.scp"),
+    "flat_start.sh": (["data/train", "data/lang", "exp"], "data/train/feats.scp"),
+    "lfmmi.sh": (["data/train", "tree_ali", "graph", "data", "lstm_lfmmi"], "data/train/feats.scp"),
+    "make_dict.sh": (["data/train/text", "dict"], "data/train/text"),
+    "make_lang_and_lms.sh": (["dict", "data/train", "data/dev", "data"], "dict/lexicon.txt"),
+    "make_results.sh": (["exp"], "exp"),
+    "pocketsphinx_baseline.sh": (["data", "dict", "test.arpa", "pocketsphinx"], "dict/lexicon.txt"),
+    "rescore_lm.sh": (["graph", "test.arpa", "fourgram.arpa", "data", "lstm_smbr"], "graph"),
+    "train_ce.sh": (["data/train", "tree_ali", "lstm_ce"], "data/train/feats.scp"),
+    "train_ivectors.sh": (["data/train", "extractor", "ivectors"], "data/train/feats.scp"),
+    "train_smbr.sh": (["--noise-styles", "styles.json", "data/train", "ali", "lstm_ce", "lang_bigram", "smbr"],
+                      "data/train/wav.scp"),
+    "train_tree_and_ce.sh": (["--noise-styles", "styles.json", "data/train", "lang", "mono_ali3", "exp"],
+                             "data/train/feats.scp"),
+    "unsupervised_demo.sh": (["data", "exp"], "data/train/utt2spk"),
+}
+
+
+def run_step(path, *args, cwd=None, env=None):
+    return subprocess.run([path, *map(str, args)], capture_output=True, text=True, timeout=60, cwd=cwd, env=env)
+
+
+def test_every_step_has_a_missing_input_case():
+    assert sorted(MISSING) == STEPS
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_wrong_arguments_print_the_usage(step):
+    path = os.path.join(ROOT, "steps", step)
+    none = run_step(path)
+    assert none.returncode == 1 and f"Usage: steps/{step} [options] <" in none.stderr, none.stderr
+    if step not in ("featurize.sh", "make_dict.sh"):  # these take any number of inputs
+        too_many = run_step(path, *MISSING[step][0], "extra")
+        assert too_many.returncode == 1 and "Usage:" in too_many.stderr
+    helped = run_step(path, "--help")
+    assert helped.returncode == 0 and helped.stdout.startswith(f"Usage: steps/{step} [options] ")
+    assert "Options:" in helped.stdout
+    unknown = run_step(path, "--no-such-option", "1", *MISSING[step][0])
+    assert unknown.returncode == 2 and "unknown option '--no-such-option'" in unknown.stderr
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_missing_input_is_named(step, tmp_path):
+    args, missing = MISSING[step]
+    result = run_step(os.path.join(ROOT, "steps", step), *args, cwd=tmp_path)
+    assert result.returncode == 1 and f"missing input: {missing}\n" in result.stderr, result.stderr
+
+
+def stub(directory, name, body):
+    path = directory / name
+    path.write_text("#!/bin/bash\n" + body)
+    path.chmod(0o755)
+
+
+def test_featurize_runs_each_set_through_the_launcher_and_records_its_options(make_data_dir, tmp_path):
+    commands = tmp_path / "commands"
+    commands.mkdir()
+    stub(commands, "asrkit-featurize", 'echo "args: $*"; echo "asrkit-featurize summary: status=ok dir=${@: -1}"\n')
+    train = make_data_dir({"a-1": 0.3}, name="train")
+    dev = make_data_dir({"b-1": 0.3}, name="dev")
+    env = {**os.environ, "PATH": f"{commands}:{ROOT}/bin:{os.environ['PATH']}"}
+    result = run_step(os.path.join(ROOT, "steps", "featurize.sh"), "--nj", 3, "--feature-opts", "--cmvn-mean speaker",
+                      train, dev, tmp_path / "feats", env=env)
+    assert result.returncode == 0, result.stderr
+    # Each set's summary is shown; the training set alone computes the CMVN statistics.
+    assert f"summary: status=ok dir={tmp_path}/feats/train" in result.stderr
+    assert f"summary: status=ok dir={tmp_path}/feats/dev" in result.stderr
+    train_log = (tmp_path / "feats" / "log" / "featurize_train.log").read_text()
+    dev_log = (tmp_path / "feats" / "log" / "featurize_dev.log").read_text()
+    assert f"args: --cmvn-mean speaker --nj 3 --compute-cmvn {train} {tmp_path}/feats/train" in train_log
+    assert f"args: --cmvn-mean speaker --nj 3 {dev} {tmp_path}/feats/dev" in dev_log
+    record = (tmp_path / "feats" / "log" / "featurize.options").read_text().splitlines()
+    assert record[0].startswith(f"# {ROOT}/steps/featurize.sh --nj 3 --feature-opts --cmvn-mean\\ speaker ")
+    assert record[2:] == ["--cmd run-local", "--nj 3", f"--log-dir {tmp_path}/feats/log", "--feature-opts --cmvn-mean\\ speaker"]
+
+
+# A decoding stub: dev's WER is lowest at prior scale 0.5, its LM weight 4 chosen; any other set scores 30.
+DECODE_STUB = """
+echo "decode.sh $*" >> "$DECODE_CALLS"
+out="${@: -1}"; mkdir -p "$out"
+case "$*" in
+  *--prior-scale\\ 0.5*) wer=10 ;;
+  *) wer=20 ;;
+esac
+case "$out" in *decode_dev*|*decode_dev_noisy*) echo 4 > "$out/best_lmwt" ;; *) wer=30 ;; esac
+echo "%WER $wer [ 1 / 10 ] $out/wer_4" > "$out/best_wer"
+"""
+
+
+def test_decode_tuned_chooses_the_prior_scale_and_lm_weight_on_dev_and_decodes_test_at_them(tmp_path):
+    steps = tmp_path / "steps"
+    shutil.copytree(os.path.join(ROOT, "steps"), steps)
+    stub(steps, "decode.sh", DECODE_STUB)
+    data, model = tmp_path / "data", tmp_path / "exp" / "lstm_ce"
+    for split in ("dev", "test", "dev_noisy", "test_noisy"):
+        (data / split).mkdir(parents=True)
+        (data / split / "wav.scp").write_text("u1 a.wav\n")
+    (model / "final").mkdir(parents=True)
+    (tmp_path / "graph").mkdir()
+    (tmp_path / "graph" / "HCLG.fst").write_bytes(b"")
+    env = {**os.environ, "DECODE_CALLS": str(tmp_path / "calls")}
+    result = run_step(steps / "decode_tuned.sh", "--prior-scales", "1 0.5", "--decode-opts", "--cmvn-online",
+                      "--tuned-sets", "dev:test dev_noisy:test_noisy", tmp_path / "graph", data, model, env=env)
+    assert result.returncode == 0, result.stderr
+    assert (model / "decode_dev" / "prior_scale").read_text() == "0.5\n"
+    assert f"{model}/decode_dev/wer_4" in (model / "decode_dev" / "best_wer").read_text()
+    assert not list(model.glob("decode_dev_prior*"))
+    calls = (tmp_path / "calls").read_text().splitlines()
+    test_call = next(call for call in calls if call.endswith(f"{model}/decode_test"))
+    assert "--decode-opts --cmvn-online --acoustic-scale 0.25 --prior-scale 0.5 " in test_call
+    noisy_dev = next(call for call in calls if call.endswith(f"{model}/decode_dev_noisy"))
+    assert "--lmwt-sweep" in noisy_dev and "--prior-scale 0.5" in noisy_dev  # dev's prior scale, its own weight
+    assert len(calls) == 5  # dev at two prior scales, test, dev_noisy, test_noisy
+    assert "test: %WER 30 " in result.stderr and "(LM weight 4 chosen on dev, prior scale 0.5 on dev)" in result.stderr
+    assert "--tuned-sets dev:test\\ dev_noisy:test_noisy" in (model / "log" / "decode_tuned.options").read_text()
+    first = run_step(steps / "decode_tuned.sh", "--first-only", "true", "--tuned-sets", "dev:test:train_fit dev_noisy:x",
+                     tmp_path / "graph", data, model, env=env)
+    assert first.returncode == 0, first.stderr
+    assert len((tmp_path / "calls").read_text().splitlines()) == 5 + 2  # dev at prior scale 1, then test only

@@ -8,7 +8,8 @@
 # --some-name VALUE sets the variable some_name, which must already be set (an option nobody declared is a
 # typo: an error, exit 2).  A variable whose default is true or false takes only true or false.  The names
 # in $switch_options take no value: --name sets name=true.  --config FILE, first, sources FILE (a file of
-# name=value lines) before the other options override it.  -h or --help prints $help_message and exits 0;
+# name=value lines) before the other options override it.  -h or --help prints $help_message (a recipe's
+# default: its header comment) and exits 0;
 # -- ends the options.  After it, parse_command_line holds the command line as given (words quoted where
 # they need it), for the script's log and record.
 #
@@ -30,7 +31,11 @@ fi
 while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; break ;;
-    -h|--help) printf '%s\n' "${help_message:-$0: no help}"; exit 0 ;;
+    -h|--help)
+      # Without help_message, the script's header comment (its lines 2.. up to the first that is not one).
+      if [ -n "${help_message:-}" ]; then printf '%s\n' "$help_message"
+      else sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; fi
+      exit 0 ;;
     --*=*) echo "$0: write '${1%%=*} ${1#*=}', not '$1'" >&2; exit 2 ;;
     --?*) ;;
     *) break ;;

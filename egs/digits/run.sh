@@ -12,7 +12,6 @@ set -euo pipefail
 stage=0
 nj=2
 out=
-help_message="$(sed -n '2,10p' "$0")"
 . "$(dirname "$0")/../../steps/parse_options.sh"
 require_no_arguments "$@"
 require_whole_number stage nj

@@ -66,7 +66,6 @@ steel_sky=true
 lfmmi=false
 
 switch_options=overwrite
-help_message="$(sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//')"
 . "$(dirname "$0")/../../steps/parse_options.sh"
 require_no_arguments "$@"
 command_line="$parse_command_line"

@@ -144,8 +144,8 @@ case "$size" in
 esac
 train_options="--config conf/train_ce.conf --num-streams $streams"
 $overwrite && train_options+=" --no-resume"
-mono_model="--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3
-            --model-param num_units=$mono_units"
+mono_model="--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3"
+mono_model+=" --model-param num_units=$mono_units"
 ce_model="$(ce_model_options "$am" "$ce_cells")"
 # Mini LibriSpeech reports on the set it tunes on, as Kaldi's recipe does: dev at its best LM weight.
 decode_options=(--cmd "$cpu_cmd" --nj "$nj" --decode-config conf/decode.conf --tuned-sets "dev:" --prior-scales "1 0.5")

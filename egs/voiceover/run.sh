@@ -135,8 +135,8 @@ train_fit_utts=150
 train_options="--config conf/train_ce.conf --num-streams $streams"
 $overwrite && train_options+=" --no-resume"
 # The frame-local monophone DNN of egs/voicesearch (see there why not an LSTM), and the acoustic network.
-mono_model="--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3
-            --model-param num_units=$mono_units"
+mono_model="--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3"
+mono_model+=" --model-param num_units=$mono_units"
 ce_model="$(ce_model_options "$am" "$ce_cells")"
 ce_prior_scale=0.5
 noise_styles=conf/noise_styles.json

@@ -210,8 +210,8 @@ train_options="--config conf/train_ce.conf --num-streams $streams"
 # silence), 81% within 2 frames of the synthesisers' timings after three passes; the frame-local DNN must
 # put each frame where its acoustics belong, 96%.  Not an LSTM either: it can learn frame positions from
 # its zero start state.
-mono_model="--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3
-            --model-param num_units=$mono_units"
+mono_model="--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3"
+mono_model+=" --model-param num_units=$mono_units"
 ce_model="$(ce_model_options "$am" "$ce_cells")"
 ce_prior_scale=0.5  # realigning with the CE models (stages 7 and 11)
 noise_styles=conf/noise_styles.json  # the multi-style mix of CE and sMBR training
@@ -348,8 +348,8 @@ if run_stage 11 && $unroll_comparison; then
   echo "stage 11: truncated vs full unrolling at a constant b x u -> $exp/unroll_*" >&2
   comparison_subset 11
   # [Variani2017-15k]'s experiment is the LSTM's, whatever --am is (and u = 10 is no multiple of wblstm's group).
-  comparison_options="$train_options $(ce_model_options lstm "$ce_cells") --num-epochs $ce_epochs --valid-utts 50
-                      --valid-every 10"
+  comparison_options="$train_options $(ce_model_options lstm "$ce_cells") --num-epochs $ce_epochs"
+  comparison_options+=" --valid-utts 50 --valid-every 10"
   frames_per_step=
   for pair in $unroll_pairs; do
     b="${pair%%:*}"; u="${pair##*:}"; frames_per_step=$((b * u))
@@ -401,9 +401,10 @@ if run_stage 11 && $group_comparison; then
   echo "stage 11: the windowed BLSTM at 20+1+20 and 20+8+20 ([Mohamed2015]) -> $exp/wblstm_g1, $exp/wblstm_g8" >&2
   comparison_subset 11
   for group in 1 8; do
-    ../../steps/train_ce.sh "${clean_training[@]}" --opts "$train_options --model wblstm --model-param num_layers=2
-        --model-param num_cells=$(( ce_cells / 2 )) --model-param context=20 --model-param group=$group
-        --num-streams $(( streams / 2 )) --unroll 40" "$comparison_data" "$exp/tree_ali" "$exp/wblstm_g$group"
+    group_model="--model wblstm --model-param num_layers=2 --model-param num_cells=$(( ce_cells / 2 ))"
+    group_model+=" --model-param context=20 --model-param group=$group --num-streams $(( streams / 2 )) --unroll 40"
+    ../../steps/train_ce.sh "${clean_training[@]}" --opts "$train_options $group_model" "$comparison_data" \
+      "$exp/tree_ali" "$exp/wblstm_g$group"
     ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage11" --tuned-sets "$tuned_sets" \
       --first-only true "$exp/${am}_ce/graph" "$data" "$exp/wblstm_g$group"
     echo "wblstm_g$group: decoding $(grep -ho 'frames_per_second=[0-9]*' "$logs/stage11/decode_wblstm_g${group}_test.log")" >&2

@@ -412,10 +412,13 @@ pocketsphinx_baseline() {
     echo "$split: $(cat "$exp/pocketsphinx/decode_$split/best_wer")" >&2
   done
 }
-# pocketsphinx_decode STAGE SET DECODE_DIR [OPTION...]: one pocketsphinx decoding (steps/pocketsphinx_decode.py).
+# pocketsphinx_decode STAGE SET DECODE_DIR [OPTION...]: one pocketsphinx decoding (steps/pocketsphinx_decode.py),
+# with the decoding LM and its dictionary (data/local/dict_test where the recipe made a larger decoding vocabulary).
 pocketsphinx_decode() {
+  local dict="$data/local/dict"
+  [ -d "$data/local/dict_test" ] && dict="$data/local/dict_test"
   launch "$cpu_cmd" "$logs/stage$1/pocketsphinx_$(basename "$3").log" \
-    python "$ASRKIT_ROOT/steps/pocketsphinx_decode.py" "${@:4}" --nj "$nj" "$data/$2" "$data/local/dict" \
+    python "$ASRKIT_ROOT/steps/pocketsphinx_decode.py" "${@:4}" --nj "$nj" "$data/$2" "$dict" \
       "$data/local/lm/test.arpa" "$3"
 }
 

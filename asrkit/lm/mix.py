@@ -12,7 +12,7 @@ import math
 
 from asrkit.errors import AsrkitError
 from asrkit.lm.backoff import recompute_backoffs
-from asrkit.lm.model import BOS, LOG10_ZERO, BackoffModel
+from asrkit.lm.model import BOS, LOG10_ZERO, BackoffModel, perplexity
 
 EM_ITERATIONS = 50
 EM_TOLERANCE = 1e-4  # stop when no weight moves more than this
@@ -21,7 +21,7 @@ EM_TOLERANCE = 1e-4  # stop when no weight moves more than this
 @dataclasses.dataclass
 class HeldoutFit:
     weights: list
-    perplexities: list  # each component's alone, on the tokens every scoring counted
+    perplexities: list  # each LM's alone (its unknown words as the OOV word, or not scored without one)
     mixture_perplexity: float
     tokens: int
     skipped_tokens: int  # words no component knows (and their </s> is still counted)
@@ -87,8 +87,7 @@ def _token_probabilities(models, sentences, oov_word):
 
 
 def _perplexity(rows, weights):
-    """Perplexity of the dynamic mixture over the scored tokens; infinite when it gives one of them nothing (an LM
-    alone, lacking a word the others know)."""
+    """Perplexity of the dynamic mixture over the scored tokens; infinite when it gives one of them nothing."""
     probabilities = [sum(w * p for w, p in zip(weights, row)) for row in rows]
     if not rows:
         return float("nan")
@@ -117,5 +116,6 @@ def fit_weights(models, sentences, oov_word=None):
         weights = new
         if done:
             break
-    alone = [_perplexity(rows, [1.0 if j == i else 0.0 for j in range(len(models))]) for i in range(len(models))]
+    # Each LM alone as SRILM reports it: its own unknown words as its OOV word where it has one, else not scored.
+    alone = [perplexity(model, sentences, oov_word).perplexity for model in models]
     return HeldoutFit(weights, alone, _perplexity(rows, weights), len(rows), skipped)

@@ -8,6 +8,7 @@ import pytest
 from asrkit.errors import AsrkitError
 from asrkit.lm.backoff import explicit_words
 from asrkit.lm.mix import fit_weights, mix_models
+from asrkit.lm.model import perplexity
 from asrkit.lm.ngram import estimate_ngram_lm
 from asrkit.lm.vocabulary import fold_model_case, limit_vocabulary
 
@@ -70,10 +71,11 @@ def test_unknown_held_out_words_are_skipped_or_mapped():
     model_a, model_b = (estimate_ngram_lm(c, 2, "wb") for c in (IN_DOMAIN, GENERAL))
     fit = fit_weights([model_a, model_b], [["open", "the", "zebra"]])
     assert fit.skipped_tokens == 1 and fit.tokens == 3  # open, the, and </s> after the skipped word
-    # "book" is the general LM's alone: the in-domain LM alone cannot score it, the mixture can.
+    # "book" is the general LM's alone: the in-domain LM alone does not score it (it has no OOV word), the
+    # mixture does; each LM alone is reported as SRILM does.
     fit = fit_weights([model_a, model_b], [["open", "the", "book"]])
-    assert fit.perplexities[0] == math.inf and math.isfinite(fit.perplexities[1])
-    assert math.isfinite(fit.mixture_perplexity)
+    assert fit.perplexities[0] == perplexity(model_a, [["open", "the", "book"]]).perplexity
+    assert all(math.isfinite(p) for p in fit.perplexities + [fit.mixture_perplexity])
     with pytest.raises(AsrkitError, match="no word any of the LMs knows"):
         fit_weights([model_a, model_b], [])  # an empty held-out file
 

@@ -15,7 +15,9 @@
   input ran out or that got a signal stops all of them at the same step (a collective
   with a missing member would wait forever).  Only the chief (worker 0) writes config.json,
   checkpoints, final/ and result.json; the others write TensorBoard to a temporary dir, as
-  TensorFlow recommends, and on resume start their input afresh.
+  TensorFlow recommends, and their own input position and stream states at the chief's
+  checkpoint steps (asrkit.train.loop.Checkpoints), from which a rerun continues their input
+  exactly.
 - `ps`: asynchronous SGD with tf.distribute.ParameterServerStrategy.  The variables live on
   the ps tasks; the `chief` task runs the loop, pulls the batches as a local run does and
   schedules each step on whichever worker is free (ClusterCoordinator), with the batch as

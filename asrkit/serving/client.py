@@ -110,7 +110,8 @@ class ServerExamples:
         self._retired_servers = set()
         self._position_lock = threading.Lock()
         self._endpoints = set()  # connected now: handshake failures of others (dead servers) are not ours
-        self._given_endpoints = set(endpoints)  # servers started by hand: a lost one is reported with its resume options
+        # Servers started by hand: a lost one is reported with the options that resume it.
+        self._given_endpoints = set(endpoints)
         self._lost_endpoints = {}  # endpoint given -> when it disconnected, until reported
         self._verified_endpoints = set()  # a handshake succeeded there once: its keys are right
         self._handshake_failures = {}  # endpoint -> failed handshakes without a success

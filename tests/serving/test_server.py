@@ -193,6 +193,7 @@ def test_a_lost_server_given_by_address_is_reported_with_the_options_that_resume
         while "resume it with" not in caplog.text and time.monotonic() < deadline:
             time.sleep(0.1)
         assert f"example server {endpoint} disconnected" in caplog.text
-        assert "shard 1/1: epoch 2 up to u3 (resume it with --shard 1/1 --start-epoch 2 --start-after u3)" in caplog.text
+        assert ("shard 1/1: epoch 2 up to u3 (resume it with --shard 1/1 --start-epoch 2 --start-after u3)"
+                in caplog.text)
     finally:
         source.close()

@@ -111,7 +111,8 @@ def test_two_multiworker_workers_on_loopback_stay_in_sync_and_resume(corpus, tmp
     for log in logs:
         assert ce_cluster.logged(log, r"summary: status=ok steps=6 .*resumed_from=4")
     # Worker 1 continues its own input from its checkpoint of step 4 (the chief's holds the chief's).
-    assert ce_cluster.logged(logs[1], r"resuming this worker's input from .*worker-1/checkpoints/ckpt-4: input position")
+    assert ce_cluster.logged(logs[1],
+                             r"resuming this worker's input from .*worker-1/checkpoints/ckpt-4: input position")
     digests = [ce_cluster.logged(log, r"step (\d+): weights (\w+)") for log in logs]
     assert [step for step, _ in digests[0]] == ["5", "6"] and digests[0] == digests[1]
     # The weights of a run that was never stopped, step for step.

@@ -27,17 +27,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 def load_loglikes(recognizer, data_dir, count):
     """[(utterance id, log-likelihoods, reference words)] of the first `count` utterances with a transcript."""
-    from asrkit.scoring.kaldi_text import read_kaldi_text
+    from recognizer_server import load_utterances  # bench/ is this script's directory, first on sys.path
 
-    texts = dict(read_kaldi_text(os.path.join(data_dir, "text")))
-    utterances = []
-    with open(os.path.join(data_dir, "wav.scp"), encoding="utf-8") as handle:
-        for line in handle:
-            key, path = line.split(maxsplit=1)
-            if key in texts and len(utterances) < count:
-                samples = recognizer.load_audio(path.strip())
-                utterances.append((key, recognizer.acoustic.log_likelihoods(samples), list(texts[key])))
-    return utterances
+    return [(key, recognizer.acoustic.log_likelihoods(samples), words)
+            for key, samples, words in load_utterances(recognizer, data_dir, count)]
 
 
 def decode_all(recognizer, utterances, beam, max_active):

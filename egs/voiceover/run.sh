@@ -38,9 +38,9 @@
 #
 # Stages: 0 set-up (.venv, festival); 1 the games from Debian (apt-get download, dpkg-deb -x) and the
 #         data dirs -> data/{train,dev,test}; 2 dictionary: CMUdict, festival's letter-to-sound rules
-#         for the rest -> data/local/dict, and the decoding vocabulary's -> data/local/dict_test; 3 lang dir, bigram and trigram LMs from train's transcripts
-#         (perplexity on dev in the log), the trigram interpolated with --external-lm for decoding
-#         -> data/lang{,_bigram,_test}; 4 narrowband features (+ CMVN
+#         for the rest -> data/local/dict, and the decoding vocabulary's -> data/local/dict_test; 3 lang
+#         dir, bigram and trigram LMs from train's transcripts (perplexity on dev in the log), the trigram
+#         interpolated with --external-lm for decoding -> data/lang{,_bigram,_test}; 4 narrowband features (+ CMVN
 #         of train) -> exp/feats, with --ivectors the i-vector extractor and train's online i-vectors
 #         -> exp/ivector_extractor, exp/ivectors_train; 5 flat start and three rounds of monophone DNN
 #         training and realignment -> exp/mono*; 6 decision tree, multi-style CE training of the network (an example

@@ -12,7 +12,7 @@ import math
 
 from asrkit.errors import AsrkitError
 from asrkit.lm.backoff import recompute_backoffs
-from asrkit.lm.model import BOS, LOG10_ZERO, BackoffModel, perplexity
+from asrkit.lm.model import BOS, EOS, LOG10_ZERO, BackoffModel, perplexity
 
 EM_ITERATIONS = 50
 EM_TOLERANCE = 1e-4  # stop when no weight moves more than this
@@ -73,7 +73,7 @@ def _token_probabilities(models, sentences, oov_word):
     rows, skipped = [], 0
     for sentence in sentences:
         history = (BOS,)
-        for word in list(sentence) + ["</s>"]:
+        for word in list(sentence) + [EOS]:
             if not any(word in words for words in known):
                 if oov_word is None or not any(oov_word in words for words in known):
                     skipped += 1

@@ -7,6 +7,7 @@ import logging
 from asrkit.lm.arpa import write_arpa
 from asrkit.lm.make_lm import read_sentences, read_vocabulary
 from asrkit.lm.mix import fit_weights, mix_models
+from asrkit.lm.model import BOS, EOS
 from asrkit.lm.read_lm import read_lm
 from asrkit.lm.vocabulary import fold_word
 
@@ -36,7 +37,7 @@ def mix_lm_files(paths, arpa_path, weights=None, heldout_path=None, kaldi_text=F
     """Mix the LM files `paths` into `arpa_path`; weights given, or fitted on `heldout_path` when None."""
     vocabulary = None
     if vocabulary_path is not None:
-        vocabulary = {fold_word(word, case) for word in read_vocabulary(vocabulary_path)} | {"<s>", "</s>"}
+        vocabulary = {fold_word(word, case) for word in read_vocabulary(vocabulary_path)} | {BOS, EOS}
     models = _read_models(paths, vocabulary, case)
     fit = None
     if weights is None:

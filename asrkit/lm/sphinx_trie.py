@@ -21,7 +21,7 @@ import os
 import numpy as np
 
 from asrkit.errors import AsrkitError
-from asrkit.lm.model import BackoffModel
+from asrkit.lm.model import LOG10_ZERO, BackoffModel
 from asrkit.lm.vocabulary import fold_words
 
 HEADER = b"Trie Language Model"
@@ -114,7 +114,7 @@ def _owners(child_starts, entries):
 
 def _to_log10(values):
     log10 = values.astype(np.float64) * LOG10_OF_BASE
-    return np.where(log10 <= LOG10_FLOOR, -99.0, np.round(log10, 6))
+    return np.where(log10 <= LOG10_FLOOR, LOG10_ZERO, np.round(log10, 6))
 
 
 def read_sphinx_trie(path, vocabulary=None, case=None):

@@ -30,7 +30,7 @@ def test_smbr_with_a_seq_server_on_another_host_completes(make_cluster, seq_task
                    capture_output=True)
     exp_dir = tmp_path / "seq"
     sequence = ["--criterion", "smbr", "--acoustic-scale", "0.5", "--snapshot-check-seconds", "0.1"]
-    _server, endpoint = start_server(
+    server, endpoint = start_server(
         cluster, asrkit_environment, seq_task["data"], seq_task["ali"], tmp_path, "--allow-remote",
         "--curve-secret-key", os.path.join(keys, "server.key_secret"), "--from-feats", "--mode", "seq",
         "--model-dir", seq_task["ce"], "--graph", seq_task["graph"], "--snapshot-dir", str(exp_dir / "snapshots"),
@@ -54,6 +54,10 @@ def test_smbr_with_a_seq_server_on_another_host_completes(make_cluster, seq_task
     assert "server_objective" in output and "staleness histogram" in output
     assert (exp_dir / "final" / "model.json").exists()
     assert sorted(os.listdir(exp_dir / "snapshots"))[-1] == "step-000000012"
+    # The server serves until told to stop; its last progress line (the seq statistics) comes as it exits, and a
+    # run this short may end before its first periodic line.
+    server.terminate()
+    assert server.wait(timeout=60) == 0
     server_log = (tmp_path / "server.log").read_text()
     assert "sequence training: criterion smbr" in server_log
     # The server on the other host made the lattices and derivatives (a 12-step run takes what it queued with the

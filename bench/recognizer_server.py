@@ -7,16 +7,19 @@
    segment: the final result's latency after its endpoint (the piece's arrival + compute - the
    endpoint's time) or, for the last segment, the compute of finish() after the audio's end.  Also the
    WER of streaming (Kaldi's endpoint rules, segments joined) against batch Recognizer.transcribe on the
-   same utterances and references, and the real-time factor of each.
+   same utterances and references, and the real-time factor of each (CPU seconds of the thread per
+   audio second: one stream on one core); with --arpa and --ps-dict, pocketsphinx's CPU per audio
+   second on the same pieces beside it.
 2. `server`: an asrkit-serve-recognizer process; N clients each stream an utterance paced in real time
    (0.1 s messages), then EOF.  Per stream: the time from each message to its first answer (partial
-   round trip) and from EOF to the final result.
+   round trip) and from EOF to the final result (the latest of them too); the server process's CPU
+   seconds per audio second per stream, and so how many cores N streams need.
 3. `abuse`: the same server gets 1,000 malformed or abandoned connections (odd byte counts, junk text,
    oversized messages, audio then a dropped TCP connection, audio then a close without EOF, 25 at a
    time); its RSS and thread count (from /proc) before and after, and a good stream after it all.
 
     .venv/bin/python bench/recognizer_server.py PACKAGE_DIR DATA_DIR [--parts stream,server,abuse]
-        [--utterances 20] [--streams 16] [--bad-connections 1000]
+        [--utterances 20] [--streams 16] [--bad-connections 1000] [--arpa LM --ps-dict DICT [--ps-lm-weight W]]
 
 DATA_DIR is a Kaldi data dir (wav.scp, text).  Numbers depend on the machine's load: run it niced
 beside other work and say so.
@@ -83,6 +86,32 @@ def stream_one(recognizer, samples, piece, final_pass):
     return segments + finals, partial_lags, final_lags, cpu
 
 
+def pocketsphinx_stream_cpu(args, utterances, sample_rate):
+    """CPU seconds of pocketsphinx decoding the utterances in the same 0.1-s pieces with a partial hypothesis
+    after each (its live mode: full_utt False, hyp() per piece), at 16 kHz as its en-us model needs."""
+    import pocketsphinx
+
+    from asrkit.data.audio import to_pcm16
+    from asrkit.recognizer.resample import resample
+
+    options = {"hmm": pocketsphinx.get_model_path("en-us/en-us"), "lm": args.arpa, "dict": args.ps_dict,
+               "samprate": 16000, "loglevel": "FATAL"}
+    if args.ps_lm_weight:
+        options["lw"] = float(args.ps_lm_weight)
+    decoder = pocketsphinx.Decoder(**options)
+    audio = [to_pcm16(resample(samples, sample_rate, 16000)).tobytes() for _, samples, _ in utterances]
+    piece = 2 * int(PIECE_SECONDS * 16000)
+    began = time.thread_time()
+    for data in audio:
+        decoder.start_utt()
+        for start in range(0, len(data), piece):
+            decoder.process_raw(data[start:start + piece], no_search=False, full_utt=False)
+            decoder.hyp()
+        decoder.end_utt()
+        decoder.hyp()
+    return time.thread_time() - began
+
+
 def stream_part(args):
     from threadpoolctl import threadpool_limits
 
@@ -104,6 +133,12 @@ def stream_part(args):
         batch_errors += count_edits(reference, batch_texts[-1]).errors
     print(f"stream: {len(utterances)} utterances, {audio:.1f} s of audio, {words} words, pieces of {PIECE_SECONDS} s; "
           f"batch WER {100 * batch_errors / words:.2f}%, RTF {batch_cpu / audio:.3f} (CPU of one thread / audio)")
+    if args.arpa and args.ps_dict:
+        ps_cpu = pocketsphinx_stream_cpu(args, utterances, recognizer.sample_rate)
+        print(f"  pocketsphinx, the same 0.1-s pieces with a partial hypothesis after each: CPU per audio second "
+              f"{ps_cpu / audio:.3f}; asrkit batch / pocketsphinx {batch_cpu / ps_cpu:.2f}x")
+    else:
+        ps_cpu = None
     for final_pass in ("online", "batch"):
         errors, cpu, differ, partial_lags, final_lags, segment_counts = 0, 0.0, 0, [], [], []
         for (key, samples, reference), batch in zip(utterances, batch_texts):
@@ -119,6 +154,8 @@ def stream_part(args):
         print(f"  final pass {final_pass}: WER {100 * errors / words:.2f}% ({change:+.2f}% "
               f"absolute against batch; {differ} utterances differ), RTF {cpu / audio:.3f}, segments per utterance "
               f"{np.bincount(segment_counts).tolist()} (utterances with 0, 1, ...)")
+        if ps_cpu:
+            print(f"    CPU per audio second against pocketsphinx's streaming: {cpu / ps_cpu:.2f}x")
         print(f"    partial latency (ready - end of the audio it covers): {percentiles(partial_lags)}")
         print(f"    final latency (ready - endpoint or end of audio): {percentiles(final_lags)}")
 
@@ -138,6 +175,14 @@ def start_server(args, *options):
             return process, int(found.group(1))
         time.sleep(0.2)
     raise RuntimeError(f"the server did not start; see {log.name}")
+
+
+def process_cpu_seconds(pid):
+    """User + system CPU seconds of a process so far (/proc/PID/stat), robust to the machine's load as wall
+    time is not."""
+    with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def proc_status(pid):
@@ -186,13 +231,19 @@ def server_part(args):
     try:
         asyncio.run(concurrent_streams(port, utterances, 2, recognizer.sample_rate))  # warm up
         for count in args.streams:
+            cpu_before = process_cpu_seconds(process.pid)
             results = asyncio.run(concurrent_streams(port, utterances, count, recognizer.sample_rate))
+            cpu = process_cpu_seconds(process.pid) - cpu_before
+            audio = sum(len(utterances[index % len(utterances)][1]) for index in range(count)) / recognizer.sample_rate
             trips = [trip for stream_trips, _ in results for trip in stream_trips]
             finals = [final for _, final in results]
             print(f"server: {count} concurrent real-time streams (2 recognition threads)")
+            print(f"  server CPU per audio second: {cpu / audio:.3f} per stream ({cpu:.1f} CPU s for {audio:.1f} s of "
+                  f"audio); {count} streams need {count * cpu / audio:.2f} cores")
             print(f"  message -> first answer: {percentiles(trips)}")
             within = sum(final <= 0.5 for final in finals)
-            print(f"  EOF -> final result: {percentiles(finals)}; within 0.5 s: {within}/{count}")
+            print(f"  EOF -> final result: {percentiles(finals)}; within 0.5 s: {within}/{count}; "
+                  f"latest {max(finals):.3f} s")
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -269,6 +320,9 @@ def main():
     parser.add_argument("--streams", default="16", help="Comma-separated numbers of concurrent streams.")
     parser.add_argument("--bad-connections", type=int, default=1000, help="Per round.")
     parser.add_argument("--abuse-rounds", type=int, default=2)
+    parser.add_argument("--arpa", default=None, help="The recipe's ARPA LM, for pocketsphinx's reference CPU.")
+    parser.add_argument("--ps-dict", default=None, help="pocketsphinx dictionary of the recipe's lexicon.")
+    parser.add_argument("--ps-lm-weight", default=None, help="pocketsphinx's language weight (dev's choice).")
     args = parser.parse_args()
     args.streams = [int(count) for count in args.streams.split(",")]
     parts = {"stream": stream_part, "server": server_part, "abuse": abuse_part}

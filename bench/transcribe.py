@@ -11,7 +11,8 @@ on one core, WER, and the package's graph load against parsing HCLG.fst.
   would be), each --repeats times, interleaved; the median and the range are printed;
 - RTF: the first --utterances utterances of --data, in this process pinned to --core with one BLAS
   thread, transcribed by asrkit.Recognizer (batch: whole utterances) and by pocketsphinx (full-utterance
-  CMN), CPU seconds over audio seconds;
+  CMN), CPU seconds over audio seconds (robust to the machine's load, where wall time is not), and
+  asrkit's split into acoustic model, decoding and result;
 - WER of both against --data's text, and asrkit's hypotheses against --reference-hyp (asrkit-decode's
   hyp.txt at the same parameters): they should agree closely;
 - word times: each correctly recognised word's start and end (a word the hypothesis shares with the
@@ -130,9 +131,10 @@ def cold_starts(args, wav):
 
 
 def asrkit_pass(args, audio):
-    """({utt: words}, cpu seconds, Recognizer) of asrkit.Recognizer over the utterances (one core, one BLAS
-    thread)."""
-    from asrkit.recognizer.recognizer import Recognizer
+    """({utt: words}, cpu seconds, {stage: cpu seconds}, Recognizer) of asrkit.Recognizer over the utterances (one
+    core, one BLAS thread).  The stages are those of Recognizer.transcribe: the acoustic model (front end and
+    network), decoding (lattice_faster), and the result (confidences from the lattice, forced alignment)."""
+    from asrkit.recognizer.recognizer import Recognizer, decode_loglikes
 
     recognizer = Recognizer(args.package)
     first = next(iter(audio.values()))
@@ -141,7 +143,19 @@ def asrkit_pass(args, audio):
     start = time.process_time()
     for utt, samples in audio.items():
         hyps[utt] = recognizer.transcribe(samples).text.split()
-    return hyps, time.process_time() - start, recognizer
+    cpu = time.process_time() - start
+    stages = dict.fromkeys(("acoustic model", "decoding", "result"), 0.0)
+    for samples in audio.values():
+        began = time.process_time()
+        loglikes = recognizer.acoustic.log_likelihoods(samples)
+        decoded_at = time.process_time()
+        decoded = decode_loglikes(recognizer.package, loglikes)
+        result_at = time.process_time()
+        recognizer.result(loglikes, decoded=decoded)
+        stages["acoustic model"] += decoded_at - began
+        stages["decoding"] += result_at - decoded_at
+        stages["result"] += time.process_time() - result_at
+    return hyps, cpu, stages, recognizer
 
 
 def word_time_agreement(recognizer, audio, refs, tolerance=2):
@@ -250,7 +264,7 @@ def main():
     package = load_package(args.package)
     audio = load_audio(args.data, utterance_ids, package.sample_rate)
     audio_seconds = sum(len(samples) for samples in audio.values()) / package.sample_rate
-    ours, our_cpu, recognizer = asrkit_pass(args, audio)
+    ours, our_cpu, stages, recognizer = asrkit_pass(args, audio)
     ps_audio = load_audio(args.data, utterance_ids, POCKETSPHINX_RATE)
     theirs, their_cpu = pocketsphinx_pass(args, ps_audio)
     refs = read_kaldi_text(os.path.join(args.data, "text"))
@@ -258,6 +272,8 @@ def main():
     print(f"  asrkit       RTF {our_cpu / audio_seconds:.4f} (CPU s / audio s)  {wer_line(refs, ours)}")
     print(f"  pocketsphinx RTF {their_cpu / audio_seconds:.4f}                    {wer_line(refs, theirs)}")
     print(f"  asrkit / pocketsphinx CPU time: {our_cpu / their_cpu:.2f}x")
+    print("  asrkit's CPU per audio second by stage (a second pass): "
+          + ", ".join(f"{stage} {cpu / audio_seconds:.4f}" for stage, cpu in stages.items()))
     if args.reference_hyp:
         reference = read_kaldi_text(args.reference_hyp)
         print(f"  asrkit against asrkit-decode's hypotheses: {wer_line(reference, ours)}")

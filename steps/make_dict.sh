@@ -6,6 +6,7 @@ cmd=run-local
 log_dir=
 word_list=
 frequent_words=0
+frequent_apostrophes=false
 pronunciations=
 lts=false
 max_missing=0
@@ -19,6 +20,8 @@ Options:
   --log-dir DIR            the job's log (default: <dict-dir>/log)
   --word-list FILE         more words, one a line (default: none)
   --frequent-words N       also the N most frequent English words (default: $frequent_words)
+  --frequent-apostrophes true|false   the frequent words include those with an apostrophe (GOD'S,
+                           THEY'LL), which a general English LM knows (default: $frequent_apostrophes)
   --pronunciations FILE    a CMUdict-format lexicon whose pronunciations come first (default: none)
   --lts true|false         letter-to-sound pronunciations for the words without one (default: $lts)
   --max-missing N          words left without a pronunciation before it fails (default: $max_missing)"
@@ -37,8 +40,9 @@ $lts && options+=(--lts)
 [ -n "$word_list" ] && options+=(--word-list "$word_list")
 for text in "${texts[@]}"; do options+=(--text "$text"); done
 [ "$frequent_words" != 0 ] && options+=(--frequent-words "$frequent_words")
+$frequent_apostrophes && options+=(--frequent-apostrophes)
 [ -n "$pronunciations" ] && options+=(--pronunciations "$pronunciations")
 launch "$cmd" "$log_dir/prepare_dict.log" \
   python "$(dirname "$0")/prepare_dict.py" "${options[@]}" --max-missing "$max_missing" "$dict_dir"
-record_options "$dict_dir" make_dict "$parse_command_line" cmd log_dir word_list frequent_words pronunciations lts \
-  max_missing
+record_options "$dict_dir" make_dict "$parse_command_line" cmd log_dir word_list frequent_words \
+  frequent_apostrophes pronunciations lts max_missing

@@ -6,6 +6,9 @@ cmd=run-local
 log_dir=
 oov_word="<UNK>"
 decoding_lm=
+mix_lm=
+mix_lm_opts=
+decoding_dict=
 lm_prune=0
 trigram_through_format_lm=false
 fourgram=true
@@ -14,8 +17,10 @@ help_message="Usage: steps/make_lang_and_lms.sh [options] <dict-dir> <train-dir>
 The lang dir -> <data-dir>/lang (prepare_lang, unknown word --oov-word), and from <train-dir>/text's
 transcripts (<heldout-dir>/text's perplexity in the logs; its text never enters an LM) the bigram of
 sequence training -> <data-dir>/lang_bigram and the decoding LM -> <data-dir>/lang_test: a trigram of the
-transcripts, or --decoding-lm through format_lm; ARPA files under <data-dir>/local/lm (test.arpa: the
-decoding LM).  With --fourgram true also a 4-gram over the lang dir's words, for lattice rescoring only ->
+transcripts, or --decoding-lm through format_lm, or the trigram interpolated with --mix-lm (mix_lm, the
+weights fitted on <heldout-dir>'s text); ARPA files under <data-dir>/local/lm (test.arpa: the decoding LM).
+With --decoding-dict the decoding LM's lang dir is that dictionary's -> <data-dir>/lang_decode (a larger
+vocabulary for decoding than for training; the same phones).  With --fourgram true also a 4-gram over the lang dir's words, for lattice rescoring only ->
 <data-dir>/local/lm/fourgram.arpa.
 Options:
   --cmd LAUNCHER                how jobs are launched (cmd.sh; default: $cmd)
@@ -23,6 +28,10 @@ Options:
   --oov-word WORD               the lang dir's unknown word (default: $oov_word)
   --decoding-lm FILE            an ARPA LM (plain or gzipped) to decode with, through format_lm: its words
                                 outside the lexicon mapped to the unknown word (default: none)
+  --mix-lm FILE                 a general LM (ARPA, plain or gzipped, or a Sphinx trie .lm.bin) the
+                                transcripts' trigram is interpolated with for decoding (default: none)
+  --mix-lm-opts 'OPTS'          more mix_lm options, e.g. '--case upper' (default: none)
+  --decoding-dict DIR           the decoding LM's dictionary (default: <dict-dir>)
   --lm-prune T                  format_lm's relative-entropy pruning threshold (default: $lm_prune, none)
   --trigram-through-format-lm true|false   without --decoding-lm, the trigram of the transcripts keeps the
                                 lexicon's words only (local/lm/train_trigram.arpa) and goes through format_lm
@@ -35,19 +44,26 @@ Options:
 [ $# -eq 4 ] || usage_error "expected 4 arguments, got $#" "$help_message"
 echo "$parse_command_line" >&2
 dict_dir="$1"; train_dir="$2"; heldout_dir="$3"; data_dir="$4"
-require_files "$dict_dir/lexicon.txt" "$train_dir/text" "$heldout_dir/text" ${decoding_lm:+"$decoding_lm"}
+require_files "$dict_dir/lexicon.txt" "$train_dir/text" "$heldout_dir/text" ${decoding_lm:+"$decoding_lm"} \
+  ${mix_lm:+"$mix_lm"} ${decoding_dict:+"$decoding_dict/lexicon.txt"}
+[ -z "$decoding_lm" ] || [ -z "$mix_lm" ] || usage_error "give --decoding-lm or --mix-lm, not both" "$help_message"
 lm_dir="$data_dir/local/lm"
 log_dir="${log_dir:-$lm_dir/log}"
 
 # Run here, not through a launcher: the launchers pass arguments to bash verbatim (run.pl's rule), where
 # <UNK> would be a redirection.
 prepare_lang "$dict_dir" "$oov_word" "$data_dir/lang"
+decoding_lang="$data_dir/lang"
+if [ -n "$decoding_dict" ]; then
+  decoding_lang="$data_dir/lang_decode"
+  prepare_lang "$decoding_dict" "$oov_word" "$decoding_lang"
+fi
 mkdir -p "$lm_dir" "$log_dir"
 cut -d' ' -f2- "$train_dir/text" > "$lm_dir/train_text.txt"
 cut -d' ' -f2- "$heldout_dir/text" > "$lm_dir/dev_text.txt"
 
 lms="bigram:2 test:3"
-if [ -n "$decoding_lm" ] || $trigram_through_format_lm; then
+if [ -n "$decoding_lm" ] || [ -n "$mix_lm" ] || $trigram_through_format_lm; then
   lms="bigram:2"
   if [ -z "$decoding_lm" ]; then
     # The lexicon's vocabulary, the lang dir's unknown word.
@@ -56,8 +72,16 @@ if [ -n "$decoding_lm" ] || $trigram_through_format_lm; then
         --oov-word "$(cat "$data_dir/lang/oov.txt")" "$lm_dir/train_text.txt" "$lm_dir/train_trigram.arpa"
     decoding_lm="$lm_dir/train_trigram.arpa"
   fi
+  if [ -n "$mix_lm" ]; then
+    words_of "$mix_lm_opts" mix_options
+    launch "$cmd" "$log_dir/mix_lm.log" \
+      mix_lm "${mix_options[@]}" --heldout "$heldout_dir/text" --kaldi-text --vocab "$decoding_lang/words.txt" \
+        "$decoding_lm" "$mix_lm" "$lm_dir/mixed.arpa"
+    decoding_lm="$lm_dir/mixed.arpa"
+  fi
+  rm -rf "$data_dir/lang_test"
   launch "$cmd" "$log_dir/format_lm.log" \
-    format_lm --prune-threshold "$lm_prune" "$data_dir/lang" "$decoding_lm" "$data_dir/lang_test"
+    format_lm --prune-threshold "$lm_prune" "$decoding_lang" "$decoding_lm" "$data_dir/lang_test"
   # pocketsphinx reads the LM G.fst was made from (with the lexicon's words).
   cp "$data_dir/lang_test/G.arpa" "$lm_dir/test.arpa"
 fi
@@ -76,5 +100,5 @@ if $fourgram; then
     make_lm --order 4 --method kn --heldout "$lm_dir/dev_text.txt" --vocab "$data_dir/lang/words.txt" \
       --oov-word "$(cat "$data_dir/lang/oov.txt")" "$lm_dir/train_text.txt" "$lm_dir/fourgram.arpa"
 fi
-record_options "$lm_dir" make_lang_and_lms "$parse_command_line" cmd log_dir oov_word decoding_lm lm_prune \
-  trigram_through_format_lm fourgram
+record_options "$lm_dir" make_lang_and_lms "$parse_command_line" cmd log_dir oov_word decoding_lm mix_lm \
+  mix_lm_opts decoding_dict lm_prune trigram_through_format_lm fourgram

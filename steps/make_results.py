@@ -31,6 +31,7 @@ import sys
 
 WER = re.compile(r"%WER\s+([0-9.]+)")
 LM_SUMMARY = re.compile(r"make_lm summary: status=ok .*heldout_ppl=([0-9.]+) heldout_oovs=(\d+)")
+MIX_SUMMARY = re.compile(r"mix_lm summary: status=ok .*weights=([0-9.,]+) .*mixture_ppl=([0-9.]+)")
 UNROLL_MODEL = re.compile(r"^unroll_(b\d+_u\d+|full)$")
 CONVERGED_WITHIN = 0.01  # held-out frame accuracy, absolute
 # The recipes' models are <network>_<role> (run.sh --am): the acoustic networks, and what each role is.
@@ -241,6 +242,17 @@ def read_lm_perplexities(exp_dir):
     return perplexities
 
 
+def read_mixed_lm(exp_dir):
+    """(weights, perplexity on dev) of the decoding LM that mix_lm interpolated (egs/voiceover), or None."""
+    for path in sorted(glob.glob(os.path.join(exp_dir, "log", "stage*", "mix_lm.log"))):
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                match = MIX_SUMMARY.search(line)
+                if match:
+                    return match.group(1), float(match.group(2))
+    return None
+
+
 def write_unrolling(out, exp_dir, wers):
     """Stage 11's truncated (b, u) runs and the full-unrolling run, one row each."""
     rows, first_config = [], None
@@ -341,6 +353,10 @@ def main():
     if perplexities:
         out.write("# LM perplexity on dev (its transcripts held out from the LM): " + ", ".join(
             f"{name} {value:.1f} ({oovs} OOV tokens)" for name, (value, oovs) in perplexities.items()) + "\n")
+    mixed = read_mixed_lm(args.exp_dir)
+    if mixed:
+        out.write(f"# decoding LM: test interpolated with the external LM (mix_lm, weights {mixed[0]} fitted on dev): "
+                  f"perplexity on dev {mixed[1]:.1f}\n")
     write_voice_table(out, args.exp_dir, wers)
     write_unrolling(out, args.exp_dir, wers)
     out.write("\n# training (this run's last invocation of each trainer)\n")

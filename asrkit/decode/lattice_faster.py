@@ -42,6 +42,7 @@ are the decoder's, i.e. scaled; asrkit.decode.decoder unscales them.
 """
 
 import dataclasses
+import threading
 
 import numba
 import numpy as np
@@ -526,14 +527,9 @@ P_TOKENS, P_LINKS, P_FRAMES, P_PRUNED_BEFORE, P_TOKENS_CREATED, P_LINKS_CREATED,
 
 
 @numba.njit(cache=True, nogil=True)
-def _start(start, num_states, eps_begin, eps_olabel, eps_weight, eps_target):
-    """The storage with the start token and its epsilon closure (frame 0's tokens)."""
-    tok_i = np.empty((4096, TOKEN_INTS), dtype=np.int32)
-    tok_f = np.empty((4096, 2), dtype=np.float64)
-    link_i = np.empty((16384, 4), dtype=np.int32)
-    link_f = np.empty((16384, 2), dtype=np.float64)
-    queue = np.empty(1024, dtype=np.int64)
-    state_token = np.full(num_states, -1, dtype=np.int32)
+def _start(start, eps_begin, eps_olabel, eps_weight, eps_target, tok_i, tok_f, link_i, link_f, queue, state_token):
+    """Frame 0's tokens (the start token and its epsilon closure) in the given storage, whose state_token is all
+    -1; returns the storage (grown where the closure needed it) and the progress array."""
     _set_token(tok_i, tok_f, 0, start, 0.0)
     state_token[start] = 0
     tok_i, tok_f, num_tokens, link_i, link_f, num_links, queue = _nonemitting(
@@ -544,7 +540,54 @@ def _start(start, num_states, eps_begin, eps_olabel, eps_weight, eps_target):
     progress = np.zeros(7, dtype=np.int64)
     progress[P_TOKENS], progress[P_LINKS] = num_tokens, num_links
     progress[P_TOKENS_CREATED], progress[P_LINKS_CREATED] = num_tokens, num_links
-    return tok_i, tok_f, link_i, link_f, queue, state_token, progress
+    return tok_i, tok_f, link_i, link_f, queue, progress
+
+
+class _Storage:
+    """A decode's token, link, queue and state-to-token arrays, kept by _StoragePool between decodes."""
+
+    def __init__(self, tok_i, tok_f, link_i, link_f, queue, state_token):
+        self.tok_i, self.tok_f, self.link_i, self.link_f = tok_i, tok_f, link_i, link_f
+        self.queue, self.state_token = queue, state_token
+
+    @classmethod
+    def empty(cls, num_states):
+        return cls(np.empty((4096, TOKEN_INTS), dtype=np.int32), np.empty((4096, 2), dtype=np.float64),
+                   np.empty((16384, 4), dtype=np.int32), np.empty((16384, 2), dtype=np.float64),
+                   np.empty(1024, dtype=np.int64), np.full(num_states, -1, dtype=np.int32))
+
+    @property
+    def nbytes(self):
+        return sum(array.nbytes for array in (self.tok_i, self.tok_f, self.link_i, self.link_f, self.queue,
+                                              self.state_token))
+
+
+class _StoragePool(threading.local):
+    """The storage of this thread's last finished decode, handed to its next one.  An utterance's tokens and
+    links take tens of MB; fresh arrays cost a page fault per 4 kB page on first touch (the kernel zeroing
+    it), which was 15% of the decoding time of the voiceover test set (perf); reused ones are already mapped.
+    One set per thread (a server's recognition threads each decode one segment at a time), and none larger
+    than KEEP_STORAGE_BYTES, so that an idle process does not hold a long utterance's storage."""
+
+    def __init__(self):
+        self.kept = None
+
+    def take(self, num_states):
+        storage, self.kept = self.kept, None
+        if storage is None or len(storage.state_token) != num_states:
+            return _Storage.empty(num_states)
+        storage.state_token.fill(-1)  # already so after a finished decode; a guard costing microseconds
+        return storage
+
+    def give_back(self, storage):
+        if storage.nbytes <= KEEP_STORAGE_BYTES:
+            self.kept = storage
+
+
+# Storage above this size is freed rather than kept for the next decode (a 10-s utterance of the voiceover
+# test set at beam 13 takes about 40 MB).
+KEEP_STORAGE_BYTES = 128 << 20
+_POOL = _StoragePool()
 
 
 @numba.njit(cache=True, nogil=True)
@@ -682,8 +725,11 @@ class ResumableDecode:
         self._options = (float(beam), int(max_active), int(min_active), float(beam_delta), float(lattice_beam),
                          int(prune_interval), float(lattice_beam * prune_scale), int(prune_above_tokens))
         g = graph
-        (self._tok_i, self._tok_f, self._link_i, self._link_f, self._queue, self._state_token,
-         self._progress) = _start(g.start, g.num_states, g.eps_begin, g.eps_olabel, g.eps_weight, g.eps_target)
+        storage = _POOL.take(g.num_states)
+        self._state_token = storage.state_token
+        self._tok_i, self._tok_f, self._link_i, self._link_f, self._queue, self._progress = _start(
+            g.start, g.eps_begin, g.eps_olabel, g.eps_weight, g.eps_target, storage.tok_i, storage.tok_f,
+            storage.link_i, storage.link_f, storage.queue, storage.state_token)
         self._frame_begin = np.zeros(64, dtype=np.int64)
         self._max_ilabel = graph.max_ilabel  # a pass over the arcs: once, not per call
         self.finished = False
@@ -746,8 +792,13 @@ class ResumableDecode:
                                             self._frame_begin, self._progress, self._options[4])
         output = LatticeOutput(bool(reached), rows, int(num_states), int(self._progress[P_TOKENS_CREATED]),
                                int(self._progress[P_LINKS_CREATED]))
-        self._tok_i = self._tok_f = self._link_i = self._link_f = None  # the storage is spent: free it now
+        self._release()
         return output
+
+    def _release(self):
+        """Hands the storage to this thread's pool (the lattice rows are copies; nothing refers to it now)."""
+        _POOL.give_back(_Storage(self._tok_i, self._tok_f, self._link_i, self._link_f, self._queue, self._state_token))
+        self._tok_i = self._tok_f = self._link_i = self._link_f = self._queue = self._state_token = None
 
 
 def decode(graph, costs, beam=13.0, max_active=7000, min_active=200, lattice_beam=6.0, beam_delta=0.5,

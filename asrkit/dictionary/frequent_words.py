@@ -5,17 +5,22 @@ A vocabulary taken from the test transcripts would let the decoder recognise exa
 (a closed vocabulary, optimistic by the test's out-of-vocabulary rate); one taken from training text
 plus a general word list is what a deployed recogniser has.  The ranking is wordfreq's (subtitles,
 Wikipedia, books, news and the web mixed), letters only; single letters are kept only for A and I,
-which are words (the others in wordfreq's list are pieces of contractions).
+which are words (the others in wordfreq's list are pieces of contractions).  Words with an apostrophe
+(possessives and contractions: GOD'S, THEY'LL) are left out unless asked for: a recogniser whose LM
+knows them (a general English LM does) recognises them, while one whose LM is its training text's gives
+them only the unknown words' little mass.
 """
 
 import re
 
 SINGLE_LETTER_WORDS = {"A", "I"}
 _LETTERS_ONLY = re.compile(r"^[a-z]+$")
+_WITH_APOSTROPHE = re.compile(r"^[a-z]+('[a-z]+)?$")
 
 
-def frequent_words(size, pronunciations, words=None):
-    """The `size` most frequent English words (upper case) that have a pronunciation, most frequent first.
+def frequent_words(size, pronunciations, words=None, apostrophes=False):
+    """The `size` most frequent English words (upper case) that have a pronunciation, most frequent first;
+    with `apostrophes`, words such as GOD'S and THEY'LL count too.
 
     `pronunciations` is anything supporting `in` on upper-case words (a CMUdict mapping); `words`
     overrides wordfreq's ranked list (lower case, most frequent first), for tests.
@@ -28,8 +33,9 @@ def frequent_words(size, pronunciations, words=None):
     vocabulary = []
     if size <= 0:
         return vocabulary
+    pattern = _WITH_APOSTROPHE if apostrophes else _LETTERS_ONLY
     for word in words:
-        if not _LETTERS_ONLY.match(word):
+        if not pattern.match(word):
             continue
         upper = word.upper()
         if len(upper) == 1 and upper not in SINGLE_LETTER_WORDS:

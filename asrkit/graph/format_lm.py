@@ -20,7 +20,8 @@ from asrkit.graph.prepare_lang import LANG_SIGNATURE
 from asrkit.graph.symbols import SymbolTable
 from asrkit.io.atomic import atomic_output, temporary_name
 from asrkit.io.output_dir import check_output_dir, replace_output_dir
-from asrkit.lm.arpa import read_arpa, write_arpa
+from asrkit.lm.arpa import write_arpa
+from asrkit.lm.read_lm import read_lm
 from asrkit.lm.prune import prune_relative_entropy
 from asrkit.lm.unknown_word import map_to_unknown_word
 
@@ -73,7 +74,7 @@ def _report_oovs(arpa_path, mapping, unknown_word):
 def fit_lm_to_lang(arpa_path, lang_dir, prune_threshold=0.0):
     """(the ARPA's model mapped to the lang dir's vocabulary and pruned, FormatLmSummary)."""
     vocabulary, unknown_word = read_lang_vocabulary(lang_dir)
-    model = read_arpa(arpa_path)
+    model = read_lm(arpa_path)
     ngrams_in = _ngram_counts(model)
     logger.info("read %s: order %d, n-grams %s", arpa_path, model.order, ngrams_in)
     mapping = map_to_unknown_word(model, vocabulary, unknown_word)

@@ -65,10 +65,13 @@ class Lstm:
         h = self.num_cells
         for step in steps:
             gates = projected[step] + output @ self.recurrent_kernel
-            cell = sigmoid(gates[:, h : 2 * h]) * cell + sigmoid(gates[:, :h]) * np.tanh(gates[:, 2 * h : 3 * h])
+            # One sigmoid over all four gates (the candidate's is not used): the steps are small enough
+            # ([b, 4H], b often 1 when streaming) that NumPy's per-call overhead outweighs the arithmetic.
+            squashed = sigmoid(gates)
+            cell = squashed[:, h : 2 * h] * cell + squashed[:, :h] * np.tanh(gates[:, 2 * h : 3 * h])
             if self.cell_clip > 0:
                 cell = np.clip(cell, -self.cell_clip, self.cell_clip)
-            output = sigmoid(gates[:, 3 * h :]) * np.tanh(cell)
+            output = squashed[:, 3 * h :] * np.tanh(cell)
             if self.projection is not None:
                 output = output @ self.projection
             outputs[step] = output

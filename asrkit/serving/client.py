@@ -14,6 +14,13 @@ Iteration ends when every expected server has sent its end message (servers
 started with a number of epochs), and fails when nothing has arrived for
 `receive_timeout` seconds.
 
+A server given by address (on another machine, started by hand) that
+disconnects is reported at once, and again once what it had sent has been
+received (the socket has nothing more to read: the positions are final then)
+with each shard's last position and the options (--start-epoch, --start-after)
+with which a server started again there resumes it.  ZeroMQ reconnects by
+itself to a server listening there again.
+
 Exactly once across a server restart: `replace_server` retires the dead
 process's server id and returns its shard's last accepted position, in one step
 under the lock the receiver takes to accept an example.  The replacement
@@ -103,6 +110,9 @@ class ServerExamples:
         self._retired_servers = set()
         self._position_lock = threading.Lock()
         self._endpoints = set()  # connected now: handshake failures of others (dead servers) are not ours
+        # Servers started by hand: a lost one is reported with the options that resume it.
+        self._given_endpoints = set(endpoints)
+        self._lost_endpoints = {}  # endpoint given -> when it disconnected, until reported
         self._verified_endpoints = set()  # a handshake succeeded there once: its keys are right
         self._handshake_failures = {}  # endpoint -> failed handshakes without a success
         self._queue = queue.Queue(maxsize=capacity)
@@ -120,7 +130,7 @@ class ServerExamples:
             make_curve_client(self._socket, server_public_key)
         self._monitor = self._socket.get_monitor_socket(
             zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
-            | zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_SUCCEEDED)
+            | zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
         for endpoint in endpoints:
             self.connect(endpoint)
         self._thread = threading.Thread(target=self._receive, name="asrkit-example-servers", daemon=True)
@@ -180,7 +190,15 @@ class ServerExamples:
         events = []
         while self._monitor.poll(0):
             event = recv_monitor_message(self._monitor)
-            events.append((event["event"], event["endpoint"].decode("utf-8", "replace")))
+            endpoint = event["endpoint"].decode("utf-8", "replace")
+            if event["event"] == zmq.EVENT_DISCONNECTED:
+                if endpoint in self._given_endpoints and endpoint in self._verified_endpoints and \
+                        endpoint not in self._lost_endpoints:
+                    self._lost_endpoints[endpoint] = time.monotonic()
+                    logger.warning("example server %s disconnected (its process or machine went down?); where each "
+                                   "shard stopped follows once what it sent has been used", endpoint)
+                continue
+            events.append((event["event"], endpoint))
         # Successes first, whatever their order among the pending events: a failure is judged against every
         # handshake known to have succeeded.
         for event, endpoint in events:
@@ -203,6 +221,20 @@ class ServerExamples:
                 logger.warning("handshake with %s failed (%d so far)", endpoint, self._handshake_failures[endpoint])
                 continue
             raise _handshake_failure(event, endpoint, bool(self.server_public_key))
+
+    def _report_lost_servers(self):
+        """Once the socket has nothing more to read (what a lost server sent has been received): where each
+        shard stopped, as the options that resume it."""
+        for endpoint, since in list(self._lost_endpoints.items()):
+            del self._lost_endpoints[endpoint]
+            with self._position_lock:
+                positions = sorted(self.last_position_of_shard.items())
+            where = "; ".join(f"shard {shard[0]}/{shard[1]}: epoch {epoch} up to {utterance} (resume it with --shard "
+                              f"{shard[0]}/{shard[1]} --start-epoch {epoch} --start-after {utterance})"
+                              for shard, (epoch, utterance) in positions) or "nothing received yet"
+            logger.warning("example server %s disconnected %.0f s ago; the trainer reconnects when a server listens "
+                           "there again and fails after %.0f s without examples. Last examples received, by shard: %s",
+                           endpoint, time.monotonic() - since, self.receive_timeout, where)
 
     def _decode(self, parts):
         """(kind, end dict or ServedExample); WireError for a malformed one or a shard of another count."""
@@ -271,6 +303,8 @@ class ServerExamples:
                 self._apply_commands()
                 self._check_monitor()
                 if not poller.poll(50):
+                    if self._lost_endpoints:
+                        self._report_lost_servers()
                     continue
                 # A bounded burst: a busy stream must not keep new connections and monitor events waiting.
                 for _ in range(BURST):

@@ -15,7 +15,9 @@
   input ran out or that got a signal stops all of them at the same step (a collective
   with a missing member would wait forever).  Only the chief (worker 0) writes config.json,
   checkpoints, final/ and result.json; the others write TensorBoard to a temporary dir, as
-  TensorFlow recommends, and on resume start their input afresh.
+  TensorFlow recommends, and their own input position and stream states at the chief's
+  checkpoint steps (asrkit.train.loop.Checkpoints), from which a rerun continues their input
+  exactly.
 - `ps`: asynchronous SGD with tf.distribute.ParameterServerStrategy.  The variables live on
   the ps tasks; the `chief` task runs the loop, pulls the batches as a local run does and
   schedules each step on whichever worker is free (ClusterCoordinator), with the batch as
@@ -39,6 +41,7 @@ import logging
 import os
 import re
 import socket
+import sys
 
 import numpy as np
 
@@ -368,6 +371,21 @@ class ParameterServerDistribution(LocalDistribution):
 
     def close(self):
         self._pending.clear()
+
+
+def end_chief_process(strategy):
+    """Under --strategy ps, end the chief's process at once: its outputs are written and its summary logged.
+
+    A worker lost during the run is never given up by TensorFlow's ClusterCoordinator: the chief trains
+    every step on the others and logs status=ok, and then its interpreter's exit waited on the lost worker
+    (seen for more than 6 minutes, tests/cluster).  Nothing is left to do, so the process ends here, with
+    the logs flushed, instead of in that wait.  Other strategies return."""
+    if strategy != "ps":
+        return
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(0)
 
 
 def check_params(strategy, params):

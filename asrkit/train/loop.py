@@ -25,6 +25,7 @@ import dataclasses
 import itertools
 import json
 import logging
+import os
 import shutil
 import signal
 import threading
@@ -82,16 +83,26 @@ class StopRequest:
 
 class Checkpoints:
     """The network, optimizer slots and training state (step, saved stream state, input position) in
-    `checkpoint_dir`; only the chief writes.  TF writes the checkpoint files first and the `checkpoint` index
-    atomically last, so a kill during a save leaves the previous checkpoint as the latest."""
+    `checkpoint_dir`; only the chief writes them.  TF writes the checkpoint files first and the `checkpoint` index
+    atomically last, so a kill during a save leaves the previous checkpoint as the latest.
 
-    def __init__(self, checkpoint_dir, keep, chief, net, optimizer, training_state):
+    A multiworker worker other than the chief (`worker_dir` given) writes its own training state alone (its
+    stream states and input position: the chief's checkpoint holds the chief's) into `worker_dir` at the same
+    steps, so that a rerun continues every worker's input where it was and trains the weights an uninterrupted
+    run would have (`restore_worker`)."""
+
+    def __init__(self, checkpoint_dir, keep, chief, net, optimizer, training_state, worker_dir=None):
         self.checkpoint_dir = checkpoint_dir
         self.training_state = training_state
         self.chief = chief
-        self.checkpoint = tf.train.Checkpoint(net=net, optimizer=optimizer, training=training_state)
-        self.manager = tf.train.CheckpointManager(self.checkpoint, checkpoint_dir, max_to_keep=keep,
-                                                  checkpoint_name="ckpt") if chief else None
+        self.worker_dir = None if chief else worker_dir
+        if chief:
+            self.checkpoint = tf.train.Checkpoint(net=net, optimizer=optimizer, training=training_state)
+        else:
+            self.checkpoint = tf.train.Checkpoint(training=training_state)
+        directory = checkpoint_dir if chief else self.worker_dir
+        self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=keep,
+                                                  checkpoint_name="ckpt") if directory else None
         self.last_saved = -1  # the step of the last checkpoint written or resumed from
 
     def restore(self, latest, batcher, from_servers):
@@ -108,9 +119,24 @@ class Checkpoints:
         self.last_saved = step
         return step
 
+    def restore_worker(self, step, batcher):
+        """A worker other than the chief, resuming at the chief's `step`: its own stream states and input position
+        of that step.  False when it has none of that step (a worker that never wrote it: its input starts afresh)."""
+        path = os.path.join(self.worker_dir, f"ckpt-{step}") if self.worker_dir else None
+        if not path or not os.path.exists(path + ".index"):
+            return False
+        self.checkpoint.restore(path).assert_consumed()
+        position = self.training_state.get_input_position()
+        if position is not None:
+            batcher.restore(position)
+        logger.info("resuming this worker's input from %s: input position %s", path,
+                    json.dumps(position["source"]) if position else "start")
+        self.last_saved = step
+        return True
+
     def save(self, step, position):
         self.last_saved = step
-        if not self.chief:
+        if self.manager is None:
             return
         if position is not None:
             self.training_state.set_input_position(position)

@@ -116,7 +116,7 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
     net = _build_network(net_config, data, params, distribution, layer_devices, criterion)
     parts = _build_parts(params, criterion, distribution, net)
     checkpoints = Checkpoints(os.path.join(exp_dir, "checkpoints"), params.keep_checkpoints, chief, net,
-                              parts.optimizer, parts.training_state)
+                              parts.optimizer, parts.training_state, _worker_checkpoint_dir(exp_dir, distribution))
     cmvn = CmvnStats.read(data.cmvn_path)
     criterion.prepare(data, cmvn)
     if not latest:
@@ -127,9 +127,10 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
     distribution.start(list(net.variables) + list(parts.optimizer.variables), parts.training_state.step)
     if not chief:
         resumed_from = int(parts.training_state.step.numpy())
-        if resumed_from:
-            logger.info("resuming with the chief's weights at step %d; this worker's input starts afresh",
-                        resumed_from)
+        if resumed_from and (from_servers or not checkpoints.restore_worker(resumed_from, batcher)):
+            logger.info("resuming with the chief's weights at step %d; this worker's input starts afresh (%s)",
+                        resumed_from, "the example-server stream has no position" if from_servers else
+                        f"no checkpoint of step {resumed_from} in {checkpoints.worker_dir}")
     valid_batches = validation_batches(data, cmvn, params, net.label_delay) if chief else []
     # Workers other than the chief write their summaries to a temporary dir, as TensorFlow recommends.
     scratch_dir = None if chief else tempfile.mkdtemp(prefix=f"asrkit-worker{distribution.worker_index}-")
@@ -154,6 +155,13 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
         # run that did the work stays, rather than one with no frames and no learning curve.
         write_result(exp_dir, result, criterion.result_name)
     return result
+
+
+def _worker_checkpoint_dir(exp_dir, distribution):
+    """Where a multiworker worker other than the chief keeps its own input position and stream states."""
+    if distribution.is_chief or distribution.name != "multiworker":
+        return None
+    return os.path.join(exp_dir, f"worker-{distribution.worker_index}", "checkpoints")
 
 
 def _start(options, params, net_config, criterion):

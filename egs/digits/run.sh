@@ -6,7 +6,9 @@
 #
 #   egs/digits/run.sh [--stage N] [--nj N] [--out DIR]
 #
-# Sets itself up (bin/setup-env) on a fresh machine; reruns skip finished stages.
+# Stage 0 sets the machine up (bin/setup-env) and synthesises the data; reruns skip finished stages.
+# cmd.sh says how the featurizing and recognition jobs are launched (run-local by default; Slurm or
+# ssh on a cluster, which must see --out at the same path); their logs are in <out>/log.
 set -euo pipefail
 
 stage=0
@@ -16,9 +18,9 @@ out=
 require_no_arguments "$@"
 require_whole_number stage nj
 here="$(cd "$(dirname "$0")" && pwd)"
-
-"$here/../../bin/setup-env"
+[ "$stage" -le 0 ] && "$here/../../bin/setup-env"
 . "$here/path.sh"
+. "$here/cmd.sh"
 out="${out:-$here/exp_demo}"
 mkdir -p "$out"
 echo "$parse_command_line: writing to $out" >&2
@@ -36,12 +38,19 @@ fi
 
 if [ "$stage" -le 1 ]; then
   echo "== stage 1: featurize (CMVN from the training set) ==" >&2
-  "$here/../../steps/featurize.sh" --nj "$nj" "$out/data/train" "$out/data/test" "$out/feats"
+  # One job a set, each running its --nj jobs itself on the machine it lands on (as egs/voicesearch).
+  "$here/../../steps/featurize.sh" --cmd "$decode_cmd --num-threads $nj" --nj "$nj" --log-dir "$out/log" \
+    "$out/data/train" "$out/data/test" "$out/feats"
 fi
 
 if [ "$stage" -le 2 ]; then
   echo "== stage 2: recognise test utterances by DTW against training templates ==" >&2
-  python "$here/local/dtw_recognize.py" "$out/data/train" "$out/data/test" "$out/exp/hyp.txt"
+  # A job array: job JOB of nj recognises every nj-th test utterance; the parts are joined in order.
+  $decode_cmd JOB=1:"$nj" "$out/log/recognize.JOB.log" \
+    python "$here/local/dtw_recognize.py" --part JOB/"$nj" "$out/data/train" "$out/data/test" "$out/exp/hyp.JOB.txt"
+  for job in $(seq "$nj"); do cat "$out/exp/hyp.$job.txt"; done | sort > "$out/exp/hyp.txt.tmp"
+  mv "$out/exp/hyp.txt.tmp" "$out/exp/hyp.txt"
+  for job in $(seq "$nj"); do rm -f "$out/exp/hyp.$job.txt"; done
 fi
 
 if [ "$stage" -le 3 ]; then

@@ -6,8 +6,8 @@ import sys
 
 from click.testing import CliRunner
 
-from asrkit.cli.lang import (format_lm_command, make_lm_command, make_monophone_model_command, mkgraph_command,
-                              prepare_lang_command)
+from asrkit.cli.lang import (format_lm_command, make_lm_command, make_monophone_model_command, mix_lm_command,
+                              mkgraph_command, prepare_lang_command)
 from asrkit.decode.synthetic import TOY_LEXICON, TOY_SENTENCES, write_dict_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -74,7 +74,7 @@ def test_failures_exit_non_zero_with_a_message(tmp_path):
 
 
 def test_utils_scripts_show_help():
-    for name in ("prepare_lang", "make_lm", "format_lm", "mkgraph"):
+    for name in ("prepare_lang", "make_lm", "format_lm", "mix_lm", "mkgraph"):
         completed = subprocess.run([sys.executable, os.path.join(ROOT, "utils", name), "--help"],
                                    capture_output=True, text=True, check=True)
         assert "Usage:" in completed.stdout
@@ -98,3 +98,36 @@ def test_format_lm_command(tmp_path):
     result = run(format_lm_command, tmp_path / "lang", tmp_path / "bad.arpa", tmp_path / "lang_bad")
     assert result.exit_code == 1 and f"{tmp_path / 'bad.arpa'}:5:" in result.stderr
     assert "status=failed" in last_line(result)
+
+
+def test_mix_lm_command(tmp_path):
+    in_domain, general = tmp_path / "in_domain.txt", tmp_path / "general.txt"
+    in_domain.write_text("".join(s + "\n" for s in TOY_SENTENCES))
+    general.write_text("alpha bravo\nbravo charlie alpha\nhotel india\n")
+    assert run(make_lm_command, "--order", "3", in_domain, tmp_path / "a.arpa").exit_code == 0
+    assert run(make_lm_command, "--order", "2", general, tmp_path / "b.arpa").exit_code == 0
+    dict_dir = write_dict_dir(str(tmp_path / "dict"), TOY_LEXICON)
+    assert run(prepare_lang_command, dict_dir, "<UNK>", tmp_path / "lang").exit_code == 0
+    heldout = tmp_path / "heldout"
+    heldout.write_text("utt1 ALPHA BRAVO CHARLIE\nutt2 BRAVO ALPHA\n")
+    result = run(mix_lm_command, "--heldout", heldout, "--kaldi-text", "--case", "upper", "--vocab",
+                 tmp_path / "lang" / "words.txt", tmp_path / "a.arpa", tmp_path / "b.arpa", tmp_path / "mix.arpa")
+    assert result.exit_code == 0, result.output
+    line = last_line(result)
+    assert "mix_lm summary: status=ok" in line and "mixture_ppl=" in line and "heldout_tokens=7" in line
+    mixed = (tmp_path / "mix.arpa").read_text()
+    assert "HOTEL" not in mixed and "BRAVO" in mixed and "bravo" not in mixed  # folded, limited to the lexicon
+    # The mixture becomes a graph like any ARPA.
+    assert run(format_lm_command, tmp_path / "lang", tmp_path / "mix.arpa", tmp_path / "lang_mix").exit_code == 0
+
+    result = run(mix_lm_command, "--weights", "0.9,0.1", tmp_path / "a.arpa", tmp_path / "b.arpa", tmp_path / "m2.arpa")
+    assert result.exit_code == 0 and "weights=0.9000,0.1000" in last_line(result)
+    for args, message in [(["--weights", "0.5,0.5", "--heldout", heldout], "either --weights or --heldout"),
+                          ([], "either --weights or --heldout"),
+                          (["--weights", "0.5,x"], "not a comma-separated list"),
+                          (["--weights", "0.6,0.6"], "must be non-negative and sum to 1")]:
+        result = run(mix_lm_command, *args, tmp_path / "a.arpa", tmp_path / "b.arpa", tmp_path / "m3.arpa")
+        assert result.exit_code != 0 and message in result.output + result.stderr, (args, result.output)
+    assert not (tmp_path / "m3.arpa").exists()
+    result = run(mix_lm_command, "--weights", "1", tmp_path / "a.arpa", tmp_path / "m3.arpa")
+    assert result.exit_code != 0 and "two or more LMs" in result.output

@@ -60,3 +60,48 @@ def test_training_through_a_proxy_survives_delay_resets_and_a_stall(make_cluster
     assert proxy.stdout.readline() == "running\n"
     assert trainer.wait(timeout=300) == 0, log_path.read_text()[-3000:]
     assert re.search(r"asrkit-train-ce summary: status=ok steps=30", log_path.read_text())
+
+
+def test_the_example_server_host_killed_and_restarted_resumes_the_training(make_cluster, featurized_corpus,
+                                                                           asrkit_environment, tmp_path):
+    """Every process of the servers' host killed mid-run (its machine losing power): once the trainer has used
+    what the server had sent, it names the shard's last position as the restart options and waits; the server
+    started again there with them is reconnected to (CURVE again) and training finishes."""
+    cluster = make_cluster(["servers", "trainer"])
+    data_dir, ali_dir = featurized_corpus(UTTERANCES, num_pdfs=4)
+    keys = str(tmp_path / "keys")
+    subprocess.run(asrkit_command("serve_examples", "--write-key-pair", keys), env=asrkit_environment(), check=True,
+                   capture_output=True)
+    server_options = ["--allow-remote", "--curve-secret-key", os.path.join(keys, "server.key_secret"),
+                      "--queue-capacity", "1"]
+    _server, endpoint = start_server(cluster, asrkit_environment, data_dir, ali_dir, tmp_path, *server_options)
+    # More frames than the examples in the trainer's queue and socket buffers hold (about 160 of ~25 frames): the
+    # run cannot finish on what the dead server had sent.
+    options = list(TRAIN_OPTIONS)
+    options[options.index("--max-steps") + 1] = "150"
+    options[options.index("--unroll") + 1] = "40"
+    options[options.index("--log-every") + 1] = "1"
+    log_path = tmp_path / "trainer.log"
+    with open(log_path, "w") as log:
+        trainer = cluster.popen("trainer", asrkit_command(
+            "train_ce", data_dir, ali_dir, str(tmp_path / "exp"), *options, "--example-servers", endpoint,
+            "--server-public-key", os.path.join(keys, "server.key")), env=asrkit_environment(), stdout=log,
+            stderr=subprocess.STDOUT)
+    wait_for_step(log_path, 3, trainer)
+    assert cluster.kill_host("servers") >= 1
+    deadline = time.monotonic() + 240
+    while not (lost := re.search(rf"example server {re.escape(endpoint)} disconnected .*\(resume it with (--shard 1/1 "
+                                 r"--start-epoch \d+ --start-after \S+)\)", log_path.read_text())):
+        assert trainer.poll() is None and time.monotonic() < deadline, log_path.read_text()[-3000:]
+        time.sleep(0.2)
+    assert trainer.poll() is None  # waiting for examples
+    (tmp_path / "endpoint.json").unlink()
+    start_server(cluster, asrkit_environment, data_dir, ali_dir, tmp_path, *server_options, *lost.group(1).split())
+    assert trainer.wait(timeout=300) == 0, log_path.read_text()[-3000:]
+    log = log_path.read_text()
+    assert re.search(r"asrkit-train-ce summary: status=ok steps=150", log)
+    # Both server processes fed the run: the restarted one's id (host:pid:shard) is a second one in the counts.
+    received = re.findall(r"received ((?:servers:\d+:1/1=\d+ ?)+)", log)[-1].split()
+    assert len(received) == 2, received
+    _shard, _one, _start_epoch, epoch, _start_after, utterance = lost.group(1).split()
+    assert f"resuming epoch {int(epoch) + 1} after {utterance}:" in (tmp_path / "server.log").read_text()

@@ -3,6 +3,7 @@ the lattices of kaldi-decoder's LatticeSimpleDecoder on the toy task."""
 
 import collections
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -190,6 +191,44 @@ def test_a_frame_without_any_token_gives_no_lattice():
     costs[2] = np.inf
     output = lattice_faster.decode(lattice_faster.DecodingGraph.from_fst(build_fst(0, arcs, finals)), costs, **WIDE)
     assert not output.reached_final and len(output.lattice) == 0
+
+
+def _fresh_storage_decode(graph, costs, **options):
+    lattice_faster._POOL.kept = None
+    return lattice_faster.decode(graph, costs, **options)
+
+
+def test_a_decode_on_the_previous_decodes_storage_gives_the_same_lattice():
+    """The pool hands a finished decode's arrays (large, written all over, some of a dead frame) to the next one."""
+    big_arcs, big_finals = random_graph(3, num_states=12, emitting=40, epsilon=10)
+    big = lattice_faster.DecodingGraph.from_fst(build_fst(0, big_arcs, big_finals))
+    graph = lattice_faster.DecodingGraph.from_fst(build_fst(0, *random_graph(4, num_states=12, emitting=40, epsilon=10)))
+    graph.num_states = big.num_states = max(graph.num_states, big.num_states)  # one pool key: the storage is shared
+    graph.final = np.resize(graph.final, graph.num_states)
+    dead = costs_for(5, 6)
+    dead[3] = np.inf
+    for before, costs in ((costs_for(3, 200), costs_for(4, 30)), (dead, costs_for(6, 50))):
+        fresh = _fresh_storage_decode(graph, costs, lattice_beam=3.0, **WIDE)
+        lattice_faster.decode(big, before, lattice_beam=3.0, **WIDE)
+        assert lattice_faster._POOL.kept is not None
+        reused = lattice_faster.decode(graph, costs, lattice_beam=3.0, **WIDE)
+        assert reused.reached_final == fresh.reached_final and len(fresh.lattice) > 30
+        np.testing.assert_array_equal(reused.lattice, fresh.lattice)
+
+
+def test_the_storage_is_kept_per_thread_below_the_size_limit(monkeypatch):
+    graph = lattice_faster.DecodingGraph.from_fst(build_fst(0, *random_graph(1)))
+    _fresh_storage_decode(graph, costs_for(1, 20), **WIDE)
+    kept = lattice_faster._POOL.kept
+    assert kept is not None and len(kept.state_token) == graph.num_states
+    seen_by_other_thread = []
+    thread = threading.Thread(target=lambda: seen_by_other_thread.append(lattice_faster._POOL.kept))
+    thread.start()
+    thread.join()
+    assert seen_by_other_thread == [None]
+    monkeypatch.setattr(lattice_faster, "KEEP_STORAGE_BYTES", kept.nbytes - 1)
+    _fresh_storage_decode(graph, costs_for(1, 20), **WIDE)
+    assert lattice_faster._POOL.kept is None
 
 
 def test_partial_lattice_when_no_final_state_is_reached():

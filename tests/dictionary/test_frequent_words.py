@@ -18,3 +18,8 @@ def test_wordfreq_ranking():
     assert vocabulary[0] == "THE" and len(vocabulary) == 5
     assert "S" not in vocabulary and "DON'T" not in vocabulary
     assert set(vocabulary) <= {"THE", "OF", "AND", "A", "I", "WEATHER"}
+
+
+def test_words_with_an_apostrophe_on_request():
+    ranked = ["the", "of", "s", "don't", "'tis", "don't'll", "and"]
+    assert frequent_words(10, PRONOUNCEABLE, words=ranked, apostrophes=True) == ["THE", "OF", "DON'T", "AND"]

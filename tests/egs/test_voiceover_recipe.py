@@ -8,6 +8,7 @@ about ten seconds), so the i-vectors go through the servers' noisy features, ali
 
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -60,6 +61,20 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert train_words <= lexicon_words and {"THE", "PEOPLE", "BECAUSE"} <= lexicon_words
     assert len(lexicon_words) <= len(train_words) + 1000 + 2  # + <UNK> and !SIL
     assert not {line.split()[0] for line in generated if line} - train_words  # letter-to-sound: train's only
+    # The decoding LM interpolates the training lines' trigram with pocketsphinx's general English 3-gram, the
+    # weight fitted on dev's text, limited to the lexicon's words; the graph's LM is what every stage reads.
+    mix_log = open(exp / "log" / "stage3" / "mix_lm.log").read()
+    assert "mix_lm summary: status=ok" in mix_log and "en-us.lm.bin" in mix_log
+    weights = [float(w) for w in re.search(r"weights=([0-9.,]+)", mix_log).group(1).split(",")]
+    assert len(weights) == 2 and 0 < weights[1] < 1
+    ppl = re.search(r"heldout_ppl=([0-9.]+),[0-9.]+ mixture_ppl=([0-9.]+)", mix_log)
+    assert float(ppl.group(2)) < float(ppl.group(1))  # the mixture beats the training lines' trigram on dev
+    assert json.load(open(data / "lang_test" / "format_lm.json"))["prune_threshold"] == 1e-7
+    assert open(data / "local" / "lm" / "test.arpa").read() == open(data / "lang_test" / "G.arpa").read()
+    # Decoding has a larger vocabulary (words with an apostrophe among them), training's words all in it.
+    decode_words = {line.split()[0] for line in open(data / "local" / "dict_test" / "lexicon.txt")}
+    assert lexicon_words < decode_words and any("'" in word for word in decode_words - lexicon_words)
+    assert {w.split()[0] for w in open(data / "lang_test" / "words.txt")} == decode_words | {"<eps>", "#0", "<s>", "</s>"}
     # The narrowband front end travels with the model.
     front_end = json.load(open(exp / "wblstm_ce" / "final" / "featurize.json"))
     assert (front_end["sample_rate"], front_end["compression"], front_end["allow_downsample"]) == (8000, "root10", True)

@@ -5,6 +5,7 @@ import json
 import os
 
 import kaldifst
+import pocketsphinx  # the recipes' baseline; its LMs ship in Sphinx's trie format
 import pytest
 
 from asrkit.decode.synthetic import TOY_LEXICON, TOY_SENTENCES, write_dict_dir
@@ -87,3 +88,12 @@ def test_bad_lines_and_dirs_are_named(tmp_path, lang_and_arpa):
     with pytest.raises(AsrkitError, match="is or holds the input"):
         format_lm(lang, plain, lang)
     assert (data_dir / "text").exists()
+
+
+def test_a_sphinx_trie_lm_into_a_lang_dir(tmp_path, lang_and_arpa):
+    lang, plain, _ = lang_and_arpa
+    trie = str(tmp_path / "lm.lm.bin")
+    pocketsphinx.NGramModel(pocketsphinx.Config(), pocketsphinx.LogMath(), plain).write(
+        trie, pocketsphinx.NGramModel.str_to_type("bin"))
+    from_arpa, from_trie = format_lm(lang, plain, tmp_path / "a"), format_lm(lang, trie, tmp_path / "b")
+    assert from_trie.oov_words == from_arpa.oov_words and from_trie.ngrams_out == from_arpa.ngrams_out

@@ -161,3 +161,39 @@ def test_what_a_replaced_server_sent_after_its_resume_position_is_dropped():
         assert source.replace_server((2, 2), None, None) is None  # died before it announced itself
     finally:
         source.close()
+
+
+def test_a_lost_server_given_by_address_is_reported_with_the_options_that_resume_it(free_endpoint, caplog):
+    """A server started by hand that goes away (its machine died): once what it sent has been received, the
+    trainer names the endpoint and each shard's last position as the restart options (--start-after)."""
+    import threading
+    import time
+
+    import zmq
+
+    from asrkit.serving.wire import encode_example
+
+    handshake = Handshake(2, NUM_PDFS, 30.0)
+    endpoint = free_endpoint()
+    server = zmq.Context.instance().socket(zmq.PUSH)
+    server.setsockopt(zmq.LINGER, 1000)
+    server.bind(endpoint)
+    source = ServerExamples(handshake, [endpoint], receive_timeout=30)
+    try:
+        messages = [encode_example(utterance_id, np.zeros((1, 2)), [0], 2, "h:10:1/1", (1, 1), handshake)
+                    for utterance_id in ("u1", "u2", "u3")]
+        # The trainer's socket connects at its first iteration, and a PUSH socket sends once a peer is there.
+        sender = threading.Thread(target=lambda: [server.send_multipart(message) for message in messages])
+        sender.start()
+        assert [example.utterance_id for example in take(source, 3)] == ["u1", "u2", "u3"]
+        sender.join(10)
+        server.close()  # the connection goes down as when the server's process is killed
+        caplog.set_level("WARNING", logger="asrkit.serving")
+        deadline = time.monotonic() + 20
+        while "resume it with" not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert f"example server {endpoint} disconnected" in caplog.text
+        assert ("shard 1/1: epoch 2 up to u3 (resume it with --shard 1/1 --start-epoch 2 --start-after u3)"
+                in caplog.text)
+    finally:
+        source.close()

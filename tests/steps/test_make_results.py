@@ -162,6 +162,13 @@ def test_recipe_name_and_lm_perplexities_from_the_make_lm_logs(tmp_path):
     assert result.stdout.startswith("# egs/voiceover results")
     assert "test_noisy" not in result.stdout.splitlines()[2]
     assert "# LM perplexity on dev (its transcripts held out from the LM): test 817.0 (3 OOV tokens)\n" in result.stdout
+    assert "decoding LM" not in result.stdout
+    (exp / "log" / "stage3" / "mix_lm.log").write_text(
+        "2026-01-01 INFO mix_lm: mix_lm summary: status=ok arpa=m weights=0.3500,0.6500 ngrams=1,2,3 "
+        "heldout_ppl=172.27,900.10 mixture_ppl=97.27 heldout_tokens=9 skipped_tokens=0\n")
+    result = _make_results(exp, "--recipe", "voiceover")
+    assert ("# decoding LM: test interpolated with the external LM (mix_lm, weights 0.3500,0.6500 fitted on dev): "
+            "perplexity on dev 97.3\n") in result.stdout
 
 
 def test_windowed_blstm_beside_the_lstm(tmp_path):

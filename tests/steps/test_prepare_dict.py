@@ -34,3 +34,15 @@ def test_nothing_to_list_is_an_error(tmp_path):
     result = run(tmp_path / "dict")
     assert result.returncode == 1
     assert "give at least one --word-list, --text or --frequent-words" in result.stdout
+
+
+def test_frequent_words_with_an_apostrophe_on_request(tmp_path):
+    (tmp_path / "cmudict.txt").write_text("THE  DH AH0\nDON'T  D OW1 N T\nIT'S  IH1 T S\n")
+    (tmp_path / "text").write_text("utt1 THE\n")
+    words = {}
+    for flags in ([], ["--frequent-apostrophes"]):
+        result = run("--text", tmp_path / "text", "--frequent-words", 3, *flags, "--pronunciations",
+                     tmp_path / "cmudict.txt", tmp_path / f"dict{len(flags)}")
+        assert result.returncode == 0, result.stdout
+        words[len(flags)] = set(read_lexicon(tmp_path / f"dict{len(flags)}" / "lexicon.txt")) - {"!SIL", "<UNK>"}
+    assert words[0] == {"THE"} and words[1] == {"THE", "DON'T", "IT'S"}

@@ -4,10 +4,14 @@ of their options in their output dir; featurize.sh and decode_tuned.sh with thei
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
+from asrkit.decode.synthetic import write_dict_dir
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)  # the console scripts (make_lm, mix_lm, ...) beside this Python
 STEPS = sorted(name for name in os.listdir(os.path.join(ROOT, "steps"))
                if name.endswith(".sh") and name not in ("parse_options.sh", "common.sh"))
 
@@ -136,3 +140,55 @@ def test_decode_tuned_chooses_the_prior_scale_and_lm_weight_on_dev_and_decodes_t
                      tmp_path / "graph", data, model, env=env)
     assert first.returncode == 0, first.stderr
     assert len((tmp_path / "calls").read_text().splitlines()) == 5 + 2  # dev at prior scale 1, then test only
+
+
+def test_make_lang_and_lms_mixes_a_general_lm_over_a_larger_decoding_vocabulary(tmp_path):
+    """--mix-lm and --decoding-dict with the real commands: the decoding LM is the transcripts' trigram mixed with
+    the general LM over the decoding dictionary's words (lang_decode), pruned into lang_test; the bigram of
+    sequence training keeps the training dictionary."""
+    train_words = {"BAT": ["B", "AA", "T"], "CAT": ["K", "AA", "T"], "TEA": ["T", "IY"]}
+    write_dict_dir(str(tmp_path / "dict"), train_words)
+    write_dict_dir(str(tmp_path / "dict_test"), {**train_words, "BEAT": ["B", "IY", "T"], "BE": ["B", "IY"]})
+    for split, lines in (("train", ["BAT CAT TEA", "CAT TEA", "TEA BAT"]), ("dev", ["BE BAT", "CAT BEAT TEA"])):
+        (tmp_path / "data" / split).mkdir(parents=True)
+        (tmp_path / "data" / split / "text").write_text(
+            "".join(f"{split}-{n} {line}\n" for n, line in enumerate(lines)))
+    general = tmp_path / "general.txt"
+    general.write_text("be a bat\nbeat the cat\nbe tea\ncat tea\n")
+    made = subprocess.run([os.path.join(BIN, "make_lm"), "--order", "2", str(general), str(tmp_path / "general.arpa")],
+                          capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    env = {**os.environ, "PATH": f"{BIN}:{ROOT}/bin:{os.environ['PATH']}"}
+    data = tmp_path / "data"
+    result = run_step(os.path.join(ROOT, "steps", "make_lang_and_lms.sh"), "--decoding-dict", tmp_path / "dict_test",
+                      "--mix-lm", tmp_path / "general.arpa", "--mix-lm-opts", "--case upper", "--lm-prune", "1e-9",
+                      "--fourgram", "false", tmp_path / "dict", data / "train", data / "dev", data, env=env)
+    assert result.returncode == 0, result.stderr
+    lm_dir = data / "local" / "lm"
+    mix_log = (lm_dir / "log" / "mix_lm.log").read_text()
+    assert "mix_lm summary: status=ok" in mix_log and "general.arpa" in mix_log
+    decode_words = (data / "lang_decode" / "words.txt").read_text().split()
+    assert "BEAT" in decode_words and "BEAT" not in (data / "lang" / "words.txt").read_text().split()
+    assert (data / "lang_test" / "words.txt").read_text() == (data / "lang_decode" / "words.txt").read_text()
+    assert (data / "lang_bigram" / "words.txt").read_text() == (data / "lang" / "words.txt").read_text()
+    assert (lm_dir / "test.arpa").read_text() == (data / "lang_test" / "G.arpa").read_text()
+    assert " BEAT" in (lm_dir / "test.arpa").read_text()  # the general LM's word, now in the decoding LM
+    record = (lm_dir / "log" / "make_lang_and_lms.options").read_text()
+    assert f"--mix-lm {tmp_path}/general.arpa" in record and "--mix-lm-opts --case\\ upper" in record
+    both = run_step(os.path.join(ROOT, "steps", "make_lang_and_lms.sh"), "--decoding-lm", tmp_path / "general.arpa",
+                    "--mix-lm", tmp_path / "general.arpa", tmp_path / "dict", data / "train", data / "dev", data,
+                    env=env)
+    assert both.returncode == 1 and "give --decoding-lm or --mix-lm, not both" in both.stderr
+
+
+def test_make_dict_passes_frequent_apostrophes_and_records_it(tmp_path):
+    (tmp_path / "cmudict.txt").write_text("THE  DH AH0\nDON'T  D OW1 N T\nIT'S  IH1 T S\n")
+    (tmp_path / "text").write_text("utt1 THE\n")
+    env = {**os.environ, "PATH": f"{BIN}:{ROOT}/bin:{os.environ['PATH']}"}
+    result = run_step(os.path.join(ROOT, "steps", "make_dict.sh"), "--frequent-words", 3, "--frequent-apostrophes",
+                      "true", "--pronunciations", tmp_path / "cmudict.txt", tmp_path / "text", tmp_path / "dict",
+                      env=env)
+    assert result.returncode == 0, result.stderr
+    words = {line.split()[0] for line in (tmp_path / "dict" / "lexicon.txt").read_text().splitlines()}
+    assert {"THE", "DON'T", "IT'S"} <= words
+    assert "--frequent-apostrophes true" in (tmp_path / "dict" / "log" / "make_dict.options").read_text()

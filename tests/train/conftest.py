@@ -67,9 +67,15 @@ def corpus(tmp_path):
 
 @pytest.fixture(scope="session")
 def seq_task(tmp_path_factory):
-    """A toy task for sequence training: the toy graph of asrkit.decode.synthetic, features whose frames
-    carry their pdf (centre + noise, noisy enough that CE leaves room for sMBR), the oracle alignments
-    (with the toy tree next to them), and a small LSTM trained with CE for a few epochs.
+    """build_seq_task in a session temporary dir."""
+    return build_seq_task(tmp_path_factory.mktemp("seq_task"))
+
+
+def build_seq_task(root):
+    """A toy task for sequence training in `root` (a pathlib.Path): the toy graph of asrkit.decode.synthetic,
+    features whose frames carry their pdf (centre + noise, noisy enough that CE leaves room for sMBR), the
+    oracle alignments (with the toy tree next to them), and a small LSTM trained with CE for a few epochs.
+    tests/cluster builds it too.
 
     Returns paths: data, ali, ce (the exported CE model), graph, and `references` {utt: pdfs}.
     """
@@ -80,7 +86,6 @@ def seq_task(tmp_path_factory):
     from asrkit.hmm.tree import ContextDependency
     from asrkit.train.trainer import TrainOptions, train_ce
 
-    root = tmp_path_factory.mktemp("seq_task")
     paths = build_toy_task(str(root / "toy"))
     tree = ContextDependency.read(os.path.join(paths["model"], "tree.json"))
     pdf_of_phone = monophone_pdf_of_phone(tree)

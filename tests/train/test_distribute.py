@@ -80,7 +80,7 @@ def test_two_multiworker_workers_on_loopback_stay_in_sync_and_resume(corpus, tmp
     exp_dir = tmp_path / "exp"
     clusters = ce_cluster.worker_clusters(tmp_path)
 
-    def run(max_steps, tag):
+    def run(max_steps, tag, exp_dir=exp_dir):
         args = [data_dir, ali_dir, str(exp_dir)] + TINY_MODEL + [
             "--strategy", "multiworker", "--num-streams", "2", "--unroll", "5", "--num-epochs", "0",
             "--max-steps", str(max_steps), "--log-every", "1", "--checkpoint-every", "2", "--valid-utts", "0"]
@@ -110,9 +110,14 @@ def test_two_multiworker_workers_on_loopback_stay_in_sync_and_resume(corpus, tmp
     logs = run(6, "resumed")
     for log in logs:
         assert ce_cluster.logged(log, r"summary: status=ok steps=6 .*resumed_from=4")
-    assert ce_cluster.logged(logs[1], r"resuming with the chief's weights at step 4")
+    # Worker 1 continues its own input from its checkpoint of step 4 (the chief's holds the chief's).
+    assert ce_cluster.logged(logs[1],
+                             r"resuming this worker's input from .*worker-1/checkpoints/ckpt-4: input position")
     digests = [ce_cluster.logged(log, r"step (\d+): weights (\w+)") for log in logs]
     assert [step for step, _ in digests[0]] == ["5", "6"] and digests[0] == digests[1]
+    # The weights of a run that was never stopped, step for step.
+    uninterrupted = run(6, "uninterrupted", tmp_path / "uninterrupted")
+    assert ce_cluster.logged(uninterrupted[0], r"step (\d+): weights (\w+)")[4:] == digests[0]
 
 
 def test_parameter_servers_on_loopback_train_asynchronously(corpus, tmp_path, ce_cluster):

@@ -1,5 +1,8 @@
 """A worker lost under --strategy multiworker becomes a named error (the run across hosts: tests/cluster)."""
 
+import subprocess
+import sys
+
 from asrkit.errors import AsrkitError
 from asrkit.tf_runtime import import_tensorflow
 from asrkit.train.distribute import LocalDistribution, MultiWorkerDistribution
@@ -39,3 +42,17 @@ def test_a_reset_connection_names_its_remote_target_when_the_error_carries_it():
              "remote target /job:worker/replica:0/task:1 while calling /tensorflow.WorkerService/RecvBuf")
     named = distribution.lost_peer(tf.errors.UnavailableError(None, None, reset), 12)
     assert str(named).startswith("--strategy multiworker: worker:1 stopped answering after step 12")
+
+
+def test_the_parameter_server_chief_ends_its_process_with_the_logs_flushed():
+    """end_chief_process: --strategy ps ends the process at once, exit 0, its last log line written; other
+    strategies return (a lost worker would keep a ps chief's interpreter from exiting: tests/cluster)."""
+    script = ("import logging, sys\n"
+              "logging.basicConfig(stream=sys.stderr, level=logging.INFO)\n"
+              "from asrkit.train.distribute import end_chief_process\n"
+              "end_chief_process('multiworker')\n"
+              "logging.getLogger('t').info('summary logged')\n"
+              "end_chief_process('ps')\n"
+              "print('not reached')\n")
+    ended = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert ended.returncode == 0 and "summary logged" in ended.stderr and "not reached" not in ended.stdout

@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import http.server
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -193,3 +194,65 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert best.startswith("%WER")
     results = (exp / "RESULTS").read_text()
     assert "wblstm_ce" in results and "dev" in results
+
+
+def console_script(name):
+    return os.path.join(os.path.dirname(sys.executable), name)
+
+
+def test_a_kaldi_data_dir_with_kaldi_features_runs_from_the_dictionary_stage(tmp_path):
+    """README's "A Kaldi data dir" as written: Kaldi's feats.scp and cmvn.scp stay as they are, asrkit-featurize
+    --out-data-dir writes asrkit's own tables, and the recipe runs on them from stage 2."""
+    corpus = make_librispeech(tmp_path)
+    kaldi = tmp_path / "kaldi"
+    for split, subset in (("train", "train-clean-5"), ("dev", "dev-clean-2")):
+        prepared = subprocess.run([sys.executable, os.path.join(RECIPE, "local", "prepare_librispeech.py"),
+                                   str(corpus / subset), str(kaldi / split)], capture_output=True, text=True)
+        assert prepared.returncode == 0, prepared.stderr
+        utterances = [line.split()[0] for line in (kaldi / split / "wav.scp").read_text().splitlines()]
+        (kaldi / split / "feats.scp").write_text("".join(f"{u} /kaldi/mfcc/raw_mfcc_{split}.1.ark:{9 + 100 * n}\n"
+                                                         for n, u in enumerate(utterances)))
+        (kaldi / split / "cmvn.scp").write_text("11 /kaldi/mfcc/cmvn.ark:5\n")
+    kaldi_feats = (kaldi / "train" / "feats.scp").read_text()
+    data, feats = tmp_path / "data", tmp_path / "exp" / "feats"
+    for split, cmvn in (("train", ["--compute-cmvn"]), ("dev", [])):
+        featurized = subprocess.run([console_script("asrkit-featurize"), "--out-data-dir", str(data / split), *cmvn,
+                                     str(kaldi / split), str(feats / split)], capture_output=True, text=True)
+        assert featurized.returncode == 0, featurized.stderr
+    assert (kaldi / "train" / "feats.scp").read_text() == kaldi_feats  # Kaldi's dir is left as it was
+    result = run_recipe(tmp_path, "--stage", 2, "--stop-stage", 4)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (data / "lang_test" / "G.fst").exists()
+    train_feats = (data / "train" / "feats.scp").read_text()
+    assert "/kaldi/" not in train_feats and len(train_feats.splitlines()) == 24
+
+
+def test_lhotse_manifests_run_from_the_dictionary_stage(tmp_path):
+    """README's "Lhotse manifests" as written: lhotse_to_kaldi, then the recipe from stage 2."""
+    corpus = make_librispeech(tmp_path)
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    for split, subset in (("train", "train-clean-5"), ("dev", "dev-clean-2")):
+        recordings, supervisions = [], []
+        for transcript in sorted((corpus / subset).rglob("*.trans.txt")):
+            for line in transcript.read_text().splitlines():
+                utterance, text = line.split(" ", 1)
+                path = str(transcript.parent / f"{utterance}.flac")
+                frames = soundfile.info(path).frames
+                recordings.append({"id": utterance, "sources": [{"type": "file", "channels": [0], "source": path}],
+                                   "sampling_rate": 16000, "num_samples": frames, "duration": frames / 16000})
+                supervisions.append({"id": utterance, "recording_id": utterance, "start": 0.0,
+                                     "duration": frames / 16000, "channel": 0, "text": text,
+                                     "speaker": utterance.split("-")[0]})
+        for name, items in (("recordings", recordings), ("supervisions", supervisions)):
+            with gzip.open(manifests / f"{name}_{split}.jsonl.gz", "wt", encoding="utf-8") as handle:
+                handle.writelines(json.dumps(item) + "\n" for item in items)
+        imported = subprocess.run([console_script("lhotse_to_kaldi"), str(manifests / f"recordings_{split}.jsonl.gz"),
+                                   str(manifests / f"supervisions_{split}.jsonl.gz"), str(tmp_path / "data" / split)],
+                                  capture_output=True, text=True)
+        assert imported.returncode == 0, imported.stderr
+    result = run_recipe(tmp_path, "--stage", 2, "--stop-stage", 4)
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = tmp_path / "data"
+    assert len((data / "train" / "feats.scp").read_text().splitlines()) == 24
+    assert "ZEBRA" not in (data / "local" / "dict" / "lexicon.txt").read_text()  # dev's words stay out

@@ -186,7 +186,7 @@ fi
 
 if run_stage 9; then
   begin_stage 9 "results -> $exp/RESULTS"
-  ../../steps/make_results.sh --command-line "$command_line" --recipe librispeech --plot-models "${am}_ce ${am}_smbr" \
+  ../../steps/make_results.sh --command-line "$command_line" --recipe librispeech --plot-models "${am}_ce" \
     "$exp"
 fi
 end_stage

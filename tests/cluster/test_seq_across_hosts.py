@@ -14,10 +14,12 @@ from training_hosts import (SERVER_PORT, TASK_PORT, asrkit_command, finish, logg
 pytestmark = pytest.mark.slow
 
 TRAIN_TESTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "train")
-# Steps of about 16 utterances: the examples a server made with the CE model while the trainers started (their
-# first step is compiled for seconds), queued in the sockets' buffers, are used up within about 25 steps, and
-# then the derivatives come from the snapshots the chief publishes.
+# Steps of about 16 utterances (truncated batches of 16 streams, or whole utterances in batches of 640 frames): the
+# examples a server made with the CE model while the trainers started (their first step is compiled for seconds),
+# queued in the sockets' buffers, are used up within about 25 steps, and then the derivatives come from the
+# snapshots the chief publishes.
 BIG_BATCHES = ["--num-streams", "16", "--unroll", "40"]
+BIG_FULL_BATCHES = ["--mode", "full", "--bucket-bounds", "20,40,80", "--frames-per-batch", "640"]
 # The criterion's options, which the example servers and the trainer must agree on.
 SEQUENCE = ["--criterion", "smbr", "--acoustic-scale", "0.5", "--snapshot-check-seconds", "0.1"]
 
@@ -155,8 +157,7 @@ def test_parameter_server_smbr_with_the_chief_and_the_workers_on_hosts_of_their_
     spec = {"chief": [f"{cluster.address('chief')}:{TASK_PORT}"],
             "ps": [f"{cluster.address('chief')}:{TASK_PORT + 1}"],
             "worker": [f"{cluster.address('workers')}:{TASK_PORT + index}" for index in range(2)]}
-    args = train_seq_args(seq_task, exp_dir, endpoint, keys, 40, 4, "--strategy", "ps", "--mode", "full",
-                          "--bucket-bounds", "20,40,80", "--frames-per-batch", "640")
+    args = train_seq_args(seq_task, exp_dir, endpoint, keys, 40, 4, "--strategy", "ps", *BIG_FULL_BATCHES)
     serving = start_serving_tasks(cluster, "train_seq", args, tmp_path, spec,
                                   {("worker", 0): "workers", ("worker", 1): "workers", ("ps", 0): "chief"},
                                   asrkit_environment)

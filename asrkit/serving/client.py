@@ -242,7 +242,12 @@ class ServerExamples:
         message = decode_end(payload) if kind == END_KIND else decode_example(payload)
         shard = message["shard"] if kind == END_KIND else message.shard
         if self.num_servers is not None and shard[1] != self.num_servers:
-            raise WireError(f"shard {shard[0]}/{shard[1]} from a trainer of {self.num_servers} example servers")
+            count = self.num_servers
+            # The likely cause is a cluster's shards spread over multiworker workers: name the fix.
+            raise WireError(f"shard {shard[0]}/{shard[1]} from a trainer of {count} example servers (its servers "
+                            f"are shards 1/{count} to {count}/{count}: start each with --shard r/{count}; under "
+                            "--strategy multiworker a worker counts only its own servers, and --utt-list splits "
+                            "the utterances between the workers)")
         return kind, message
 
     def _accept(self, parts):

@@ -1,48 +1,30 @@
 """--strategy multiworker and --strategy ps with every task on a namespace host of its own, over real addresses."""
 
-import json
 import os
-import re
 import subprocess
-import sys
 import time
 
 import pytest
+from training_hosts import TASK_PORT, finish, logged, start_chief, start_serving_tasks, start_task
 
 pytestmark = pytest.mark.slow
 
 UTTERANCES = {f"spk{speaker}-{number}": 0.5 + 0.1 * number for speaker in "ab" for number in range(4)}
 TINY_MODEL = ["--model", "lstm", "--model-param", "num_cells=8", "--model-param", "num_layers=1",
               "--model-param", "label_delay=2", "--num-threads", "1"]
-PORT = 2222
-
-
-def start_task(cluster, host, args, log_path, tf_config, asrkit_environment):
-    with open(log_path, "w") as log:
-        return cluster.popen(host, [sys.executable, "-m", "asrkit.cli.train_ce", *args],
-                             env=asrkit_environment(TF_CONFIG=json.dumps(tf_config)), stdout=log,
-                             stderr=subprocess.STDOUT)
-
-
-def finish(processes, logs, timeout=400):
-    codes = [process.wait(timeout=timeout) for process in processes]
-    assert codes == [0] * len(processes), "\n".join(open(log).read()[-3000:] for log in logs)
-
-
-def logged(path, pattern):
-    with open(path) as log:
-        return re.findall(pattern, log.read())
+# Each task on a host of its own (parameter_server_cluster).
+PS_HOSTS = {("worker", 0): "w0", ("worker", 1): "w1", ("ps", 0): "ps"}
 
 
 def test_two_multiworker_workers_on_two_hosts_stay_in_sync(make_cluster, featurized_corpus, asrkit_environment,
                                                            tmp_path):
     cluster = make_cluster(["w0", "w1"])
     data_dir, ali_dir = featurized_corpus(UTTERANCES, num_pdfs=4)
-    workers = [f"{cluster.address(host)}:{PORT}" for host in ("w0", "w1")]
+    workers = [f"{cluster.address(host)}:{TASK_PORT}" for host in ("w0", "w1")]
     args = [data_dir, ali_dir, str(tmp_path / "exp"), *TINY_MODEL, "--strategy", "multiworker", "--num-streams",
             "2", "--unroll", "5", "--num-epochs", "0", "--max-steps", "4", "--log-every", "1", "--valid-utts", "0"]
     logs = [tmp_path / f"worker{index}.log" for index in range(2)]
-    processes = [start_task(cluster, f"w{index}", args, logs[index],
+    processes = [start_task(cluster, f"w{index}", "train_ce", args, logs[index],
                             {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}},
                             asrkit_environment) for index in range(2)]
     finish(processes, logs)
@@ -58,9 +40,9 @@ def parameter_server_cluster(make_cluster, featurized_corpus, tmp_path, max_step
     the parameter server each on a host of its own."""
     cluster = make_cluster(["chief", "w0", "w1", "ps"])
     data_dir, ali_dir = featurized_corpus(UTTERANCES, num_pdfs=4)
-    spec = {"chief": [f"{cluster.address('chief')}:{PORT}"],
-            "worker": [f"{cluster.address(host)}:{PORT}" for host in ("w0", "w1")],
-            "ps": [f"{cluster.address('ps')}:{PORT}"]}
+    spec = {"chief": [f"{cluster.address('chief')}:{TASK_PORT}"],
+            "worker": [f"{cluster.address(host)}:{TASK_PORT}" for host in ("w0", "w1")],
+            "ps": [f"{cluster.address('ps')}:{TASK_PORT}"]}
     args = [data_dir, ali_dir, str(tmp_path / "exp"), *TINY_MODEL, "--strategy", "ps", "--mode", "full",
             "--frames-per-batch", "200", "--bucket-bounds", "40,80,160", "--num-epochs", "0", "--max-steps",
             str(max_steps), "--log-every", str(log_every), "--valid-utts", "0"]
@@ -71,16 +53,13 @@ def test_parameter_servers_chief_and_workers_on_four_hosts(make_cluster, featuri
                                                            tmp_path):
     cluster, spec, args = parameter_server_cluster(make_cluster, featurized_corpus, tmp_path, max_steps=8,
                                                    log_every=4)
-    servers = [start_task(cluster, host, args, tmp_path / f"{host}.log",
-                          {"cluster": spec, "task": {"type": job, "index": index}}, asrkit_environment)
-               for host, job, index in (("w0", "worker", 0), ("w1", "worker", 1), ("ps", "ps", 0))]
+    servers = start_serving_tasks(cluster, "train_ce", args, tmp_path, spec, PS_HOSTS, asrkit_environment)
     chief_log = tmp_path / "chief.log"
-    chief = start_task(cluster, "chief", args, chief_log, {"cluster": spec, "task": {"type": "chief", "index": 0}},
-                       asrkit_environment)
+    chief = start_chief(cluster, "chief", "train_ce", args, chief_log, spec, asrkit_environment)
     finish([chief], [chief_log])
     assert [server.poll() for server in servers] == [None, None, None]  # they serve until stopped
     assert logged(chief_log, r"strategy ps, task chief:0, 2 worker\(s\) and 1 parameter server\(s\), asynchronous")
-    assert logged(tmp_path / "w1.log", r"task worker:1: serving at 10\.77\.0\.3")
+    assert logged(tmp_path / "worker1.log", r"task worker:1: serving at 10\.77\.0\.3")
     assert logged(chief_log, r"summary: status=ok steps=8 .*strategy=ps")
 
 
@@ -91,7 +70,7 @@ def test_a_dead_worker_host_stops_the_run_by_name_and_the_rerun_resumes_exactly(
     trains, step for step, the weights of an uninterrupted run."""
     cluster = make_cluster(["w0", "w1"])
     data_dir, ali_dir = featurized_corpus(UTTERANCES, num_pdfs=4)
-    workers = [f"{cluster.address(host)}:{PORT}" for host in ("w0", "w1")]
+    workers = [f"{cluster.address(host)}:{TASK_PORT}" for host in ("w0", "w1")]
     max_steps = 60
 
     def start(exp_dir, tag):
@@ -99,7 +78,7 @@ def test_a_dead_worker_host_stops_the_run_by_name_and_the_rerun_resumes_exactly(
                 "--unroll", "5", "--num-epochs", "0", "--max-steps", str(max_steps), "--log-every", "1",
                 "--checkpoint-every", "3", "--valid-utts", "0"]
         logs = [tmp_path / f"{tag}.worker{index}.log" for index in range(2)]
-        return [start_task(cluster, f"w{index}", args, logs[index],
+        return [start_task(cluster, f"w{index}", "train_ce", args, logs[index],
                            {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}},
                            asrkit_environment) for index in range(2)], logs
 
@@ -139,12 +118,9 @@ def test_parameter_server_training_survives_a_worker_host_dying(make_cluster, fe
                                                                  tmp_path):
     cluster, spec, args = parameter_server_cluster(make_cluster, featurized_corpus, tmp_path, max_steps=60,
                                                    log_every=2)
-    for host, job, index in (("w0", "worker", 0), ("w1", "worker", 1), ("ps", "ps", 0)):
-        start_task(cluster, host, args, tmp_path / f"{host}.log",
-                   {"cluster": spec, "task": {"type": job, "index": index}}, asrkit_environment)
+    start_serving_tasks(cluster, "train_ce", args, tmp_path, spec, PS_HOSTS, asrkit_environment)
     chief_log = tmp_path / "chief.log"
-    chief = start_task(cluster, "chief", args, chief_log, {"cluster": spec, "task": {"type": "chief", "index": 0}},
-                       asrkit_environment)
+    chief = start_chief(cluster, "chief", "train_ce", args, chief_log, spec, asrkit_environment)
     deadline = time.monotonic() + 300
     while not logged(chief_log, r"step 10 epoch"):
         assert chief.poll() is None and time.monotonic() < deadline, open(chief_log).read()[-3000:]

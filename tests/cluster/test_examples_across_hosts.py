@@ -1,16 +1,15 @@
 """Example servers on one namespace host, the trainer on another: CURVE on a real address, checked on the wire."""
 
-import json
 import os
 import re
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 
 from asrkit.serving.wire import Handshake, encode_example
+from training_hosts import asrkit_command, start_server, write_key_pair
 
 # Real daemons (sshd, Slurm) and processes on namespace hosts take seconds a test: with the slow ones.
 pytestmark = pytest.mark.slow
@@ -23,40 +22,17 @@ TRAIN_OPTIONS = ["--model-param", "num_cells=8", "--model-param", "num_layers=1"
                  "--num-threads", "1"]
 
 
-def asrkit_command(module, *arguments):
-    return [sys.executable, "-m", f"asrkit.cli.{module}", *arguments]
-
-
 @pytest.fixture
 def two_hosts(make_cluster, featurized_corpus, asrkit_environment, tmp_path):
     """(cluster, data dir, ali dir, key dir, run): hosts `servers` and `trainer`; run(host, argv) runs a command."""
     cluster = make_cluster(["servers", "trainer"])
     data_dir, ali_dir = featurized_corpus(UTTERANCES, num_pdfs=4)
-    keys = str(tmp_path / "keys")
-    made = subprocess.run(asrkit_command("serve_examples", "--write-key-pair", keys), env=asrkit_environment(),
-                          capture_output=True, text=True)
-    assert made.returncode == 0, made.stderr
+    keys = write_key_pair(tmp_path / "keys", asrkit_environment)
 
     def run(host, argv, timeout=240):
         return cluster.run(host, argv, env=asrkit_environment(), capture_output=True, text=True, timeout=timeout)
 
     return cluster, data_dir, ali_dir, keys, run
-
-
-def start_server(cluster, asrkit_environment, data_dir, ali_dir, tmp_path, *options):
-    """asrkit-serve-examples on host `servers` at its own address; (process, endpoint) once it is bound."""
-    endpoint_file = tmp_path / "endpoint.json"
-    with open(tmp_path / "server.log", "w") as log:
-        process = cluster.popen("servers", asrkit_command(
-            "serve_examples", data_dir, ali_dir, "--bind", f"tcp://{cluster.address('servers')}:5555",
-            "--endpoint-file", str(endpoint_file), *options), env=asrkit_environment(), stdout=subprocess.DEVNULL,
-            stderr=log)
-    deadline = time.monotonic() + 120
-    while not endpoint_file.exists():
-        assert process.poll() is None, (tmp_path / "server.log").read_text()
-        assert time.monotonic() < deadline, "the example server did not bind"
-        time.sleep(0.2)
-    return process, json.loads(endpoint_file.read_text())["endpoint"]
 
 
 def start_capture(cluster, host, path):

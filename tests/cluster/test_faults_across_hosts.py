@@ -8,7 +8,8 @@ import sys
 import time
 
 import pytest
-from test_examples_across_hosts import TRAIN_OPTIONS, UTTERANCES, asrkit_command, start_server
+from test_examples_across_hosts import TRAIN_OPTIONS, UTTERANCES
+from training_hosts import asrkit_command, start_server, write_key_pair
 
 pytestmark = pytest.mark.slow
 
@@ -34,9 +35,7 @@ def test_training_through_a_proxy_survives_delay_resets_and_a_stall(make_cluster
                                                                     asrkit_environment, tmp_path):
     cluster = make_cluster(["servers", "proxy", "trainer"])
     data_dir, ali_dir = featurized_corpus(UTTERANCES, num_pdfs=4)
-    keys = str(tmp_path / "keys")
-    subprocess.run(asrkit_command("serve_examples", "--write-key-pair", keys), env=asrkit_environment(), check=True,
-                   capture_output=True)
+    keys = write_key_pair(tmp_path / "keys", asrkit_environment)
     start_server(cluster, asrkit_environment, data_dir, ali_dir, tmp_path, "--allow-remote", "--curve-secret-key",
                  os.path.join(keys, "server.key_secret"))
     proxy = start_proxy(cluster, 20)
@@ -69,9 +68,7 @@ def test_the_example_server_host_killed_and_restarted_resumes_the_training(make_
     started again there with them is reconnected to (CURVE again) and training finishes."""
     cluster = make_cluster(["servers", "trainer"])
     data_dir, ali_dir = featurized_corpus(UTTERANCES, num_pdfs=4)
-    keys = str(tmp_path / "keys")
-    subprocess.run(asrkit_command("serve_examples", "--write-key-pair", keys), env=asrkit_environment(), check=True,
-                   capture_output=True)
+    keys = write_key_pair(tmp_path / "keys", asrkit_environment)
     server_options = ["--allow-remote", "--curve-secret-key", os.path.join(keys, "server.key_secret"),
                       "--queue-capacity", "1"]
     _server, endpoint = start_server(cluster, asrkit_environment, data_dir, ali_dir, tmp_path, *server_options)
@@ -95,7 +92,7 @@ def test_the_example_server_host_killed_and_restarted_resumes_the_training(make_
         assert trainer.poll() is None and time.monotonic() < deadline, log_path.read_text()[-3000:]
         time.sleep(0.2)
     assert trainer.poll() is None  # waiting for examples
-    (tmp_path / "endpoint.json").unlink()
+    (tmp_path / "server.endpoint.json").unlink()
     start_server(cluster, asrkit_environment, data_dir, ali_dir, tmp_path, *server_options, *lost.group(1).split())
     assert trainer.wait(timeout=300) == 0, log_path.read_text()[-3000:]
     log = log_path.read_text()

@@ -203,7 +203,8 @@ def test_shards_of_another_count_than_the_trainers_servers_are_refused():
         assert source._decode(encode_end("s", (2, 2)))[1]["shard"] == (2, 2)
         for message in (encode_end("s", (3, 3)), encode_example("u", np.zeros((1, 5)), [0], 0, "s", (1, 1),
                                                                  HANDSHAKE)):
-            with pytest.raises(WireError, match="from a trainer of 2 example servers"):
+            with pytest.raises(WireError, match=r"from a trainer of 2 example servers \(its servers are shards 1/2 "
+                                                r"to 2/2: start each with --shard r/2; under --strategy multiworker"):
                 source._decode(message)
     finally:
         source.close()

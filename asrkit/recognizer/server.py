@@ -22,10 +22,14 @@ over --max-stream-seconds of audio or a connection idle for --idle-timeout secon
 later") when --max-connections streams are already open, and 1011 when recognition itself failed.
 
 Recognition runs in a thread pool the size of the machine's cores (the decoder's numba kernels and
-NumPy's products release the GIL), never on the event loop.  Each connection has at most one piece of
-audio being recognised, and the WebSocket layer buffers at most --max-queue incoming messages per
-connection before it stops reading from the socket (TCP backpressure slows a client that sends faster
-than recognition), so memory is bounded by the connection limit.  A client that does not read its
+NumPy's products release the GIL), never on the event loop.  With batching (the default), a message's
+audio goes through the front end and the acoustic network together with the audio of every other
+stream that arrived meanwhile (NetworkBatcher: one network evaluation at a time, the streams' windows
+side by side in its GEMMs, whose per-call cost then serves many), and then through its own stream's
+decoder; a stream's results are the same as without batching, bit for bit (asrkit.recognizer.network).
+Each connection has at most one piece of audio being recognised, and the WebSocket layer buffers at
+most --max-queue incoming messages per connection before it stops reading from the socket (TCP
+backpressure slows a client that sends faster than recognition), so memory is bounded by the connection limit.  A client that does not read its
 results is cut off once a send waits longer than --send-timeout (the WebSocket layer's write buffer
 is full).  A disconnect mid-stream drops the stream at once; nothing of it is kept.
 
@@ -66,6 +70,7 @@ class ServerConfig:
     workers: int = 0  # recognition threads; 0: the machine's cores
     endpoint: object = None  # asrkit.recognizer.endpoint.EndpointConfig; None: Kaldi's rules
     final_pass: str = None  # "online" or "batch" (asrkit.recognizer.stream); None: the stream's default
+    batch: bool = True  # evaluate the network of concurrent streams together (NetworkBatcher)
 
 
 class SlowReader(Exception):
@@ -151,7 +156,12 @@ class Session:
         return np.frombuffer(message, dtype="<i2")
 
     def accept(self, samples):
-        finals = self.stream.accept(samples)
+        """The answer to a message's samples, the network evaluated for this stream alone."""
+        return self.end(self.stream.network.evaluate([self.stream.begin(samples)])[0])
+
+    def end(self, output):
+        """The answer to a message, from the network's output for its samples (NetworkBatcher's)."""
+        finals = self.stream.end(output)
         if finals:
             return [final_message(result) for result in finals]
         return [{"partial": self.stream.partial().text}]
@@ -160,6 +170,75 @@ class Session:
         seconds = round(self.samples / self.server.recognizer.sample_rate, 3)
         return [final_message(result) for result in self.stream.finish()] or \
             [{"text": "", "result": [], "start": 0.0, "end": seconds}]
+
+
+class NetworkBatcher:
+    """The acoustic network of many streams evaluated together.  `await evaluate(stream, samples)` queues a
+    stream's samples; while an evaluation runs, those that arrive wait, and the next evaluation takes all of
+    them: their front ends, then one Network.evaluate over their inputs, in one call to the pool.  Idle, a
+    stream's samples go at once (no waiting for company); loaded, the batches grow, which is when the
+    network's per-call cost matters.  A stream's own failure (its front end's) fails it alone."""
+
+    def __init__(self, network, pool):
+        self.network = network
+        self.pool = pool
+        self.waiting = []  # (stream, samples, asyncio future)
+        self._drainer = None
+        self.calls = 0  # network evaluations
+        self.inputs = 0  # stream inputs evaluated, all calls together
+
+    @property
+    def mean_streams(self):
+        """Streams per network evaluation, on average (0 before any)."""
+        return self.inputs / self.calls if self.calls else 0.0
+
+    async def evaluate(self, stream, samples):
+        """The network's output for `stream`'s samples (what its end() takes)."""
+        future = asyncio.get_running_loop().create_future()
+        self.waiting.append((stream, samples, future))
+        if self._drainer is None:
+            self._drainer = asyncio.create_task(self._drain())
+        return await future
+
+    async def _drain(self):
+        loop = asyncio.get_running_loop()
+        try:
+            while self.waiting:
+                batch, self.waiting = self.waiting, []
+                try:
+                    outcomes = await loop.run_in_executor(self.pool, self._evaluate, [(s, x) for s, x, _ in batch])
+                except Exception as error:  # noqa: BLE001 - the network itself failed: each stream is told
+                    outcomes = [(None, error)] * len(batch)
+                except BaseException:  # cancelled: the server is going down
+                    for _, _, future in batch + self.waiting:
+                        future.cancel()
+                    raise
+                for (_, _, future), (output, error) in zip(batch, outcomes):
+                    if future.done():
+                        continue
+                    if error is None:
+                        future.set_result(output)
+                    else:
+                        future.set_exception(error)
+        finally:
+            self._drainer = None
+
+    def _evaluate(self, requests):
+        """[(stream, samples)] -> [(network output, None) or (None, the stream's exception)]."""
+        inputs, errors = [], []
+        for stream, samples in requests:
+            try:
+                inputs.append(stream.begin(samples))
+                errors.append(None)
+            except Exception as error:  # noqa: BLE001 - this stream's failure, reported to it alone
+                inputs.append(None)
+                errors.append(error)
+        live = sum(value is not None for value in inputs)
+        if live:
+            self.calls += 1
+            self.inputs += live
+        outputs = self.network.evaluate(inputs)
+        return [(None, error) if error is not None else (output, None) for output, error in zip(outputs, errors)]
 
 
 class RecognitionServer:
@@ -171,6 +250,7 @@ class RecognitionServer:
         self.config = config
         workers = config.workers or os.cpu_count() or 1
         self.pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="recognize")
+        self.batcher = NetworkBatcher(recognizer.acoustic.network, self.pool) if config.batch else None
         self.active = 0
         self.served = 0
         self.refused = 0
@@ -187,7 +267,8 @@ class RecognitionServer:
         # answers with a JSON error first.
         self._server = await serve(self.handle, c.host, c.port, max_size=2 * c.max_message_bytes, max_queue=c.max_queue,
                                    ping_interval=20, ping_timeout=20, close_timeout=5)
-        logger.info("listening on ws://%s:%d (%d recognition threads)", c.host, self.port, self.pool._max_workers)
+        logger.info("listening on ws://%s:%d (%d recognition threads, %s)", c.host, self.port, self.pool._max_workers,
+                    "the network batched across streams" if c.batch else "the network evaluated per stream")
         return self
 
     async def stop(self):
@@ -221,7 +302,12 @@ class RecognitionServer:
                         return
                     continue
                 samples = session.audio(message)
-                await self._send(connection, await loop.run_in_executor(self.pool, session.accept, samples))
+                if self.batcher is None:
+                    answer = await loop.run_in_executor(self.pool, session.accept, samples)
+                else:
+                    output = await self.batcher.evaluate(session.stream, samples)
+                    answer = await loop.run_in_executor(self.pool, session.end, output)
+                await self._send(connection, answer)
         except ConnectionClosed:
             logger.debug("%s: the client went away", connection.remote_address)
         except SlowReader:

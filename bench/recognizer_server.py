@@ -345,7 +345,7 @@ def abuse_part(args):
     utterances = load_utterances(recognizer, args.data, 2)
     samples = (utterances[0][1][: recognizer.sample_rate // 5] * 32767).astype("<i2").tobytes()
     process, port = start_server(args, "--workers", "2", "--max-message-bytes", "65536", "--max-connections",
-                                 str(args.bad_connections + 100))
+                                 str(args.bad_connections + 100), *args.server_options.split())
     try:
         asyncio.run(concurrent_streams(port, utterances, 2, recognizer.sample_rate))  # warm up
         time.sleep(1.0)

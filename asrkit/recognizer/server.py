@@ -38,6 +38,8 @@ The server binds loopback (127.0.0.1) unless told otherwise; any other address n
 
 import asyncio
 import concurrent.futures
+import ctypes
+import ctypes.util
 import dataclasses
 import ipaddress
 import json
@@ -96,6 +98,25 @@ def check_host_allowed(host, allow_remote):
     if not is_loopback(host) and not allow_remote:
         raise AsrkitError(f"{host!r} is not a loopback address: serving other interfaces needs --allow-remote "
                           "(the server has no authentication; put it behind something that has)")
+
+
+# glibc's mallopt parameter number of M_MMAP_THRESHOLD (malloc.h)
+M_MMAP_THRESHOLD = -3
+MMAP_THRESHOLD_BYTES = 1 << 20
+
+
+def map_large_allocations():
+    """Makes glibc's malloc serve every allocation of 1 MiB or more with its own mmap, returned to the system when
+    freed; returns whether it could (False on other C libraries).  By default glibc raises that threshold to the
+    size of each large block freed, after which a stream's decoder arrays (6 MB for the voiceover graph's
+    per-state table) come from its heaps and stay in the process's RSS when freed: 1,000 abandoned connections
+    left a server at 3.2 GB instead of 0.4 (bench/recognizer_server.py's abuse part)."""
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name)
+        return bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+    except (OSError, AttributeError, TypeError):
+        return False
 
 
 def final_message(result):
@@ -265,8 +286,11 @@ class RecognitionServer:
         c = self.config
         # The WebSocket layer refuses frames over twice our limit outright; between the two, Session.audio
         # answers with a JSON error first.
+        # No permessage-deflate (websockets offers it by default): PCM hardly compresses, inflating every audio
+        # message cost the event loop about 90 us (a tenth of its time with 16 streams; bench/recognizer_server.py),
+        # and each connection's zlib contexts take about 300 kB.
         self._server = await serve(self.handle, c.host, c.port, max_size=2 * c.max_message_bytes, max_queue=c.max_queue,
-                                   ping_interval=20, ping_timeout=20, close_timeout=5)
+                                   ping_interval=20, ping_timeout=20, close_timeout=5, compression=None)
         logger.info("listening on ws://%s:%d (%d recognition threads, %s)", c.host, self.port, self.pool._max_workers,
                     "the network batched across streams" if c.batch else "the network evaluated per stream")
         return self

@@ -4,6 +4,7 @@ JSON and a close code, limits, abandoned and slow connections cleaned up."""
 import asyncio
 import concurrent.futures
 import json
+import os
 import threading
 
 import numpy as np
@@ -16,7 +17,7 @@ from asrkit.recognizer.endpoint import EndpointConfig
 from asrkit.recognizer.recognizer import Recognizer
 from asrkit.recognizer.server import (CLOSE_INTERNAL, CLOSE_NORMAL, CLOSE_POLICY, CLOSE_TOO_BIG, CLOSE_TRY_LATER,
                                       CLOSE_UNSUPPORTED, NetworkBatcher, RecognitionServer, ServerConfig,
-                                      final_message)
+                                      final_message, map_large_allocations)
 from tests.conftest import speech_like
 
 
@@ -262,3 +263,25 @@ def test_the_batcher_evaluates_the_waiting_streams_together_and_fails_a_broken_o
         np.testing.assert_array_equal(one, other)
     assert isinstance(error, ValueError) and "no front end" in str(error)
     assert (batcher.calls, batcher.inputs, batcher.mean_streams) == (1, 4, 4.0)
+
+
+def _rss_bytes():
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
+def test_large_blocks_go_back_to_the_system_when_freed():
+    """After map_large_allocations, a freed 6-MB array (a decoder's per-state table) leaves the RSS, even after
+    an earlier free raised glibc's own threshold above that size."""
+    if not map_large_allocations():
+        pytest.skip("not glibc")
+    for _ in range(3):
+        np.ones(20 << 18, np.float32)  # 20 MB, freed at once
+    before = _rss_bytes()
+    kept = [np.ones(6 << 18, np.float32) for _ in range(8)]  # 48 MB, touched
+    pinned = np.ones(6 << 18, np.float32)  # above them: from a heap, they could not be trimmed once freed
+    assert _rss_bytes() > before + (40 << 20)
+    del kept
+    assert _rss_bytes() < before + (16 << 20)  # glibc's default keeps 34 MB of the 48 here
+    assert pinned[-1] == 1

@@ -49,6 +49,7 @@ import os
 import numpy as np
 from websockets.asyncio.server import serve
 from websockets.exceptions import ConnectionClosed
+from websockets.protocol import State
 
 from asrkit.errors import AsrkitError
 
@@ -326,6 +327,10 @@ class RecognitionServer:
                         return
                     continue
                 samples = session.audio(message)
+                if connection.state is not State.OPEN:
+                    # Audio read after the client's close (or a lost connection): the stream is dropped, so
+                    # recognising it would be work (and a decoder's memory) for no one.
+                    return
                 if self.batcher is None:
                     answer = await loop.run_in_executor(self.pool, session.accept, samples)
                 else:

@@ -152,13 +152,17 @@ def test_abandoned_connections_leave_nothing_behind(recognizer):
         return server.active, len(server._server.connections), threading.active_count()
 
     async def client(server):
+        before = threading.active_count()
         first = await abandon(server, 20)
         second = await abandon(server, 20)
-        return first, second, server.pool._max_workers
+        return before, first, second, server.pool._max_workers
 
-    (active, connections, threads), again, workers = with_server(recognizer, client, workers=2)
-    assert active == 0 and connections == 0 and again == (0, 0, threads)
-    assert threads <= threading.active_count() + workers
+    # The pool starts its threads as work comes (audio after a close is not recognised, so it may start its
+    # second one only in the second round): at most `workers` more threads than before, however many connections.
+    before, (active, connections, threads), (active_again, connections_again, threads_again), workers = \
+        with_server(recognizer, client, workers=2)
+    assert active == connections == active_again == connections_again == 0
+    assert threads <= threads_again <= before + workers
 
 
 def test_a_client_that_does_not_read_is_dropped(recognizer):

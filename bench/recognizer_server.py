@@ -231,15 +231,20 @@ async def concurrent_streams(port, utterances, count, rate):
 
 
 def in_process_cpu(recognizer, utterances):
-    """CPU seconds per audio second of the utterances streamed in-process as the server's clients send them
-    (0.1-s pieces, the partial result after each, the package's default final pass), on one thread."""
+    """CPU seconds of each utterance streamed in-process as the server's clients send it (0.1-s pieces, the partial
+    result after each, the package's default final pass), on one thread."""
     from threadpoolctl import threadpool_limits
 
     piece = int(PIECE_SECONDS * recognizer.sample_rate)
     with threadpool_limits(1):
         stream_one(recognizer, utterances[0][1], piece, None)  # the compiled kernels and the aligner loaded
-        cpu = sum(stream_one(recognizer, samples, piece, None)[3] for _, samples, _ in utterances)
-    return cpu / (sum(len(samples) for _, samples, _ in utterances) / recognizer.sample_rate)
+        return [stream_one(recognizer, samples, piece, None)[3] for _, samples, _ in utterances]
+
+
+def in_process_reference(cpu, utterances, count, rate):
+    """In-process CPU seconds per audio second of the utterances that `count` streams send (concurrent_streams')."""
+    used = [index % len(utterances) for index in range(count)]
+    return sum(cpu[index] for index in used) / (sum(len(utterances[index][1]) for index in used) / rate)
 
 
 def run_streams(process, port, utterances, count, rate):
@@ -279,8 +284,7 @@ def server_part(args):
             servers[name] = start_server(args, *options, flag)
             asyncio.run(concurrent_streams(servers[name][1], utterances, 2, rate))  # warm up
         print(f"server: {' '.join(options)}; load average {os.getloadavg()[0]:.1f} at the start")
-        print(f"  in-process reference (RecognizerStream, one thread, the same pieces): CPU {in_process:.3f} s per "
-              f"audio second")
+        print("  in-process reference: the same utterances through RecognizerStream on one thread, the same pieces")
         for count in args.streams:
             measured = {name: run_streams(*servers[name], utterances, count, rate) for name, _ in MODES}
             print(f"  {count} concurrent real-time streams:")
@@ -290,7 +294,9 @@ def server_part(args):
                       f"EOF -> final {percentiles(finals)}, within 0.5 s {within}/{count}; "
                       f"message -> answer median {np.median(trips):.3f} p95 {np.percentile(trips, 95):.3f} s")
             (cpu_b, finals_b, _), (cpu_u, finals_u, _) = measured["batched"], measured["unbatched"]
-            print(f"    server / in-process CPU: batched {cpu_b / in_process:.2f}x, unbatched {cpu_u / in_process:.2f}x")
+            reference = in_process_reference(in_process, utterances, count, rate)
+            print(f"    in-process CPU {reference:.3f} s per audio second; server / in-process: batched "
+                  f"{cpu_b / reference:.2f}x, unbatched {cpu_u / reference:.2f}x")
             print(f"    batched / unbatched: CPU {cpu_b / cpu_u:.2f}x, final latency median "
                   f"{np.median(finals_b) / np.median(finals_u):.2f}x, p95 "
                   f"{np.percentile(finals_b, 95) / np.percentile(finals_u, 95):.2f}x")

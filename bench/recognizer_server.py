@@ -13,7 +13,8 @@
 2. `server`: two asrkit-serve-recognizer processes, one batching the network across streams (--batch)
    and one not (--no-batch); for each N of --streams, N clients each stream an utterance paced in real
    time (0.1 s messages), then EOF, against one server and then the other (alternating, so that both
-   see the same load).  Per stream: the time from each message to its first answer (partial round
+   see the same load); with --stream-seconds S, each stream sends S seconds of utterances back to back,
+   so that all N are open all the time and end together (what "N concurrent streams" means).  Per stream: the time from each message to its first answer (partial round
    trip) and from EOF to the final result; the server process's CPU seconds per audio second per
    stream, and so how many cores N streams need; batched / unbatched CPU and latency side by side, and
    the batched server's streams per network call (its summary line).  First, for reference, the same
@@ -24,7 +25,7 @@
    time); its RSS and thread count (from /proc) before and after, and a good stream after it all.
 
     .venv/bin/python bench/recognizer_server.py PACKAGE_DIR DATA_DIR [--parts stream,server,abuse]
-        [--utterances 20] [--streams 4,8,16] [--beam 10] [--server-options ...] [--bad-connections 1000]
+        [--utterances 20] [--streams 4,8,16] [--stream-seconds 20] [--beam 10] [--server-options ...] [--bad-connections 1000]
         [--arpa LM --ps-dict DICT [--ps-lm-weight W]]
 
 DATA_DIR is a Kaldi data dir (wav.scp, text).  Numbers depend on the machine's load: run it niced
@@ -230,6 +231,21 @@ async def concurrent_streams(port, utterances, count, rate):
     return await asyncio.gather(*jobs)
 
 
+def joined_streams(utterances, count, seconds, rate):
+    """`count` recordings of `seconds` each, stream i the utterances from the i-th on, back to back (so that N
+    streams are all open for the whole time, and all end together: the finals' worst case)."""
+    length = int(seconds * rate)
+    streams = []
+    for first in range(count):
+        pieces, total, index = [], 0, first
+        while total < length:
+            pieces.append(utterances[index % len(utterances)][1])
+            total += len(pieces[-1])
+            index += 1
+        streams.append((f"stream-{first}", np.concatenate(pieces)[:length], []))
+    return streams
+
+
 def in_process_cpu(recognizer, utterances):
     """CPU seconds of each utterance streamed in-process as the server's clients send it (0.1-s pieces, the partial
     result after each, the package's default final pass), on one thread."""
@@ -275,6 +291,8 @@ def server_part(args):
     recognizer = Recognizer(args.package, beam=args.beam)
     rate = recognizer.sample_rate
     utterances = load_utterances(recognizer, args.data, args.utterances)
+    if args.stream_seconds:
+        utterances = joined_streams(utterances, max(args.streams), args.stream_seconds, rate)
     in_process = in_process_cpu(recognizer, utterances)
     options = ["--workers", "2", "--max-connections", str(max(args.streams) + 8), *args.server_options.split()]
     options += ["--beam", str(args.beam)] if args.beam else []
@@ -283,7 +301,8 @@ def server_part(args):
         for name, flag in MODES:
             servers[name] = start_server(args, *options, flag)
             asyncio.run(concurrent_streams(servers[name][1], utterances, 2, rate))  # warm up
-        print(f"server: {' '.join(options)}; load average {os.getloadavg()[0]:.1f} at the start")
+        what = f"{args.stream_seconds:g} s of utterances back to back" if args.stream_seconds else "one utterance"
+        print(f"server: {' '.join(options)}; each stream {what}; load average {os.getloadavg()[0]:.1f} at the start")
         print("  in-process reference: the same utterances through RecognizerStream on one thread, the same pieces")
         for count in args.streams:
             measured = {name: run_streams(*servers[name], utterances, count, rate) for name, _ in MODES}
@@ -378,6 +397,10 @@ def main():
     parser.add_argument("--parts", default="stream,server,abuse")
     parser.add_argument("--utterances", type=int, default=20)
     parser.add_argument("--streams", default="4,8,16", help="Comma-separated numbers of concurrent streams.")
+    parser.add_argument("--stream-seconds", type=float, default=0.0,
+                        help="Server part: each stream sends this much audio, utterances back to back, so that all N "
+                             "streams are open for the whole time and end together (0: one utterance each, whose "
+                             "lengths differ, so fewer than N are open most of the time).")
     parser.add_argument("--beam", type=float, default=None, help="The decoding beam (the package's by default).")
     parser.add_argument("--server-options", default="",
                         help="More asrkit-serve-recognizer options for the server part, e.g. '--beam 10'.")

@@ -57,12 +57,11 @@ def main(package_dir, host, port, allow_remote, max_connections, max_queue, max_
     from threadpoolctl import threadpool_limits
     from asrkit.recognizer.endpoint import EndpointConfig
     from asrkit.recognizer.recognizer import Recognizer
-    from asrkit.recognizer.server import ServerConfig, check_host_allowed, map_large_allocations, serve_forever
+    from asrkit.recognizer.server import ServerConfig, check_host_allowed, serve_forever
 
     logger = logging.getLogger("asrkit-serve-recognizer")
     logging.getLogger("websockets").setLevel(logging.WARNING)  # a line per connection opened and closed: too many
     check_host_allowed(host, allow_remote)  # before loading the package
-    map_large_allocations()  # memory of closed streams goes back to the system
     # The pool's threads (one per core) are the parallelism: BLAS threads of each on top would oversubscribe.
     threadpool_limits(1)
     recognizer = Recognizer(package_dir, lm_weight=lm_weight, beam=beam, max_active=max_active)

@@ -45,6 +45,7 @@ import ipaddress
 import json
 import logging
 import os
+import time
 
 import numpy as np
 from websockets.asyncio.server import serve
@@ -101,21 +102,19 @@ def check_host_allowed(host, allow_remote):
                           "(the server has no authentication; put it behind something that has)")
 
 
-# glibc's mallopt parameter number of M_MMAP_THRESHOLD (malloc.h)
-M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD_BYTES = 1 << 20
+# At most one trim of the C heap per this many seconds while streams are open (one at every moment none is).
+TRIM_INTERVAL_S = 1.0
 
 
-def map_large_allocations():
-    """Makes glibc's malloc serve every allocation of 1 MiB or more with its own mmap, returned to the system when
-    freed; returns whether it could (False on other C libraries).  By default glibc raises that threshold to the
-    size of each large block freed, after which a stream's decoder arrays (6 MB for the voiceover graph's
-    per-state table) come from its heaps and stay in the process's RSS when freed: 1,000 abandoned connections
-    left a server at 3.2 GB instead of 0.4 (bench/recognizer_server.py's abuse part)."""
-    name = ctypes.util.find_library("c")
+def trim_freed_memory():
+    """Returns the free pages of the C heaps to the system (glibc's malloc_trim, a few ms); returns whether it
+    could (False on other C libraries).  glibc raises its mmap threshold to the size of each large block
+    freed, after which a stream's decoder arrays (a 6-MB table over the voiceover graph's states, token arrays
+    of tens of MB) come from its heaps, and stay in the RSS once their streams close: 1,000 abandoned
+    connections left a server at 3.2 GB instead of 0.4 (bench/recognizer_server.py's abuse part).  Serving
+    every large block with its own mmap instead (mallopt) cost 20-40% more CPU per stream in page faults."""
     try:
-        libc = ctypes.CDLL(name)
-        return bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+        return bool(ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim(0))
     except (OSError, AttributeError, TypeError):
         return False
 
@@ -274,6 +273,7 @@ class RecognitionServer:
         self.pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="recognize")
         self.batcher = NetworkBatcher(recognizer.acoustic.network, self.pool) if config.batch else None
         self.active = 0
+        self._trimmed = 0.0  # time.monotonic() of the last trim_freed_memory
         self.served = 0
         self.refused = 0
         self.errors = 0
@@ -312,6 +312,14 @@ class RecognitionServer:
             await self._serve(connection)
         finally:
             self.active -= 1
+            self._trim_if_due()
+
+    def _trim_if_due(self):
+        """Gives closed streams' memory back to the system: when the last stream closes, else at most once a second."""
+        now = time.monotonic()
+        if self.active == 0 or now - self._trimmed > TRIM_INTERVAL_S:
+            self._trimmed = now
+            trim_freed_memory()
 
     async def _serve(self, connection):
         loop = asyncio.get_running_loop()

@@ -17,7 +17,7 @@ from asrkit.recognizer.endpoint import EndpointConfig
 from asrkit.recognizer.recognizer import Recognizer
 from asrkit.recognizer.server import (CLOSE_INTERNAL, CLOSE_NORMAL, CLOSE_POLICY, CLOSE_TOO_BIG, CLOSE_TRY_LATER,
                                       CLOSE_UNSUPPORTED, NetworkBatcher, RecognitionServer, ServerConfig,
-                                      final_message, map_large_allocations)
+                                      final_message, trim_freed_memory)
 from tests.conftest import speech_like
 
 
@@ -275,17 +275,26 @@ def _rss_bytes():
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
-def test_large_blocks_go_back_to_the_system_when_freed():
-    """After map_large_allocations, a freed 6-MB array (a decoder's per-state table) leaves the RSS, even after
-    an earlier free raised glibc's own threshold above that size."""
-    if not map_large_allocations():
-        pytest.skip("not glibc")
+def test_freed_heap_memory_goes_back_to_the_system():
+    """Freed 6-MB arrays (a decoder's per-state table) under a pinned one leave the RSS after trim_freed_memory, once
+    glibc serves such sizes from its heap (after frees of larger blocks raised its mmap threshold)."""
     for _ in range(3):
-        np.ones(20 << 18, np.float32)  # 20 MB, freed at once
+        np.ones(20 << 18, np.float32)  # 20 MB, freed at once: glibc's mmap threshold rises to 20 MB
     before = _rss_bytes()
     kept = [np.ones(6 << 18, np.float32) for _ in range(8)]  # 48 MB, touched
-    pinned = np.ones(6 << 18, np.float32)  # above them: from a heap, they could not be trimmed once freed
-    assert _rss_bytes() > before + (40 << 20)
+    pinned = np.ones(6 << 18, np.float32)  # above them in the heap: a plain free cannot shrink it
+    assert _rss_bytes() > before + (24 << 20)
     del kept
-    assert _rss_bytes() < before + (16 << 20)  # glibc's default keeps 34 MB of the 48 here
+    if not trim_freed_memory():
+        pytest.skip("not glibc")
+    assert _rss_bytes() < before + (16 << 20)
     assert pinned[-1] == 1
+
+
+def test_the_server_trims_the_heap_when_its_last_stream_closes(recognizer, monkeypatch):
+    from asrkit.recognizer import server as server_module
+
+    trims = []
+    monkeypatch.setattr(server_module, "trim_freed_memory", lambda: trims.append(1))
+    received, code = with_server(recognizer, lambda server: converse(server, [b"\x00\x00" * 800, "EOF"]))
+    assert code == CLOSE_NORMAL and trims == [1]

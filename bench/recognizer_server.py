@@ -10,16 +10,23 @@
    same utterances and references, and the real-time factor of each (CPU seconds of the thread per
    audio second: one stream on one core); with --arpa and --ps-dict, pocketsphinx's CPU per audio
    second on the same pieces beside it.
-2. `server`: an asrkit-serve-recognizer process; N clients each stream an utterance paced in real time
-   (0.1 s messages), then EOF.  Per stream: the time from each message to its first answer (partial
-   round trip) and from EOF to the final result (the latest of them too); the server process's CPU
-   seconds per audio second per stream, and so how many cores N streams need.
+2. `server`: two asrkit-serve-recognizer processes, one batching the network across streams (--batch)
+   and one not (--no-batch); for each N of --streams, N clients each stream an utterance paced in real
+   time (0.1 s messages), then EOF, against one server and then the other (alternating, so that both
+   see the same load); with --stream-seconds S, each stream sends S seconds of utterances back to back,
+   so that all N are open all the time and end together (what "N concurrent streams" means).  Per stream: the time from each message to its first answer (partial round
+   trip) and from EOF to the final result; the server process's CPU seconds per audio second per
+   stream, and so how many cores N streams need; batched / unbatched CPU and latency side by side, and
+   the batched server's streams per network call (its summary line).  First, for reference, the same
+   utterances in-process (RecognizerStream, the same 0.1-s pieces with a partial result after each, one
+   thread): the server's CPU beyond it is what serving costs (protocol, threads, event loop).
 3. `abuse`: the same server gets 1,000 malformed or abandoned connections (odd byte counts, junk text,
    oversized messages, audio then a dropped TCP connection, audio then a close without EOF, 25 at a
    time); its RSS and thread count (from /proc) before and after, and a good stream after it all.
 
     .venv/bin/python bench/recognizer_server.py PACKAGE_DIR DATA_DIR [--parts stream,server,abuse]
-        [--utterances 20] [--streams 16] [--bad-connections 1000] [--arpa LM --ps-dict DICT [--ps-lm-weight W]]
+        [--utterances 20] [--streams 4,8,16] [--stream-seconds 20] [--beam 10] [--server-options ...] [--bad-connections 1000]
+        [--arpa LM --ps-dict DICT [--ps-lm-weight W]]
 
 DATA_DIR is a Kaldi data dir (wav.scp, text).  Numbers depend on the machine's load: run it niced
 beside other work and say so.
@@ -161,13 +168,15 @@ def stream_part(args):
 
 
 def start_server(args, *options):
-    """The server process (niced, its log in a temporary file so that it never blocks on a full pipe) and its port."""
+    """The server process (at the bench's own niceness: run the bench niced; its log in a temporary file so that it
+    never blocks on a full pipe) and its port."""
     import tempfile
 
-    command = ["nice", sys.executable, "-m", "asrkit.cli.serve_recognizer", args.package, "--port", "0", *options]
+    command = [sys.executable, "-m", "asrkit.cli.serve_recognizer", args.package, "--port", "0", *options]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     log = tempfile.NamedTemporaryFile("w+", prefix="recognizer_server.", suffix=".log", delete=False)
     process = subprocess.Popen(command, stderr=log, env={**os.environ, "PYTHONPATH": root})
+    process.log_path = log.name
     while process.poll() is None:
         with open(log.name, encoding="utf-8") as handle:
             found = re.search(r"listening on ws://127\.0\.0\.1:(\d+)", handle.read())
@@ -222,31 +231,101 @@ async def concurrent_streams(port, utterances, count, rate):
     return await asyncio.gather(*jobs)
 
 
+def joined_streams(utterances, count, seconds, rate):
+    """`count` recordings of `seconds` each, stream i the utterances from the i-th on, back to back (so that N
+    streams are all open for the whole time, and all end together: the finals' worst case)."""
+    length = int(seconds * rate)
+    streams = []
+    for first in range(count):
+        pieces, total, index = [], 0, first
+        while total < length:
+            pieces.append(utterances[index % len(utterances)][1])
+            total += len(pieces[-1])
+            index += 1
+        streams.append((f"stream-{first}", np.concatenate(pieces)[:length], []))
+    return streams
+
+
+def in_process_cpu(recognizer, utterances):
+    """CPU seconds of each utterance streamed in-process as the server's clients send it (0.1-s pieces, the partial
+    result after each, the package's default final pass), on one thread."""
+    from threadpoolctl import threadpool_limits
+
+    piece = int(PIECE_SECONDS * recognizer.sample_rate)
+    with threadpool_limits(1):
+        stream_one(recognizer, utterances[0][1], piece, None)  # the compiled kernels and the aligner loaded
+        return [stream_one(recognizer, samples, piece, None)[3] for _, samples, _ in utterances]
+
+
+def in_process_reference(cpu, utterances, count, rate):
+    """In-process CPU seconds per audio second of the utterances that `count` streams send (concurrent_streams')."""
+    used = [index % len(utterances) for index in range(count)]
+    return sum(cpu[index] for index in used) / (sum(len(utterances[index][1]) for index in used) / rate)
+
+
+def run_streams(process, port, utterances, count, rate):
+    """(CPU seconds per audio second per stream, final latencies, partial round trips) of `count` concurrent
+    real-time streams against one server."""
+    cpu_before = process_cpu_seconds(process.pid)
+    results = asyncio.run(concurrent_streams(port, utterances, count, rate))
+    cpu = process_cpu_seconds(process.pid) - cpu_before
+    audio = sum(len(utterances[index % len(utterances)][1]) for index in range(count)) / rate
+    return cpu / audio, [final for _, final in results], [trip for trips, _ in results for trip in trips]
+
+
+def stop_server(process):
+    """Stops a server; returns its summary line's fields."""
+    process.terminate()
+    process.wait(timeout=60)
+    with open(process.log_path, encoding="utf-8") as handle:
+        found = re.findall(r"summary: (.*)", handle.read())
+    return dict(field.split("=", 1) for field in found[-1].split()) if found else {}
+
+
+MODES = (("batched", "--batch"), ("unbatched", "--no-batch"))
+
+
 def server_part(args):
     from asrkit.recognizer.recognizer import Recognizer
 
-    recognizer = Recognizer(args.package)
+    recognizer = Recognizer(args.package, beam=args.beam)
+    rate = recognizer.sample_rate
     utterances = load_utterances(recognizer, args.data, args.utterances)
-    process, port = start_server(args, "--workers", "2", "--max-connections", str(max(args.streams) + 8))
+    if args.stream_seconds:
+        utterances = joined_streams(utterances, max(args.streams), args.stream_seconds, rate)
+    in_process = in_process_cpu(recognizer, utterances)
+    options = ["--workers", "2", "--max-connections", str(max(args.streams) + 8), *args.server_options.split()]
+    options += ["--beam", str(args.beam)] if args.beam else []
+    servers = {}
     try:
-        asyncio.run(concurrent_streams(port, utterances, 2, recognizer.sample_rate))  # warm up
+        for name, flag in MODES:
+            servers[name] = start_server(args, *options, flag)
+            asyncio.run(concurrent_streams(servers[name][1], utterances, 2, rate))  # warm up
+        what = f"{args.stream_seconds:g} s of utterances back to back" if args.stream_seconds else "one utterance"
+        print(f"server: {' '.join(options)}; each stream {what}; load average {os.getloadavg()[0]:.1f} at the start")
+        print("  in-process reference: the same utterances through RecognizerStream on one thread, the same pieces")
         for count in args.streams:
-            cpu_before = process_cpu_seconds(process.pid)
-            results = asyncio.run(concurrent_streams(port, utterances, count, recognizer.sample_rate))
-            cpu = process_cpu_seconds(process.pid) - cpu_before
-            audio = sum(len(utterances[index % len(utterances)][1]) for index in range(count)) / recognizer.sample_rate
-            trips = [trip for stream_trips, _ in results for trip in stream_trips]
-            finals = [final for _, final in results]
-            print(f"server: {count} concurrent real-time streams (2 recognition threads)")
-            print(f"  server CPU per audio second: {cpu / audio:.3f} per stream ({cpu:.1f} CPU s for {audio:.1f} s of "
-                  f"audio); {count} streams need {count * cpu / audio:.2f} cores")
-            print(f"  message -> first answer: {percentiles(trips)}")
-            within = sum(final <= 0.5 for final in finals)
-            print(f"  EOF -> final result: {percentiles(finals)}; within 0.5 s: {within}/{count}; "
-                  f"latest {max(finals):.3f} s")
+            measured = {name: run_streams(*servers[name], utterances, count, rate) for name, _ in MODES}
+            print(f"  {count} concurrent real-time streams:")
+            for name, (cpu, finals, trips) in measured.items():
+                within = sum(final <= 0.5 for final in finals)
+                print(f"    {name:9s} server CPU {cpu:.3f} s per audio second per stream ({count * cpu:.2f} cores); "
+                      f"EOF -> final {percentiles(finals)}, within 0.5 s {within}/{count}; "
+                      f"message -> answer median {np.median(trips):.3f} p95 {np.percentile(trips, 95):.3f} s")
+            (cpu_b, finals_b, _), (cpu_u, finals_u, _) = measured["batched"], measured["unbatched"]
+            reference = in_process_reference(in_process, utterances, count, rate)
+            print(f"    in-process CPU {reference:.3f} s per audio second; server / in-process: batched "
+                  f"{cpu_b / reference:.2f}x, unbatched {cpu_u / reference:.2f}x")
+            print(f"    batched / unbatched: CPU {cpu_b / cpu_u:.2f}x, final latency median "
+                  f"{np.median(finals_b) / np.median(finals_u):.2f}x, p95 "
+                  f"{np.percentile(finals_b, 95) / np.percentile(finals_u, 95):.2f}x")
+        print(f"  load average {os.getloadavg()[0]:.1f} at the end")
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        for name, (process, _) in servers.items():
+            summary = stop_server(process)
+            if name == "batched":
+                print(f"  batched server: {summary.get('network_calls')} network calls, "
+                      f"{summary.get('streams_per_call')} streams per call on average (warm-up included)")
 
 
 async def bad_connection(port, kind, samples):
@@ -291,7 +370,7 @@ def abuse_part(args):
     utterances = load_utterances(recognizer, args.data, 2)
     samples = (utterances[0][1][: recognizer.sample_rate // 5] * 32767).astype("<i2").tobytes()
     process, port = start_server(args, "--workers", "2", "--max-message-bytes", "65536", "--max-connections",
-                                 str(args.bad_connections + 100))
+                                 str(args.bad_connections + 100), *args.server_options.split())
     try:
         asyncio.run(concurrent_streams(port, utterances, 2, recognizer.sample_rate))  # warm up
         time.sleep(1.0)
@@ -317,13 +396,21 @@ def main():
     parser.add_argument("data")
     parser.add_argument("--parts", default="stream,server,abuse")
     parser.add_argument("--utterances", type=int, default=20)
-    parser.add_argument("--streams", default="16", help="Comma-separated numbers of concurrent streams.")
+    parser.add_argument("--streams", default="4,8,16", help="Comma-separated numbers of concurrent streams.")
+    parser.add_argument("--stream-seconds", type=float, default=0.0,
+                        help="Server part: each stream sends this much audio, utterances back to back, so that all N "
+                             "streams are open for the whole time and end together (0: one utterance each, whose "
+                             "lengths differ, so fewer than N are open most of the time).")
+    parser.add_argument("--beam", type=float, default=None, help="The decoding beam (the package's by default).")
+    parser.add_argument("--server-options", default="",
+                        help="More asrkit-serve-recognizer options for the server part, e.g. '--beam 10'.")
     parser.add_argument("--bad-connections", type=int, default=1000, help="Per round.")
     parser.add_argument("--abuse-rounds", type=int, default=2)
     parser.add_argument("--arpa", default=None, help="The recipe's ARPA LM, for pocketsphinx's reference CPU.")
     parser.add_argument("--ps-dict", default=None, help="pocketsphinx dictionary of the recipe's lexicon.")
     parser.add_argument("--ps-lm-weight", default=None, help="pocketsphinx's language weight (dev's choice).")
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # each result as it comes, also into a log file
     args.streams = [int(count) for count in args.streams.split(",")]
     parts = {"stream": stream_part, "server": server_part, "abuse": abuse_part}
     for name in args.parts.split(","):

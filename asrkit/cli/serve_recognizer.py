@@ -37,13 +37,16 @@ from asrkit.logs import summary_line
                    "decoder's lattice (least CPU and latency); batch, a fresh decode of the segment as batch "
                    "transcription would (its CMVN mean too).  [default: batch for models trained with the "
                    "utterance's mean, else online]")
+@click.option("--batch/--no-batch", default=True, show_default=True,
+              help="Evaluate the acoustic network of the streams whose audio arrived meanwhile in one batched call "
+                   "(the same results; less CPU per stream with many streams), or each stream's alone.")
 @click.option("--lm-weight", type=click.FloatRange(min=0.0, min_open=True),
               help="Override the package's LM weight (acoustic scale 1 / this).")
 @click.option("--beam", type=click.FloatRange(min=0.0, min_open=True), help="Override the package's beam.")
 @click.option("--max-active", type=click.IntRange(min=1), help="Override the package's max-active.")
 @asrkit_command("asrkit-serve-recognizer")
 def main(package_dir, host, port, allow_remote, max_connections, max_queue, max_message_bytes, max_stream_seconds,
-         idle_timeout, send_timeout, workers, max_utterance_seconds, final_pass, lm_weight, beam, max_active):
+         idle_timeout, send_timeout, workers, max_utterance_seconds, final_pass, batch, lm_weight, beam, max_active):
     """Serve recognition of PACKAGE_DIR (made by asrkit-export) over WebSockets until SIGINT or SIGTERM.
 
     A client sends binary 16-bit mono PCM at the package's sample rate and {"eof": 1} (or EOF) at the
@@ -64,7 +67,7 @@ def main(package_dir, host, port, allow_remote, max_connections, max_queue, max_
     recognizer = Recognizer(package_dir, lm_weight=lm_weight, beam=beam, max_active=max_active)
     endpoint = EndpointConfig.with_max_length(max_utterance_seconds, recognizer.package.frame_shift_s)
     config = ServerConfig(host, port, allow_remote, max_connections, max_queue, max_message_bytes, max_stream_seconds,
-                          idle_timeout, send_timeout, workers, endpoint, final_pass)
+                          idle_timeout, send_timeout, workers, endpoint, final_pass, batch)
 
     async def run():
         stop = asyncio.Event()
@@ -74,8 +77,10 @@ def main(package_dir, host, port, allow_remote, max_connections, max_queue, max_
         return await serve_forever(recognizer, config, stop)
 
     server = asyncio.run(run())
+    batched = {} if server.batcher is None else \
+        {"network_calls": server.batcher.calls, "streams_per_call": f"{server.batcher.mean_streams:.2f}"}
     logger.info(summary_line("asrkit-serve-recognizer", "ok", served=server.served, errors=server.errors,
-                             refused=server.refused))
+                             refused=server.refused, **batched))
 
 
 if __name__ == "__main__":

@@ -61,6 +61,7 @@ class AcousticStream:
 
     def __init__(self, package):
         model = acoustic_model(package)
+        self.model = model
         self.package = package
         self.features = FeatureStream(model.analysis.config, model.analysis)
         self.cmvn = model.cmvn.stream()
@@ -78,19 +79,28 @@ class AcousticStream:
         with_ivectors = self.ivectors.append("stream", self.raw, np.zeros((len(self.raw), 0), np.float32))
         return np.concatenate([normalized, with_ivectors[len(self.raw) - len(new_features) :]], axis=1)
 
-    def _rows(self, new_features, last):
-        rows = self.network.accept(self._network_input(new_features)) if len(new_features) else \
-            np.zeros((0, self.package.num_pdfs), np.float32)
-        if last:
-            rows = np.concatenate([rows, self.network.finish()])
-        rows = rows - self.log_priors
+    def _likelihoods(self, posteriors):
+        rows = posteriors - self.log_priors
         self.frames_out += len(rows)
         return rows
 
+    def begin(self, samples):
+        """Front end and CMVN of the next samples: the network's input they make (None: no new frame), for
+        the shared Network's evaluate (asrkit.recognizer.network), which `end` takes the output of."""
+        new_features = self.features.accept(samples)
+        return self.network.begin(self._network_input(new_features)) if len(new_features) else None
+
+    def end(self, output):
+        """The log-likelihood rows [n, num_pdfs] of the frames now final, from Network.evaluate's output."""
+        return self._likelihoods(self.network.end(output))
+
     def accept(self, samples):
         """Feed samples; returns the log-likelihood rows [n, num_pdfs] of the frames now final."""
-        return self._rows(self.features.accept(samples), last=False)
+        return self.end(self.model.network.evaluate([self.begin(samples)])[0])
 
     def finish(self):
         """The remaining rows at the end of the audio."""
-        return self._rows(self.features.finish(), last=True)
+        new_features = self.features.finish()
+        rows = self.network.accept(self._network_input(new_features)) if len(new_features) else \
+            np.zeros((0, self.package.num_pdfs), np.float32)
+        return self._likelihoods(np.concatenate([rows, self.network.finish()]))

@@ -12,6 +12,10 @@ that NumPy's GEMMs serve well, and NumPy starts in a fraction of the time Tensor
   carries its state and gives frame t once it has read frame t + label_delay; the context DNN once
   it has frame t + label_delay; the windowed BLSTM ([Mohamed2015]) computes a group of G frames
   when the window's T right-context frames are there.  Concatenated, the rows equal the batch output.
+- Several streams of one network in one pass (a server's concurrent streams): `accept` is
+  `stream.end(network.evaluate([stream.begin(features)])[0])`, and `network.evaluate` takes the `begin`
+  inputs of any number of streams at once: their windows (or steps) side by side in the same GEMMs.
+  A stream's rows are the same bit for bit whether it is evaluated alone or beside others (`product`).
 """
 
 import numpy as np
@@ -27,6 +31,18 @@ def one_blas_thread():
     a busy machine they wait for each other: a 2.6-s recording took 4.3 s in the network with OpenBLAS's
     default threads and 0.07 s with one.  A server runs a stream per core instead."""
     return _BLAS.limit(limits=1, user_api="blas")
+
+
+def product(inputs, kernel):
+    """inputs [..., K] @ kernel [K, N] as one 2-D GEMM whose rows do not depend on how many rows there are.
+    NumPy hands a single row to BLAS's gemv, whose sums round differently from gemm's (OpenBLAS: up to
+    1e-5 on a row of 128 x 512), so a lone row is multiplied beside a copy of itself.  This is what makes
+    a stream's rows the same alone and evaluated with others (Network.evaluate)."""
+    flat = inputs.reshape(-1, inputs.shape[-1])
+    if len(flat) == 1:
+        flat = np.concatenate([flat, flat])
+        return (flat @ kernel)[:1].reshape(inputs.shape[:-1] + (kernel.shape[1],))
+    return (flat @ kernel).reshape(inputs.shape[:-1] + (kernel.shape[1],))
 
 
 def sigmoid(values):
@@ -55,27 +71,42 @@ class Lstm:
 
     def project(self, inputs):
         """[..., D] -> [..., 4H]: the input GEMM of every step at once."""
-        return inputs @ self.kernel + self.bias
+        return product(inputs, self.kernel) + self.bias
 
-    def run(self, projected, state, reverse=False):
-        """projected [T, b, 4H] from `project`, state (c [b, H], h [b, P]) -> outputs [T, b, P], state."""
+    def run(self, projected, state, reverse=False, sizes=None):
+        """projected [T, b, 4H] from `project`, state (c [b, H], h [b, P]) -> outputs [T, b, P], state.
+        sizes (forward only): how many of the b sequences, a prefix, have step t (sequences sorted longest
+        first); a sequence's state stays at its last step, its outputs past it are left unset."""
         cell, output = state
         steps = range(len(projected) - 1, -1, -1) if reverse else range(len(projected))
-        outputs = np.empty(projected.shape[:2] + (self.output_dim,), np.float32)
-        h = self.num_cells
+        # zeros, not empty: with sizes, the next layer projects the unset outputs too (and drops them)
+        outputs = (np.empty if sizes is None else np.zeros)(projected.shape[:2] + (self.output_dim,), np.float32)
+        batch = projected.shape[1]
         for step in steps:
-            gates = projected[step] + output @ self.recurrent_kernel
-            # One sigmoid over all four gates (the candidate's is not used): the steps are small enough
-            # ([b, 4H], b often 1 when streaming) that NumPy's per-call overhead outweighs the arithmetic.
-            squashed = sigmoid(gates)
-            cell = squashed[:, h : 2 * h] * cell + squashed[:, :h] * np.tanh(gates[:, 2 * h : 3 * h])
-            if self.cell_clip > 0:
-                cell = np.clip(cell, -self.cell_clip, self.cell_clip)
-            output = squashed[:, 3 * h :] * np.tanh(cell)
-            if self.projection is not None:
-                output = output @ self.projection
-            outputs[step] = output
+            size = batch if sizes is None else sizes[step]
+            if size == batch:
+                cell, output = self._step(projected[step], cell, output)
+                outputs[step] = output
+            else:
+                head_cell, head_output = self._step(projected[step, :size], cell[:size], output[:size])
+                cell = np.concatenate([head_cell, cell[size:]])
+                output = np.concatenate([head_output, output[size:]])
+                outputs[step, :size] = head_output
         return outputs, (cell, output)
+
+    def _step(self, projected, cell, output):
+        h = self.num_cells
+        gates = projected + product(output, self.recurrent_kernel)
+        # One sigmoid over all four gates (the candidate's is not used): the steps are small enough
+        # ([b, 4H], b often 1 when streaming) that NumPy's per-call overhead outweighs the arithmetic.
+        squashed = sigmoid(gates)
+        cell = squashed[:, h : 2 * h] * cell + squashed[:, :h] * np.tanh(gates[:, 2 * h : 3 * h])
+        if self.cell_clip > 0:
+            cell = np.clip(cell, -self.cell_clip, self.cell_clip)
+        output = squashed[:, 3 * h :] * np.tanh(cell)
+        if self.projection is not None:
+            output = product(output, self.projection)
+        return cell, output
 
 
 class Dense:
@@ -84,7 +115,7 @@ class Dense:
         self.bias = weights[f"{prefix}/bias"]
 
     def __call__(self, inputs):
-        return inputs @ self.kernel + self.bias
+        return product(inputs, self.kernel) + self.bias
 
 
 def _check_features(features, dim):
@@ -113,6 +144,25 @@ class Network:
         stream = self.stream()
         return np.concatenate([stream.accept(features), stream.finish()])
 
+    def evaluate(self, inputs):
+        """The outputs of several of this network's streams' `begin` inputs in one pass, in their order (None
+        for a None input: a stream with no new features); each stream's `end` takes its own."""
+        outputs = [None] * len(inputs)
+        live = [index for index, value in enumerate(inputs) if value is not None]
+        if live:
+            with one_blas_thread():
+                for index, output in zip(live, self._evaluate([inputs[index] for index in live])):
+                    outputs[index] = output
+        return outputs
+
+    def empty_rows(self):
+        return np.zeros((0, self.num_pdfs), np.float32)
+
+
+def split_rows(rows, counts):
+    """rows [sum(counts), ...] -> the consecutive pieces of counts[i] rows."""
+    return np.split(rows, np.cumsum(counts)[:-1])
+
 
 class StackedLstmNetwork(Network):
     def __init__(self, config, weights):
@@ -124,14 +174,28 @@ class StackedLstmNetwork(Network):
     def stream(self):
         return RecurrentStream(self)
 
-    def steps(self, features, states):
-        """features [n, D] through every layer from `states` -> (log posteriors [n, P], new states)."""
-        outputs = features[:, None, :]
+    def _evaluate(self, inputs):
+        """inputs [(features [n, D], states)] -> [(log posteriors [n, P], new states)]: the streams side by side,
+        longest first, each step over those that have it (Lstm.run's sizes)."""
+        order = sorted(range(len(inputs)), key=lambda index: -len(inputs[index][0]))
+        lengths = np.array([len(inputs[index][0]) for index in order])
+        sizes = [(lengths > step).sum() for step in range(lengths[0])]
+        outputs = np.zeros((lengths[0], len(order), self.feature_dim), np.float32)
+        for column, index in enumerate(order):
+            outputs[: lengths[column], column] = inputs[index][0]
         new_states = []
-        for layer, state in zip(self.layers, states):
-            outputs, state = layer.run(layer.project(outputs), state)
+        for number, layer in enumerate(self.layers):
+            states = [inputs[index][1][number] for index in order]
+            state = (np.concatenate([cell for cell, _ in states]), np.concatenate([output for _, output in states]))
+            outputs, state = layer.run(layer.project(outputs), state, sizes=sizes)
             new_states.append(state)
-        return log_softmax(self.softmax(outputs[:, 0, :])), new_states
+        rows = log_softmax(self.softmax(np.concatenate([outputs[: lengths[column], column]
+                                                        for column in range(len(order))])))
+        results = [None] * len(inputs)
+        for column, (index, piece) in enumerate(zip(order, split_rows(rows, lengths))):
+            results[index] = (piece, [(cell[column : column + 1], output[column : column + 1])
+                                      for cell, output in new_states])
+        return results
 
 
 class ContextDnnNetwork(Network):
@@ -149,15 +213,20 @@ class ContextDnnNetwork(Network):
     def stream(self):
         return ContextStream(self)
 
-    def outputs(self, window):
-        """window [C-1+n, D] (zeros before the utterance) -> log posteriors [n, P] of its last n positions."""
+    def _stacked(self, window):
+        """window [C-1+n, D] (zeros before the utterance) -> the context of each of its last n positions [n, C*D]."""
         c = self.context_frames
         n = len(window) - (c - 1)
         stacked = np.lib.stride_tricks.sliding_window_view(window, c, axis=0)[:n]  # [n, D, C]
-        outputs = np.ascontiguousarray(stacked.transpose(0, 2, 1)).reshape(n, c * self.feature_dim)
+        return np.ascontiguousarray(stacked.transpose(0, 2, 1)).reshape(n, c * self.feature_dim)
+
+    def _evaluate(self, windows):
+        """windows [[C-1+n, D]] -> log posteriors [n, P] of each window's last n positions."""
+        stacked = [self._stacked(window) for window in windows]
+        outputs = np.concatenate(stacked)
         for layer in self.hidden:
             outputs = np.maximum(layer(outputs), ZERO)
-        return log_softmax(self.softmax(outputs))
+        return split_rows(log_softmax(self.softmax(outputs)), [len(rows) for rows in stacked])
 
 
 class WindowedBlstmNetwork(Network):
@@ -177,14 +246,27 @@ class WindowedBlstmNetwork(Network):
     def groups(self, positions):
         """positions [(k+1)*G + 2T - G.., D]: stream positions from the first group's window start -> the
         log posteriors [k*G, P] of every group whose window lies inside (group j's window starts G*j in)."""
+        return self._evaluate([positions])[0]
+
+    def _evaluate(self, inputs):
+        """groups() of several streams' positions at once: every group's window side by side."""
+        w, g = self.window_length, self.group
+        counts = [max(0, (len(positions) - w) // g + 1) for positions in inputs]
+        if not sum(counts):
+            return [self.empty_rows() for _ in inputs]
+        used = [positions for positions, count in zip(inputs, counts) if count]
+        offsets = np.cumsum([0] + [len(positions) for positions in used])
+        starts = np.concatenate([offset + np.arange(count) * g for offset, count in zip(offsets, filter(None, counts))])
+        rows = iter(split_rows(self._windows(np.concatenate(used), starts), [count * g for count in counts if count]))
+        return [next(rows) if count else self.empty_rows() for count in counts]
+
+    def _windows(self, positions, starts):
+        """The log posteriors [n*G, P] of the n groups whose windows start at `starts` in `positions`."""
         w, g, t = self.window_length, self.group, self.context
-        num_groups = (len(positions) - w) // g + 1
-        if num_groups <= 0:
-            return np.zeros((0, self.num_pdfs), np.float32)
+        num_groups = len(starts)
         first = self.layers[0]
         # Both directions' input projections once per position, then framed into windows [W, n, 8H].
         projected = np.concatenate([first[0].project(positions), first[1].project(positions)], axis=1)
-        starts = np.arange(num_groups) * g
         outputs = self._blstm(first, projected[np.arange(w)[:, None] + starts[None, :]])
         for layer in self.layers[1:]:
             outputs = self._blstm(layer, np.concatenate([layer[0].project(outputs), layer[1].project(outputs)], 2))
@@ -218,7 +300,8 @@ def load_network(config, weights):
 
 class _Stream:
     """Label delay for every network: stream position s holds input frame s, output row s is frame s - delay;
-    at the end the last frame is repeated `delay` times (asrkit.nn.label_delay)."""
+    at the end the last frame is repeated `delay` times (asrkit.nn.label_delay).  `begin` takes features and
+    gives the network's input for what they make computable, `end` takes Network.evaluate's output of it."""
 
     def __init__(self, network):
         self.network = network
@@ -233,25 +316,39 @@ class _Stream:
         self.rows_out += len(rows)
         return rows[skip:]
 
-    def accept(self, features):
+    def begin(self, features):
+        """Takes the next features [n, D]: the network input for Network.evaluate (None when n is 0)."""
         if self.finished:
             raise ValueError("this network stream is finished")
         features = _check_features(features, self.network.feature_dim)
         if len(features) == 0:
-            return np.zeros((0, self.network.num_pdfs), np.float32)
+            return None
         self.last_frame = features[-1:]
-        with one_blas_thread():
-            return self._undelay(self._positions(features))
+        return self._input(features)
+
+    def end(self, output):
+        """Network.evaluate's output for begin's input -> the log-posterior rows that became final."""
+        if output is None:
+            return self.network.empty_rows()
+        return self._undelay(self._advance(output))
+
+    def accept(self, features):
+        return self.end(self.network.evaluate([self.begin(features)])[0])
 
     def finish(self):
         if self.finished:
             raise ValueError("this network stream is finished")
         self.finished = True
         if self.last_frame is None:
-            return np.zeros((0, self.network.num_pdfs), np.float32)
+            return self.network.empty_rows()
         extension = np.repeat(self.last_frame, self.delay, axis=0)
         with one_blas_thread():
             return self._undelay(self._end(extension))
+
+    def _end(self, extension):
+        if not len(extension):
+            return self.network.empty_rows()
+        return self._advance(self.network._evaluate([self._input(extension)])[0])
 
 
 class RecurrentStream(_Stream):
@@ -259,12 +356,12 @@ class RecurrentStream(_Stream):
         super().__init__(network)
         self.states = [layer.zero_state(1) for layer in network.layers]
 
-    def _positions(self, features):
-        rows, self.states = self.network.steps(features, self.states)
-        return rows
+    def _input(self, features):
+        return features, self.states
 
-    def _end(self, extension):
-        return self._positions(extension) if len(extension) else np.zeros((0, self.network.num_pdfs), np.float32)
+    def _advance(self, output):
+        rows, self.states = output
+        return rows
 
 
 class ContextStream(_Stream):
@@ -272,14 +369,14 @@ class ContextStream(_Stream):
         super().__init__(network)
         self.history = np.zeros((network.context_frames - 1, network.feature_dim), np.float32)
 
-    def _positions(self, features):
+    def _input(self, features):
         window = np.concatenate([self.history, features])
         keep = self.network.context_frames - 1
         self.history = window[len(window) - keep :] if keep else window[:0]
-        return self.network.outputs(window)
+        return window
 
-    def _end(self, extension):
-        return self._positions(extension) if len(extension) else np.zeros((0, self.network.num_pdfs), np.float32)
+    def _advance(self, rows):
+        return rows
 
 
 class GroupStream(_Stream):
@@ -289,10 +386,11 @@ class GroupStream(_Stream):
         super().__init__(network)
         self.positions = np.zeros((2 * network.context, network.feature_dim), np.float32)
 
-    def _positions(self, features):
-        n = self.network
+    def _input(self, features):
         self.positions = np.concatenate([self.positions, features])
-        rows = n.groups(self.positions)
+        return self.positions
+
+    def _advance(self, rows):
         self.positions = self.positions[len(rows) :]
         return rows
 

@@ -52,7 +52,9 @@ class OnlineDecoder:
         self.prune_above_tokens = prune_above_tokens
         self._rows = []
         self.num_frames = 0  # frames given to advance() so far
-        self._decoding = self._start(options.beam)
+        # Started at the first frame: its storage (a table over the graph's states, 6 MB for the voiceover
+        # graph) is not held by a stream that never gets audio (a server's idle or malformed connections).
+        self._decoding = None
         self.finished = False
 
     def _start(self, beam):
@@ -78,6 +80,8 @@ class OnlineDecoder:
         if self.keep_rows:
             self._rows.append(rows)
         self.num_frames += len(rows)
+        if self._decoding is None:
+            self._decoding = self._start(self.options.beam)
         self._decoding.advance(-self._scaled(rows))
 
     def loglikes(self):
@@ -90,6 +94,8 @@ class OnlineDecoder:
 
     def partial(self):
         """The best partial path so far (PartialPath); cheap enough to call after every chunk."""
+        if self._decoding is None:
+            self._decoding = self._start(self.options.beam)
         labels, cost = self._decoding.partial_labels()
         words = [int(word) for word in labels[:, 1] if word != 0]
         pdfs = labels[:, 0][labels[:, 0] != 0] - 1

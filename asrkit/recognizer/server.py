@@ -22,10 +22,14 @@ over --max-stream-seconds of audio or a connection idle for --idle-timeout secon
 later") when --max-connections streams are already open, and 1011 when recognition itself failed.
 
 Recognition runs in a thread pool the size of the machine's cores (the decoder's numba kernels and
-NumPy's products release the GIL), never on the event loop.  Each connection has at most one piece of
-audio being recognised, and the WebSocket layer buffers at most --max-queue incoming messages per
-connection before it stops reading from the socket (TCP backpressure slows a client that sends faster
-than recognition), so memory is bounded by the connection limit.  A client that does not read its
+NumPy's products release the GIL), never on the event loop.  With batching (the default), a message's
+audio goes through the front end and the acoustic network together with the audio of every other
+stream that arrived meanwhile (NetworkBatcher: one network evaluation at a time, the streams' windows
+side by side in its GEMMs, whose per-call cost then serves many), and then through its own stream's
+decoder; a stream's results are the same as without batching, bit for bit (asrkit.recognizer.network).
+Each connection has at most one piece of audio being recognised, and the WebSocket layer buffers at
+most --max-queue incoming messages per connection before it stops reading from the socket (TCP
+backpressure slows a client that sends faster than recognition), so memory is bounded by the connection limit.  A client that does not read its
 results is cut off once a send waits longer than --send-timeout (the WebSocket layer's write buffer
 is full).  A disconnect mid-stream drops the stream at once; nothing of it is kept.
 
@@ -34,15 +38,19 @@ The server binds loopback (127.0.0.1) unless told otherwise; any other address n
 
 import asyncio
 import concurrent.futures
+import ctypes
+import ctypes.util
 import dataclasses
 import ipaddress
 import json
 import logging
 import os
+import time
 
 import numpy as np
 from websockets.asyncio.server import serve
 from websockets.exceptions import ConnectionClosed
+from websockets.protocol import State
 
 from asrkit.errors import AsrkitError
 
@@ -66,6 +74,7 @@ class ServerConfig:
     workers: int = 0  # recognition threads; 0: the machine's cores
     endpoint: object = None  # asrkit.recognizer.endpoint.EndpointConfig; None: Kaldi's rules
     final_pass: str = None  # "online" or "batch" (asrkit.recognizer.stream); None: the stream's default
+    batch: bool = True  # evaluate the network of concurrent streams together (NetworkBatcher)
 
 
 class SlowReader(Exception):
@@ -91,6 +100,23 @@ def check_host_allowed(host, allow_remote):
     if not is_loopback(host) and not allow_remote:
         raise AsrkitError(f"{host!r} is not a loopback address: serving other interfaces needs --allow-remote "
                           "(the server has no authentication; put it behind something that has)")
+
+
+# At most one trim of the C heap per this many seconds while streams are open (one at every moment none is).
+TRIM_INTERVAL_S = 1.0
+
+
+def trim_freed_memory():
+    """Returns the free pages of the C heaps to the system (glibc's malloc_trim, a few ms); returns whether it
+    could (False on other C libraries).  glibc raises its mmap threshold to the size of each large block
+    freed, after which a stream's decoder arrays (a 6-MB table over the voiceover graph's states, token arrays
+    of tens of MB) come from its heaps, and stay in the RSS once their streams close: 1,000 abandoned
+    connections left a server at 3.2 GB instead of 0.4 (bench/recognizer_server.py's abuse part).  Serving
+    every large block with its own mmap instead (mallopt) cost 20-40% more CPU per stream in page faults."""
+    try:
+        return bool(ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim(0))
+    except (OSError, AttributeError, TypeError):
+        return False
 
 
 def final_message(result):
@@ -151,7 +177,12 @@ class Session:
         return np.frombuffer(message, dtype="<i2")
 
     def accept(self, samples):
-        finals = self.stream.accept(samples)
+        """The answer to a message's samples, the network evaluated for this stream alone."""
+        return self.end(self.stream.network.evaluate([self.stream.begin(samples)])[0])
+
+    def end(self, output):
+        """The answer to a message, from the network's output for its samples (NetworkBatcher's)."""
+        finals = self.stream.end(output)
         if finals:
             return [final_message(result) for result in finals]
         return [{"partial": self.stream.partial().text}]
@@ -160,6 +191,75 @@ class Session:
         seconds = round(self.samples / self.server.recognizer.sample_rate, 3)
         return [final_message(result) for result in self.stream.finish()] or \
             [{"text": "", "result": [], "start": 0.0, "end": seconds}]
+
+
+class NetworkBatcher:
+    """The acoustic network of many streams evaluated together.  `await evaluate(stream, samples)` queues a
+    stream's samples; while an evaluation runs, those that arrive wait, and the next evaluation takes all of
+    them: their front ends, then one Network.evaluate over their inputs, in one call to the pool.  Idle, a
+    stream's samples go at once (no waiting for company); loaded, the batches grow, which is when the
+    network's per-call cost matters.  A stream's own failure (its front end's) fails it alone."""
+
+    def __init__(self, network, pool):
+        self.network = network
+        self.pool = pool
+        self.waiting = []  # (stream, samples, asyncio future)
+        self._drainer = None
+        self.calls = 0  # network evaluations
+        self.inputs = 0  # stream inputs evaluated, all calls together
+
+    @property
+    def mean_streams(self):
+        """Streams per network evaluation, on average (0 before any)."""
+        return self.inputs / self.calls if self.calls else 0.0
+
+    async def evaluate(self, stream, samples):
+        """The network's output for `stream`'s samples (what its end() takes)."""
+        future = asyncio.get_running_loop().create_future()
+        self.waiting.append((stream, samples, future))
+        if self._drainer is None:
+            self._drainer = asyncio.create_task(self._drain())
+        return await future
+
+    async def _drain(self):
+        loop = asyncio.get_running_loop()
+        try:
+            while self.waiting:
+                batch, self.waiting = self.waiting, []
+                try:
+                    outcomes = await loop.run_in_executor(self.pool, self._evaluate, [(s, x) for s, x, _ in batch])
+                except Exception as error:  # noqa: BLE001 - the network itself failed: each stream is told
+                    outcomes = [(None, error)] * len(batch)
+                except BaseException:  # cancelled: the server is going down
+                    for _, _, future in batch + self.waiting:
+                        future.cancel()
+                    raise
+                for (_, _, future), (output, error) in zip(batch, outcomes):
+                    if future.done():
+                        continue
+                    if error is None:
+                        future.set_result(output)
+                    else:
+                        future.set_exception(error)
+        finally:
+            self._drainer = None
+
+    def _evaluate(self, requests):
+        """[(stream, samples)] -> [(network output, None) or (None, the stream's exception)]."""
+        inputs, errors = [], []
+        for stream, samples in requests:
+            try:
+                inputs.append(stream.begin(samples))
+                errors.append(None)
+            except Exception as error:  # noqa: BLE001 - this stream's failure, reported to it alone
+                inputs.append(None)
+                errors.append(error)
+        live = sum(value is not None for value in inputs)
+        if live:
+            self.calls += 1
+            self.inputs += live
+        outputs = self.network.evaluate(inputs)
+        return [(None, error) if error is not None else (output, None) for output, error in zip(outputs, errors)]
 
 
 class RecognitionServer:
@@ -171,7 +271,9 @@ class RecognitionServer:
         self.config = config
         workers = config.workers or os.cpu_count() or 1
         self.pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="recognize")
+        self.batcher = NetworkBatcher(recognizer.acoustic.network, self.pool) if config.batch else None
         self.active = 0
+        self._trimmed = 0.0  # time.monotonic() of the last trim_freed_memory
         self.served = 0
         self.refused = 0
         self.errors = 0
@@ -185,9 +287,13 @@ class RecognitionServer:
         c = self.config
         # The WebSocket layer refuses frames over twice our limit outright; between the two, Session.audio
         # answers with a JSON error first.
+        # No permessage-deflate (websockets offers it by default): PCM hardly compresses, inflating every audio
+        # message cost the event loop about 90 us (a tenth of its time with 16 streams; bench/recognizer_server.py),
+        # and each connection's zlib contexts take about 300 kB.
         self._server = await serve(self.handle, c.host, c.port, max_size=2 * c.max_message_bytes, max_queue=c.max_queue,
-                                   ping_interval=20, ping_timeout=20, close_timeout=5)
-        logger.info("listening on ws://%s:%d (%d recognition threads)", c.host, self.port, self.pool._max_workers)
+                                   ping_interval=20, ping_timeout=20, close_timeout=5, compression=None)
+        logger.info("listening on ws://%s:%d (%d recognition threads, %s)", c.host, self.port, self.pool._max_workers,
+                    "the network batched across streams" if c.batch else "the network evaluated per stream")
         return self
 
     async def stop(self):
@@ -206,6 +312,14 @@ class RecognitionServer:
             await self._serve(connection)
         finally:
             self.active -= 1
+            self._trim_if_due()
+
+    def _trim_if_due(self):
+        """Gives closed streams' memory back to the system: when the last stream closes, else at most once a second."""
+        now = time.monotonic()
+        if self.active == 0 or now - self._trimmed > TRIM_INTERVAL_S:
+            self._trimmed = now
+            trim_freed_memory()
 
     async def _serve(self, connection):
         loop = asyncio.get_running_loop()
@@ -221,7 +335,16 @@ class RecognitionServer:
                         return
                     continue
                 samples = session.audio(message)
-                await self._send(connection, await loop.run_in_executor(self.pool, session.accept, samples))
+                if connection.state is not State.OPEN:
+                    # Audio read after the client's close (or a lost connection): the stream is dropped, so
+                    # recognising it would be work (and a decoder's memory) for no one.
+                    return
+                if self.batcher is None:
+                    answer = await loop.run_in_executor(self.pool, session.accept, samples)
+                else:
+                    output = await self.batcher.evaluate(session.stream, samples)
+                    answer = await loop.run_in_executor(self.pool, session.end, output)
+                await self._send(connection, answer)
         except ConnectionClosed:
             logger.debug("%s: the client went away", connection.remote_address)
         except SlowReader:

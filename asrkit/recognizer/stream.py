@@ -109,15 +109,29 @@ class RecognizerStream:
         return OnlineDecoder(self.package.graph, self.options, keep_rows=True,
                              prune_above_tokens=STREAM_PRUNE_ABOVE_TOKENS)
 
+    @property
+    def network(self):
+        """The acoustic network, shared by every stream of the recognizer (accept_together evaluates it for many)."""
+        return self.acoustic.model.network
+
     def accept(self, samples):
         """Feeds samples; returns the final Results of the segments that endpoints ended inside them."""
+        return self.end(self.network.evaluate([self.begin(samples)])[0])
+
+    def begin(self, samples):
+        """accept()'s first half: front end and CMVN; returns the network's input (None: no new frame), whose
+        output from self.network.evaluate (alone or beside other streams' inputs) end() takes."""
         if self.finished:
             raise RuntimeError("accept() after finish()")
         samples = as_float_samples(np.asarray(samples))
         self.samples_in += len(samples)
         if self.final_pass == "batch":
             self._segment_samples.append(samples)
-        return self.accept_loglikes(self.acoustic.accept(samples))
+        return self.acoustic.begin(samples)
+
+    def end(self, output):
+        """accept()'s second half: decodes the network's output; returns the final Results as accept() does."""
+        return self.accept_loglikes(self.acoustic.end(output))
 
     def accept_loglikes(self, rows):
         """Decodes log-likelihood rows [n, num_pdfs] (the acoustic model's, unscaled) as accept() does those of
@@ -178,6 +192,16 @@ class RecognizerStream:
             end = self.samples_in / self.package.sample_rate if self.samples_in else self.frames_in * shift
             results.append(self._end_segment(max(end, self.segment_start * shift)))
         return results
+
+
+def accept_together(streams, pieces):
+    """[stream.accept(piece) for each stream and its piece], with the acoustic network evaluated for all of
+    them in one batched pass (they share their recognizer's network); the results are the same as accept's."""
+    network = streams[0].network
+    if any(stream.network is not network for stream in streams):
+        raise ValueError("streams of different networks cannot be evaluated together")
+    inputs = [stream.begin(piece) for stream, piece in zip(streams, pieces)]
+    return [stream.end(output) for stream, output in zip(streams, network.evaluate(inputs))]
 
 
 def recognize_pieces(stream, pieces):

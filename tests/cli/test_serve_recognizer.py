@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 
+import pytest
 from click.testing import CliRunner
 from websockets.asyncio.client import connect
 
@@ -42,14 +43,15 @@ async def transcribe(port, audio):
         return [json.loads(message) async for message in websocket]
 
 
-def test_the_server_process_serves_the_recognizers_results_and_stops_on_sigterm(package_dir):  # noqa: F811
+@pytest.mark.parametrize("batch", ["--batch", "--no-batch"])
+def test_the_server_process_serves_the_recognizers_results_and_stops_on_sigterm(package_dir, batch):  # noqa: F811
     audio = (speech_like(2.5, 8000, seed=7) * 32767).astype("<i2")
     stream = Recognizer(package_dir).stream(endpoint=EndpointConfig.with_max_length(1.0), final_pass="online")
     expected = [final_message(result) for start in range(0, len(audio), 2000)
                 for result in stream.accept(audio[start:start + 2000])]
     expected += [final_message(result) for result in stream.finish()]
     command = [sys.executable, "-m", "asrkit.cli.serve_recognizer", package_dir, "--port", "0",
-               "--max-utterance-seconds", "1", "--final-pass", "online"]
+               "--max-utterance-seconds", "1", "--final-pass", "online", batch]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                                env={**os.environ, "PYTHONPATH": ROOT})
     try:
@@ -62,6 +64,8 @@ def test_the_server_process_serves_the_recognizers_results_and_stops_on_sigterm(
     assert [message for message in received if "partial" not in message] == expected
     assert process.returncode == 0
     assert "asrkit-serve-recognizer summary: status=ok served=1 errors=0" in log
+    # The summary counts the batched network evaluations (one stream here: one stream per call).
+    assert bool(re.search(r"network_calls=[1-9]\d* streams_per_call=1\.00", log)) == (batch == "--batch")
 
 
 def test_other_interfaces_are_refused_without_allow_remote(package_dir):  # noqa: F811

@@ -62,3 +62,58 @@ def test_rows_come_as_soon_as_their_context_is_there(model_dirs):
         complete_groups = frames_in // group
         assert rows == max(0, complete_groups * group - context)
     assert given[-1] + len(stream.finish()) == 20
+
+
+def _streams_alone_and_together(network, count, rng):
+    """Feeds `count` streams random pieces (empty ones too) and finishes them, once each stream alone and once
+    all of them through network.evaluate together; returns (alone, together): each stream's rows."""
+    pieces = [[rng.standard_normal((int(rng.integers(0, 9)), network.feature_dim)).astype(np.float32)
+               for _ in range(int(rng.integers(3, 8)))] for _ in range(count)]
+    alone = []
+    for stream_pieces in pieces:
+        stream = network.stream()
+        alone.append(np.concatenate([stream.accept(piece) for piece in stream_pieces] + [stream.finish()]))
+    streams = [network.stream() for _ in range(count)]
+    together = [[] for _ in range(count)]
+    for round_ in range(max(len(stream_pieces) for stream_pieces in pieces)):
+        taking = [index for index in range(count) if round_ < len(pieces[index])]
+        inputs = [streams[index].begin(pieces[index][round_]) for index in taking]
+        for index, output in zip(taking, network.evaluate(inputs)):
+            together[index].append(streams[index].end(output))
+    return alone, [np.concatenate(rows + [stream.finish()]) for rows, stream in zip(together, streams)]
+
+
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+def test_streams_evaluated_together_equal_each_alone_bit_for_bit(model_dirs, name):
+    from asrkit.nn.model_dir import load_acoustic_model
+
+    network = _numpy_network(load_acoustic_model(model_dirs[name]))
+    alone, together = _streams_alone_and_together(network, 5, np.random.default_rng(3))
+    for one, other in zip(alone, together):
+        np.testing.assert_array_equal(one, other)
+    assert sum(len(rows) for rows in alone) > 0
+
+
+def _random_wblstm(rng, feature_dim=160, cells=128, layers=2, num_pdfs=800):
+    """A windowed BLSTM of the voiceover recipe's shapes with random weights (the BLAS kernels that run depend
+    on the shapes; the toy models' are tiny)."""
+    weights = {}
+    for layer in range(1, layers + 1):
+        inputs = feature_dim if layer == 1 else 2 * cells
+        for direction in ("forward", "backward"):
+            prefix = f"blstm{layer}/{direction}"
+            weights[f"{prefix}/kernel"] = rng.normal(0, 0.1, (inputs, 4 * cells))
+            weights[f"{prefix}/recurrent_kernel"] = rng.normal(0, 0.1, (cells, 4 * cells))
+            weights[f"{prefix}/bias"] = rng.normal(0, 0.1, 4 * cells)
+    weights["softmax/kernel"] = rng.normal(0, 0.1, (2 * cells, num_pdfs))
+    weights["softmax/bias"] = rng.normal(0, 0.1, num_pdfs)
+    config = {"model": {"name": "wblstm", "params": {"context": 6, "group": 5, "num_layers": layers}},
+              "feature_dim": feature_dim, "num_pdfs": num_pdfs, "label_delay": 6}
+    return load_network(config, weights)
+
+
+def test_a_recipe_sized_network_evaluated_together_equals_each_alone():
+    network = _random_wblstm(np.random.default_rng(0))
+    alone, together = _streams_alone_and_together(network, 6, np.random.default_rng(4))
+    for one, other in zip(alone, together):
+        np.testing.assert_array_equal(one, other)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from asrkit.decode import lattice_faster
-from asrkit.decode.decoder import FAILED, OK, RETRIED, DecoderOptions, GraphDecoder
+from asrkit.decode.decoder import EMPTY, FAILED, OK, RETRIED, DecoderOptions, GraphDecoder
 from asrkit.graph.fst_arrays import build_fst
 from asrkit.recognizer.online_decoder import OnlineDecoder
 from tests.decode.test_lattice_faster import WIDE, brute_force_paths, costs_for, random_graph
@@ -155,3 +155,15 @@ def test_no_final_state_at_the_beam_is_decoded_again_at_the_retry_beam_as_graph_
         assert result.words == expected.words == ([4] if status == RETRIED else [])
         with pytest.raises(RuntimeError):
             online.advance(loglikes)
+
+
+def test_the_decoding_storage_is_taken_at_the_first_frame(toy):
+    """A decoder that never gets a frame holds no storage (a server's connections that send no audio)."""
+    paths, tree = toy
+    decoder = GraphDecoder.from_file(os.path.join(paths["graph"], "HCLG.fst"), DecoderOptions(beam=10.0),
+                                     lattices=True)
+    idle = OnlineDecoder(decoder.graph_arrays, decoder.options)
+    assert idle._decoding is None and idle.finalize().status == EMPTY
+    online = OnlineDecoder(decoder.graph_arrays, decoder.options)
+    online.advance(toy_loglikes(tree, "ALPHA", 0)[:2])
+    assert online._decoding is not None and online.num_frames == 2

@@ -170,3 +170,36 @@ def test_recognize_pieces_yields_partials_when_they_change_and_every_final(packa
     for before, after in zip(yielded, yielded[1:]):
         assert after.is_final or after.text and (before.is_final or after.text != before.text)
     assert any(not result.is_final for result in yielded)
+
+
+@pytest.mark.parametrize("final_pass", ["online", "batch"])
+def test_streams_accepted_together_give_what_each_gives_alone(package_dir, final_pass):
+    """accept_together evaluates the network of several streams in one pass: each stream's results, partial
+    and final, are those it gets alone (the streams at different points, some pieces empty)."""
+    from asrkit.recognizer.stream import accept_together
+
+    recognizer = Recognizer(package_dir)
+    endpoint = EndpointConfig.with_max_length(0.8)
+    audios = [speech_like(seconds, 8000, seed=seed) for seed, seconds in enumerate((2.2, 1.3, 3.0, 0.4))]
+    cut = [list(pieces(audio, seed, largest=2500)) for seed, audio in enumerate(audios)]
+
+    def answers(stream, finals):
+        return [(result.text, result.start, result.end, [(w.word, w.start, w.end, w.confidence) for w in result.words])
+                for result in finals], stream.partial().text
+
+    alone = []
+    for audio_pieces in cut:
+        stream = recognizer.stream(endpoint=endpoint, final_pass=final_pass)
+        alone.append([answers(stream, stream.accept(piece)) for piece in audio_pieces]
+                     + [answers(stream, stream.finish())])
+    streams = [recognizer.stream(endpoint=endpoint, final_pass=final_pass) for _ in audios]
+    together = [[] for _ in audios]
+    for round_ in range(max(len(audio_pieces) for audio_pieces in cut)):
+        taking = [index for index in range(len(audios)) if round_ < len(cut[index])]
+        finals = accept_together([streams[index] for index in taking], [cut[index][round_] for index in taking])
+        for index, results in zip(taking, finals):
+            together[index].append(answers(streams[index], results))
+    for index, stream in enumerate(streams):
+        together[index].append(answers(stream, stream.finish()))
+    assert together == alone
+    assert sum(len(finals) for answers_ in alone for finals, _ in answers_) >= 4

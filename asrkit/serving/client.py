@@ -190,22 +190,18 @@ class ServerExamples:
         events = []
         while self._monitor.poll(0):
             event = recv_monitor_message(self._monitor)
-            endpoint = event["endpoint"].decode("utf-8", "replace")
-            if event["event"] == zmq.EVENT_DISCONNECTED:
-                if endpoint in self._given_endpoints and endpoint in self._verified_endpoints and \
-                        endpoint not in self._lost_endpoints:
-                    self._lost_endpoints[endpoint] = time.monotonic()
-                    logger.warning("example server %s disconnected (its process or machine went down?); where each "
-                                   "shard stopped follows once what it sent has been used", endpoint)
-                continue
-            events.append((event["event"], endpoint))
-        # Successes first, whatever their order among the pending events: a failure is judged against every
-        # handshake known to have succeeded.
+            events.append((event["event"], event["endpoint"].decode("utf-8", "replace")))
+        # Successes first, whatever their order among the pending events: a disconnect or a failure is judged
+        # against every handshake known to have succeeded (a server's handshake and its disconnect can be read
+        # in one look when the receiving thread was slow to come back).
         for event, endpoint in events:
             if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 logger.debug("handshake with %s succeeded", endpoint)
                 self._verified_endpoints.add(endpoint)
         for event, endpoint in events:
+            if event == zmq.EVENT_DISCONNECTED:
+                self._note_disconnect(endpoint)
+                continue
             if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 continue
             if endpoint in self._verified_endpoints or endpoint not in self._endpoints:
@@ -221,6 +217,15 @@ class ServerExamples:
                 logger.warning("handshake with %s failed (%d so far)", endpoint, self._handshake_failures[endpoint])
                 continue
             raise _handshake_failure(event, endpoint, bool(self.server_public_key))
+
+    def _note_disconnect(self, endpoint):
+        """A given server whose handshake had succeeded went away: named now, its shards' positions once what it
+        sent has been received."""
+        if endpoint in self._given_endpoints and endpoint in self._verified_endpoints and \
+                endpoint not in self._lost_endpoints:
+            self._lost_endpoints[endpoint] = time.monotonic()
+            logger.warning("example server %s disconnected (its process or machine went down?); where each "
+                           "shard stopped follows once what it sent has been used", endpoint)
 
     def _report_lost_servers(self):
         """Once the socket has nothing more to read (what a lost server sent has been received): where each

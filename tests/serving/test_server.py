@@ -163,6 +163,31 @@ def test_what_a_replaced_server_sent_after_its_resume_position_is_dropped():
         source.close()
 
 
+def test_a_disconnect_read_in_one_look_with_its_handshake_is_still_named(free_endpoint, caplog):
+    """A receiving thread slow to come back (a loaded machine) reads a server's handshake and its disconnect in
+    one look at the monitor: the disconnect is judged after the handshake, so the lost server is named."""
+    import time
+
+    import zmq
+
+    endpoint = free_endpoint()
+    server = zmq.Context.instance().socket(zmq.PUSH)
+    server.setsockopt(zmq.LINGER, 0)
+    server.bind(endpoint)
+    source = ServerExamples(Handshake(2, NUM_PDFS, 30.0), [endpoint], receive_timeout=30)
+    try:
+        source.connect(endpoint)
+        source._apply_commands()  # what the receiving thread does first, here without the thread
+        time.sleep(1.0)  # the handshake's event waits in the monitor
+        server.close()
+        time.sleep(1.0)  # and the disconnect's behind it
+        caplog.set_level("WARNING", logger="asrkit.serving")
+        source._check_monitor()
+        assert f"example server {endpoint} disconnected" in caplog.text
+    finally:
+        source.close()
+
+
 def test_a_lost_server_given_by_address_is_reported_with_the_options_that_resume_it(free_endpoint, caplog):
     """A server started by hand that goes away (its machine died): once what it sent has been received, the
     trainer names the endpoint and each shard's last position as the restart options (--start-after)."""

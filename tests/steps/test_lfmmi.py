@@ -8,14 +8,8 @@ import shutil
 import subprocess
 import sys
 
-import numpy as np
-
-from asrkit.chain.den_graph import make_den_graph
-from asrkit.chain.numerator import units_from_pdfs
-from asrkit.chain.phone_lm import estimate_phone_lm
-from asrkit.hmm.topology import Topology
-from asrkit.hmm.tree import ContextDependency
 from asrkit.io.table import TableReader
+from tests.train.conftest import label_den_graph
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NUM_PDFS = 4
@@ -23,17 +17,8 @@ NUM_PDFS = 4
 
 def _den_graph(ali_dir, path):
     """The denominator graph of a one-state monophone set where phone k + 1 is pdf k, its LM from the alignments."""
-    phones = {f"P{k + 1}": k + 1 for k in range(NUM_PDFS)}
-    tree = ContextDependency(1, 0, NUM_PDFS, phones, [{"context": [f"P{k + 1}"], "pdf_class": 0, "pdf": k}
-                                                      for k in range(NUM_PDFS)])
-    ids = " ".join(str(k + 1) for k in range(NUM_PDFS))
-    topology = Topology.from_text(f"<Topology> <TopologyEntry> <ForPhones> {ids} </ForPhones> <State> 0 <PdfClass> 0 "
-                                  "<Transition> 0 0.5 <Transition> 1 0.5 </State> <State> 1 </State> </TopologyEntry> "
-                                  "</Topology>")
     with TableReader(os.path.join(ali_dir, "ali.scp")) as alignments:
-        runs = [[int(unit.pdfs[0]) + 1 for unit in units_from_pdfs(np.asarray(labels))]
-                for _, labels in alignments.items()]
-    make_den_graph(estimate_phone_lm(runs, order=3), tree, topology).write(path)
+        label_den_graph([labels for _, labels in alignments.items()], NUM_PDFS).write(path)
 
 
 def test_lfmmi_multi_style_trains_from_the_example_server_and_decodes_on_the_ce_graph(featurized_corpus, tmp_path):

@@ -6,7 +6,12 @@ import os
 import numpy as np
 import pytest
 
+from asrkit.chain.den_graph import make_den_graph
+from asrkit.chain.numerator import units_from_pdfs
+from asrkit.chain.phone_lm import estimate_phone_lm
 from asrkit.frontend.cmvn import CmvnStats
+from asrkit.hmm.topology import Topology
+from asrkit.hmm.tree import ContextDependency
 from asrkit.io.table import ShardWriter, write_scp
 
 
@@ -24,6 +29,19 @@ def synthetic_utterances(num_utts, dim, num_pdfs, seed=0, min_frames=15, max_fra
         features = (centres[labels] + noise * rng.standard_normal((length, dim)) + 3.0).astype(np.float32)
         utterances[f"spk{index % 3}-{index:03d}"] = (features, labels)
     return utterances
+
+
+def label_den_graph(label_sequences, num_pdfs):
+    """A denominator graph where phone k + 1 is pdf k (one state, monophone): the phone LM of the label runs."""
+    phones = {f"P{k + 1}": k + 1 for k in range(num_pdfs)}
+    tree = ContextDependency(1, 0, num_pdfs, phones, [{"context": [f"P{k + 1}"], "pdf_class": 0, "pdf": k}
+                                                      for k in range(num_pdfs)])
+    ids = " ".join(str(k + 1) for k in range(num_pdfs))
+    topology = Topology.from_text(f"<Topology> <TopologyEntry> <ForPhones> {ids} </ForPhones> <State> 0 <PdfClass> 0 "
+                                  "<Transition> 0 0.5 <Transition> 1 0.5 </State> <State> 1 </State> </TopologyEntry> "
+                                  "</Topology>")
+    runs = [[int(unit.pdfs[0]) + 1 for unit in units_from_pdfs(np.asarray(labels))] for labels in label_sequences]
+    return make_den_graph(estimate_phone_lm(runs, order=3), tree, topology)
 
 
 def write_corpus(root, utterances, num_pdfs, ali_lengths=None, name="data"):

@@ -11,30 +11,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from asrkit.chain.den_graph import make_den_graph
 from asrkit.chain.forward_backward import denominator_reference, lfmmi_batch, numerator_reference
 from asrkit.chain.numerator import numerator_of, units_from_pdfs
-from asrkit.chain.phone_lm import estimate_phone_lm
-from asrkit.hmm.topology import Topology
-from asrkit.hmm.tree import ContextDependency
 from asrkit.tf_runtime import import_tensorflow
 from asrkit.train.lfmmi import LfmmiObjective, LfmmiSteps, row_segments
 from asrkit.train.trainer import TrainOptions, train_ce
+from tests.train.conftest import label_den_graph
 
 tf = import_tensorflow()
-
-
-def label_den_graph(label_sequences, num_pdfs):
-    """A denominator graph where phone k + 1 is pdf k (one state, monophone): the phone LM of the label runs."""
-    phones = {f"P{k + 1}": k + 1 for k in range(num_pdfs)}
-    tree = ContextDependency(1, 0, num_pdfs, phones, [{"context": [f"P{k + 1}"], "pdf_class": 0, "pdf": k}
-                                                      for k in range(num_pdfs)])
-    ids = " ".join(str(k + 1) for k in range(num_pdfs))
-    topology = Topology.from_text(f"<Topology> <TopologyEntry> <ForPhones> {ids} </ForPhones> <State> 0 <PdfClass> 0 "
-                                  "<Transition> 0 0.5 <Transition> 1 0.5 </State> <State> 1 </State> </TopologyEntry> "
-                                  "</Topology>")
-    runs = [[int(unit.pdfs[0]) + 1 for unit in units_from_pdfs(labels)] for labels in label_sequences]
-    return make_den_graph(estimate_phone_lm(runs, order=3), tree, topology)
 
 
 @pytest.fixture(scope="module")

@@ -5,13 +5,15 @@ plus -graph cost.  Every frame, states more than `beam` below the best are
 dropped (Kaldi's beam); if no final state survives to the last frame the
 pass is repeated at `retry_beam`, and if that fails too the utterance has no
 alignment.  The graph of one utterance is small (hundreds of states), so a
-frame is a handful of dense NumPy operations whatever the beam; the beam
-decides only which paths may be lost, as in Kaldi's gmm-align.
+frame visits every state's incoming arcs ([states, max in-degree], a compiled
+loop) whatever the beam; the beam decides only which paths may be lost, as in
+Kaldi's gmm-align.
 """
 
 import dataclasses
 import math
 
+import numba
 import numpy as np
 
 OK, RETRIED, FAILED = "ok", "retried", "failed"
@@ -37,23 +39,38 @@ class Alignment:
 
 
 def _viterbi_pass(graph, scaled, beam):
-    num_frames = scaled.shape[0]
-    states = np.arange(graph.num_states)
-    backpointers = np.empty((num_frames, graph.num_states), np.int64)
-    emission = scaled[:, graph.pdf]  # [T, S]
-    score = graph.start_score + emission[0]
-    score[score < score.max() - beam] = -np.inf
+    found = _viterbi_kernel(graph.in_source, graph.in_score, graph.start_score, graph.final_score,
+                            np.ascontiguousarray(scaled[:, graph.pdf]), float(beam))
+    return None if found is None else (found[0], float(found[1]))
+
+
+# Compiled, and free of the GIL: word times in a recognition server's final results align every segment
+# again, and the frame loop in NumPy (a dozen small operations a frame) held the GIL between them, so the
+# finals of streams that end together queued on one core (bench/recognizer_server.py).  The arithmetic is
+# the NumPy version's, operation for operation: the first best incoming arc wins a tie, as argmax's does.
+@numba.njit(cache=True, nogil=True)
+def _viterbi_kernel(in_source, in_score, start_score, final_score, emission, beam):
+    num_frames, num_states = emission.shape
+    backpointers = np.empty((num_frames, num_states), np.int64)
+    score = start_score + emission[0]
+    _prune(score, beam)
     backpointers[0] = -1
+    following = np.empty(num_states)
     for frame in range(1, num_frames):
-        candidates = score[graph.in_source] + graph.in_score
-        best = np.argmax(candidates, axis=1)
-        score = candidates[states, best] + emission[frame]
-        backpointers[frame] = graph.in_source[states, best]
-        top = score.max()
-        if not np.isfinite(top):
+        for state in range(num_states):
+            best_source = in_source[state, 0]
+            best = score[best_source] + in_score[state, 0]
+            for arc in range(1, in_source.shape[1]):
+                candidate = score[in_source[state, arc]] + in_score[state, arc]
+                if candidate > best:
+                    best, best_source = candidate, in_source[state, arc]
+            following[state] = best + emission[frame, state]
+            backpointers[frame, state] = best_source
+        score[:] = following
+        if not np.isfinite(score.max()):
             return None
-        score[score < top - beam] = -np.inf
-    total = score + graph.final_score
+        _prune(score, beam)
+    total = score + final_score
     last = int(np.argmax(total))
     if not np.isfinite(total[last]):
         return None
@@ -61,7 +78,16 @@ def _viterbi_pass(graph, scaled, beam):
     path[-1] = last
     for frame in range(num_frames - 1, 0, -1):
         path[frame - 1] = backpointers[frame, path[frame]]
-    return path, float(total[last])
+    return path, total[last]
+
+
+@numba.njit(cache=True, nogil=True)
+def _prune(score, beam):
+    """Drops the states more than `beam` below the best (in place)."""
+    floor = score.max() - beam
+    for state in range(len(score)):
+        if score[state] < floor:
+            score[state] = -np.inf
 
 
 def align(graph, loglikes, options):

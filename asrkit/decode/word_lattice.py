@@ -224,12 +224,6 @@ def word_confidences(lattice, lm_weight):
     return words, confidences
 
 
-def _log_add(a, b):
-    if a < b:
-        a, b = b, a
-    return a if b == -math.inf else a + math.log1p(math.exp(b - a))
-
-
 class _WordWindows:
     """The log-probability mass of the complete paths that carry a word in a window of frames.
 
@@ -248,37 +242,51 @@ class _WordWindows:
         targets = lattice[:, 1].astype(np.int64)
         source_frames = frames[states]
         order = np.argsort(source_frames, kind="stable")
-        self.sorted_frames = source_frames[order]
+        self.num_states = _num_states(lattice)
+        self.sorted_frames = np.ascontiguousarray(source_frames[order])
         target_frames = np.where(targets == FINAL, -1, frames[np.maximum(targets, 0)])
         emitting = (targets != FINAL) & (lattice[:, 2] != 0)
-        self.entering = alpha[states] + scores  # for a row into the window's first frame
-        self.leaving = scores + np.where(targets == FINAL, 0.0, beta[np.maximum(targets, 0)])  # out of its last
-        self.rows = list(zip(order.tolist(), self.sorted_frames.tolist(), states[order].tolist(),
-                             targets[order].tolist(), lattice[order, 3].astype(np.int64).tolist(),
-                             scores[order].tolist(), target_frames[order].tolist(), emitting[order].tolist()))
+        entering = alpha[states] + scores  # for a row into the window's first frame
+        leaving = scores + np.where(targets == FINAL, 0.0, beta[np.maximum(targets, 0)])  # out of its last
+        # The rows in frame order, each column its own contiguous array for the compiled pass.
+        self.columns = tuple(np.ascontiguousarray(column[order]) for column in (
+            states, targets, lattice[:, 3].astype(np.int64), np.asarray(scores, dtype=np.float64), target_frames,
+            emitting, entering, leaving))
 
     def log_has(self, word, first, last):
         """Log of the summed score of the complete paths that carry `word` in frames first..last."""
-        missed, met = {}, {}
-        if first == 0:
-            missed[0] = 0.0
-        log_has = -math.inf
         begin, end = np.searchsorted(self.sorted_frames, [first - 1, last + 1])
-        for row, frame, state, target, label, score, target_frame, emitting in self.rows[begin:end]:
-            if frame < first:
-                if emitting:  # into the window from the frame before it: the whole forward mass enters
-                    missed[target] = _log_add(missed.get(target, -math.inf), float(self.entering[row]))
-                continue
-            before, after = missed.get(state, -math.inf), met.get(state, -math.inf)
-            if before == after == -math.inf:
-                continue
-            if label == word:
-                before, after = -math.inf, _log_add(before, after)
-            if target == FINAL or target_frame > last:
-                log_has = _log_add(log_has, after + float(self.leaving[row]))
-                continue
-            if before > -math.inf:
-                missed[target] = _log_add(missed.get(target, -math.inf), before + score)
-            if after > -math.inf:
-                met[target] = _log_add(met.get(target, -math.inf), after + score)
-        return log_has
+        return float(_log_has_in_window(self.sorted_frames, *self.columns, int(begin), int(end), int(word),
+                                        int(first), int(last), self.num_states))
+
+
+# Compiled, and free of the GIL, because a server's final results need one pass per recognised word: in
+# Python the passes took two thirds of a 20-s segment's final result (bench/recognizer_server.py), and held
+# the GIL, so that the finals of streams ending together waited on one another.
+@numba.njit(cache=True, nogil=True)
+def _log_has_in_window(frames, states, targets, labels, scores, target_frames, emitting, entering, leaving,
+                       begin, end, word, first, last, num_states):
+    missed = np.full(num_states, -np.inf)  # per state: the mass of the partial paths without `word` yet
+    met = np.full(num_states, -np.inf)  # and with it
+    if first == 0:
+        missed[0] = 0.0
+    log_has = -np.inf
+    for row in range(begin, end):
+        target = targets[row]
+        if frames[row] < first:
+            if emitting[row]:  # into the window from the frame before it: the whole forward mass enters
+                missed[target] = np.logaddexp(missed[target], entering[row])
+            continue
+        before, after = missed[states[row]], met[states[row]]
+        if before == -np.inf and after == -np.inf:
+            continue
+        if labels[row] == word:
+            before, after = -np.inf, np.logaddexp(before, after)
+        if target == FINAL or target_frames[row] > last:
+            log_has = np.logaddexp(log_has, after + leaving[row])
+            continue
+        if before > -np.inf:
+            missed[target] = np.logaddexp(missed[target], before + scores[row])
+        if after > -np.inf:
+            met[target] = np.logaddexp(met[target], after + scores[row])
+    return log_has

@@ -1,4 +1,7 @@
-"""Equal alignment and Viterbi forced alignment on planted alignments."""
+"""Equal alignment and Viterbi forced alignment on planted alignments and against enumeration."""
+
+import itertools
+import os
 
 import numpy as np
 import pytest
@@ -7,9 +10,10 @@ from asrkit.align.ali_dir import phone_segments
 from asrkit.align.equal import TooFewFramesError, equal_alignment, reference_phones
 from asrkit.align.lang import TranscriptError, read_align_lang
 from asrkit.align.phone_graph import make_phone_graph
-from asrkit.align.state_graph import make_state_graph
+from asrkit.align.state_graph import StateGraph, make_state_graph
 from asrkit.align.synthetic import make_lang_dir, oracle_loglikes, planted_pdfs
 from asrkit.align.viterbi import FAILED, OK, RETRIED, ViterbiOptions, align
+from asrkit.errors import AsrkitError
 from asrkit.hmm.tree import ContextDependency, monophone_tree
 
 
@@ -115,3 +119,51 @@ def test_too_few_frames_fail_and_narrow_beam_retries(lang, tree):
     assert alignment.status == RETRIED and alignment.beam == 40.0
     assert alignment.pdfs[-1] == tree.pdf([lang.phones["T"]], 0)
     assert align(graph, loglikes, ViterbiOptions(beam=0.05, retry_beam=0.06)).status == FAILED
+
+
+def brute_force_best(graph, scaled):
+    """The best total score over every state sequence of len(scaled) frames, by enumeration."""
+    transition = np.full((graph.num_states, graph.num_states), -np.inf)
+    for target in range(graph.num_states):
+        for source, score in zip(graph.in_source[target], graph.in_score[target]):
+            transition[source, target] = max(transition[source, target], score)
+    best = -np.inf
+    for path in itertools.product(range(graph.num_states), repeat=len(scaled)):
+        total = graph.start_score[path[0]] + graph.final_score[path[-1]]
+        total += sum(scaled[frame, graph.pdf[state]] for frame, state in enumerate(path))
+        total += sum(transition[a, b] for a, b in zip(path, path[1:]))
+        best = max(best, total)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_viterbi_finds_the_best_of_every_path_of_a_random_graph(seed):
+    rng = np.random.default_rng(seed)
+    num_states, fan_in, num_pdfs = 4, 3, 3
+    in_score = -rng.exponential(1.0, (num_states, fan_in))
+    in_score[rng.random((num_states, fan_in)) < 0.3] = -np.inf  # padded arcs
+    start = -rng.exponential(1.0, num_states)
+    start[1] = -np.inf
+    graph = StateGraph(pdf=rng.integers(0, num_pdfs, num_states).astype(np.int32),
+                       phone=np.ones(num_states, np.int32), phone_start=np.ones(num_states, bool),
+                       in_source=rng.integers(0, num_states, (num_states, fan_in)), in_score=in_score,
+                       start_score=start, final_score=-rng.exponential(1.0, num_states))
+    loglikes = rng.normal(size=(5, num_pdfs))
+    alignment = align(graph, loglikes, ViterbiOptions(acoustic_scale=0.5, beam=1e9))
+    expected = brute_force_best(graph, 0.5 * loglikes)
+    if not np.isfinite(expected):
+        assert alignment.status == FAILED
+        return
+    assert alignment.status == OK and alignment.total_score == pytest.approx(expected)
+
+
+def test_a_lexicon_phone_missing_from_phones_txt_is_named_with_its_line(tmp_path):
+    lang_dir = make_lang_dir(str(tmp_path / "lang"))
+    lexicon = os.path.join(lang_dir, "lexiconp.txt")
+    with open(lexicon, encoding="utf-8") as handle:
+        lines = handle.readlines()
+    lines[2] = "BOGUS 1.0 HH QQ T\n"
+    with open(lexicon, "w", encoding="utf-8") as handle:
+        handle.writelines(lines)
+    with pytest.raises(AsrkitError, match=r"lexiconp\.txt:3: phones \['QQ'\] are not in"):
+        read_align_lang(lang_dir)

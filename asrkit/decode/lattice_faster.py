@@ -665,6 +665,24 @@ def _trace_back(tok_i, tok_f, begin, end):
 
 
 @numba.njit(cache=True, nogil=True)
+def _trailing_frames(tok_i, tok_f, begin, end, pdf_mask):
+    """How many of the last frames of the best partial path (as _trace_back's) have a pdf in pdf_mask: the
+    back-pointers walked only as far as the first frame whose pdf is not (-1 when no token is left)."""
+    if end <= begin:
+        return -1
+    token = begin + int(np.argmin(tok_f[begin:end, T_COST]))
+    count = 0
+    while tok_i[token, T_BACK] >= 0:
+        label = tok_i[token, T_BACK_ILABEL]  # pdf + 1; 0 on epsilon arcs, which are no frame
+        if label != 0:
+            if not pdf_mask[label - 1]:
+                break
+            count += 1
+        token = tok_i[token, T_BACK]
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
 def _final_relative_cost(tok_i, tok_f, begin, end, final):
     """Best (cost + final weight) minus best cost over the tokens begin..end-1; inf when none is final."""
     best, best_final = np.inf, np.inf
@@ -775,6 +793,14 @@ class ResumableDecode:
             return np.empty((0, 2), dtype=np.int32), np.inf
         labels, cost = _trace_back(self._tok_i, self._tok_f, *self._newest())
         return labels[::-1], float(cost)
+
+    def trailing_frames(self, pdf_mask):
+        """How many of the best partial path's last frames have a pdf in pdf_mask (a boolean mask over pdfs);
+        the same as counting along partial_labels() from the end, at the cost of those frames alone, which
+        the endpoint rules need after every frame.  -1 when no token is left."""
+        if self.failed or self.finished:
+            return -1
+        return int(_trailing_frames(self._tok_i, self._tok_f, *self._newest(), pdf_mask))
 
     def final_relative_cost(self):
         """How much the best path that ends in a final state now costs more than the best path (inf: none is

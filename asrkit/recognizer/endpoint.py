@@ -84,13 +84,16 @@ class EndpointDetector:
 
     def rule_fired(self, partial):
         """The number (1-based) of the first rule that fires on `partial`, or 0 for none."""
-        frames = len(partial.pdfs)
+        return self.rule_fired_on(len(partial.pdfs), partial.trailing_frames_in(self.silence),
+                                  partial.final_relative_cost)
+
+    def rule_fired_on(self, frames, trailing, final_relative_cost):
+        """rule_fired of a path of `frames` frames whose last `trailing` are silence (OnlineDecoder.endpoint_inputs)."""
         if frames == 0:
             return 0
-        trailing = partial.trailing_frames_in(self.silence)
         shift = self.config.frame_shift
         for number, rule in enumerate(self.config.rules, 1):
-            if rule.fires(trailing < frames, trailing * shift, partial.final_relative_cost, frames * shift):
+            if rule.fires(trailing < frames, trailing * shift, final_relative_cost, frames * shift):
                 return number
         return 0
 

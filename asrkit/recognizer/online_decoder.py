@@ -101,6 +101,17 @@ class OnlineDecoder:
         pdfs = labels[:, 0][labels[:, 0] != 0] - 1
         return PartialPath(words, pdfs, cost, self._decoding.final_relative_cost())
 
+    def endpoint_inputs(self, pdf_mask):
+        """What the endpoint rules read of the best partial path, without tracing all of it: (its frames, how
+        many of the last ones have a pdf in pdf_mask, final_relative_cost); (0, 0, inf) before a frame or
+        after a frame left no token, as partial() has then no frames."""
+        if self._decoding is None or self.num_frames == 0:
+            return 0, 0, np.inf
+        trailing = self._decoding.trailing_frames(pdf_mask)
+        if trailing < 0:
+            return 0, 0, np.inf
+        return self.num_frames, trailing, self._decoding.final_relative_cost()
+
     def finalize(self):
         """The segment's UtteranceResult (GraphDecoder.decode's for the concatenated rows); ends this decoder."""
         if self.finished:

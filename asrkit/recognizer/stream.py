@@ -143,7 +143,7 @@ class RecognizerStream:
         for frame in range(len(rows)):
             self._decoder.advance(rows[frame:frame + 1])
             self.frames_in += 1
-            if self.detector.rule_fired(self._decoder.partial()):
+            if self.detector.rule_fired_on(*self._decoder.endpoint_inputs(self.detector.silence)):
                 results.append(self._end_segment())
         return results
 

@@ -100,6 +100,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     decode = json.load(open(package / "decode.json"))
     assert decode["lm_weight"] == float(open(exp / "wblstm_smbr" / "decode_dev" / "best_lmwt").read())
     assert decode["chosen_on"] == str(exp / "wblstm_smbr" / "decode_dev")
+    assert (decode["beam"], decode["max_active"]) == (10, 3000)  # the beams dev chose (run.sh's stage 9)
     assert "asrkit-export summary: status=ok" in open(exp / "log" / "stage9" / "export_wblstm_smbr.log").read()
     # pocketsphinx's language weight is chosen on dev too, and test is decoded at it.
     weight = open(exp / "pocketsphinx" / "decode_dev" / "best_lmwt").read().strip()

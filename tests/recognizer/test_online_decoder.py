@@ -55,6 +55,7 @@ def test_a_frame_without_tokens_ends_the_decoding_for_good():
     assert decoding.failed and decoding.num_frames == 2
     decoding.advance(costs[4:])
     assert decoding.partial_labels()[0].shape == (0, 2)
+    assert decoding.trailing_frames(np.ones(costs.shape[1], bool)) == -1
     output = decoding.finish()
     assert not output.reached_final and len(output.lattice) == 0
     with pytest.raises(RuntimeError, match="twice"):
@@ -92,6 +93,25 @@ def test_trailing_frames_are_counted_from_the_end_of_the_path():
     assert partial.words == [7] and list(partial.pdfs) == [0, 1, 0, 0, 0]
     assert partial.trailing_frames_in(np.array([True, False])) == 3
     assert partial.trailing_frames_in(np.array([False, True])) == 0
+
+    assert decoder.endpoint_inputs(np.array([True, False])) == (5, 3, partial.final_relative_cost)
+    assert decoder.endpoint_inputs(np.array([False, True]))[:2] == (5, 0)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_endpoint_inputs_are_the_partial_paths_after_every_frame(seed):
+    arcs, finals = random_graph(seed, num_states=12, emitting=40, epsilon=10)
+    graph = lattice_faster.DecodingGraph.from_fst(build_fst(0, arcs, finals))
+    costs = costs_for(seed, 30)
+    decoder = OnlineDecoder(graph, DecoderOptions(acoustic_scale=1.0, beam=4.0, max_active=8, min_active=2))
+    masks = [np.random.default_rng(seed + mask).random(costs.shape[1]) < 0.5 for mask in range(3)]
+    assert decoder.endpoint_inputs(masks[0]) == (0, 0, np.inf)
+    for frame in range(len(costs)):
+        decoder.advance(-costs[frame:frame + 1])
+        partial = decoder.partial()
+        for mask in masks:
+            assert decoder.endpoint_inputs(mask) == (len(partial.pdfs), partial.trailing_frames_in(mask),
+                                                     partial.final_relative_cost)
 
 
 @pytest.fixture(scope="module")

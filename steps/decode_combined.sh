@@ -48,7 +48,7 @@ log_dir="${log_dir:-$out_dir/log}"
 steps="$(dirname "$0")"
 
 # A model's own acoustic scale (1 / the LM weight dev chose for it alone) and prior scale (1 where none was chosen).
-own_scale() { awk '{ printf "%.6g\n", 1 / $1 }' "$1/decode_$dev_set/best_lmwt"; }
+own_scale() { awk '{ printf "%.8g\n", 1 / $1 }' "$1/decode_$dev_set/best_lmwt"; }
 own_prior() { if [ -f "$1/decode_$dev_set/prior_scale" ]; then cat "$1/decode_$dev_set/prior_scale"; else echo 1; fi; }
 combination="--model-acoustic-scale $(own_scale "$model_dir") --prior-scale $(own_prior "$model_dir")"
 combination+=" --combine-model $other_dir/final --combine-acoustic-scale $(own_scale "$other_dir")"

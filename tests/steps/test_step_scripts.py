@@ -180,8 +180,8 @@ def test_decode_combined_chooses_the_weights_on_dev_and_decodes_test_at_them(tmp
     assert not list(combined.glob("decode_dev_w*"))
     calls = (tmp_path / "calls").read_text().splitlines()
     assert len(calls) == 4  # dev at three weights, then test
-    own = (f"--model-acoustic-scale 0.285714 --prior-scale 0.5 --combine-model {exp}/lstm_lfmmi/final "
-           "--combine-acoustic-scale 1.33333 --combine-prior-scale 1")
+    own = (f"--model-acoustic-scale 0.28571429 --prior-scale 0.5 --combine-model {exp}/lstm_lfmmi/final "
+           "--combine-acoustic-scale 1.3333333 --combine-prior-scale 1")
     assert all(f"--decode-opts --cmvn-online {own} " in " ".join(call.split()) for call in calls)
     assert "--lmwt-sweep" in calls[0] and "--combine-weight 0.3" in calls[0]
     assert calls[3].endswith(f"{exp}/lstm_smbr/final {data}/test {combined}/decode_test")

@@ -3,10 +3,10 @@
 Two acoustic models with the same tree make different errors (a sequence-trained model and a
 lattice-free MMI one, say); decoding the weighted sum of their log-likelihoods frame by frame
 over the same graph combines them before the search, where the combination of their outputs
-(ROVER, lattice combination) needs each decoded apart.  Frame-level combination of hybrid
-models' scores is Hinton et al.'s "Deep Neural Networks for Acoustic Modeling in Speech
-Recognition" and Swietojanski, Ghoshal and Renals' "Revisiting hybrid and GMM-HMM system
-combination techniques" (ICASSP 2013).
+(ROVER, lattice combination) needs each decoded apart.  Liu, Flego, Wang, Zhang, Gales and
+Woodland's "The Cambridge University 2014 BOLT Conversational Telephone Mandarin Chinese LVCSR
+System for Speech Translation" combines sequence-trained hybrid and tandem systems this way, frame
+by frame in one joint decoding.
 
 Each model's log-likelihoods live on their own scale: a sequence-trained model decodes best at
 an acoustic scale near 1/3.5 here, an LF-MMI model (trained with an acoustic scale of 1) near

@@ -49,6 +49,8 @@ ROLES = {
            "graph with the CTC topology)",
     "lfmmi": "lattice-free MMI from scratch ([Povey2016]; 50-frame chunks, the tree alignments' numerators, a phone "
              "4-gram's denominator graph; uniform priors, {network}_ce's graph)",
+    "smbr_lfmmi": "{network}_smbr and {network}_lfmmi combined frame by frame (steps/decode_combined.sh: each at "
+                  "its own dev LM weight, the combination weight and LM weight chosen on dev)",
 }
 MODEL_NAME = re.compile(r"^(" + "|".join(NETWORKS) + r")_(" + "|".join(ROLES) + r")$")
 DESCRIPTIONS = {
@@ -113,6 +115,8 @@ def comparisons(wers):
                       ""))
         pairs.append((f"{network}_smbr", f"{network}_lfmmi", f"LF-MMI relative to CE + sMBR{suffix}", ""))
         pairs.append((f"{network}_ce_clean", f"{network}_lfmmi", f"LF-MMI relative to clean-only CE{suffix}", ""))
+        pairs.append((f"{network}_smbr", f"{network}_smbr_lfmmi", f"sMBR + LF-MMI combined relative to sMBR{suffix}",
+                      ""))
     for role in ROLES:
         pairs.append((f"lstm_{role}", f"wblstm_{role}", f"windowed BLSTM relative to the LSTM, {role}", ""))
     return [pair for pair in pairs if pair[0] in wers and pair[1] in wers]

@@ -49,6 +49,19 @@ COMMAND = "asrkit-decode"
               help="Largest LM weight of the sweep.")
 @click.option("--lmwt-step", default=1.0, type=click.FloatRange(min=0, min_open=True),
               help="Step between the LM weights of the sweep.")
+@click.option("--combine-model", type=click.Path(exists=True, file_okay=False), default=None,
+              help="A second acoustic model of the same tree, combined with MODEL_DIR frame by frame: the decoder "
+              "reads (1 - W) x S1 x MODEL_DIR's + W x S2 x its log-likelihoods (W --combine-weight, S1 "
+              "--model-acoustic-scale, S2 --combine-acoustic-scale), at --acoustic-scale (about 1).")
+@click.option("--combine-weight", default=0.5, type=click.FloatRange(0, 1), show_default=True,
+              help="W: the share of --combine-model in the combination (0: MODEL_DIR alone, 1: it alone).")
+@click.option("--model-acoustic-scale", default=1.0, type=click.FloatRange(min=0, min_open=True), show_default=True,
+              help="S1: MODEL_DIR's own acoustic scale in a combination, the one it decodes best at alone "
+              "(1 / the LM weight its dev sweep chose).")
+@click.option("--combine-acoustic-scale", default=1.0, type=click.FloatRange(min=0, min_open=True),
+              show_default=True, help="S2: --combine-model's own acoustic scale (1 / its dev LM weight).")
+@click.option("--combine-prior-scale", default=1.0, type=click.FloatRange(min=0), show_default=True,
+              help="--prior-scale of --combine-model.")
 @click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
               help="Fail when more than this share of utterances is not decoded.")
 @online_cmvn_options
@@ -56,14 +69,17 @@ COMMAND = "asrkit-decode"
 @asrkit_command(COMMAND)
 def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, acoustic_scale, beam, max_active,
          min_active, lattice_beam, retry_beam, allow_partial, nj, write_lattices, skip_scoring, lmwt_sweep,
-         sweep_method, min_lmwt, max_lmwt, lmwt_step, max_fail_ratio, cmvn_online):
+         sweep_method, min_lmwt, max_lmwt, lmwt_step, combine_model, combine_weight, model_acoustic_scale,
+         combine_acoustic_scale, combine_prior_scale, max_fail_ratio, cmvn_online):
     """Decode DATA_DIR with the graph GRAPH_DIR (utils/mkgraph) for the model MODEL_DIR into DECODE_DIR.
 
     MODEL_DIR is an exported acoustic model (asrkit-train-ce's final/, with the tree.json the
     graph was built from): its log posteriors minus log priors are decoded, over DATA_DIR's
     feats.scp or features computed from the audio, normalised as the model records (its cmvn.h5;
     with the speaker mean, by DATA_DIR's spk_cmvn.h5 or, with --cmvn-online, a running mean).
-    With --loglikes, a table is decoded instead and MODEL_DIR needs only tree.json.
+    With --loglikes, a table is decoded instead and MODEL_DIR needs only tree.json.  With
+    --combine-model, a second model of the same tree is combined with MODEL_DIR frame by frame
+    (asrkit.decode.combined_loglikes), each at its own acoustic scale.
 
     Writes hyp.JOB.txt and hyp.txt, costs.JOB.txt and costs.txt, log/decode.JOB.log, lattices with
     --write-lattices and, when DATA_DIR has a text file, wer_LMWT, best_wer (best_lmwt after a
@@ -72,7 +88,6 @@ def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, 
     # deferred: the decoder brings numpy, scipy, numba, kaldifst and kaldi_decoder (~1-3 s); --help imports none.
     from asrkit.decode.decode_dir import DecodeOptions, decode_data_dir
     from asrkit.decode.decoder import DecoderOptions
-    from asrkit.decode.loglikes import ModelLoglikes, TableLoglikes
 
     options = DecodeOptions(
         decoder=DecoderOptions(acoustic_scale=acoustic_scale, beam=beam, max_active=max_active,
@@ -82,17 +97,8 @@ def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, 
         sweep_method=sweep_method, min_lmwt=min_lmwt, max_lmwt=max_lmwt, lmwt_step=lmwt_step,
         max_fail_ratio=max_fail_ratio,
     )
-    if loglikes_scp:
-        if prior_scale != 1.0:
-            raise click.UsageError("--prior-scale applies to a model's posteriors, not to --loglikes (the table "
-                                   "holds finished log-likelihoods)")
-        if cmvn_online is not None:
-            raise click.UsageError("--cmvn-online applies to a model's features, not to --loglikes")
-        source = TableLoglikes(loglikes_scp)
-    else:
-        source = ModelLoglikes(model_dir, data_dir, prior_scale=prior_scale, cmvn_online=cmvn_online)
-        source.check_front_end()
-        logging.getLogger(COMMAND).info("CMVN: %s", source.check_cmvn())
+    source = _loglike_source(model_dir, data_dir, loglikes_scp, prior_scale, cmvn_online, combine_model,
+                             combine_weight, model_acoustic_scale, combine_acoustic_scale, combine_prior_scale)
     result = decode_data_dir(graph_dir, model_dir, data_dir, decode_dir, source, options)
     if result.wer_line:
         click.echo(result.wer_line)
@@ -108,3 +114,41 @@ def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, 
         if result.best_lmwt is not None:
             fields["lmwt"] = f"{result.best_lmwt:g}"
     logging.getLogger(COMMAND).info(summary_line(COMMAND, "ok", **fields))
+
+
+def _loglike_source(model_dir, data_dir, loglikes_scp, prior_scale, cmvn_online, combine_model, combine_weight,
+                    model_acoustic_scale, combine_acoustic_scale, combine_prior_scale):
+    """The decoder's LoglikeSource: the table, the model, or the model combined with --combine-model."""
+    # deferred: as main's, the library code away from --help.
+    from asrkit.decode.combined_loglikes import CombinedLoglikes, check_same_tree, interpolation_weights
+    from asrkit.decode.loglikes import ModelLoglikes, TableLoglikes
+
+    if combine_model is None:
+        for name, value in (("--model-acoustic-scale", model_acoustic_scale),
+                            ("--combine-acoustic-scale", combine_acoustic_scale),
+                            ("--combine-prior-scale", combine_prior_scale)):
+            if value != 1.0:
+                raise click.UsageError(f"{name} applies to a combination of models: give --combine-model")
+    if loglikes_scp:
+        if prior_scale != 1.0:
+            raise click.UsageError("--prior-scale applies to a model's posteriors, not to --loglikes (the table "
+                                   "holds finished log-likelihoods)")
+        if cmvn_online is not None:
+            raise click.UsageError("--cmvn-online applies to a model's features, not to --loglikes")
+        if combine_model is not None:
+            raise click.UsageError("--combine-model combines models, not a --loglikes table")
+        return TableLoglikes(loglikes_scp)
+    models = [ModelLoglikes(model_dir, data_dir, prior_scale=prior_scale, cmvn_online=cmvn_online)]
+    if combine_model is not None:
+        check_same_tree(model_dir, combine_model)
+        models.append(ModelLoglikes(combine_model, data_dir, prior_scale=combine_prior_scale, cmvn_online=cmvn_online))
+    for model, what in zip(models, ("CMVN", "CMVN of --combine-model")):
+        model.check_front_end()
+        logging.getLogger(COMMAND).info("%s: %s", what, model.check_cmvn())
+    if combine_model is None:
+        return models[0]
+    weights = interpolation_weights(combine_weight, [model_acoustic_scale, combine_acoustic_scale])
+    source = CombinedLoglikes(models, weights)
+    source.num_pdfs()  # models of different pdf counts are refused here, naming both
+    logging.getLogger(COMMAND).info("combination: %s", source.describe())
+    return source

@@ -35,6 +35,11 @@
 #     --lfmmi true|false         stage 11 first trains the acoustic network from scratch with lattice-free MMI
 #                                ([Povey2016]) from the multi-style example server -> exp/<am>_lfmmi, decoded
 #                                and in the results beside CE and sMBR (default: false)
+#     --combine true|false       stage 11 then combines the sMBR and LF-MMI models frame by frame (asrkit-decode
+#                                --combine-model, each at its own dev LM weight; the combination weight of
+#                                --combine-weights and the LM weight chosen on dev) -> exp/<am>_smbr_lfmmi;
+#                                needs exp/<am>_lfmmi decoded (--lfmmi true, now or before) (default: false)
+#     --combine-weights 'W...'   the LF-MMI model's weights tried on dev (default: 0.3 0.5 0.7)
 #
 # Stages: 0 set-up (.venv, festival); 1 the games from Debian (apt-get download, dpkg-deb -x) and the
 #         data dirs -> data/{train,dev,test}; 2 dictionary: CMUdict, festival's letter-to-sound rules
@@ -50,7 +55,8 @@
 #         exp/<am>_smbr; 9 its decoding and scoring, and its recognizer package (asrkit-export, the
 #         LM weight and prior scale chosen on dev) -> exp/<am>_smbr/package; 10 baseline: pocketsphinx's stock en-us model
 #         (audio resampled to 16 kHz) with the same lexicon and LM -> exp/pocketsphinx; 11 with --lfmmi
-#         true the LF-MMI model (steps/lfmmi.sh, multi-style), then the results -> exp/RESULTS.
+#         true the LF-MMI model (steps/lfmmi.sh, multi-style), with --combine true its frame-level
+#         combination with the sMBR model (steps/decode_combined.sh), then the results -> exp/RESULTS.
 # The steps from the dictionary on are egs/voicesearch's, shared through steps/*.sh.
 set -euo pipefail
 
@@ -68,6 +74,8 @@ cmvn_online=false
 ivectors=false
 steel_sky=true
 lfmmi=false
+combine=false
+combine_weights="0.3 0.5 0.7"
 external_lm=auto
 
 switch_options=overwrite
@@ -285,6 +293,12 @@ if run_stage 11; then
       "$data/train" "$exp/tree_ali" "$exp/${am}_ce/graph" "$data" "$exp/${am}_lfmmi"
   else
     begin_stage 11 "results -> $exp/RESULTS, training curves -> $exp/{${am}_ce,${am}_smbr}/training.png"
+  fi
+  if $combine; then
+    echo "stage 11: the sMBR and LF-MMI models combined frame by frame -> $exp/${am}_smbr_lfmmi" >&2
+    ../../steps/decode_combined.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage11" \
+      --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" --combine-weights "$combine_weights" \
+      "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" "$exp/${am}_lfmmi" "$exp/${am}_smbr_lfmmi"
   fi
   ../../steps/make_results.sh --command-line "$command_line" --recipe voiceover --plot-models "${am}_ce ${am}_smbr" \
     "$exp"

@@ -54,6 +54,15 @@ def test_lfmmi_rows_say_their_input_and_compare_with_smbr(tmp_path):
             and "multi-style (example server noisifying on the fly), xent-regularize 0.1" in out)
 
 
+def test_the_frame_level_combination_is_described_and_compared_with_smbr(tmp_path):
+    exp = tmp_path / "exp"
+    _decode(exp, "wblstm_smbr", "test", 50.0)
+    _decode(exp, "wblstm_smbr_lfmmi", "test", 40.0)
+    out = _make_results(exp).stdout
+    assert "# sMBR + LF-MMI combined relative to sMBR: test -20.0%" in out
+    assert "wblstm_smbr_lfmmi: windowed BLSTM, wblstm_smbr and wblstm_lfmmi combined frame by frame" in out
+
+
 def test_no_decodes_is_an_error(tmp_path):
     result = subprocess.run([sys.executable, SCRIPT, str(tmp_path)], capture_output=True, text=True)
     assert result.returncode != 0 and "no */decode_*/best_wer" in result.stderr

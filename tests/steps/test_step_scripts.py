@@ -19,6 +19,7 @@ STEPS = sorted(name for name in os.listdir(os.path.join(ROOT, "steps"))
 MISSING = {
     "align.sh": (["data", "lang", "mono1/final", "mono_ali1"], "data/feats.scp"),
     "decode.sh": (["graph", "final", "data/test", "decode_test"], "graph/HCLG.fst"),
+    "decode_combined.sh": (["graph", "data", "lstm_smbr", "lstm_lfmmi", "combined"], "data/dev/wav.scp"),
     "decode_tuned.sh": (["graph", "data", "exp/lstm_ce"], "data/dev/wav.scp"),
     "export_package.sh": (["lstm/final", "graph", "lstm/decode_dev", "lstm/package"], "lstm/final"),
     "featurize.sh": (["data/train", "data/dev", "feats"], "data/train/wav.scp"),
@@ -140,6 +141,56 @@ def test_decode_tuned_chooses_the_prior_scale_and_lm_weight_on_dev_and_decodes_t
                      tmp_path / "graph", data, model, env=env)
     assert first.returncode == 0, first.stderr
     assert len((tmp_path / "calls").read_text().splitlines()) == 5 + 2  # dev at prior scale 1, then test only
+
+
+# A decoding stub for decode_combined.sh: dev's WER is lowest at combination weight 0.5, its LM weight 0.9.
+COMBINED_DECODE_STUB = """
+echo "decode.sh $*" >> "$DECODE_CALLS"
+out="${@: -1}"; mkdir -p "$out"
+case "$*" in *--combine-weight\\ 0.5*) wer=10 ;; *) wer=20 ;; esac
+case "$out" in *decode_dev*) echo 0.9 > "$out/best_lmwt" ;; *) wer=30 ;; esac
+echo "%WER $wer [ 1 / 10 ] $out/wer_0.9" > "$out/best_wer"
+"""
+
+
+def test_decode_combined_chooses_the_weights_on_dev_and_decodes_test_at_them(tmp_path):
+    steps = tmp_path / "steps"
+    shutil.copytree(os.path.join(ROOT, "steps"), steps)
+    stub(steps, "decode.sh", COMBINED_DECODE_STUB)
+    data, exp = tmp_path / "data", tmp_path / "exp"
+    for split in ("dev", "test"):
+        (data / split).mkdir(parents=True)
+        (data / split / "wav.scp").write_text("u1 a.wav\n")
+    for model, lmwt in (("lstm_smbr", "3.5"), ("lstm_lfmmi", "0.75")):
+        (exp / model / "final").mkdir(parents=True)
+        (exp / model / "decode_dev").mkdir()
+        (exp / model / "decode_dev" / "best_lmwt").write_text(lmwt + "\n")
+    (exp / "lstm_smbr" / "decode_dev" / "prior_scale").write_text("0.5\n")
+    (tmp_path / "graph").mkdir()
+    (tmp_path / "graph" / "HCLG.fst").write_bytes(b"")
+    env = {**os.environ, "DECODE_CALLS": str(tmp_path / "calls")}
+    combined = exp / "combined"
+    result = run_step(steps / "decode_combined.sh", "--combine-weights", "0.3 0.5 0.7", "--decode-opts",
+                      "--cmvn-online", tmp_path / "graph", data, exp / "lstm_smbr", exp / "lstm_lfmmi", combined,
+                      env=env)
+    assert result.returncode == 0, result.stderr
+    assert (combined / "decode_dev" / "combine_weight").read_text() == "0.5\n"
+    assert (combined / "decode_dev" / "combine_weight_wers").read_text() == "0.3 20\n0.5 10\n0.7 20\n"
+    assert f"{combined}/decode_dev/wer_0.9" in (combined / "decode_dev" / "best_wer").read_text()
+    assert not list(combined.glob("decode_dev_w*"))
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert len(calls) == 4  # dev at three weights, then test
+    own = (f"--model-acoustic-scale 0.28571429 --prior-scale 0.5 --combine-model {exp}/lstm_lfmmi/final "
+           "--combine-acoustic-scale 1.3333333 --combine-prior-scale 1")
+    assert all(f"--decode-opts --cmvn-online {own} " in " ".join(call.split()) for call in calls)
+    assert "--lmwt-sweep" in calls[0] and "--combine-weight 0.3" in calls[0]
+    assert calls[3].endswith(f"{exp}/lstm_smbr/final {data}/test {combined}/decode_test")
+    assert "--combine-weight 0.5 --acoustic-scale 1.11111 " in calls[3] and "--lmwt-sweep" not in calls[3]
+    assert "(combination weight 0.5 and LM weight 0.9 chosen on dev)" in result.stderr
+    assert "--combine-weights 0.3\\ 0.5\\ 0.7" in (combined / "log" / "decode_combined.options").read_text()
+    bad = run_step(steps / "decode_combined.sh", "--combine-weights", "0.5 1.5", tmp_path / "graph", data,
+                   exp / "lstm_smbr", exp / "lstm_lfmmi", tmp_path / "bad", env=env)
+    assert bad.returncode != 0 and "--combine-weights: 1.5 is not a number in [0, 1]" in bad.stderr
 
 
 def test_make_lang_and_lms_mixes_a_general_lm_over_a_larger_decoding_vocabulary(tmp_path):

@@ -108,6 +108,13 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert f"--lm-weight {weight} " in open(exp / "log" / "stage10" / "pocketsphinx_decode_test.log").read()
     results = open(exp / "RESULTS").read()
     assert results.startswith("# egs/voiceover results")
-    for model in ("wblstm_ce", "wblstm_smbr", "pocketsphinx"):
+    for model in ("wblstm_ce", "wblstm_smbr", "wblstm_lfmmi", "wblstm_smbr_lfmmi", "pocketsphinx"):
         assert f"{exp}/{model}/decode_test/score/wer" in results
+    # By default the LF-MMI model trains too, and its frame-level combination with the sMBR model is decoded at
+    # the combination weight and LM weight dev chose, which test is then decoded at.
+    combined = exp / "wblstm_smbr_lfmmi" / "decode_dev"
+    weight = open(combined / "combine_weight").read().strip()
+    assert weight in ("0.4", "0.5", "0.6", "0.7")
+    test_log = open(exp / "log" / "stage11" / "decode_wblstm_smbr_test.log").read()  # the combination's
+    assert f"--combine-weight {weight} " in test_log
     assert "# stage times (s)" in results

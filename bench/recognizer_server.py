@@ -1,15 +1,14 @@
 #!/usr/bin/env python3
 """Streaming recognition and the recognition server on a real package (issue #39's streaming targets).
 
-1. `stream` (in-process, one thread): utterances of a test set fed to RecognizerStream in 0.1 s pieces
-   as if arriving in real time.  Per piece: the partial result's latency, i.e. when it is ready (the
-   piece's arrival + the CPU of accept() and partial()) minus the end of the audio it covers; per
-   segment: the final result's latency after its endpoint (the piece's arrival + compute - the
-   endpoint's time) or, for the last segment, the compute of finish() after the audio's end.  Also the
-   WER of streaming (Kaldi's endpoint rules, segments joined) against batch Recognizer.transcribe on the
-   same utterances and references, and the real-time factor of each (CPU seconds of the thread per
-   audio second: one stream on one core); with --arpa and --ps-dict, pocketsphinx's CPU per audio
-   second on the same pieces beside it.
+1. `stream` (in-process, one thread): utterances of a test set fed to RecognizerStream in pieces
+   (--piece-seconds, 0.1 s) as if arriving in real time.  Per piece: the partial result's latency, i.e. when it is
+   ready (the piece's arrival + the CPU of accept() and partial()) minus the end of the audio it covers; per
+   segment: the final result's latency after its endpoint (the piece's arrival + compute - the endpoint's
+   time) or, for the last segment, the compute of finish() after the audio's end.  Also the WER of streaming
+   (Kaldi's endpoint rules, segments joined) against batch Recognizer.transcribe on the same utterances and
+   references, and the real-time factor of each (CPU seconds of the thread per audio second: one stream on one
+   core); with --arpa and --ps-dict, pocketsphinx's CPU per audio second on the same pieces beside it.
 2. `server`: two asrkit-serve-recognizer processes, one batching the network across streams (--batch)
    and one not (--no-batch); for each N of --streams, N clients each stream an utterance paced in real
    time (0.1 s messages), then EOF, against one server and then the other (alternating, so that both
@@ -25,8 +24,8 @@
    time); its RSS and thread count (from /proc) before and after, and a good stream after it all.
 
     .venv/bin/python bench/recognizer_server.py PACKAGE_DIR DATA_DIR [--parts stream,server,abuse]
-        [--utterances 20] [--streams 4,8,16] [--stream-seconds 20] [--beam 10] [--server-options ...] [--bad-connections 1000]
-        [--arpa LM --ps-dict DICT [--ps-lm-weight W]]
+        [--utterances 20] [--piece-seconds 0.1] [--streams 4,8,16] [--stream-seconds 20] [--beam 10]
+        [--server-options ...] [--bad-connections 1000] [--arpa LM --ps-dict DICT [--ps-lm-weight W]]
 
 DATA_DIR is a Kaldi data dir (wav.scp, text).  Numbers depend on the machine's load: run it niced
 beside other work and say so.
@@ -94,7 +93,7 @@ def stream_one(recognizer, samples, piece, final_pass):
 
 
 def pocketsphinx_stream_cpu(args, utterances, sample_rate):
-    """CPU seconds of pocketsphinx decoding the utterances in the same 0.1-s pieces with a partial hypothesis
+    """CPU seconds of pocketsphinx decoding the utterances in the same pieces with a partial hypothesis
     after each (its live mode: full_utt False, hyp() per piece), at 16 kHz as its en-us model needs."""
     import pocketsphinx
 
@@ -107,7 +106,7 @@ def pocketsphinx_stream_cpu(args, utterances, sample_rate):
         options["lw"] = float(args.ps_lm_weight)
     decoder = pocketsphinx.Decoder(**options)
     audio = [to_pcm16(resample(samples, sample_rate, 16000)).tobytes() for _, samples, _ in utterances]
-    piece = 2 * int(PIECE_SECONDS * 16000)
+    piece = 2 * int(args.piece_seconds * 16000)
     began = time.thread_time()
     for data in audio:
         decoder.start_utt()
@@ -129,7 +128,7 @@ def stream_part(args):
     recognizer = Recognizer(args.package)
     utterances = load_utterances(recognizer, args.data, args.utterances)
     recognizer.transcribe(utterances[0][1])  # load the compiled kernels and the aligner before timing
-    piece = int(PIECE_SECONDS * recognizer.sample_rate)
+    piece = int(args.piece_seconds * recognizer.sample_rate)
     words = sum(len(reference) for _, _, reference in utterances)
     audio = sum(len(samples) for _, samples, _ in utterances) / recognizer.sample_rate
     batch_errors, batch_cpu, batch_texts = 0, 0.0, []
@@ -138,11 +137,12 @@ def stream_part(args):
         batch_texts.append(recognizer.transcribe(samples).text.split())
         batch_cpu += time.thread_time() - began
         batch_errors += count_edits(reference, batch_texts[-1]).errors
-    print(f"stream: {len(utterances)} utterances, {audio:.1f} s of audio, {words} words, pieces of {PIECE_SECONDS} s; "
+    print(f"stream: {len(utterances)} utterances, {audio:.1f} s of audio, {words} words, "
+          f"pieces of {args.piece_seconds:g} s; "
           f"batch WER {100 * batch_errors / words:.2f}%, RTF {batch_cpu / audio:.3f} (CPU of one thread / audio)")
     if args.arpa and args.ps_dict:
         ps_cpu = pocketsphinx_stream_cpu(args, utterances, recognizer.sample_rate)
-        print(f"  pocketsphinx, the same 0.1-s pieces with a partial hypothesis after each: CPU per audio second "
+        print(f"  pocketsphinx, the same pieces with a partial hypothesis after each: CPU per audio second "
               f"{ps_cpu / audio:.3f}; asrkit batch / pocketsphinx {batch_cpu / ps_cpu:.2f}x")
     else:
         ps_cpu = None
@@ -396,6 +396,8 @@ def main():
     parser.add_argument("data")
     parser.add_argument("--parts", default="stream,server,abuse")
     parser.add_argument("--utterances", type=int, default=20)
+    parser.add_argument("--piece-seconds", type=float, default=PIECE_SECONDS,
+                        help="The stream part's piece size (the partial latency's granularity).")
     parser.add_argument("--streams", default="4,8,16", help="Comma-separated numbers of concurrent streams.")
     parser.add_argument("--stream-seconds", type=float, default=0.0,
                         help="Server part: each stream sends this much audio, utterances back to back, so that all N "

@@ -22,10 +22,11 @@ The network of --train-opts trained from scratch with lattice-free MMI (asrkit-t
 on chunks of 50 frames (Kaldi's 1.5 s): <ali-dir>'s alignments give the numerators and the phone LM of the
 denominator graph, kept in <model-dir>_den.npz -> <model-dir>, the schedule counting steps of that size;
 then decoded on <graph-dir> (a CE model's graph of the same tree) for the first dev and test set of
---tuned-sets (steps/decode_tuned.sh --first-only true), or with --first-only false for all of them.  Its outputs are log-likelihoods with uniform priors,
-so no prior scale is tried, and LM weights near 1 (Kaldi's chain acoustic scale of 1 at 30 ms frames), over
-dev's lattices made at acoustic scale 1: made at the CE models' 0.3, their beams kept the paths an LM weight
-near 3 prefers, and egs/voiceover's dev read 58.39 at LM weight 0.75 where lattices at scale 1 read 44.94.
+--tuned-sets (steps/decode_tuned.sh --first-only true), or with --first-only false for all of them.  Its
+outputs are log-likelihoods with uniform priors, so no prior scale is tried, and LM weights near 1 (Kaldi's
+chain acoustic scale of 1 at 30 ms frames), over dev's lattices made at acoustic scale 1: made at the CE
+models' 0.3, their beams kept the paths an LM weight near 3 prefers, and egs/voiceover's dev read 58.39 at
+LM weight 0.75 where lattices at scale 1 read 44.94.
 With --more-opts '--example-servers local:1 --server-styles FILE' the input is multi-style, noisified on the
 fly as for the CE model.
 Options:

@@ -14,6 +14,7 @@ num_streams=32
 decode_config=
 decode_opts=
 tuned_sets="dev:test"
+first_only=true
 sweep_opts="--lmwt-sweep --sweep-method lattice --acoustic-scale 1 --min-lmwt 0.5 --max-lmwt 3 --lmwt-step 0.25"
 help_message="Usage: steps/lfmmi.sh [options] <train-dir> <ali-dir> <graph-dir> <data-root> <model-dir>
  e.g.: steps/lfmmi.sh --train-opts '...' data/train exp/tree_ali exp/lstm_ce/graph data exp/lstm_lfmmi
@@ -21,10 +22,11 @@ The network of --train-opts trained from scratch with lattice-free MMI (asrkit-t
 on chunks of 50 frames (Kaldi's 1.5 s): <ali-dir>'s alignments give the numerators and the phone LM of the
 denominator graph, kept in <model-dir>_den.npz -> <model-dir>, the schedule counting steps of that size;
 then decoded on <graph-dir> (a CE model's graph of the same tree) for the first dev and test set of
---tuned-sets (steps/decode_tuned.sh --first-only true).  Its outputs are log-likelihoods with uniform priors,
-so no prior scale is tried, and LM weights near 1 (Kaldi's chain acoustic scale of 1 at 30 ms frames), over
-dev's lattices made at acoustic scale 1: made at the CE models' 0.3, their beams kept the paths an LM weight
-near 3 prefers, and egs/voiceover's dev read 58.39 at LM weight 0.75 where lattices at scale 1 read 44.94.
+--tuned-sets (steps/decode_tuned.sh --first-only true), or with --first-only false for all of them.  Its
+outputs are log-likelihoods with uniform priors, so no prior scale is tried, and LM weights near 1 (Kaldi's
+chain acoustic scale of 1 at 30 ms frames), over dev's lattices made at acoustic scale 1: made at the CE
+models' 0.3, their beams kept the paths an LM weight near 3 prefers, and egs/voiceover's dev read 58.39 at
+LM weight 0.75 where lattices at scale 1 read 44.94.
 With --more-opts '--example-servers local:1 --server-styles FILE' the input is multi-style, noisified on the
 fly as for the CE model.
 Options:
@@ -41,6 +43,7 @@ Options:
   --decode-config FILE     asrkit-decode's option file (default: none)
   --decode-opts 'OPTS'     more asrkit-decode options, e.g. --cmvn-online (default: none)
   --tuned-sets 'ENTRIES'   steps/decode_tuned.sh's sets, of which the first dev and test are decoded (default: $tuned_sets)
+  --first-only true|false  only the first entry's dev and test set, or every set of --tuned-sets (default: $first_only)
   --sweep-opts 'OPTS'      the dev set's LM-weight sweep (default: $sweep_opts)"
 . "$(dirname "$0")/parse_options.sh"
 . "$(dirname "$0")/common.sh"
@@ -58,6 +61,6 @@ steps="$(dirname "$0")"
   --schedule-streams $(( num_streams * 5 / 2 )) --more-opts "$more_opts" "$train_dir" "$ali_dir" "$model_dir"
 "$steps/decode_tuned.sh" --cmd "$cmd" --nj "$nj" --log-dir "$log_dir" --decode-config "$decode_config" \
   --decode-opts "$decode_opts" --tuned-sets "$tuned_sets" --prior-scales 1 --sweep-opts "$sweep_opts" \
-  --first-only true "$graph_dir" "$data_root" "$model_dir"
+  --first-only "$first_only" "$graph_dir" "$data_root" "$model_dir"
 record_options "$model_dir" lfmmi "$parse_command_line" cmd train_cmd nj log_dir train_opts lfmmi_opts more_opts \
-  num_epochs num_streams decode_config decode_opts tuned_sets sweep_opts
+  num_epochs num_streams decode_config decode_opts tuned_sets first_only sweep_opts

@@ -84,7 +84,7 @@ def describe_trained(exp_dir, model):
     description = describe(model)
     config = read_json(exp_dir, model, "config.json") or {}
     if config.get("init_model"):
-        description += f", continuing {os.path.basename(os.path.dirname(config['init_model'].rstrip('/')))}"
+        description += f", continuing {continued_model(exp_dir, model)}"
     if model.endswith("_lfmmi") and config:
         command = config.get("command_line") or ""
         command = " ".join(command) if isinstance(command, list) else command
@@ -150,6 +150,37 @@ def read_json(exp_dir, model, name):
 
 def read_training(exp_dir, model):
     return read_json(exp_dir, model, "result.json")
+
+
+def continued_model(exp_dir, model):
+    """The model whose weights `model`'s training started from (its config's init_model), or None."""
+    init_model = (read_json(exp_dir, model, "config.json") or {}).get("init_model")
+    return os.path.basename(os.path.dirname(init_model.rstrip("/"))) if init_model else None
+
+
+def ce_smbr_training(exp_dir, network):
+    """[(model, seconds)] of the trainings behind {network}_smbr: the CE model it started from (the recipes pass
+    it as a positional argument), and the clean-only CE model that one continued, if it did; None without them."""
+    chain = [f"{network}_smbr", f"{network}_ce"]
+    if continued_model(exp_dir, chain[-1]) == f"{network}_ce_clean":
+        chain.append(f"{network}_ce_clean")
+    results = [(model, read_training(exp_dir, model)) for model in reversed(chain)]
+    if any(result is None for _, result in results):
+        return None
+    return [(model, result["seconds"]) for model, result in results]
+
+
+def write_training_time_comparison(out, exp_dir):
+    """Issue #38's comparison: each network's LF-MMI training time against its CE + sMBR models' together."""
+    for network in NETWORKS:
+        lfmmi = read_training(exp_dir, f"{network}_lfmmi")
+        chain = ce_smbr_training(exp_dir, network)
+        if lfmmi is None or chain is None:
+            continue
+        total = sum(seconds for _, seconds in chain)
+        out.write(f"# training time, LF-MMI against CE + sMBR: {network}_lfmmi {lfmmi['seconds']:.0f} s against "
+                  f"{total:.0f} s (" + " + ".join(f"{model} {seconds:.0f}" for model, seconds in chain)
+                  + f"), {lfmmi['seconds'] / max(total, 1e-9):.2f}x\n")
 
 
 def convergence(valid_history, within=CONVERGED_WITHIN):
@@ -377,6 +408,7 @@ def main():
                   f"APR {result['apr']:.3f}, example servers {result.get('example_server_count', 0)}, "
                   f"{result['seconds']:.0f} s; held-out frame accuracy "
                   f"{'-' if valid is None else f'{valid:.4f}'}{extra}\n")
+    write_training_time_comparison(out, args.exp_dir)
 
     times = read_stage_times(args.exp_dir)
     if times:

@@ -19,8 +19,9 @@
 #                                untranscribed data; default: false)
 #     --ctc-comparison true|false   stage 11 also trains the clean-only network with CTC over phones
 #                                ([Variani2017] and [Variani2017-15k]) and decodes it with a CTC-topology graph (default: false)
-#     --lfmmi true|false         stage 11 also trains the clean-only network from scratch with lattice-free MMI
-#                                ([Povey2016], Kaldi's chain models) and decodes it on the CE graph (default: false)
+#     --lfmmi true|false         stage 11 also trains the acoustic network from scratch with lattice-free MMI
+#                                ([Povey2016], Kaldi's chain models), multi-style from the example server, and decodes
+#                                it on the CE graph: every dev and test set, noisy ones too (default: false)
 #     --group-comparison true|false   stage 11 also trains the clean-only windowed BLSTM at [Mohamed2015]'s 20+1+20
 #                                and 20+8+20 on the unrolling comparison's subset (default: false)
 #     --am wblstm|lstm           the acoustic network: [Mohamed2015]'s windowed BLSTM or [Variani2017]'s LSTM; its
@@ -429,15 +430,19 @@ if run_stage 11 && $ctc_comparison; then
     "$exp/${am}_ctc/graph" "$data" "$exp/${am}_ctc"
 fi
 
-# Lattice-free MMI ([Povey2016]): the clean-only CE network trained from scratch on chunks of 50 frames against the
-# tree alignments' numerators and a 4-gram phone LM's denominator graph (steps/lfmmi.sh).  Off by
-# default: one more training.
+# Lattice-free MMI ([Povey2016]): the CE network trained from scratch on chunks of 50 frames against the tree
+# alignments' numerators and a 4-gram phone LM's denominator graph (steps/lfmmi.sh), from the example server
+# noisifying with the CE models' styles (multi-style, as egs/voiceover trains it, for test_noisy) and with Kaldi's
+# chain recipes' cross-entropy regularisation; decoded on every set CE and sMBR are, each test set at its dev
+# set's LM weight.  Off by default: one more training.
+lfmmi_options="--xent-regularize 0.1"
 if run_stage 11 && $lfmmi; then
-  echo "stage 11: lattice-free MMI ([Povey2016]) -> $exp/${am}_lfmmi" >&2
+  echo "stage 11: lattice-free MMI ([Povey2016]), multi-style -> $exp/${am}_lfmmi" >&2
   ../../steps/lfmmi.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage11" \
-    --train-opts "$train_options $ce_model" --num-epochs "$ce_epochs" --num-streams "$streams" \
+    --train-opts "$train_options $ce_model" --lfmmi-opts "$lfmmi_options" --num-epochs "$ce_epochs" \
+    --num-streams "$streams" --more-opts "--example-servers local:1 --server-styles $noise_styles" \
     --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" --tuned-sets "$tuned_sets" \
-    "$data/train" "$exp/tree_ali" "$exp/${am}_ce/graph" "$data" "$exp/${am}_lfmmi"
+    --first-only false "$data/train" "$exp/tree_ali" "$exp/${am}_ce/graph" "$data" "$exp/${am}_lfmmi"
 fi
 
 if run_stage 12; then

@@ -129,8 +129,11 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert ctc_config["outputs"] == "ctc-phones" and not (exp / "wblstm_ctc" / "final" / "tree.json").exists()
     assert json.load(open(exp / "wblstm_ctc" / "graph" / "graph_info.json"))["options"] == {"topology": "ctc"}
     assert (exp / "wblstm_ctc" / "decode_test" / "best_wer").exists()
-    # LF-MMI: trained from scratch with its denominator graph kept, uniform priors, decoded on the CE graph.
+    # LF-MMI: trained from scratch, multi-style, with its denominator graph kept, uniform priors, decoded on the CE
+    # graph, test_noisy too.
     assert json.load(open(exp / "wblstm_lfmmi" / "config.json"))["train"]["criterion"] == "lfmmi"
+    assert "noisifying on the fly" in open(exp / "wblstm_lfmmi" / "log" / "serve.1.log").read()
+    assert (exp / "wblstm_lfmmi" / "decode_test_noisy" / "best_wer").exists()
     assert (exp / "wblstm_lfmmi_den.npz").exists()
     assert len(set(open(exp / "wblstm_lfmmi" / "final" / "priors").read().split())) == 1
     assert (exp / "wblstm_lfmmi" / "decode_test" / "best_wer").exists()
@@ -147,11 +150,13 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     for split in ("test", "test_noisy"):
         assert len(open(exp / "pocketsphinx" / f"decode_{split}" / "hyp.txt").read().splitlines()) == 10
     results = open(exp / "RESULTS").read()
-    # Five decoded sets for each of three models, three rescored ones for the sMBR model, test for the four
-    # unrolling runs, dev and test for the two models of the untranscribed-data demonstration and the
-    # selection's score, dev and test without jitter, of the CTC model, of the LF-MMI model and of the two
+    # Five decoded sets for each of four models (CE, clean-only CE, sMBR, LF-MMI), three rescored ones for the sMBR
+    # model, test for the four unrolling runs, dev and test for the two models of the untranscribed-data
+    # demonstration and the selection's score, dev and test without jitter, of the CTC model and of the two
     # groupings, two for pocketsphinx.
-    assert results.count("%WER") == 3 * 5 + 3 + 4 + 2 * 2 + 1 + 2 + 2 + 2 + 2 * 2 + 2 and "sMBR relative to CE" in results
+    assert results.count("%WER") == 4 * 5 + 3 + 4 + 2 * 2 + 1 + 2 + 2 + 2 * 2 + 2 and "sMBR relative to CE" in results
+    lfmmi_line = next(line for line in results.splitlines() if line.startswith("# LF-MMI relative to CE + sMBR: "))
+    assert " test_noisy " in lfmmi_line and " dev_noisy " in lfmmi_line
     assert "CTC relative to the clean-only CE hybrid" in results and "20+8+20 relative to 20+1+20" in results
     assert "clean-only CE without jitter relative to with" in results
     assert "untranscribed data: with the selected hypotheses relative to without" in results

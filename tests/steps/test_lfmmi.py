@@ -1,6 +1,7 @@
 """steps/lfmmi.sh multi-style, as egs/voiceover trains it, on a small featurized audio data dir (the example server
-noisifying on the fly, the LF-MMI trainer), with its decoding step (steps/decode_tuned.sh) stubbed; and
-egs/voiceover/run.sh's --lfmmi option."""
+noisifying on the fly, the LF-MMI trainer), with its decoding step (steps/decode_tuned.sh) stubbed; its
+--first-only false; egs/voiceover/run.sh's --lfmmi option; and egs/voicesearch/run.sh's stage 11 with --lfmmi true,
+its steps stubbed."""
 
 import json
 import os
@@ -78,3 +79,53 @@ def test_the_voiceover_recipe_refuses_a_bad_lfmmi_value():
     assert result.returncode == 2 and "--lfmmi must be true or false, not 'yes'" in result.stderr
     usage = subprocess.run([run_sh, "--help"], capture_output=True, text=True, timeout=60)
     assert "--lfmmi true|false" in usage.stdout
+
+
+def _stubbed_steps(tmp_path, *names):
+    """This checkout's steps under tmp_path/steps, each of `names` replaced by a stub that shows its arguments."""
+    steps = tmp_path / "steps"
+    shutil.copytree(os.path.join(ROOT, "steps"), steps)
+    for name in names:
+        (steps / name).write_text(f'#!/bin/sh\necho "{name} $*"\n')
+    return steps
+
+
+def test_lfmmi_first_only_false_decodes_every_tuned_set(tmp_path):
+    steps = _stubbed_steps(tmp_path, "train_ce.sh", "decode_tuned.sh")
+    data, exp = tmp_path / "data", tmp_path / "exp"
+    for path in (data / "train" / "feats.scp", exp / "tree_ali" / "ali.scp", exp / "graph" / "HCLG.fst"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+    result = subprocess.run([str(steps / "lfmmi.sh"), "--tuned-sets", "dev:test dev_noisy:test_noisy", "--first-only",
+                             "false", str(data / "train"), str(exp / "tree_ali"), str(exp / "graph"), str(data),
+                             str(exp / "lstm_lfmmi")], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "--tuned-sets dev:test dev_noisy:test_noisy --prior-scales 1 " in result.stdout
+    assert "--first-only false " in result.stdout and "--first-only true" not in result.stdout
+    assert "--first-only false\n" in (exp / "lstm_lfmmi" / "log" / "lfmmi.options").read_text()
+    refused = subprocess.run([str(steps / "lfmmi.sh"), "--first-only", "no", str(data / "train"), str(exp / "tree_ali"),
+                              str(exp / "graph"), str(data), str(exp / "lstm_lfmmi")], capture_output=True, text=True,
+                             timeout=60)
+    assert refused.returncode == 2 and "--first-only must be true or false, not 'no'" in refused.stderr
+
+
+def test_the_voicesearch_recipe_trains_lfmmi_multi_style_and_decodes_the_noisy_sets(tmp_path):
+    """Stage 11 alone, its steps stubbed: LF-MMI from the example server with the CE models' noise styles and
+    cross-entropy regularisation, decoded on every dev and test set the CE and sMBR models are (test_noisy too)."""
+    steps = _stubbed_steps(tmp_path, "lfmmi.sh", "decode_tuned.sh", "align.sh")
+    recipe = tmp_path / "egs" / "voicesearch"
+    shutil.copytree(os.path.join(ROOT, "egs", "voicesearch"), recipe,
+                    ignore=shutil.ignore_patterns("data", "exp", "*.pyc", "__pycache__"))
+    data, exp = tmp_path / "data", tmp_path / "exp"
+    environment = {**os.environ, "PATH": f"{ROOT}/bin:{os.environ['PATH']}"}
+    result = subprocess.run([str(recipe / "run.sh"), "--stage", "11", "--stop-stage", "11", "--lfmmi", "true", "--data",
+                             str(data), "--exp", str(exp)], capture_output=True, text=True, env=environment,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    calls = [line for line in result.stdout.splitlines() if line.startswith("lfmmi.sh ")]
+    assert len(calls) == 1, result.stdout
+    call = calls[0]
+    assert "--more-opts --example-servers local:1 --server-styles conf/noise_styles.json " in call
+    assert "--lfmmi-opts --xent-regularize 0.1 " in call and "--num-epochs 3 " in call
+    assert "--tuned-sets dev:test:train_fit dev_noisy:test_noisy --first-only false " in call
+    assert call.endswith(f"{data}/train {exp}/tree_ali {exp}/wblstm_ce/graph {data} {exp}/wblstm_lfmmi")

@@ -63,6 +63,33 @@ def test_the_frame_level_combination_is_described_and_compared_with_smbr(tmp_pat
     assert "wblstm_smbr_lfmmi: windowed BLSTM, wblstm_smbr and wblstm_lfmmi combined frame by frame" in out
 
 
+def _seconds(exp, model, seconds, init_model=None):
+    (exp / model / "result.json").write_text(json.dumps({
+        "criterion": "ce", "steps": 10, "frames": 5000, "frames_per_second": 5000 / seconds, "t_session": 0.99,
+        "apr": 0.0, "seconds": seconds, "valid_accuracy": 0.5}))
+    (exp / model / "config.json").write_text(json.dumps({"init_model": init_model, "train": {}}))
+
+
+def test_lfmmi_training_time_against_ce_and_smbr_together(tmp_path):
+    exp = tmp_path / "exp"
+    for model in ("wblstm_ce_clean", "wblstm_ce", "wblstm_smbr", "wblstm_lfmmi"):
+        _decode(exp, model, "test", 40.0)
+    _seconds(exp, "wblstm_ce_clean", 900.0)
+    _seconds(exp, "wblstm_ce", 1100.0, init_model=str(exp / "wblstm_ce_clean" / "final"))
+    _seconds(exp, "wblstm_smbr", 300.0)
+    _seconds(exp, "wblstm_lfmmi", 1150.0)
+    out = _make_results(exp).stdout
+    assert ("# training time, LF-MMI against CE + sMBR: wblstm_lfmmi 1150 s against 2300 s (wblstm_ce_clean 900 + "
+            "wblstm_ce 1100 + wblstm_smbr 300), 0.50x") in out
+    assert "wblstm_ce: windowed BLSTM, multi-style CE (example server noisifying on the fly), continuing " \
+           "wblstm_ce_clean" in out
+    # A CE model from scratch counts alone; without the sMBR model's training there is no comparison.
+    _seconds(exp, "wblstm_ce", 1100.0)
+    assert "against 1400 s (wblstm_ce 1100 + wblstm_smbr 300), 0.82x" in _make_results(exp).stdout
+    (exp / "wblstm_smbr" / "result.json").unlink()
+    assert "# training time, LF-MMI" not in _make_results(exp).stdout
+
+
 def test_no_decodes_is_an_error(tmp_path):
     result = subprocess.run([sys.executable, SCRIPT, str(tmp_path)], capture_output=True, text=True)
     assert result.returncode != 0 and "no */decode_*/best_wer" in result.stderr

@@ -21,7 +21,13 @@
 #                                ([Variani2017] and [Variani2017-15k]) and decodes it with a CTC-topology graph (default: false)
 #     --lfmmi true|false         stage 11 also trains the acoustic network from scratch with lattice-free MMI
 #                                ([Povey2016], Kaldi's chain models), multi-style from the example server, and decodes
-#                                it on the CE graph: every dev and test set, noisy ones too (default: false)
+#                                it on the CE graph: every dev and test set, noisy ones too (default: true)
+#     --combine true|false       stage 11 then combines the sMBR and LF-MMI models frame by frame (asrkit-decode
+#                                --combine-model; the weight of --combine-weights and the LM weight chosen on dev
+#                                for test, on dev_noisy for test_noisy) -> exp/<am>_smbr_lfmmi, the recipe's best
+#                                model on dev (RESULTS); needs exp/<am>_lfmmi decoded (--lfmmi true, now or before)
+#                                (default: true)
+#     --combine-weights 'W...'   the LF-MMI model's weights tried on each dev set (default: 0.4 0.5 0.6 0.7)
 #     --group-comparison true|false   stage 11 also trains the clean-only windowed BLSTM at [Mohamed2015]'s 20+1+20
 #                                and 20+8+20 on the unrolling comparison's subset (default: false)
 #     --am wblstm|lstm           the acoustic network: [Mohamed2015]'s windowed BLSTM or [Variani2017]'s LSTM; its
@@ -81,7 +87,9 @@ unroll_comparison=false
 unsupervised_demo=false
 jitter_comparison=false
 ctc_comparison=false
-lfmmi=false
+lfmmi=true
+combine=true
+combine_weights="0.4 0.5 0.6 0.7"
 group_comparison=false
 am=wblstm
 cmvn_mean=utterance
@@ -434,7 +442,8 @@ fi
 # alignments' numerators and a 4-gram phone LM's denominator graph (steps/lfmmi.sh), from the example server
 # noisifying with the CE models' styles (multi-style, as egs/voiceover trains it, for test_noisy) and with Kaldi's
 # chain recipes' cross-entropy regularisation; decoded on every set CE and sMBR are, each test set at its dev
-# set's LM weight.  Off by default: one more training.
+# set's LM weight.  Then (--combine) its frame-level combination with the sMBR model: better than either alone on
+# both dev sets (RESULTS), at the cost of LF-MMI's training and two networks in decoding.
 lfmmi_options="--xent-regularize 0.1"
 if run_stage 11 && $lfmmi; then
   echo "stage 11: lattice-free MMI ([Povey2016]), multi-style -> $exp/${am}_lfmmi" >&2
@@ -443,6 +452,16 @@ if run_stage 11 && $lfmmi; then
     --num-streams "$streams" --more-opts "--example-servers local:1 --server-styles $noise_styles" \
     --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" --tuned-sets "$tuned_sets" \
     --first-only false "$data/train" "$exp/tree_ali" "$exp/${am}_ce/graph" "$data" "$exp/${am}_lfmmi"
+fi
+if run_stage 11 && $combine; then
+  echo "stage 11: the sMBR and LF-MMI models combined frame by frame -> $exp/${am}_smbr_lfmmi" >&2
+  for pair in $tuned_sets; do
+    IFS=: read -r dev_set test_set _ <<< "$pair"
+    ../../steps/decode_combined.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage11" \
+      --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" --combine-weights "$combine_weights" \
+      --dev-set "$dev_set" --test-sets "$test_set" \
+      "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" "$exp/${am}_lfmmi" "$exp/${am}_smbr_lfmmi"
+  done
 fi
 
 if run_stage 12; then

@@ -137,6 +137,13 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert (exp / "wblstm_lfmmi_den.npz").exists()
     assert len(set(open(exp / "wblstm_lfmmi" / "final" / "priors").read().split())) == 1
     assert (exp / "wblstm_lfmmi" / "decode_test" / "best_wer").exists()
+    # Its frame-level combination with the sMBR model (--combine, on by default): the weights chosen on each dev
+    # set, the test set decoded at its dev set's.
+    for dev_set, test_set in (("dev", "test"), ("dev_noisy", "test_noisy")):
+        weight = open(exp / "wblstm_smbr_lfmmi" / f"decode_{dev_set}" / "combine_weight").read().strip()
+        assert weight in ("0.4", "0.5", "0.6", "0.7")
+        log = open(exp / "log" / "stage11" / f"decode_wblstm_smbr_{test_set}.log").read()
+        assert f"--combine-weight {weight} " in log and "--combine-model" in log
     # Stage 11, [Mohamed2015]'s frame grouping: 20+1+20 and 20+8+20, their test WER and decoding speed.
     for group in (1, 8):
         params = json.load(open(exp / f"wblstm_g{group}" / "config.json"))["model"]["params"]
@@ -154,7 +161,8 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     # model, test for the four unrolling runs, dev and test for the two models of the untranscribed-data
     # demonstration and the selection's score, dev and test without jitter, of the CTC model and of the two
     # groupings, two for pocketsphinx.
-    assert results.count("%WER") == 4 * 5 + 3 + 4 + 2 * 2 + 1 + 2 + 2 + 2 * 2 + 2 and "sMBR relative to CE" in results
+    # And the sMBR and LF-MMI combination's four (dev, test and the noisy ones).
+    assert results.count("%WER") == 4 * 5 + 3 + 4 + 2 * 2 + 1 + 2 + 2 + 2 * 2 + 2 + 4 and "sMBR relative to CE" in results
     lfmmi_line = next(line for line in results.splitlines() if line.startswith("# LF-MMI relative to CE + sMBR: "))
     assert " test_noisy " in lfmmi_line and " dev_noisy " in lfmmi_line
     assert "CTC relative to the clean-only CE hybrid" in results and "20+8+20 relative to 20+1+20" in results

@@ -112,7 +112,7 @@ def test_lfmmi_first_only_false_decodes_every_tuned_set(tmp_path):
 def test_the_voicesearch_recipe_trains_lfmmi_multi_style_and_decodes_the_noisy_sets(tmp_path):
     """Stage 11 alone, its steps stubbed: LF-MMI from the example server with the CE models' noise styles and
     cross-entropy regularisation, decoded on every dev and test set the CE and sMBR models are (test_noisy too)."""
-    steps = _stubbed_steps(tmp_path, "lfmmi.sh", "decode_tuned.sh", "align.sh")
+    steps = _stubbed_steps(tmp_path, "lfmmi.sh", "decode_tuned.sh", "align.sh", "decode_combined.sh")
     recipe = tmp_path / "egs" / "voicesearch"
     shutil.copytree(os.path.join(ROOT, "egs", "voicesearch"), recipe,
                     ignore=shutil.ignore_patterns("data", "exp", "*.pyc", "__pycache__"))
@@ -129,3 +129,10 @@ def test_the_voicesearch_recipe_trains_lfmmi_multi_style_and_decodes_the_noisy_s
     assert "--lfmmi-opts --xent-regularize 0.1 " in call and "--num-epochs 3 " in call
     assert "--tuned-sets dev:test:train_fit dev_noisy:test_noisy --first-only false " in call
     assert call.endswith(f"{data}/train {exp}/tree_ali {exp}/wblstm_ce/graph {data} {exp}/wblstm_lfmmi")
+    # Then its combination with the sMBR model (--combine, on by default): test at dev's weights, test_noisy at
+    # dev_noisy's.
+    combined = [line for line in result.stdout.splitlines() if line.startswith("decode_combined.sh ")]
+    assert len(combined) == 2, result.stdout
+    for call, (dev_set, test_set) in zip(combined, (("dev", "test"), ("dev_noisy", "test_noisy"))):
+        assert f"--dev-set {dev_set} --test-sets {test_set} " in call
+        assert call.endswith(f"{exp}/wblstm_smbr {exp}/wblstm_lfmmi {exp}/wblstm_smbr_lfmmi")

@@ -84,7 +84,7 @@ def describe_trained(exp_dir, model):
     description = describe(model)
     config = read_json(exp_dir, model, "config.json") or {}
     if config.get("init_model"):
-        description += f", continuing {continued_model(exp_dir, model)}"
+        description += f", continuing {model_dir_name(config['init_model'])}"
     if model.endswith("_lfmmi") and config:
         command = config.get("command_line") or ""
         command = " ".join(command) if isinstance(command, list) else command
@@ -152,10 +152,15 @@ def read_training(exp_dir, model):
     return read_json(exp_dir, model, "result.json")
 
 
+def model_dir_name(init_model):
+    """The model dir's name of a model path (exp/wblstm_ce/final -> wblstm_ce)."""
+    return os.path.basename(os.path.dirname(init_model.rstrip("/")))
+
+
 def continued_model(exp_dir, model):
     """The model whose weights `model`'s training started from (its config's init_model), or None."""
     init_model = (read_json(exp_dir, model, "config.json") or {}).get("init_model")
-    return os.path.basename(os.path.dirname(init_model.rstrip("/"))) if init_model else None
+    return model_dir_name(init_model) if init_model else None
 
 
 def ce_smbr_training(exp_dir, network):

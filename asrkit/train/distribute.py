@@ -183,6 +183,9 @@ class LocalDistribution:
     def digest(self, variables):
         return None
 
+    def barrier(self):
+        """Returns once every worker has called it (one process: at once)."""
+
     def close(self):
         pass
 
@@ -268,6 +271,9 @@ class MultiWorkerDistribution(LocalDistribution):
 
     def sum_floats(self, values):
         return self._sum_floats(self._tf.constant(values, self._tf.float64)).numpy()
+
+    def barrier(self):
+        self.sum_floats([0.0])
 
     def lost_peer_errors(self):
         # What TensorFlow's collectives raise once a worker stops sending heartbeats (its host died, it was

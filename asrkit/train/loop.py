@@ -314,7 +314,15 @@ class TrainingLoop:
         self.accounts.settle(self.step)  # ps: the checkpoint holds every step scheduled so far
         if self.parts.scaler:  # a checkpoint holds no half-accumulated minibatch (every worker applies it here)
             self.parts.scaler.flush()
-        self.checkpoints.save(self.step, self.position)
+        # The other workers write their input positions first and the chief its checkpoint only once all of
+        # them have: a chief's checkpoint then always has every worker's beside it, even when a worker dies
+        # between the two (a rerun resumes from the chief's latest).
+        checkpoints, distribution = self.checkpoints, self.parts.distribution
+        if not checkpoints.chief:
+            checkpoints.save(self.step, self.position)
+        distribution.barrier()
+        if checkpoints.chief:
+            checkpoints.save(self.step, self.position)
 
     def _interval_values(self):
         parts = self.parts

@@ -127,6 +127,8 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
     distribution.start(list(net.variables) + list(parts.optimizer.variables), parts.training_state.step)
     if not chief:
         resumed_from = int(parts.training_state.step.numpy())
+        # As the chief's: every worker saves at the same steps (they meet at a barrier there), the last one too.
+        checkpoints.last_saved = resumed_from if resumed_from else -1
         if resumed_from and (from_servers or not checkpoints.restore_worker(resumed_from, batcher)):
             logger.info("resuming with the chief's weights at step %d; this worker's input starts afresh (%s)",
                         resumed_from, "the example-server stream has no position" if from_servers else

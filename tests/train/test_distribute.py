@@ -103,6 +103,11 @@ def test_two_multiworker_workers_on_loopback_stay_in_sync_and_resume(corpus, tmp
     assert sorted(os.listdir(exp_dir / "checkpoints")) == ["checkpoint", "ckpt-2.data-00000-of-00001",
                                                             "ckpt-2.index", "ckpt-4.data-00000-of-00001",
                                                             "ckpt-4.index"]
+    # Worker 1 writes its own checkpoint of a step before the chief writes the chief's (they meet between the
+    # two), so a rerun from the chief's latest always finds the worker's beside it.
+    for step in (2, 4):
+        worker_index = exp_dir / "worker-1" / "checkpoints" / f"ckpt-{step}.index"
+        assert os.stat(worker_index).st_mtime_ns <= os.stat(exp_dir / "checkpoints" / f"ckpt-{step}.index").st_mtime_ns
     assert ce_cluster.logged(logs[1], r"summary: status=ok steps=4 .*model=none strategy=multiworker")
     model = load_acoustic_model(exp_dir / "final")
     assert np.isfinite(model.log_posteriors(np.zeros((7, 8), np.float32))).all()

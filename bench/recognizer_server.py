@@ -32,6 +32,7 @@ beside other work and say so.
 """
 
 import argparse
+import itertools
 import asyncio
 import json
 import os
@@ -68,9 +69,9 @@ def load_utterances(recognizer, data_dir, count):
     return utterances
 
 
-def stream_one(recognizer, samples, piece, final_pass):
+def stream_one(recognizer, samples, piece, final_pass, windows):
     """(segments, partial latencies, final latencies, CPU seconds) of one utterance streamed in pieces."""
-    stream = recognizer.stream(final_pass=final_pass)
+    stream = recognizer.stream(final_pass=final_pass, windows=windows)
     partial_lags, final_lags, segments, cpu = [], [], [], 0.0
     rate = recognizer.sample_rate
     for start in range(0, len(samples), piece):
@@ -146,10 +147,10 @@ def stream_part(args):
               f"{ps_cpu / audio:.3f}; asrkit batch / pocketsphinx {batch_cpu / ps_cpu:.2f}x")
     else:
         ps_cpu = None
-    for final_pass in ("online", "batch"):
+    for final_pass, windows in itertools.product(args.final_passes.split(","), args.windows.split(",")):
         errors, cpu, differ, partial_lags, final_lags, segment_counts = 0, 0.0, 0, [], [], []
         for (key, samples, reference), batch in zip(utterances, batch_texts):
-            segments, partials, finals, spent = stream_one(recognizer, samples, piece, final_pass)
+            segments, partials, finals, spent = stream_one(recognizer, samples, piece, final_pass, windows)
             streamed = " ".join(result.text for result in segments).split()
             errors += count_edits(reference, streamed).errors
             cpu += spent
@@ -158,7 +159,7 @@ def stream_part(args):
             final_lags += finals
             segment_counts.append(len(segments))
         change = 100 * (errors - batch_errors) / words
-        print(f"  final pass {final_pass}: WER {100 * errors / words:.2f}% ({change:+.2f}% "
+        print(f"  final pass {final_pass}, windows {windows}: WER {100 * errors / words:.2f}% ({change:+.2f}% "
               f"absolute against batch; {differ} utterances differ), RTF {cpu / audio:.3f}, segments per utterance "
               f"{np.bincount(segment_counts).tolist()} (utterances with 0, 1, ...)")
         if ps_cpu:
@@ -246,15 +247,15 @@ def joined_streams(utterances, count, seconds, rate):
     return streams
 
 
-def in_process_cpu(recognizer, utterances):
+def in_process_cpu(recognizer, utterances, windows):
     """CPU seconds of each utterance streamed in-process as the server's clients send it (0.1-s pieces, the partial
-    result after each, the package's default final pass), on one thread."""
+    result after each, the package's default final pass, the server's windows), on one thread."""
     from threadpoolctl import threadpool_limits
 
     piece = int(PIECE_SECONDS * recognizer.sample_rate)
     with threadpool_limits(1):
-        stream_one(recognizer, utterances[0][1], piece, None)  # the compiled kernels and the aligner loaded
-        return [stream_one(recognizer, samples, piece, None)[3] for _, samples, _ in utterances]
+        stream_one(recognizer, utterances[0][1], piece, None, windows)  # the compiled kernels and the aligner loaded
+        return [stream_one(recognizer, samples, piece, None, windows)[3] for _, samples, _ in utterances]
 
 
 def in_process_reference(cpu, utterances, count, rate):
@@ -293,7 +294,8 @@ def server_part(args):
     utterances = load_utterances(recognizer, args.data, args.utterances)
     if args.stream_seconds:
         utterances = joined_streams(utterances, max(args.streams), args.stream_seconds, rate)
-    in_process = in_process_cpu(recognizer, utterances)
+    windows = re.search(r"--windows[ =](\w+)", args.server_options)
+    in_process = in_process_cpu(recognizer, utterances, windows.group(1) if windows else "eager")
     options = ["--workers", "2", "--max-connections", str(max(args.streams) + 8), *args.server_options.split()]
     options += ["--beam", str(args.beam)] if args.beam else []
     servers = {}
@@ -398,6 +400,9 @@ def main():
     parser.add_argument("--utterances", type=int, default=20)
     parser.add_argument("--piece-seconds", type=float, default=PIECE_SECONDS,
                         help="The stream part's piece size (the partial latency's granularity).")
+    parser.add_argument("--final-passes", default="online,batch", help="The stream part's final passes.")
+    parser.add_argument("--windows", default="eager,grid",
+                        help="The stream part's placements of a windowed BLSTM's windows (asrkit.recognizer.stream).")
     parser.add_argument("--streams", default="4,8,16", help="Comma-separated numbers of concurrent streams.")
     parser.add_argument("--stream-seconds", type=float, default=0.0,
                         help="Server part: each stream sends this much audio, utterances back to back, so that all N "

@@ -47,9 +47,12 @@ logger = logging.getLogger(COMMAND)
                    "on stdout.  Stdin must be at the package's sample rate.")
 @click.option("--max-utterance-seconds", default=20.0, type=click.FloatRange(min=0.0, min_open=True),
               help="With --streaming: a segment ends after this long whatever was said (endpoint rule 5).")
+@click.option("--windows", type=click.Choice(["eager", "grid"]), default="eager", show_default=True,
+              help="With --streaming, where a windowed BLSTM's windows go: eager, each frame as soon as its label "
+                   "delay is in; grid, the batch network's (up to 4 frames later; rows bit for bit those of batch).")
 @asrkit_command(COMMAND)
 def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prior_scale, beam, max_active,
-         max_fail_ratio, streaming, max_utterance_seconds):
+         max_fail_ratio, streaming, max_utterance_seconds, windows):
     """Transcribe AUDIO files (wav, flac, mp3, ...; any sample rate, resampled; '-' for raw PCM on stdin)
     and the recordings of --scp with PACKAGE (asrkit-export).
 
@@ -81,7 +84,7 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
                 began = time.monotonic()
                 endpoint = EndpointConfig.with_max_length(max_utterance_seconds, recognizer.package.frame_shift_s)
                 audio_seconds += transcribe_streaming(recognizer, key, spec, sample_rate, output_format, keyed,
-                                                      endpoint)
+                                                      endpoint, windows)
                 busy += time.monotonic() - began
                 continue
             samples = read_stdin(sample_rate) if spec == "-" else spec
@@ -130,7 +133,7 @@ def read_stdin(sample_rate):
     return np.frombuffer(data, dtype="<i2").astype(np.int16)
 
 
-def transcribe_streaming(recognizer, key, spec, sample_rate, output_format, keyed, endpoint):
+def transcribe_streaming(recognizer, key, spec, sample_rate, output_format, keyed, endpoint, windows):
     """Streams one input through recognizer.stream(), writing results as they come; returns its seconds."""
     # deferred: the recognizer's modules are not needed for --help
     from asrkit.recognizer.stream import pcm_pieces, recognize_pieces, sample_pieces
@@ -144,7 +147,7 @@ def transcribe_streaming(recognizer, key, spec, sample_rate, output_format, keye
         pieces = pcm_pieces(sys.stdin.buffer, 2 * piece)
     else:
         pieces = sample_pieces(recognizer.load_audio(spec), piece)
-    stream = recognizer.stream(endpoint=endpoint)
+    stream = recognizer.stream(endpoint=endpoint, windows=windows)
     for result in recognize_pieces(stream, pieces):
         if result.is_final:
             write_result(key, result, output_format, keyed)

@@ -523,7 +523,7 @@ def _lattice_rows(tok_i, tok_f, num_tokens, link_i, link_f, last_begin, final, r
 
 
 # The decoder's scalar state between calls, as an int64 array that the kernels update in place.
-P_TOKENS, P_LINKS, P_FRAMES, P_PRUNED_BEFORE, P_TOKENS_CREATED, P_LINKS_CREATED, P_DEAD = range(7)
+P_TOKENS, P_LINKS, P_FRAMES, P_PRUNED_BEFORE, P_TOKENS_CREATED, P_LINKS_CREATED, P_DEAD, P_KEPT = range(8)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -537,7 +537,7 @@ def _start(start, eps_begin, eps_olabel, eps_weight, eps_target, tok_i, tok_f, l
         queue)
     for token in range(num_tokens):
         state_token[tok_i[token, T_STATE]] = -1
-    progress = np.zeros(7, dtype=np.int64)
+    progress = np.zeros(8, dtype=np.int64)
     progress[P_TOKENS], progress[P_LINKS] = num_tokens, num_links
     progress[P_TOKENS_CREATED], progress[P_LINKS_CREATED] = num_tokens, num_links
     return tok_i, tok_f, link_i, link_f, queue, progress
@@ -601,13 +601,16 @@ def _advance(emit_begin, emit_ilabel, emit_olabel, emit_weight, emit_target, eps
         if progress[P_DEAD]:
             break
         frame = progress[P_FRAMES]
-        if frame > 0 and frame % prune_interval == 0 and num_tokens > prune_above_tokens:
+        # Pruned again once the storage is twice what the last pruning kept (and above prune_above_tokens): a
+        # long segment's lattice is copied O(1) times per token, not every prune_interval frames.
+        if frame > 0 and frame % prune_interval == 0 and num_tokens > max(prune_above_tokens, 2 * progress[P_KEPT]):
             frame_begin[frame + 1] = num_tokens
             _prune(tok_i, tok_f, link_i, link_f, frame_begin, frame, progress[P_PRUNED_BEFORE], lattice_beam,
                    prune_delta, np.empty(0))
             tok_i, tok_f, num_tokens, link_i, link_f, num_links = _compact(tok_i, tok_f, num_tokens, link_i, link_f,
                                                                            frame_begin, frame)
             progress[P_PRUNED_BEFORE] = frame
+            progress[P_KEPT] = num_tokens
         begin = frame_begin[frame]
         frame_begin[frame + 1] = num_tokens
         links_before = num_links

@@ -3,7 +3,8 @@
 `log_likelihoods(package, samples)` is the batch path (the whole utterance at once: CMVN as the module
 docstring of asrkit.recognizer.frontend says); `AcousticStream(package)` the streaming one, whose rows,
 concatenated, equal the batch path's for a model trained with the global mean, and those of online CMN
-otherwise.  Rows are log posteriors minus prior_scale x log priors, not multiplied by the acoustic
+otherwise; `AcousticStream(package, eager=True)` gives a windowed BLSTM's rows sooner, computed in other
+windows than the batch path's (asrkit.recognizer.network.GroupStream).  Rows are log posteriors minus prior_scale x log priors, not multiplied by the acoustic
 scale (asrkit.nn.model_dir's log_likelihoods).  Samples are float32 in [-1, 1) or int16 PCM, mono, at
 the package's sample rate (asrkit.data.audio resamples files; asrkit.recognizer.recognizer does).
 
@@ -59,13 +60,13 @@ def log_likelihoods(package, samples):
 class AcousticStream:
     """Log-likelihood rows of audio that arrives in pieces; see the module docstring."""
 
-    def __init__(self, package):
+    def __init__(self, package, eager=False):
         model = acoustic_model(package)
         self.model = model
         self.package = package
         self.features = FeatureStream(model.analysis.config, model.analysis)
         self.cmvn = model.cmvn.stream()
-        self.network = model.network.stream()
+        self.network = model.network.stream(eager)
         self.log_priors = model.log_priors
         self.ivectors = model.ivectors
         self.raw = np.zeros((0, model.analysis.config.feature_dim), np.float32)  # for the i-vectors only

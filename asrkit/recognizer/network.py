@@ -171,7 +171,8 @@ class StackedLstmNetwork(Network):
         self.layers = [Lstm(weights, f"lstm{index + 1}", clip) for index in range(int(self.params["num_layers"]))]
         self.softmax = Dense(weights, "softmax")
 
-    def stream(self):
+    def stream(self, eager=False):
+        """A stream of this network; its rows come as soon as their label delay is in, `eager` or not."""
         return RecurrentStream(self)
 
     def _evaluate(self, inputs):
@@ -210,7 +211,8 @@ class ContextDnnNetwork(Network):
         self.context_frames = self.hidden[0].kernel.shape[0] // self.feature_dim if self.hidden else \
             self.softmax.kernel.shape[0] // self.feature_dim
 
-    def stream(self):
+    def stream(self, eager=False):
+        """A stream of this network; its rows come as soon as their context is in, `eager` or not."""
         return ContextStream(self)
 
     def _stacked(self, window):
@@ -243,22 +245,25 @@ class WindowedBlstmNetwork(Network):
     def stream(self):
         return GroupStream(self)
 
-    def groups(self, positions):
-        """positions [(k+1)*G + 2T - G.., D]: stream positions from the first group's window start -> the
-        log posteriors [k*G, P] of every group whose window lies inside (group j's window starts G*j in)."""
-        return self._evaluate([positions])[0]
+    def stream(self, eager=False):
+        """A stream of this network: its windows on the batch network's grid, or `eager` (GroupStream)."""
+        return GroupStream(self, eager)
 
     def _evaluate(self, inputs):
-        """groups() of several streams' positions at once: every group's window side by side."""
-        w, g = self.window_length, self.group
-        counts = [max(0, (len(positions) - w) // g + 1) for positions in inputs]
-        if not sum(counts):
+        """GroupStream inputs (positions [L, D], window starts [n], first slot taken of each window [n]) of
+        several streams at once: every window side by side -> each stream's rows, window after window."""
+        used = [(positions, starts) for positions, starts, _ in inputs if len(starts)]
+        if not used:
             return [self.empty_rows() for _ in inputs]
-        used = [positions for positions, count in zip(inputs, counts) if count]
-        offsets = np.cumsum([0] + [len(positions) for positions in used])
-        starts = np.concatenate([offset + np.arange(count) * g for offset, count in zip(offsets, filter(None, counts))])
-        rows = iter(split_rows(self._windows(np.concatenate(used), starts), [count * g for count in counts if count]))
-        return [next(rows) if count else self.empty_rows() for count in counts]
+        offsets = np.cumsum([0] + [len(positions) for positions, _ in used])
+        starts = np.concatenate([offset + starts for offset, (_, starts) in zip(offsets, used)])
+        rows = self._windows(np.concatenate([positions for positions, _ in used]), starts)
+        windows = iter(rows.reshape(len(starts), self.group, self.num_pdfs))
+        results = []
+        for _, starts, first in inputs:
+            taken = [next(windows)[slot:] for slot in first]
+            results.append(np.concatenate(taken) if taken else self.empty_rows())
+        return results
 
     def _windows(self, positions, starts):
         """The log posteriors [n*G, P] of the n groups whose windows start at `starts` in `positions`."""
@@ -380,15 +385,40 @@ class ContextStream(_Stream):
 
 
 class GroupStream(_Stream):
-    """Windowed BLSTM: stream positions kept from the next group's window start (2T zeros before the first)."""
+    """Windowed BLSTM: stream positions kept from the next group's window start (2T zeros before the first).
 
-    def __init__(self, network):
+    Row s (frame s - T) is computed in a window of 2T + G positions at one of its G slots g, and reads the
+    positions up to s + G-1-g.  On the grid (the default), the windows are the batch network's, G apart, so a
+    row waits for its group's last position and the rows are bit for bit the batch ones.  `eager` computes
+    every row as soon as its position arrives: the grid's full groups, then one more window ending at the
+    newest position for the rows left (slots G-r .. G-1), so each row reads only up to its own position (the T
+    frames of right context of the label delay).  That is up to G-1 frames sooner (0.12 s for the recipes'
+    model), for one more window per call; the windowed BLSTM is trained at every slot (its jitter), so the
+    rows differ from the batch ones only as another slot's context does.  The next full group starts after the
+    tail, so G-1 positions before its window start are kept for the next tail window."""
+
+    def __init__(self, network, eager=False):
         super().__init__(network)
-        self.positions = np.zeros((2 * network.context, network.feature_dim), np.float32)
+        self.eager = eager
+        self.history = network.group - 1 if eager else 0
+        self.positions = np.zeros((self.history + 2 * network.context, network.feature_dim), np.float32)
 
     def _input(self, features):
         self.positions = np.concatenate([self.positions, features])
-        return self.positions
+        return self._windows(self.positions)
+
+    def _windows(self, positions):
+        """(positions, window starts, first slot taken of each) for the rows the positions make computable."""
+        n = self.network
+        g, h = n.group, self.history
+        computable = max(0, len(positions) - h - 2 * n.context)
+        count = computable // g
+        starts, first = list(h + g * np.arange(count)), [0] * count
+        tail = computable - count * g
+        if self.eager and tail:
+            starts.append(len(positions) - n.window_length)
+            first.append(g - tail)
+        return positions, np.array(starts, dtype=np.int64), first
 
     def _advance(self, rows):
         self.positions = self.positions[len(rows) :]
@@ -397,9 +427,9 @@ class GroupStream(_Stream):
     def _end(self, extension):
         n = self.network
         self.positions = np.concatenate([self.positions, extension])
-        # Zeros fill the last group (2T of the kept positions are its left context).
-        real = len(self.positions) - 2 * n.context
-        padding = (-real) % n.group
+        real = len(self.positions) - self.history - 2 * n.context
+        # On the grid, zeros fill the last group (2T of the kept positions are its left context); eager rows
+        # need none (the extension's positions are theirs).
+        padding = 0 if self.eager else (-real) % n.group
         padded = np.concatenate([self.positions, np.zeros((padding, n.feature_dim), np.float32)])
-        rows = n.groups(padded)
-        return rows[: max(real, 0)]
+        return n._evaluate([self._windows(padded)])[0][: max(real, 0)]

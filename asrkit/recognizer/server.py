@@ -75,6 +75,7 @@ class ServerConfig:
     endpoint: object = None  # asrkit.recognizer.endpoint.EndpointConfig; None: Kaldi's rules
     final_pass: str = None  # "online" or "batch" (asrkit.recognizer.stream); None: the stream's default
     batch: bool = True  # evaluate the network of concurrent streams together (NetworkBatcher)
+    windows: str = "eager"  # where a windowed BLSTM's windows go (asrkit.recognizer.stream.WINDOWS)
 
 
 class SlowReader(Exception):
@@ -131,7 +132,9 @@ class Session:
 
     def __init__(self, server):
         self.server = server
-        self.stream = server.recognizer.stream(endpoint=server.config.endpoint, final_pass=server.config.final_pass)
+        config = server.config
+        self.stream = server.recognizer.stream(endpoint=config.endpoint, final_pass=config.final_pass,
+                                               windows=config.windows)
         self.samples = 0
         self.configured = False
 

@@ -52,6 +52,12 @@ from asrkit.recognizer.results import Decoded, Result
 STREAM_PRUNE_ABOVE_TOKENS = 1 << 17
 
 
+# Where a streaming windowed BLSTM places its windows (asrkit.recognizer.network.GroupStream).  "eager" is
+# the default: on the voiceover test set it brought partial results 0.1 s sooner (p95), at the WER of the
+# grid (bench/recognizer_server.py; the numbers are in README's "Streaming and the recognition server").
+WINDOWS = ("eager", "grid")
+
+
 def decoder_options(package):
     """The package's decoding parameters as DecoderOptions, partial paths kept as Recognizer keeps them."""
     params = package.params
@@ -82,9 +88,11 @@ class RecognizerStream:
     package's frame shift; EndpointConfig(rules=()) never ends a segment before finish()); silence_pdfs:
     the pdfs the rules count as silence (None: the package's, asrkit.recognizer.endpoint); final_pass:
     "online" (a segment's final result from the incremental decoder's lattice) or "batch" (from the
-    segment's samples, as Recognizer.transcribe would give it; None: default_final_pass)."""
+    segment's samples, as Recognizer.transcribe would give it; None: default_final_pass); windows: where a
+    windowed BLSTM's windows go, "eager" (each frame as soon as its label delay is in) or "grid" (the batch
+    network's; rows bit for bit the batch ones, up to 4 frames later), see WINDOWS."""
 
-    def __init__(self, recognizer, endpoint=None, silence_pdfs=None, final_pass=None):
+    def __init__(self, recognizer, endpoint=None, silence_pdfs=None, final_pass=None, windows="eager"):
         package = recognizer.package
         self.recognizer = recognizer
         self.package = package
@@ -96,7 +104,9 @@ class RecognizerStream:
         self.final_pass = final_pass or default_final_pass(recognizer)
         if self.final_pass not in ("online", "batch"):
             raise ValueError(f"final_pass must be 'online' or 'batch', not {self.final_pass!r}")
-        self.acoustic = AcousticStream(package)
+        if windows not in WINDOWS:
+            raise ValueError(f"windows must be one of {', '.join(WINDOWS)}, not {windows!r}")
+        self.acoustic = AcousticStream(package, eager=windows == "eager")
         self.samples_in = 0
         self.frames_in = 0  # log-likelihood rows decoded, all segments together
         self.segment_start = 0  # the open segment's first frame

@@ -43,15 +43,23 @@ async def transcribe(port, audio):
         return [json.loads(message) async for message in websocket]
 
 
-@pytest.mark.parametrize("batch", ["--batch", "--no-batch"])
-def test_the_server_process_serves_the_recognizers_results_and_stops_on_sigterm(package_dir, batch):  # noqa: F811
-    audio = (speech_like(2.5, 8000, seed=7) * 32767).astype("<i2")
-    stream = Recognizer(package_dir).stream(endpoint=EndpointConfig.with_max_length(1.0), final_pass="online")
+def expected_finals(package_dir, audio, windows):  # noqa: F811
+    stream = Recognizer(package_dir).stream(endpoint=EndpointConfig.with_max_length(1.0), final_pass="online",
+                                            windows=windows)
     expected = [final_message(result) for start in range(0, len(audio), 2000)
                 for result in stream.accept(audio[start:start + 2000])]
-    expected += [final_message(result) for result in stream.finish()]
+    return expected + [final_message(result) for result in stream.finish()]
+
+
+@pytest.mark.parametrize("batch,windows", [("--batch", "eager"), ("--no-batch", "grid")])
+def test_the_server_process_serves_the_recognizers_results_and_stops_on_sigterm(package_dir, batch,  # noqa: F811
+                                                                               windows):
+    audio = (speech_like(2.5, 8000, seed=7) * 32767).astype("<i2")
+    expected = expected_finals(package_dir, audio, windows)
+    # The two placements of the windows differ here (the messages end inside the toy network's groups).
+    assert expected != expected_finals(package_dir, audio, {"eager": "grid", "grid": "eager"}[windows])
     command = [sys.executable, "-m", "asrkit.cli.serve_recognizer", package_dir, "--port", "0",
-               "--max-utterance-seconds", "1", "--final-pass", "online", batch]
+               "--max-utterance-seconds", "1", "--final-pass", "online", batch, "--windows", windows]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                                env={**os.environ, "PYTHONPATH": ROOT})
     try:

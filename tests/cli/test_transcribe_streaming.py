@@ -63,6 +63,24 @@ def test_raw_pcm_on_stdin_is_recognised_as_it_arrives(package_dir, recording):  
     assert run.stdout.splitlines() == expected
 
 
+def test_windows_picks_where_the_streams_windows_go(package_dir, recording, monkeypatch):  # noqa: F811
+    path, samples, _ = recording
+    recognizer = Recognizer(package_dir)
+    endpoint = EndpointConfig.with_max_length(1.5, recognizer.package.frame_shift_s)
+    grid = list(recognize_pieces(recognizer.stream(endpoint=endpoint, windows="grid"), sample_pieces(samples, 800)))
+    made = []
+    stream = Recognizer.stream
+    monkeypatch.setattr(Recognizer, "stream", lambda self, **options: made.append(options) or stream(self, **options))
+    run = CliRunner().invoke(main, [package_dir, path, *STREAMING, "--format", "json", "--windows", "grid"])
+    assert run.exit_code == 0, run.output
+    assert [options["windows"] for options in made] == ["grid"]
+    assert [json.loads(line) for line in run.stdout.splitlines()] == [{"key": path, **r.to_dict()} for r in grid]
+    run = CliRunner().invoke(main, [package_dir, path, *STREAMING])
+    assert [options["windows"] for options in made] == ["grid", "eager"]
+    run = CliRunner().invoke(main, [package_dir, path, *STREAMING, "--windows", "sliding"])
+    assert run.exit_code == 2 and "'sliding' is not one of 'eager', 'grid'" in run.output
+
+
 def test_streaming_refusals(package_dir, recording):  # noqa: F811
     path, _, _ = recording
     run = CliRunner().invoke(main, [package_dir, path, "--streaming", "--nbest", "2"])

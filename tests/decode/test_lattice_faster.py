@@ -140,6 +140,29 @@ def test_periodic_pruning_gives_the_same_lattice(seed):
     np.testing.assert_array_equal(periodic.lattice, once.lattice)
 
 
+def test_the_lattice_is_pruned_again_only_once_the_storage_has_doubled():
+    """Copying the whole lattice at every prune interval made a long segment's decoding quadratic."""
+    arcs, finals = random_graph(3, num_states=12, emitting=40, epsilon=10)
+    costs = costs_for(3, 60)
+    graph = lattice_faster.DecodingGraph.from_fst(build_fst(0, arcs, finals))
+    decoding = lattice_faster.ResumableDecode(graph, lattice_beam=3.0, prune_interval=1, prune_above_tokens=0, **WIDE)
+    progress = decoding._progress
+    prunes = 0
+    for row in costs:
+        tokens, kept, pruned_before = (int(progress[index]) for index in (lattice_faster.P_TOKENS,
+                                                                           lattice_faster.P_KEPT,
+                                                                           lattice_faster.P_PRUNED_BEFORE))
+        decoding.advance(row[None])
+        progress = decoding._progress
+        if progress[lattice_faster.P_PRUNED_BEFORE] != pruned_before:
+            prunes += 1
+            assert tokens > 2 * kept
+            assert progress[lattice_faster.P_KEPT] <= tokens
+    assert 2 <= prunes < len(costs) // 2
+    once = lattice_faster.decode(graph, costs, lattice_beam=3.0, **WIDE)
+    np.testing.assert_array_equal(decoding.finish().lattice, once.lattice)
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_best_path_is_faster_decoders_where_max_active_does_not_bind(seed):
     # Where max-active binds, the tokens kept depend on the order they are visited in (the next frame's

@@ -64,16 +64,16 @@ def test_rows_come_as_soon_as_their_context_is_there(model_dirs):
     assert given[-1] + len(stream.finish()) == 20
 
 
-def _streams_alone_and_together(network, count, rng):
+def _streams_alone_and_together(network, count, rng, **stream_options):
     """Feeds `count` streams random pieces (empty ones too) and finishes them, once each stream alone and once
     all of them through network.evaluate together; returns (alone, together): each stream's rows."""
     pieces = [[rng.standard_normal((int(rng.integers(0, 9)), network.feature_dim)).astype(np.float32)
                for _ in range(int(rng.integers(3, 8)))] for _ in range(count)]
     alone = []
     for stream_pieces in pieces:
-        stream = network.stream()
+        stream = network.stream(**stream_options)
         alone.append(np.concatenate([stream.accept(piece) for piece in stream_pieces] + [stream.finish()]))
-    streams = [network.stream() for _ in range(count)]
+    streams = [network.stream(**stream_options) for _ in range(count)]
     together = [[] for _ in range(count)]
     for round_ in range(max(len(stream_pieces) for stream_pieces in pieces)):
         taking = [index for index in range(count) if round_ < len(pieces[index])]
@@ -112,8 +112,47 @@ def _random_wblstm(rng, feature_dim=160, cells=128, layers=2, num_pdfs=800):
     return load_network(config, weights)
 
 
-def test_a_recipe_sized_network_evaluated_together_equals_each_alone():
+@pytest.mark.parametrize("eager", [False, True])
+def test_a_recipe_sized_network_evaluated_together_equals_each_alone(eager):
     network = _random_wblstm(np.random.default_rng(0))
-    alone, together = _streams_alone_and_together(network, 6, np.random.default_rng(4))
+    alone, together = _streams_alone_and_together(network, 6, np.random.default_rng(4), eager=eager)
     for one, other in zip(alone, together):
         np.testing.assert_array_equal(one, other)
+
+
+def _window_row(network, features, row, slot):
+    """Stream position `row`'s output computed at `slot` of its window, from the whole padded utterance (2T
+    zeros before it, its last frame repeated T times after it)."""
+    t = network.context
+    padded = np.concatenate([np.zeros((2 * t, network.feature_dim), np.float32), features,
+                             np.repeat(features[-1:], network.label_delay, axis=0)])
+    start = row - slot  # slot g of a window is its position 2T + g, and position s is padded[s + 2T]
+    return network._windows(padded, np.array([start]))[slot]
+
+
+def test_an_eager_windowed_blstm_gives_each_row_once_its_own_position_is_in():
+    """Frame t comes once frame t + T is in (the grid's rows wait for their group's last frame), computed in
+    the window that ends there, at the group's last slot."""
+    network = _random_wblstm(np.random.default_rng(1))
+    t, g = network.context, network.group
+    features = np.random.default_rng(2).standard_normal((23, network.feature_dim)).astype(np.float32)
+    stream = network.stream(eager=True)
+    rows = []
+    for frames_in in range(1, len(features) + 1):
+        rows.append(stream.accept(features[frames_in - 1 : frames_in]))
+        assert sum(len(piece) for piece in rows) == max(0, frames_in - t)
+    rows.append(stream.finish())
+    rows = np.concatenate(rows)
+    assert rows.shape == (len(features), network.num_pdfs)
+    # finish() brings the T repeats of the last frame at once: a whole group (slots 0 .. G-1), then the tail.
+    slots = [g - 1] * (len(features) - t) + list(range(g)) + [g - 1] * (t - g)
+    for frame, slot in enumerate(slots):
+        np.testing.assert_allclose(rows[frame], _window_row(network, features, frame + t, slot), atol=1e-5)
+    # Pieces of whole groups make no tail window: the grid's rows, up to the last group (which the grid pads
+    # with zeros and the eager stream reads the repeated last frame into).
+    eager, grid = network.stream(eager=True), network.stream()
+    pieces = [features[start : start + g] for start in range(0, 20, g)]
+    eager_rows = np.concatenate([eager.accept(piece) for piece in pieces])
+    grid_rows = np.concatenate([grid.accept(piece) for piece in pieces])
+    np.testing.assert_array_equal(eager_rows, grid_rows)
+    assert len(eager_rows) == 20 - t

@@ -34,7 +34,7 @@ def test_streaming_gives_the_batch_result_when_no_endpoint_fires(package_dir, se
     recognizer = Recognizer(package_dir, cmvn_online=True)
     audio = speech_like(2.5, 8000, seed=seed)
     batch = recognizer.transcribe(audio)
-    stream = recognizer.stream(endpoint=EndpointConfig(rules=()))
+    stream = recognizer.stream(endpoint=EndpointConfig(rules=()), windows="grid")  # the batch network's windows
     assert stream.final_pass == "online"
     results, partials = run_stream(stream, audio, seed)
     assert len(results) == 1
@@ -63,14 +63,15 @@ def test_the_batch_final_pass_gives_transcribes_result_for_utterance_mean_models
         recognizer.stream(final_pass="both")
 
 
-def test_the_segments_do_not_depend_on_how_the_audio_was_cut(package_dir):
+def test_on_the_grid_the_segments_do_not_depend_on_how_the_audio_was_cut(package_dir):
+    """Eager windows give this up: where a frame falls in its window depends on where a piece ended."""
     recognizer = Recognizer(package_dir)
     audio = np.concatenate([speech_like(1.5, 8000, seed=4), np.zeros(8000, np.float32), speech_like(1.0, 8000, seed=5)])
     config = EndpointConfig.with_max_length(1.2, recognizer.package.frame_shift_s)
     audio = (audio * 32767).astype(np.int16)
     for final_pass in ("online", "batch"):
-        first, _ = run_stream(recognizer.stream(endpoint=config, final_pass=final_pass), audio, 0)
-        second, _ = run_stream(recognizer.stream(endpoint=config, final_pass=final_pass), audio, 1)
+        first, _ = run_stream(recognizer.stream(endpoint=config, final_pass=final_pass, windows="grid"), audio, 0)
+        second, _ = run_stream(recognizer.stream(endpoint=config, final_pass=final_pass, windows="grid"), audio, 1)
         assert len(first) >= 3  # rule 5 at 1.2 s at least twice in 3.5 s
         assert [r.to_dict() for r in first] == [r.to_dict() for r in second]
     # The batch pass transcribes each segment's own samples.
@@ -81,6 +82,22 @@ def test_the_segments_do_not_depend_on_how_the_audio_was_cut(package_dir):
     for before, after in zip(first, first[1:]):
         assert after.start == pytest.approx(before.end)
         assert all(before.start <= word.start <= word.end <= before.end + 1e-6 for word in before.words)
+
+
+def test_eager_windows_give_partial_results_that_cover_more_of_the_audio(package_dir):
+    """The toy windowed BLSTM (T = 3, G = 2): on the grid a frame may wait for its group's last frame."""
+    recognizer = Recognizer(package_dir)
+    audio = speech_like(2.0, 8000, seed=6)
+    eager, grid = recognizer.stream(windows="eager"), recognizer.stream(windows="grid")
+    ahead = []
+    for piece in pieces(audio, 2, largest=700):
+        eager.accept(piece)
+        grid.accept(piece)
+        ahead.append(round((eager.partial().end - grid.partial().end) / recognizer.package.frame_shift_s))
+    assert set(ahead) == {0, 1}  # a frame sooner where a piece ended inside a group
+    assert eager.frames_in == grid.frames_in + ahead[-1]
+    with pytest.raises(ValueError, match="windows must be one of eager, grid"):
+        recognizer.stream(windows="sliding")
 
 
 @pytest.fixture(scope="module")

@@ -70,9 +70,11 @@ def load_utterances(recognizer, data_dir, count):
 
 
 def stream_one(recognizer, samples, piece, final_pass, windows):
-    """(segments, partial latencies, final latencies, CPU seconds) of one utterance streamed in pieces."""
+    """(segments, partial latencies, final latencies, CPU seconds) of one utterance streamed in pieces.  The final
+    latencies: {"endpoint": after the endpoint's time in the audio, "detected": after the piece in which the
+    endpoint rules fired arrived, "end": finish()'s, after the audio's end}."""
     stream = recognizer.stream(final_pass=final_pass, windows=windows)
-    partial_lags, final_lags, segments, cpu = [], [], [], 0.0
+    partial_lags, final_lags, segments, cpu = [], {"endpoint": [], "detected": [], "end": []}, [], 0.0
     rate = recognizer.sample_rate
     for start in range(0, len(samples), piece):
         began = time.thread_time()
@@ -81,7 +83,8 @@ def stream_one(recognizer, samples, piece, final_pass, windows):
         spent = time.thread_time() - began
         cpu += spent
         arrived = min(start + piece, len(samples)) / rate
-        final_lags += [arrived + spent - result.end for result in finals]
+        final_lags["endpoint"] += [arrived + spent - result.end for result in finals]
+        final_lags["detected"] += [spent] * len(finals)
         segments += finals
         if partial.end > partial.start:
             partial_lags.append(arrived + spent - partial.end)
@@ -89,7 +92,7 @@ def stream_one(recognizer, samples, piece, final_pass, windows):
     finals = stream.finish()
     spent = time.thread_time() - began
     cpu += spent
-    final_lags += [spent] * len(finals)
+    final_lags["end"] += [spent] * len(finals)
     return segments + finals, partial_lags, final_lags, cpu
 
 
@@ -148,7 +151,8 @@ def stream_part(args):
     else:
         ps_cpu = None
     for final_pass, windows in itertools.product(args.final_passes.split(","), args.windows.split(",")):
-        errors, cpu, differ, partial_lags, final_lags, segment_counts = 0, 0.0, 0, [], [], []
+        errors, cpu, differ, partial_lags, segment_counts = 0, 0.0, 0, [], []
+        final_lags = {"endpoint": [], "detected": [], "end": []}
         for (key, samples, reference), batch in zip(utterances, batch_texts):
             segments, partials, finals, spent = stream_one(recognizer, samples, piece, final_pass, windows)
             streamed = " ".join(result.text for result in segments).split()
@@ -156,7 +160,8 @@ def stream_part(args):
             cpu += spent
             differ += streamed != batch
             partial_lags += partials
-            final_lags += finals
+            for kind, lags in finals.items():
+                final_lags[kind] += lags
             segment_counts.append(len(segments))
         change = 100 * (errors - batch_errors) / words
         print(f"  final pass {final_pass}, windows {windows}: WER {100 * errors / words:.2f}% ({change:+.2f}% "
@@ -165,7 +170,10 @@ def stream_part(args):
         if ps_cpu:
             print(f"    CPU per audio second against pocketsphinx's streaming: {cpu / ps_cpu:.2f}x")
         print(f"    partial latency (ready - end of the audio it covers): {percentiles(partial_lags)}")
-        print(f"    final latency (ready - endpoint or end of audio): {percentiles(final_lags)}")
+        print(f"    final results of segments that endpoints ended: ready - the endpoint's time in the audio (the "
+              f"network's look-ahead included) {percentiles(final_lags['endpoint'])}; ready - arrival of the "
+              f"piece that showed it {percentiles(final_lags['detected'])}")
+        print(f"    final results at the audio's end (finish()): {percentiles(final_lags['end'])}")
 
 
 def start_server(args, *options):

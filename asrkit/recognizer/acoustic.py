@@ -4,9 +4,10 @@
 docstring of asrkit.recognizer.frontend says); `AcousticStream(package)` the streaming one, whose rows,
 concatenated, equal the batch path's for a model trained with the global mean, and those of online CMN
 otherwise; `AcousticStream(package, eager=True)` gives a windowed BLSTM's rows sooner, computed in other
-windows than the batch path's (asrkit.recognizer.network.GroupStream).  Rows are log posteriors minus prior_scale x log priors, not multiplied by the acoustic
-scale (asrkit.nn.model_dir's log_likelihoods).  Samples are float32 in [-1, 1) or int16 PCM, mono, at
-the package's sample rate (asrkit.data.audio resamples files; asrkit.recognizer.recognizer does).
+windows than the batch path's (asrkit.recognizer.network.GroupStream).  Rows are log posteriors minus
+prior_scale x log priors, not multiplied by the acoustic scale (asrkit.nn.model_dir's log_likelihoods).
+Samples are float32 in [-1, 1) or int16 PCM, mono, at the package's sample rate (asrkit.data.audio
+resamples files; asrkit.recognizer.recognizer does).
 
 A model trained with online i-vectors gets them appended to the normalised features, extracted from the
 raw features as asrkit-decode does (asrkit.ivector.append; the i-vector of a frame depends on the frames up

@@ -12,6 +12,7 @@ that NumPy's GEMMs serve well, and NumPy starts in a fraction of the time Tensor
   carries its state and gives frame t once it has read frame t + label_delay; the context DNN once
   it has frame t + label_delay; the windowed BLSTM ([Mohamed2015]) computes a group of G frames
   when the window's T right-context frames are there.  Concatenated, the rows equal the batch output.
+  `stream(eager=True)` gives a windowed BLSTM's frames sooner, from other windows (GroupStream).
 - Several streams of one network in one pass (a server's concurrent streams): `accept` is
   `stream.end(network.evaluate([stream.begin(features)])[0])`, and `network.evaluate` takes the `begin`
   inputs of any number of streams at once: their windows (or steps) side by side in the same GEMMs.
@@ -241,9 +242,6 @@ class WindowedBlstmNetwork(Network):
                        for i in range(int(self.params["num_layers"]))]
         self.softmax = Dense(weights, "softmax")
         self.mixture = weights.get("mixture")
-
-    def stream(self):
-        return GroupStream(self)
 
     def stream(self, eager=False):
         """A stream of this network: its windows on the batch network's grid, or `eager` (GroupStream)."""

@@ -76,6 +76,7 @@ def test_windows_picks_where_the_streams_windows_go(package_dir, recording, monk
     assert [options["windows"] for options in made] == ["grid"]
     assert [json.loads(line) for line in run.stdout.splitlines()] == [{"key": path, **r.to_dict()} for r in grid]
     run = CliRunner().invoke(main, [package_dir, path, *STREAMING])
+    assert run.exit_code == 0, run.output
     assert [options["windows"] for options in made] == ["grid", "eager"]
     run = CliRunner().invoke(main, [package_dir, path, *STREAMING, "--windows", "sliding"])
     assert run.exit_code == 2 and "'sliding' is not one of 'eager', 'grid'" in run.output

@@ -24,7 +24,7 @@
    time); its RSS and thread count (from /proc) before and after, and a good stream after it all.
 
     .venv/bin/python bench/recognizer_server.py PACKAGE_DIR DATA_DIR [--parts stream,server,abuse]
-        [--utterances 20] [--piece-seconds 0.1] [--streams 4,8,16] [--stream-seconds 20] [--beam 10]
+        [--utterances 20] [--piece-seconds 0.1] [--endpoints early,wait] [--streams 4,8,16] [--stream-seconds 20] [--beam 10]
         [--server-options ...] [--bad-connections 1000] [--arpa LM --ps-dict DICT [--ps-lm-weight W]]
 
 DATA_DIR is a Kaldi data dir (wav.scp, text).  Numbers depend on the machine's load: run it niced
@@ -69,11 +69,11 @@ def load_utterances(recognizer, data_dir, count):
     return utterances
 
 
-def stream_one(recognizer, samples, piece, final_pass, windows):
+def stream_one(recognizer, samples, piece, final_pass, windows, early_endpoints=True):
     """(segments, partial latencies, final latencies, CPU seconds) of one utterance streamed in pieces.  The final
     latencies: {"endpoint": after the endpoint's time in the audio, "detected": after the piece in which the
     endpoint rules fired arrived, "end": finish()'s, after the audio's end}."""
-    stream = recognizer.stream(final_pass=final_pass, windows=windows)
+    stream = recognizer.stream(final_pass=final_pass, windows=windows, early_endpoints=early_endpoints)
     partial_lags, final_lags, segments, cpu = [], {"endpoint": [], "detected": [], "end": []}, [], 0.0
     rate = recognizer.sample_rate
     for start in range(0, len(samples), piece):
@@ -150,11 +150,13 @@ def stream_part(args):
               f"{ps_cpu / audio:.3f}; asrkit batch / pocketsphinx {batch_cpu / ps_cpu:.2f}x")
     else:
         ps_cpu = None
-    for final_pass, windows in itertools.product(args.final_passes.split(","), args.windows.split(",")):
+    for final_pass, windows, endpoints in itertools.product(args.final_passes.split(","), args.windows.split(","),
+                                                            args.endpoints.split(",")):
         errors, cpu, differ, partial_lags, segment_counts = 0, 0.0, 0, [], []
         final_lags = {"endpoint": [], "detected": [], "end": []}
         for (key, samples, reference), batch in zip(utterances, batch_texts):
-            segments, partials, finals, spent = stream_one(recognizer, samples, piece, final_pass, windows)
+            segments, partials, finals, spent = stream_one(recognizer, samples, piece, final_pass, windows,
+                                                           endpoints == "early")
             streamed = " ".join(result.text for result in segments).split()
             errors += count_edits(reference, streamed).errors
             cpu += spent
@@ -164,7 +166,7 @@ def stream_part(args):
                 final_lags[kind] += lags
             segment_counts.append(len(segments))
         change = 100 * (errors - batch_errors) / words
-        print(f"  final pass {final_pass}, windows {windows}: WER {100 * errors / words:.2f}% ({change:+.2f}% "
+        print(f"  final pass {final_pass}, windows {windows}, endpoints {endpoints}: WER {100 * errors / words:.2f}% ({change:+.2f}% "
               f"absolute against batch; {differ} utterances differ), RTF {cpu / audio:.3f}, segments per utterance "
               f"{np.bincount(segment_counts).tolist()} (utterances with 0, 1, ...)")
         if ps_cpu:
@@ -411,6 +413,8 @@ def main():
     parser.add_argument("--final-passes", default="online,batch", help="The stream part's final passes.")
     parser.add_argument("--windows", default="eager,grid",
                         help="The stream part's placements of a windowed BLSTM's windows (asrkit.recognizer.stream).")
+    parser.add_argument("--endpoints", default="early,wait",
+                        help="The stream part's endpoint look-ahead: early (rules on the pending frames too), wait.")
     parser.add_argument("--streams", default="4,8,16", help="Comma-separated numbers of concurrent streams.")
     parser.add_argument("--stream-seconds", type=float, default=0.0,
                         help="Server part: each stream sends this much audio, utterances back to back, so that all N "

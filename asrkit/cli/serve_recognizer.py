@@ -43,14 +43,19 @@ from asrkit.logs import summary_line
 @click.option("--windows", type=click.Choice(["eager", "grid"]), default="eager", show_default=True,
               help="Where a windowed BLSTM's windows go: eager, each frame as soon as its label delay is in; "
                    "grid, the batch network's (up to 4 frames later; rows bit for bit those of batch).")
+@click.option("--early-endpoints/--no-early-endpoints", default=True, show_default=True,
+              help="Let the endpoint rules look at the frames still waiting for their right context too (computed "
+                   "as if the audio ended there), so that a segment's final result comes up to the model's "
+                   "look-ahead sooner; or only at frames whose right context is in (with --windows grid, the "
+                   "segmentation then does not depend on how the audio was cut).")
 @click.option("--lm-weight", type=click.FloatRange(min=0.0, min_open=True),
               help="Override the package's LM weight (acoustic scale 1 / this).")
 @click.option("--beam", type=click.FloatRange(min=0.0, min_open=True), help="Override the package's beam.")
 @click.option("--max-active", type=click.IntRange(min=1), help="Override the package's max-active.")
 @asrkit_command("asrkit-serve-recognizer")
 def main(package_dir, host, port, allow_remote, max_connections, max_queue, max_message_bytes, max_stream_seconds,
-         idle_timeout, send_timeout, workers, max_utterance_seconds, final_pass, batch, windows, lm_weight, beam,
-         max_active):
+         idle_timeout, send_timeout, workers, max_utterance_seconds, final_pass, batch, windows, early_endpoints,
+         lm_weight, beam, max_active):
     """Serve recognition of PACKAGE_DIR (made by asrkit-export) over WebSockets until SIGINT or SIGTERM.
 
     A client sends binary 16-bit mono PCM at the package's sample rate and {"eof": 1} (or EOF) at the
@@ -71,7 +76,7 @@ def main(package_dir, host, port, allow_remote, max_connections, max_queue, max_
     recognizer = Recognizer(package_dir, lm_weight=lm_weight, beam=beam, max_active=max_active)
     endpoint = EndpointConfig.with_max_length(max_utterance_seconds, recognizer.package.frame_shift_s)
     config = ServerConfig(host, port, allow_remote, max_connections, max_queue, max_message_bytes, max_stream_seconds,
-                          idle_timeout, send_timeout, workers, endpoint, final_pass, batch, windows)
+                          idle_timeout, send_timeout, workers, endpoint, final_pass, batch, windows, early_endpoints)
 
     async def run():
         stop = asyncio.Event()

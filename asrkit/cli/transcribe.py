@@ -50,9 +50,14 @@ logger = logging.getLogger(COMMAND)
 @click.option("--windows", type=click.Choice(["eager", "grid"]), default="eager", show_default=True,
               help="With --streaming, where a windowed BLSTM's windows go: eager, each frame as soon as its label "
                    "delay is in; grid, the batch network's (up to 4 frames later; rows bit for bit those of batch).")
+@click.option("--early-endpoints/--no-early-endpoints", default=True, show_default=True,
+              help="With --streaming: let the endpoint rules look at the frames still waiting for their right "
+                   "context too (computed as if the audio ended there), so that a segment's final result comes up "
+                   "to the model's look-ahead sooner; or only at frames whose right context is in (with --windows "
+                   "grid, the segmentation then does not depend on how the audio was cut).")
 @asrkit_command(COMMAND)
 def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prior_scale, beam, max_active,
-         max_fail_ratio, streaming, max_utterance_seconds, windows):
+         max_fail_ratio, streaming, max_utterance_seconds, windows, early_endpoints):
     """Transcribe AUDIO files (wav, flac, mp3, ...; any sample rate, resampled; '-' for raw PCM on stdin)
     and the recordings of --scp with PACKAGE (asrkit-export).
 
@@ -84,7 +89,7 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
                 began = time.monotonic()
                 endpoint = EndpointConfig.with_max_length(max_utterance_seconds, recognizer.package.frame_shift_s)
                 audio_seconds += transcribe_streaming(recognizer, key, spec, sample_rate, output_format, keyed,
-                                                      endpoint, windows)
+                                                      endpoint, windows, early_endpoints)
                 busy += time.monotonic() - began
                 continue
             samples = read_stdin(sample_rate) if spec == "-" else spec
@@ -133,7 +138,8 @@ def read_stdin(sample_rate):
     return np.frombuffer(data, dtype="<i2").astype(np.int16)
 
 
-def transcribe_streaming(recognizer, key, spec, sample_rate, output_format, keyed, endpoint, windows):
+def transcribe_streaming(recognizer, key, spec, sample_rate, output_format, keyed, endpoint, windows,
+                         early_endpoints):
     """Streams one input through recognizer.stream(), writing results as they come; returns its seconds."""
     # deferred: the recognizer's modules are not needed for --help
     from asrkit.recognizer.stream import pcm_pieces, recognize_pieces, sample_pieces
@@ -147,7 +153,7 @@ def transcribe_streaming(recognizer, key, spec, sample_rate, output_format, keye
         pieces = pcm_pieces(sys.stdin.buffer, 2 * piece)
     else:
         pieces = sample_pieces(recognizer.load_audio(spec), piece)
-    stream = recognizer.stream(endpoint=endpoint, windows=windows)
+    stream = recognizer.stream(endpoint=endpoint, windows=windows, early_endpoints=early_endpoints)
     for result in recognize_pieces(stream, pieces):
         if result.is_final:
             write_result(key, result, output_format, keyed)

@@ -523,7 +523,15 @@ def _lattice_rows(tok_i, tok_f, num_tokens, link_i, link_f, last_begin, final, r
 
 
 # The decoder's scalar state between calls, as an int64 array that the kernels update in place.
-P_TOKENS, P_LINKS, P_FRAMES, P_PRUNED_BEFORE, P_TOKENS_CREATED, P_LINKS_CREATED, P_DEAD, P_KEPT = range(8)
+# P_ENDPOINT: the number (1-based) of the endpoint rule that stopped the last advance, 0 for none.
+P_TOKENS, P_LINKS, P_FRAMES, P_PRUNED_BEFORE, P_TOKENS_CREATED, P_LINKS_CREATED, P_DEAD, P_KEPT, P_ENDPOINT = range(9)
+NUM_PROGRESS = 9
+
+# An endpoint rule as a row of the `rules` array _advance checks after every frame (asrkit.recognizer.endpoint
+# .EndpointRule): whether the path must have a non-silence frame, the least trailing silence and utterance
+# length in seconds, the greatest final relative cost.
+R_NONSILENCE, R_TRAILING, R_RELATIVE_COST, R_LENGTH = range(4)
+NO_RULES = np.zeros((0, 4))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -537,7 +545,7 @@ def _start(start, eps_begin, eps_olabel, eps_weight, eps_target, tok_i, tok_f, l
         queue)
     for token in range(num_tokens):
         state_token[tok_i[token, T_STATE]] = -1
-    progress = np.zeros(8, dtype=np.int64)
+    progress = np.zeros(NUM_PROGRESS, dtype=np.int64)
     progress[P_TOKENS], progress[P_LINKS] = num_tokens, num_links
     progress[P_TOKENS_CREATED], progress[P_LINKS_CREATED] = num_tokens, num_links
     return tok_i, tok_f, link_i, link_f, queue, progress
@@ -593,10 +601,15 @@ _POOL = _StoragePool()
 @numba.njit(cache=True, nogil=True)
 def _advance(emit_begin, emit_ilabel, emit_olabel, emit_weight, emit_target, eps_begin, eps_olabel, eps_weight,
              eps_target, costs, tok_i, tok_f, link_i, link_f, queue, frame_begin, state_token, progress, beam,
-             max_active, min_active, beam_delta, lattice_beam, prune_interval, prune_delta, prune_above_tokens):
+             max_active, min_active, beam_delta, lattice_beam, prune_interval, prune_delta, prune_above_tokens,
+             rules, pdf_mask, frame_shift, final):
     """Decodes the frames of `costs` after the progress[P_FRAMES] already decoded (frame_begin must have room
-    for them all plus 2); stops for good when a frame leaves no token (progress[P_DEAD])."""
+    for them all plus 2); stops for good when a frame leaves no token (progress[P_DEAD]).  With endpoint
+    `rules` (rows as R_*; pdf_mask the silence pdfs, frame_shift in seconds), stops after the first frame on
+    which one fires, its number in progress[P_ENDPOINT]: checked here because the rules read every frame's
+    best path, and a call per frame from Python cost a quarter of the decoding."""
     num_tokens, num_links = progress[P_TOKENS], progress[P_LINKS]
+    progress[P_ENDPOINT] = 0
     for row in range(costs.shape[0]):
         if progress[P_DEAD]:
             break
@@ -628,8 +641,33 @@ def _advance(emit_begin, emit_ilabel, emit_olabel, emit_weight, emit_target, eps
             progress[P_DEAD] = 1  # no token survived this frame (e.g. -inf log-likelihoods everywhere)
         else:
             progress[P_FRAMES] += 1
+            if rules.shape[0]:
+                progress[P_ENDPOINT] = _rule_fired(tok_i, tok_f, frame_begin[frame + 1], num_tokens, final, pdf_mask,
+                                                   rules, frame_shift, progress[P_FRAMES])
+                if progress[P_ENDPOINT]:
+                    break
     progress[P_TOKENS], progress[P_LINKS] = num_tokens, num_links
     return tok_i, tok_f, link_i, link_f, queue
+
+
+@numba.njit(cache=True, nogil=True)
+def _rule_fired(tok_i, tok_f, begin, end, final, pdf_mask, rules, frame_shift, frames):
+    """The first endpoint rule (1-based; 0: none) that fires on the best path of `frames` frames ending in one of
+    the tokens begin..end-1 (asrkit.recognizer.endpoint.EndpointDetector.rule_fired_on's arithmetic)."""
+    trailing = _trailing_frames(tok_i, tok_f, begin, end, pdf_mask)
+    if trailing < 0:
+        return 0
+    relative_cost = -1.0  # computed once a rule needs it
+    for number in range(rules.shape[0]):
+        if rules[number, R_NONSILENCE] and trailing >= frames:
+            continue
+        if trailing * frame_shift < rules[number, R_TRAILING] or frames * frame_shift < rules[number, R_LENGTH]:
+            continue
+        if relative_cost < 0:
+            relative_cost = _final_relative_cost(tok_i, tok_f, begin, end, final)
+        if relative_cost <= rules[number, R_RELATIVE_COST]:
+            return number + 1
+    return 0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -751,6 +789,7 @@ class ResumableDecode:
         self._tok_i, self._tok_f, self._link_i, self._link_f, self._queue, self._progress = _start(
             g.start, g.eps_begin, g.eps_olabel, g.eps_weight, g.eps_target, storage.tok_i, storage.tok_f,
             storage.link_i, storage.link_f, storage.queue, storage.state_token)
+        self._no_pruning = self._options[:-1] + (np.iinfo(np.int64).max,)
         self._frame_begin = np.zeros(64, dtype=np.int64)
         self._max_ilabel = graph.max_ilabel  # a pass over the arcs: once, not per call
         self.finished = False
@@ -765,8 +804,11 @@ class ResumableDecode:
         """Whether a frame left no token (the lattice will be empty)."""
         return bool(self._progress[P_DEAD])
 
-    def advance(self, costs):
-        """Decodes the next frames: costs [n, num_pdfs] (n may be 0)."""
+    def advance(self, costs, endpoint=None, prune=True):
+        """Decodes the next frames: costs [n, num_pdfs] (n may be 0).  endpoint: None, or (rules [R, 4] as R_*,
+        silence pdf mask, frame shift in seconds) to stop after the first frame on which a rule fires; returns
+        that rule's number (1-based), 0 when none fired (every frame decoded, or a frame left no token).
+        prune=False leaves the lattice unpruned, as rollback() needs."""
         if self.finished:
             raise RuntimeError("advance() after finish()")
         costs = np.ascontiguousarray(costs, dtype=np.float32)
@@ -784,7 +826,9 @@ class ResumableDecode:
         self._tok_i, self._tok_f, self._link_i, self._link_f, self._queue = _advance(
             g.emit_begin, g.emit_ilabel, g.emit_olabel, g.emit_weight, g.emit_target, g.eps_begin, g.eps_olabel,
             g.eps_weight, g.eps_target, costs, self._tok_i, self._tok_f, self._link_i, self._link_f, self._queue,
-            self._frame_begin, self._state_token, self._progress, *self._options)
+            self._frame_begin, self._state_token, self._progress, *(self._options if prune else self._no_pruning),
+            *(endpoint if endpoint is not None else (NO_RULES, np.zeros(0, np.bool_), 0.0)), g.final)
+        return int(self._progress[P_ENDPOINT])
 
     def _newest(self):
         return int(self._frame_begin[self.num_frames]), int(self._progress[P_TOKENS])
@@ -798,12 +842,25 @@ class ResumableDecode:
         return labels[::-1], float(cost)
 
     def trailing_frames(self, pdf_mask):
-        """How many of the best partial path's last frames have a pdf in pdf_mask (a boolean mask over pdfs);
-        the same as counting along partial_labels() from the end, at the cost of those frames alone, which
-        the endpoint rules need after every frame.  -1 when no token is left."""
+        """How many of the best partial path's last frames have a pdf in pdf_mask (a boolean mask over pdfs),
+        at the cost of those frames alone; -1 when no token is left."""
         if self.failed or self.finished:
             return -1
         return int(_trailing_frames(self._tok_i, self._tok_f, *self._newest(), pdf_mask))
+
+    def checkpoint(self):
+        """The state rollback() returns to.  Advancing changes no token or link before the newest frame
+        except by pruning, and of the newest frame's tokens only their link lists' heads (the links to the
+        next frame go in front): those and the counters are all a checkpoint holds."""
+        begin, end = self._newest()
+        return self._progress.copy(), self._tok_i[begin:end, T_LINKS].copy()
+
+    def rollback(self, checkpoint):
+        """Undoes the advances (with prune=False) made since `checkpoint`: the frames after it are forgotten."""
+        progress, heads = checkpoint
+        self._progress[:] = progress
+        begin = int(self._frame_begin[self.num_frames])
+        self._tok_i[begin:begin + len(heads), T_LINKS] = heads
 
     def final_relative_cost(self):
         """How much the best path that ends in a final state now costs more than the best path (inf: none is

@@ -14,6 +14,8 @@ raw features as asrkit-decode does (asrkit.ivector.append; the i-vector of a fra
 to it only, so the stream recomputes them over the frames so far and takes the new rows).
 """
 
+import copy
+
 import numpy as np
 
 from asrkit.recognizer.frontend import Analysis, Cmvn, FeatureStream, features
@@ -99,6 +101,13 @@ class AcousticStream:
     def accept(self, samples):
         """Feed samples; returns the log-likelihood rows [n, num_pdfs] of the frames now final."""
         return self.end(self.model.network.evaluate([self.begin(samples)])[0])
+
+    def pending(self):
+        """The rows that finish() would give now for the frames so far (those still waiting for their right
+        context, computed as at the end of the audio), the stream left as it is; the front end's samples
+        short of a frame are left out."""
+        rows = copy.copy(self.network).finish()
+        return rows - self.log_priors
 
     def finish(self):
         """The remaining rows at the end of the audio."""

@@ -84,18 +84,22 @@ class EndpointDetector:
 
     def rule_fired(self, partial):
         """The number (1-based) of the first rule that fires on `partial`, or 0 for none."""
-        return self.rule_fired_on(len(partial.pdfs), partial.trailing_frames_in(self.silence),
-                                  partial.final_relative_cost)
-
-    def rule_fired_on(self, frames, trailing, final_relative_cost):
-        """rule_fired of a path of `frames` frames whose last `trailing` are silence (OnlineDecoder.endpoint_inputs)."""
+        frames = len(partial.pdfs)
         if frames == 0:
             return 0
-        shift = self.config.frame_shift
+        trailing, shift = partial.trailing_frames_in(self.silence), self.config.frame_shift
         for number, rule in enumerate(self.config.rules, 1):
-            if rule.fires(trailing < frames, trailing * shift, final_relative_cost, frames * shift):
+            if rule.fires(trailing < frames, trailing * shift, partial.final_relative_cost, frames * shift):
                 return number
         return 0
+
+    def kernel_rules(self):
+        """The rules as OnlineDecoder.advance's `endpoint` (asrkit.decode.lattice_faster's R_* rows, the silence
+        mask, the frame shift): checked inside the decoder's frame loop as rule_fired checks partial() after
+        every frame."""
+        rules = np.array([[rule.must_contain_nonsilence, rule.min_trailing_silence, rule.max_relative_cost,
+                           rule.min_utterance_length] for rule in self.config.rules], dtype=np.float64)
+        return rules.reshape(-1, 4), self.silence, float(self.config.frame_shift)
 
 
 def silence_pdfs_of_package(package_dir):

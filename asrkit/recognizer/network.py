@@ -22,6 +22,8 @@ that NumPy's GEMMs serve well, and NumPy starts in a fraction of the time Tensor
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from asrkit.recognizer.lstm_kernel import run_lstm
+
 ZERO = np.float32(0.0)
 _BLAS = ThreadpoolController()
 
@@ -46,10 +48,6 @@ def product(inputs, kernel):
     return (flat @ kernel).reshape(inputs.shape[:-1] + (kernel.shape[1],))
 
 
-def sigmoid(values):
-    return np.float32(0.5) * (np.tanh(np.float32(0.5) * values) + np.float32(1.0))
-
-
 def log_softmax(logits):
     shifted = logits - logits.max(axis=-1, keepdims=True)
     return (shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))).astype(np.float32)
@@ -63,6 +61,7 @@ class Lstm:
         self.recurrent_kernel = weights[f"{prefix}/recurrent_kernel"]
         self.bias = weights[f"{prefix}/bias"]
         self.projection = weights.get(f"{prefix}/projection")
+        self.projection_kernel = self.projection if self.projection is not None else np.zeros((0, 0), np.float32)
         self.num_cells = self.bias.shape[0] // 4
         self.output_dim = self.projection.shape[1] if self.projection is not None else self.num_cells
         self.cell_clip = cell_clip
@@ -77,37 +76,13 @@ class Lstm:
     def run(self, projected, state, reverse=False, sizes=None):
         """projected [T, b, 4H] from `project`, state (c [b, H], h [b, P]) -> outputs [T, b, P], state.
         sizes (forward only): how many of the b sequences, a prefix, have step t (sequences sorted longest
-        first); a sequence's state stays at its last step, its outputs past it are left unset."""
-        cell, output = state
-        steps = range(len(projected) - 1, -1, -1) if reverse else range(len(projected))
-        # zeros, not empty: with sizes, the next layer projects the unset outputs too (and drops them)
-        outputs = (np.empty if sizes is None else np.zeros)(projected.shape[:2] + (self.output_dim,), np.float32)
-        batch = projected.shape[1]
-        for step in steps:
-            size = batch if sizes is None else sizes[step]
-            if size == batch:
-                cell, output = self._step(projected[step], cell, output)
-                outputs[step] = output
-            else:
-                head_cell, head_output = self._step(projected[step, :size], cell[:size], output[:size])
-                cell = np.concatenate([head_cell, cell[size:]])
-                output = np.concatenate([head_output, output[size:]])
-                outputs[step, :size] = head_output
+        first); a sequence's state stays at its last step, its outputs past it are zeros."""
+        steps, batch = projected.shape[:2]
+        cell, output = (np.array(part, np.float32, order="C") for part in state)
+        sizes = np.full(steps, batch, np.int64) if sizes is None else np.asarray(sizes, np.int64)
+        outputs = run_lstm(np.ascontiguousarray(projected, np.float32), self.recurrent_kernel,
+                           self.projection_kernel, np.float32(self.cell_clip), cell, output, reverse, sizes)
         return outputs, (cell, output)
-
-    def _step(self, projected, cell, output):
-        h = self.num_cells
-        gates = projected + product(output, self.recurrent_kernel)
-        # One sigmoid over all four gates (the candidate's is not used): the steps are small enough
-        # ([b, 4H], b often 1 when streaming) that NumPy's per-call overhead outweighs the arithmetic.
-        squashed = sigmoid(gates)
-        cell = squashed[:, h : 2 * h] * cell + squashed[:, :h] * np.tanh(gates[:, 2 * h : 3 * h])
-        if self.cell_clip > 0:
-            cell = np.clip(cell, -self.cell_clip, self.cell_clip)
-        output = squashed[:, 3 * h :] * np.tanh(cell)
-        if self.projection is not None:
-            output = product(output, self.projection)
-        return cell, output
 
 
 class Dense:
@@ -247,9 +222,16 @@ class WindowedBlstmNetwork(Network):
         """A stream of this network: its windows on the batch network's grid, or `eager` (GroupStream)."""
         return GroupStream(self, eager)
 
+    def project_input(self, features):
+        """[L, D] -> [L, 8H]: the first layer's input projections, both directions; a stream computes each
+        position's once, though up to 2T + 2G - 1 windows read it."""
+        first = self.layers[0]
+        return np.concatenate([first[0].project(features), first[1].project(features)], axis=1)
+
     def _evaluate(self, inputs):
-        """GroupStream inputs (positions [L, D], window starts [n], first slot taken of each window [n]) of
-        several streams at once: every window side by side -> each stream's rows, window after window."""
+        """GroupStream inputs (positions' first-layer projections [L, 8H], window starts [n], first slot taken of
+        each window [n]) of several streams at once: every window side by side -> each stream's rows, window
+        after window."""
         used = [(positions, starts) for positions, starts, _ in inputs if len(starts)]
         if not used:
             return [self.empty_rows() for _ in inputs]
@@ -263,14 +245,12 @@ class WindowedBlstmNetwork(Network):
             results.append(np.concatenate(taken) if taken else self.empty_rows())
         return results
 
-    def _windows(self, positions, starts):
-        """The log posteriors [n*G, P] of the n groups whose windows start at `starts` in `positions`."""
+    def _windows(self, projected, starts):
+        """The log posteriors [n*G, P] of the n groups whose windows start at `starts` in the positions whose
+        project_input is `projected`."""
         w, g, t = self.window_length, self.group, self.context
         num_groups = len(starts)
-        first = self.layers[0]
-        # Both directions' input projections once per position, then framed into windows [W, n, 8H].
-        projected = np.concatenate([first[0].project(positions), first[1].project(positions)], axis=1)
-        outputs = self._blstm(first, projected[np.arange(w)[:, None] + starts[None, :]])
+        outputs = self._blstm(self.layers[0], projected[np.arange(w)[:, None] + starts[None, :]])  # [W, n, 8H]
         for layer in self.layers[1:]:
             outputs = self._blstm(layer, np.concatenate([layer[0].project(outputs), layer[1].project(outputs)], 2))
         if self.mixture is None:
@@ -298,7 +278,7 @@ def load_network(config, weights):
     name = config["model"]["name"]
     if name not in NETWORKS:
         raise ValueError(f"no NumPy forward pass for network {name!r}; known: {', '.join(sorted(NETWORKS))}")
-    return NETWORKS[name](config, {key: np.asarray(value, np.float32) for key, value in weights.items()})
+    return NETWORKS[name](config, {key: np.ascontiguousarray(value, np.float32) for key, value in weights.items()})
 
 
 class _Stream:
@@ -399,10 +379,12 @@ class GroupStream(_Stream):
         super().__init__(network)
         self.eager = eager
         self.history = network.group - 1 if eager else 0
-        self.positions = np.zeros((self.history + 2 * network.context, network.feature_dim), np.float32)
+        self.zero_position = network.project_input(np.zeros((1, network.feature_dim), np.float32))
+        # The kept positions, as their first-layer projections (WindowedBlstmNetwork.project_input).
+        self.positions = np.repeat(self.zero_position, self.history + 2 * network.context, axis=0)
 
     def _input(self, features):
-        self.positions = np.concatenate([self.positions, features])
+        self.positions = np.concatenate([self.positions, self.network.project_input(features)])
         return self._windows(self.positions)
 
     def _windows(self, positions):
@@ -424,10 +406,10 @@ class GroupStream(_Stream):
 
     def _end(self, extension):
         n = self.network
-        self.positions = np.concatenate([self.positions, extension])
+        self.positions = np.concatenate([self.positions, n.project_input(extension)])
         real = len(self.positions) - self.history - 2 * n.context
         # On the grid, zeros fill the last group (2T of the kept positions are its left context); eager rows
         # need none (the extension's positions are theirs).
         padding = 0 if self.eager else (-real) % n.group
-        padded = np.concatenate([self.positions, np.zeros((padding, n.feature_dim), np.float32)])
+        padded = np.concatenate([self.positions, np.repeat(self.zero_position, padding, axis=0)])
         return n._evaluate([self._windows(padded)])[0][: max(real, 0)]

@@ -68,21 +68,28 @@ class OnlineDecoder:
         return np.ascontiguousarray(np.asarray(loglikes, dtype=np.float32) * self.options.acoustic_scale,
                                     dtype=np.float32)
 
-    def advance(self, loglike_rows):
-        """Decodes the next frames: unscaled log-likelihoods [n, num_pdfs] (n may be 0)."""
+    def advance(self, loglike_rows, endpoint=None, prune=True):
+        """Decodes the next frames: unscaled log-likelihoods [n, num_pdfs] (n may be 0).  With `endpoint`
+        (asrkit.recognizer.endpoint.EndpointDetector.kernel_rules()), stops after the first frame on which
+        an endpoint rule fires, as if each frame had been given alone and the rules checked after it.
+        Returns (rows taken, the rule's number or 0); without a rule, or after a frame left no token, every
+        row is taken.  prune=False: see try_endpoint."""
         if self.finished:
             raise RuntimeError("advance() after finalize()")
         rows = np.asarray(loglike_rows, dtype=np.float32)
         if rows.ndim != 2:
             raise ValueError(f"log-likelihood rows must be [frames, pdfs], not of shape {rows.shape}")
         if not len(rows):
-            return
-        if self.keep_rows:
-            self._rows.append(rows)
-        self.num_frames += len(rows)
+            return 0, 0
         if self._decoding is None:
             self._decoding = self._start(self.options.beam)
-        self._decoding.advance(-self._scaled(rows))
+        decoded_before = self._decoding.num_frames
+        rule = self._decoding.advance(-self._scaled(rows), endpoint, prune)
+        taken = self._decoding.num_frames - decoded_before if rule else len(rows)
+        if self.keep_rows:
+            self._rows.append(rows[:taken])
+        self.num_frames += taken
+        return taken, rule
 
     def loglikes(self):
         """The rows given so far, [num_frames, num_pdfs] (kept with keep_rows, until finalize())."""
@@ -101,16 +108,26 @@ class OnlineDecoder:
         pdfs = labels[:, 0][labels[:, 0] != 0] - 1
         return PartialPath(words, pdfs, cost, self._decoding.final_relative_cost())
 
-    def endpoint_inputs(self, pdf_mask):
-        """What the endpoint rules read of the best partial path, without tracing all of it: (its frames, how
-        many of the last ones have a pdf in pdf_mask, final_relative_cost); (0, 0, inf) before a frame or
-        after a frame left no token, as partial() has then no frames."""
-        if self._decoding is None or self.num_frames == 0:
-            return 0, 0, np.inf
-        trailing = self._decoding.trailing_frames(pdf_mask)
-        if trailing < 0:
-            return 0, 0, np.inf
-        return self.num_frames, trailing, self._decoding.final_relative_cost()
+    def try_endpoint(self, loglike_rows, endpoint):
+        """Rows that may still change (a streaming network's last frames, computed as if the audio ended there):
+        decoded as advance(rows, endpoint) decodes them if an endpoint rule fires on one, returning (rows taken,
+        the rule's number); if none fires, the decoder is left as it was and (0, 0) returned."""
+        if self.finished or self._decoding is None or not len(loglike_rows):
+            return 0, 0
+        checkpoint, rows_kept, frames = self._decoding.checkpoint(), len(self._rows), self.num_frames
+        taken, rule = self.advance(loglike_rows, endpoint, prune=False)
+        if rule:
+            return taken, rule
+        self._decoding.rollback(checkpoint)
+        del self._rows[rows_kept:]
+        self.num_frames = frames
+        return 0, 0
+
+    def trailing_frames(self, pdf_mask):
+        """How many of the best partial path's last frames have a pdf in pdf_mask; -1 with no path."""
+        if self._decoding is None or self.finished:
+            return -1
+        return self._decoding.trailing_frames(pdf_mask)
 
     def finalize(self):
         """The segment's UtteranceResult (GraphDecoder.decode's for the concatenated rows); ends this decoder."""

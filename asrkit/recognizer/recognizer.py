@@ -127,16 +127,17 @@ class Recognizer:
                                                 round(entry.acoustic_cost, 4)))
         return Result(" ".join(words), timed, start, end, alternatives, is_final)
 
-    def stream(self, endpoint=None, silence_pdfs=None, final_pass=None, windows="eager"):
+    def stream(self, endpoint=None, silence_pdfs=None, final_pass=None, windows="eager", early_endpoints=True):
         """A RecognizerStream (asrkit.recognizer.stream): endpoint, an EndpointConfig (None: Kaldi's rules);
         silence_pdfs, the pdfs its rules count as silence (None: the package's); final_pass, how segments'
         final results are made (None: the stream module's default); windows, where a windowed BLSTM's
-        windows go ("eager" or "grid")."""
+        windows go ("eager" or "grid"); early_endpoints, whether the rules also look at the frames still
+        waiting for their right context."""
         if silence_pdfs is None:
             if getattr(self, "_silence_pdfs", None) is None:
                 self._silence_pdfs = silence_pdfs_of_package(self.package.directory)
             silence_pdfs = self._silence_pdfs
-        return RecognizerStream(self, endpoint, silence_pdfs, final_pass, windows)
+        return RecognizerStream(self, endpoint, silence_pdfs, final_pass, windows, early_endpoints)
 
     def word_frames(self, words, loglikes, decoded):
         """[(first, end)] frames of the words: forced alignment, or the lattice's label frames without it."""

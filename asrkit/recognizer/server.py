@@ -76,6 +76,7 @@ class ServerConfig:
     final_pass: str = None  # "online" or "batch" (asrkit.recognizer.stream); None: the stream's default
     batch: bool = True  # evaluate the network of concurrent streams together (NetworkBatcher)
     windows: str = "eager"  # where a windowed BLSTM's windows go (asrkit.recognizer.stream.WINDOWS)
+    early_endpoints: bool = True  # endpoint rules on the frames still pending too (RecognizerStream)
 
 
 class SlowReader(Exception):
@@ -134,7 +135,7 @@ class Session:
         self.server = server
         config = server.config
         self.stream = server.recognizer.stream(endpoint=config.endpoint, final_pass=config.final_pass,
-                                               windows=config.windows)
+                                               windows=config.windows, early_endpoints=config.early_endpoints)
         self.samples = 0
         self.configured = False
 

@@ -47,9 +47,11 @@ from asrkit.recognizer.online_decoder import OnlineDecoder
 from asrkit.recognizer.results import Decoded, Result
 
 
-# A stream's decoder prunes its lattice once it holds this many tokens (about 20 MB with their links)
-# rather than at lattice_faster's default of 1M (about 150 MB): a server holds one per connection.
-STREAM_PRUNE_ABOVE_TOKENS = 1 << 17
+# A stream's decoder prunes its lattice once it holds this many tokens (about 40 MB with their links)
+# rather than at lattice_faster's default of 1M (about 150 MB): a server holds one per connection.  Half
+# of it (20 MB) cost the voiceover package's streams 1.1x the decoding CPU: each pruning compacts the
+# lattice into fresh arrays.
+STREAM_PRUNE_ABOVE_TOKENS = 1 << 18
 
 
 # Where a streaming windowed BLSTM places its windows (asrkit.recognizer.network.GroupStream).  "eager" is
@@ -93,7 +95,8 @@ class RecognizerStream:
     windowed BLSTM's windows go, "eager" (each frame as soon as its label delay is in) or "grid" (the batch
     network's; rows bit for bit the batch ones, up to 4 frames later), see WINDOWS."""
 
-    def __init__(self, recognizer, endpoint=None, silence_pdfs=None, final_pass=None, windows="eager"):
+    def __init__(self, recognizer, endpoint=None, silence_pdfs=None, final_pass=None, windows="eager",
+                 early_endpoints=True):
         package = recognizer.package
         self.recognizer = recognizer
         self.package = package
@@ -102,6 +105,13 @@ class RecognizerStream:
         if silence_pdfs is None:
             silence_pdfs = silence_pdfs_of_package(package.directory)
         self.detector = EndpointDetector(config, silence_pdfs, package.num_pdfs)
+        self._endpoint_rules = self.detector.kernel_rules()
+        self.early_endpoints = early_endpoints
+        # Early endpoints are looked for once the best path's trailing silence and the pending frames could
+        # make up the shortest trailing silence a rule asks for.
+        self._least_trailing_silence = min((rule.min_trailing_silence for rule in config.rules
+                                            if rule.min_trailing_silence > 0), default=np.inf)
+        self._skip_rows = 0  # rows of frames an early endpoint already decoded, to drop when they come
         self.final_pass = final_pass or default_final_pass(recognizer)
         if self.final_pass not in ("online", "batch"):
             raise ValueError(f"final_pass must be 'online' or 'batch', not {self.final_pass!r}")
@@ -142,7 +152,26 @@ class RecognizerStream:
 
     def end(self, output):
         """accept()'s second half: decodes the network's output; returns the final Results as accept() does."""
-        return self.accept_loglikes(self.acoustic.end(output))
+        results = self.accept_loglikes(self.acoustic.end(output))
+        if self.early_endpoints and not results:
+            results += self._early_endpoint()
+        return results
+
+    def _early_endpoint(self):
+        """The final Result of the open segment if an endpoint rule fires on the frames still pending in the
+        network (AcousticStream.pending: computed as if the audio ended now), [] if none does.  A rule
+        usually fires in trailing silence, where the right context the pending frames lack is silence too;
+        the frames' rows, when they come, are dropped."""
+        shift = self.package.frame_shift_s
+        trailing = self._decoder.trailing_frames(self.detector.silence)
+        if trailing < 0 or (trailing + self.acoustic.network.delay) * shift < self._least_trailing_silence:
+            return []
+        taken, rule = self._decoder.try_endpoint(self.acoustic.pending(), self._endpoint_rules)
+        if not rule:
+            return []
+        self.frames_in += taken
+        self._skip_rows += taken
+        return [self._end_segment()]
 
     def accept_loglikes(self, rows):
         """Decodes log-likelihood rows [n, num_pdfs] (the acoustic model's, unscaled) as accept() does those of
@@ -151,10 +180,13 @@ class RecognizerStream:
         if self.finished:
             raise RuntimeError("accept_loglikes() after finish()")
         results = []
-        for frame in range(len(rows)):
-            self._decoder.advance(rows[frame:frame + 1])
-            self.frames_in += 1
-            if self.detector.rule_fired_on(*self._decoder.endpoint_inputs(self.detector.silence)):
+        start = min(self._skip_rows, len(rows))
+        self._skip_rows -= start
+        while start < len(rows):
+            taken, rule = self._decoder.advance(rows[start:], self._endpoint_rules)
+            start += taken
+            self.frames_in += taken
+            if rule:
                 results.append(self._end_segment())
         return results
 

@@ -43,23 +43,24 @@ async def transcribe(port, audio):
         return [json.loads(message) async for message in websocket]
 
 
-def expected_finals(package_dir, audio, windows):  # noqa: F811
+def expected_finals(package_dir, audio, windows, early_endpoints=True):  # noqa: F811
     stream = Recognizer(package_dir).stream(endpoint=EndpointConfig.with_max_length(1.0), final_pass="online",
-                                            windows=windows)
+                                            windows=windows, early_endpoints=early_endpoints)
     expected = [final_message(result) for start in range(0, len(audio), 2000)
                 for result in stream.accept(audio[start:start + 2000])]
     return expected + [final_message(result) for result in stream.finish()]
 
 
-@pytest.mark.parametrize("batch,windows", [("--batch", "eager"), ("--no-batch", "grid")])
+@pytest.mark.parametrize("batch,windows,endpoints", [("--batch", "eager", "--early-endpoints"),
+                                                     ("--no-batch", "grid", "--no-early-endpoints")])
 def test_the_server_process_serves_the_recognizers_results_and_stops_on_sigterm(package_dir, batch,  # noqa: F811
-                                                                               windows):
+                                                                               windows, endpoints):
     audio = (speech_like(2.5, 8000, seed=7) * 32767).astype("<i2")
-    expected = expected_finals(package_dir, audio, windows)
+    expected = expected_finals(package_dir, audio, windows, endpoints == "--early-endpoints")
     # The two placements of the windows differ here (the messages end inside the toy network's groups).
     assert expected != expected_finals(package_dir, audio, {"eager": "grid", "grid": "eager"}[windows])
     command = [sys.executable, "-m", "asrkit.cli.serve_recognizer", package_dir, "--port", "0",
-               "--max-utterance-seconds", "1", "--final-pass", "online", batch, "--windows", windows]
+               "--max-utterance-seconds", "1", "--final-pass", "online", batch, "--windows", windows, endpoints]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                                env={**os.environ, "PYTHONPATH": ROOT})
     try:

@@ -75,9 +75,10 @@ def test_windows_picks_where_the_streams_windows_go(package_dir, recording, monk
     assert run.exit_code == 0, run.output
     assert [options["windows"] for options in made] == ["grid"]
     assert [json.loads(line) for line in run.stdout.splitlines()] == [{"key": path, **r.to_dict()} for r in grid]
-    run = CliRunner().invoke(main, [package_dir, path, *STREAMING])
+    run = CliRunner().invoke(main, [package_dir, path, *STREAMING, "--no-early-endpoints"])
     assert run.exit_code == 0, run.output
-    assert [options["windows"] for options in made] == ["grid", "eager"]
+    assert [(options["windows"], options["early_endpoints"]) for options in made] == \
+        [("grid", True), ("eager", False)]
     run = CliRunner().invoke(main, [package_dir, path, *STREAMING, "--windows", "sliding"])
     assert run.exit_code == 2 and "'sliding' is not one of 'eager', 'grid'" in run.output
 

@@ -127,7 +127,7 @@ def _window_row(network, features, row, slot):
     padded = np.concatenate([np.zeros((2 * t, network.feature_dim), np.float32), features,
                              np.repeat(features[-1:], network.label_delay, axis=0)])
     start = row - slot  # slot g of a window is its position 2T + g, and position s is padded[s + 2T]
-    return network._windows(padded, np.array([start]))[slot]
+    return network._windows(network.project_input(padded), np.array([start]))[slot]
 
 
 def test_an_eager_windowed_blstm_gives_each_row_once_its_own_position_is_in():

@@ -55,7 +55,6 @@ def test_a_frame_without_tokens_ends_the_decoding_for_good():
     assert decoding.failed and decoding.num_frames == 2
     decoding.advance(costs[4:])
     assert decoding.partial_labels()[0].shape == (0, 2)
-    assert decoding.trailing_frames(np.ones(costs.shape[1], bool)) == -1
     output = decoding.finish()
     assert not output.reached_final and len(output.lattice) == 0
     with pytest.raises(RuntimeError, match="twice"):
@@ -94,24 +93,66 @@ def test_trailing_frames_are_counted_from_the_end_of_the_path():
     assert partial.trailing_frames_in(np.array([True, False])) == 3
     assert partial.trailing_frames_in(np.array([False, True])) == 0
 
-    assert decoder.endpoint_inputs(np.array([True, False])) == (5, 3, partial.final_relative_cost)
-    assert decoder.endpoint_inputs(np.array([False, True]))[:2] == (5, 0)
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_endpoint_inputs_are_the_partial_paths_after_every_frame(seed):
+def random_rules(rng, frame_shift):
+    """Endpoint rules with thresholds around what a 30-frame decode reaches (so that some fire, some not)."""
+    from asrkit.recognizer.endpoint import EndpointRule
+
+    return tuple(EndpointRule(bool(rng.integers(2)), float(rng.integers(0, 6)) * frame_shift,
+                              float(rng.choice([0.5, 2.0, 8.0, np.inf])), float(rng.integers(0, 25)) * frame_shift)
+                 for _ in range(int(rng.integers(1, 4))))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_endpoint_rules_in_the_frame_loop_stop_where_the_partial_paths_fire(seed):
+    """advance(rows, endpoint) in random chunks ends at the frame (and with the rule) that EndpointDetector
+    .rule_fired finds on partial() after each frame given alone, and has decoded just those frames."""
+    from asrkit.recognizer.endpoint import EndpointConfig, EndpointDetector
+
     arcs, finals = random_graph(seed, num_states=12, emitting=40, epsilon=10)
     graph = lattice_faster.DecodingGraph.from_fst(build_fst(0, arcs, finals))
     costs = costs_for(seed, 30)
-    decoder = OnlineDecoder(graph, DecoderOptions(acoustic_scale=1.0, beam=4.0, max_active=8, min_active=2))
-    masks = [np.random.default_rng(seed + mask).random(costs.shape[1]) < 0.5 for mask in range(3)]
-    assert decoder.endpoint_inputs(masks[0]) == (0, 0, np.inf)
+    rng = np.random.default_rng(seed)
+    options = DecoderOptions(acoustic_scale=1.0, beam=4.0, max_active=8, min_active=2)
+    silence = np.flatnonzero(rng.random(costs.shape[1]) < 0.5)
+    detector = EndpointDetector(EndpointConfig(random_rules(rng, 0.03), 0.03), silence, costs.shape[1])
+    reference = OnlineDecoder(graph, options)
+    fired_at, fired_rule = None, 0
     for frame in range(len(costs)):
-        decoder.advance(-costs[frame:frame + 1])
-        partial = decoder.partial()
-        for mask in masks:
-            assert decoder.endpoint_inputs(mask) == (len(partial.pdfs), partial.trailing_frames_in(mask),
-                                                     partial.final_relative_cost)
+        reference.advance(-costs[frame:frame + 1])
+        fired_rule = detector.rule_fired(reference.partial())
+        if fired_rule:
+            fired_at = frame + 1
+            break
+    fused = OnlineDecoder(graph, options)
+    start, rule = 0, 0
+    for size in random_chunks(len(costs), rng):
+        taken, rule = fused.advance(-costs[start:start + size], detector.kernel_rules())
+        assert taken == size or rule
+        start += taken
+        if rule:
+            break
+    assert (rule, start if rule else None) == (fired_rule, fired_at)
+    assert fused.num_frames == reference.num_frames and len(fused.loglikes()) == fused.num_frames
+    partial, expected = fused.partial(), reference.partial()
+    assert (partial.words, list(partial.pdfs), partial.cost) == (expected.words, list(expected.pdfs), expected.cost)
+
+
+def test_a_decoder_without_tokens_takes_every_row_and_fires_no_rule():
+    from asrkit.recognizer.endpoint import EndpointConfig, EndpointDetector, EndpointRule
+
+    arcs, finals = random_graph(0)
+    graph = lattice_faster.DecodingGraph.from_fst(build_fst(0, arcs, finals))
+    costs = costs_for(0, 6)
+    costs[2] = np.inf
+    anything = EndpointDetector(EndpointConfig((EndpointRule(False, 0.0, np.inf, 0.0),)), [], costs.shape[1])
+    decoder = OnlineDecoder(graph, DecoderOptions(acoustic_scale=1.0, **WIDE))
+    assert decoder.advance(-costs[:2], anything.kernel_rules()) == (1, 1)  # fires on the first frame
+    decoder = OnlineDecoder(graph, DecoderOptions(acoustic_scale=1.0, **WIDE))
+    decoder.advance(-costs[:2])
+    assert decoder.advance(-costs[2:], anything.kernel_rules()) == (4, 0)
+    assert decoder.num_frames == 6 and decoder.partial().words == []
 
 
 @pytest.fixture(scope="module")
@@ -187,3 +228,49 @@ def test_the_decoding_storage_is_taken_at_the_first_frame(toy):
     online = OnlineDecoder(decoder.graph_arrays, decoder.options)
     online.advance(toy_loglikes(tree, "ALPHA", 0)[:2])
     assert online._decoding is not None and online.num_frames == 2
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_try_at_an_endpoint_that_does_not_fire_leaves_the_decoder_as_it_was(seed):
+    """Speculative rows (some of them killing every token), decoded across a pruning interval and undone, then
+    the real rows: the lattice, counts and kept rows are those of a decode that never tried."""
+    from asrkit.recognizer.endpoint import EndpointConfig, EndpointDetector, EndpointRule
+
+    arcs, finals = random_graph(seed, num_states=12, emitting=40, epsilon=10)
+    graph = lattice_faster.DecodingGraph.from_fst(build_fst(0, arcs, finals))
+    costs = costs_for(seed, 40)
+    rng = np.random.default_rng(seed)
+    options = DecoderOptions(acoustic_scale=1.0, beam=4.0, max_active=8, min_active=2, lattice_beam=3.0)
+    never = EndpointDetector(EndpointConfig((EndpointRule(False, 100.0, np.inf, 0.0),)), [], costs.shape[1])
+    reference = OnlineDecoder(graph, options, prune_above_tokens=0)
+    tried = OnlineDecoder(graph, options, prune_above_tokens=0)
+    for start in range(0, len(costs), 5):
+        reference.advance(-costs[start:start + 5])
+        tried.advance(-costs[start:start + 5])
+        speculative = -costs_for(seed + start + 1, int(rng.integers(1, 30)))
+        if start == 10:
+            speculative[3:] = -np.inf  # the decoder dies inside the try
+        assert tried.try_endpoint(speculative, never.kernel_rules()) == (0, 0)
+        assert tried.num_frames == reference.num_frames and not tried._decoding.failed
+    np.testing.assert_array_equal(tried.loglikes(), reference.loglikes())
+    ours, theirs = tried._decoding.finish(), reference._decoding.finish()
+    assert (ours.num_states, ours.tokens_created, ours.links_created) == \
+        (theirs.num_states, theirs.tokens_created, theirs.links_created)
+    np.testing.assert_array_equal(ours.lattice, theirs.lattice)
+
+
+def test_a_try_at_an_endpoint_that_fires_decodes_up_to_its_frame():
+    from asrkit.recognizer.endpoint import EndpointConfig, EndpointDetector, EndpointRule
+
+    arcs, finals = random_graph(1, num_states=12, emitting=40, epsilon=10)
+    graph = lattice_faster.DecodingGraph.from_fst(build_fst(0, arcs, finals))
+    costs = costs_for(1, 20)
+    options = DecoderOptions(acoustic_scale=1.0, **WIDE)
+    length = EndpointDetector(EndpointConfig((EndpointRule(False, 0.0, np.inf, 0.36),), 0.03), [], costs.shape[1])
+    tried, reference = OnlineDecoder(graph, options), OnlineDecoder(graph, options)
+    tried.advance(-costs[:8])
+    assert tried.try_endpoint(-costs[8:], length.kernel_rules()) == (4, 1)  # 12 frames: 0.36 s
+    reference.advance(-costs[:12])
+    assert tried.num_frames == 12 and len(tried.loglikes()) == 12
+    np.testing.assert_array_equal(tried.finalize().lattice, reference.finalize().lattice)
+    assert OnlineDecoder(graph, options).try_endpoint(-costs, length.kernel_rules()) == (0, 0)  # nothing decoded yet

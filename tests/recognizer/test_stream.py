@@ -64,14 +64,15 @@ def test_the_batch_final_pass_gives_transcribes_result_for_utterance_mean_models
 
 
 def test_on_the_grid_the_segments_do_not_depend_on_how_the_audio_was_cut(package_dir):
-    """Eager windows give this up: where a frame falls in its window depends on where a piece ended."""
+    """Eager windows give this up: where a frame falls in its window depends on where a piece ended; so do
+    early endpoints, whose pending frames end where a piece ended."""
     recognizer = Recognizer(package_dir)
     audio = np.concatenate([speech_like(1.5, 8000, seed=4), np.zeros(8000, np.float32), speech_like(1.0, 8000, seed=5)])
     config = EndpointConfig.with_max_length(1.2, recognizer.package.frame_shift_s)
     audio = (audio * 32767).astype(np.int16)
     for final_pass in ("online", "batch"):
-        first, _ = run_stream(recognizer.stream(endpoint=config, final_pass=final_pass, windows="grid"), audio, 0)
-        second, _ = run_stream(recognizer.stream(endpoint=config, final_pass=final_pass, windows="grid"), audio, 1)
+        first, second = (run_stream(recognizer.stream(endpoint=config, final_pass=final_pass, windows="grid",
+                                                      early_endpoints=False), audio, seed)[0] for seed in (0, 1))
         assert len(first) >= 3  # rule 5 at 1.2 s at least twice in 3.5 s
         assert [r.to_dict() for r in first] == [r.to_dict() for r in second]
     # The batch pass transcribes each segment's own samples.
@@ -98,6 +99,33 @@ def test_eager_windows_give_partial_results_that_cover_more_of_the_audio(package
     assert eager.frames_in == grid.frames_in + ahead[-1]
     with pytest.raises(ValueError, match="windows must be one of eager, grid"):
         recognizer.stream(windows="sliding")
+
+
+def test_early_endpoints_end_the_same_segments_up_to_the_look_ahead_sooner(package_dir):
+    """Every pdf counts as silence, so that the rule fires at each segment's 20th frame whatever the network
+    says: both ways end the same segments (each finalised from its own samples), but waiting for the frames'
+    right context costs the network's label delay."""
+    from asrkit.recognizer.endpoint import EndpointRule
+
+    recognizer = Recognizer(package_dir)
+    package = recognizer.package
+    shift = package.frame_shift_s
+    config = EndpointConfig((EndpointRule(False, 20 * shift, np.inf, 0.0),), shift)
+    audio = speech_like(2.5, 8000, seed=7)
+    piece = 400  # 0.05 s, less than the toy network's look-ahead of 3 frames
+    segments, lags = {}, {}
+    for early in (True, False):
+        stream = recognizer.stream(endpoint=config, silence_pdfs=range(package.num_pdfs), early_endpoints=early)
+        results, lags[early] = [], []
+        for start in range(0, len(audio), piece):
+            ended = stream.accept(audio[start:start + piece])
+            lags[early] += [(start + piece) / 8000 - result.end for result in ended]
+            results += ended
+        segments[early] = [result.to_dict() for result in results + stream.finish()]
+    assert len(lags[True]) >= 3 and segments[True] == segments[False]
+    assert [segment["end"] for segment in segments[True][:3]] == pytest.approx([0.6, 1.2, 1.8])
+    assert max(lags[True]) < min(lags[False])
+    assert min(lags[False]) >= recognizer.acoustic.network.label_delay * shift
 
 
 @pytest.fixture(scope="module")

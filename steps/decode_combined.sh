@@ -19,8 +19,9 @@ decode_DEV holds the LM weight and prior scale dev chose for it alone), are comb
 reads (1 - W) x <model-dir>'s log-likelihoods / its LM weight + W x <other-model-dir>'s / its LM weight, each
 model at its own scale, then weighs that against the graph at LM weights around 1 (--sweep-opts).  For each W of
 --combine-weights, <data-root>/DEV is decoded with the LM-weight sweep -> <out-dir>/decode_DEV_wW; the W and LM
-weight of the best are kept (<out-dir>/decode_DEV, its combine_weight and best_lmwt), and each of --test-sets is
-decoded at them alone -> <out-dir>/decode_TEST.  Decoding parameters are tuned on dev, never on test.
+weight of the best are kept (<out-dir>/decode_DEV, its combine_weight, best_lmwt, and combination_opts: the
+asrkit options of the chosen combination, for asrkit-export), and each of --test-sets is decoded at them alone
+-> <out-dir>/decode_TEST.  Decoding parameters are tuned on dev, never on test.
 Options:
   --cmd LAUNCHER           how jobs are launched (cmd.sh; default: $cmd)
   --nj N                   parallel jobs of each decoding (default: $nj)
@@ -78,6 +79,8 @@ mv "$out_dir/decode_${dev_set}_w$best_weight" "$out_dir/decode_$dev_set"
 sed -i "s#/decode_${dev_set}_w$best_weight/#/decode_$dev_set/#" "$out_dir/decode_$dev_set/best_wer"
 for weight in "${weights[@]}"; do rm -rf "$out_dir/decode_${dev_set}_w$weight"; done
 echo "$best_weight" > "$out_dir/decode_$dev_set/combine_weight"
+# The options that make the chosen combination, for asrkit-export --combine-model (steps/export_package.sh).
+echo "$combination --combine-weight $best_weight" > "$out_dir/decode_$dev_set/combination_opts"
 printf '%s\n' "${tried[@]}" > "$out_dir/decode_$dev_set/combine_weight_wers"  # each weight tried: its best %WER
 lmwt="$(cat "$out_dir/decode_$dev_set/best_lmwt")"
 scale="$(awk -v weight="$lmwt" 'BEGIN { print 1 / weight }')"

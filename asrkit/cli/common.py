@@ -108,3 +108,39 @@ def online_cmvn_options(function):
     ]):
         wrapper = option(wrapper)
     return wrapper
+
+
+def combination_options(function):
+    """--combine-model and the numbers of its frame-by-frame combination with the command's model (asrkit-decode,
+    asrkit-export; asrkit.decode.combined_loglikes); the numbers are refused without --combine-model."""
+
+    @functools.wraps(function)
+    def wrapper(*args, combine_model, model_acoustic_scale, combine_acoustic_scale, combine_prior_scale, **kwargs):
+        if combine_model is None:
+            for name, value in (("--model-acoustic-scale", model_acoustic_scale),
+                                ("--combine-acoustic-scale", combine_acoustic_scale),
+                                ("--combine-prior-scale", combine_prior_scale)):
+                if value != 1.0:
+                    raise click.UsageError(f"{name} applies to a combination of models: give --combine-model")
+        return function(*args, combine_model=combine_model, model_acoustic_scale=model_acoustic_scale,
+                        combine_acoustic_scale=combine_acoustic_scale, combine_prior_scale=combine_prior_scale,
+                        **kwargs)
+
+    for option in reversed([
+        click.option("--combine-model", type=click.Path(exists=True, file_okay=False), default=None,
+                     help="A second acoustic model of the same tree, combined with MODEL_DIR frame by frame: the "
+                          "decoder reads (1 - W) x S1 x MODEL_DIR's + W x S2 x its log-likelihoods (W "
+                          "--combine-weight, S1 --model-acoustic-scale, S2 --combine-acoustic-scale) at an acoustic "
+                          "scale about 1 (asrkit-decode's --acoustic-scale, a package's 1 / --lm-weight)."),
+        click.option("--combine-weight", default=0.5, type=click.FloatRange(0, 1), show_default=True,
+                     help="W: the share of --combine-model in the combination (0: MODEL_DIR alone, 1: it alone)."),
+        click.option("--model-acoustic-scale", default=1.0, type=click.FloatRange(min=0, min_open=True),
+                     show_default=True, help="S1: MODEL_DIR's own acoustic scale in a combination, the one it "
+                                             "decodes best at alone (1 / the LM weight its dev sweep chose)."),
+        click.option("--combine-acoustic-scale", default=1.0, type=click.FloatRange(min=0, min_open=True),
+                     show_default=True, help="S2: --combine-model's own acoustic scale (1 / its dev LM weight)."),
+        click.option("--combine-prior-scale", default=1.0, type=click.FloatRange(min=0), show_default=True,
+                     help="--prior-scale of --combine-model."),
+    ]):
+        wrapper = option(wrapper)
+    return wrapper

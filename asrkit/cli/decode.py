@@ -4,7 +4,7 @@ import logging
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, online_cmvn_options
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, combination_options, online_cmvn_options
 from asrkit.cli.options_file import options_file
 from asrkit.logs import summary_line
 
@@ -49,19 +49,7 @@ COMMAND = "asrkit-decode"
               help="Largest LM weight of the sweep.")
 @click.option("--lmwt-step", default=1.0, type=click.FloatRange(min=0, min_open=True),
               help="Step between the LM weights of the sweep.")
-@click.option("--combine-model", type=click.Path(exists=True, file_okay=False), default=None,
-              help="A second acoustic model of the same tree, combined with MODEL_DIR frame by frame: the decoder "
-              "reads (1 - W) x S1 x MODEL_DIR's + W x S2 x its log-likelihoods (W --combine-weight, S1 "
-              "--model-acoustic-scale, S2 --combine-acoustic-scale), at --acoustic-scale (about 1).")
-@click.option("--combine-weight", default=0.5, type=click.FloatRange(0, 1), show_default=True,
-              help="W: the share of --combine-model in the combination (0: MODEL_DIR alone, 1: it alone).")
-@click.option("--model-acoustic-scale", default=1.0, type=click.FloatRange(min=0, min_open=True), show_default=True,
-              help="S1: MODEL_DIR's own acoustic scale in a combination, the one it decodes best at alone "
-              "(1 / the LM weight its dev sweep chose).")
-@click.option("--combine-acoustic-scale", default=1.0, type=click.FloatRange(min=0, min_open=True),
-              show_default=True, help="S2: --combine-model's own acoustic scale (1 / its dev LM weight).")
-@click.option("--combine-prior-scale", default=1.0, type=click.FloatRange(min=0), show_default=True,
-              help="--prior-scale of --combine-model.")
+@combination_options
 @click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
               help="Fail when more than this share of utterances is not decoded.")
 @online_cmvn_options
@@ -123,12 +111,6 @@ def _loglike_source(model_dir, data_dir, loglikes_scp, prior_scale, cmvn_online,
     from asrkit.decode.combined_loglikes import CombinedLoglikes, check_same_tree, interpolation_weights
     from asrkit.decode.loglikes import ModelLoglikes, TableLoglikes
 
-    if combine_model is None:
-        for name, value in (("--model-acoustic-scale", model_acoustic_scale),
-                            ("--combine-acoustic-scale", combine_acoustic_scale),
-                            ("--combine-prior-scale", combine_prior_scale)):
-            if value != 1.0:
-                raise click.UsageError(f"{name} applies to a combination of models: give --combine-model")
     if loglikes_scp:
         if prior_scale != 1.0:
             raise click.UsageError("--prior-scale applies to a model's posteriors, not to --loglikes (the table "

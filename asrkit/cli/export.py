@@ -5,7 +5,7 @@ import time
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, combination_options
 from asrkit.logs import summary_line
 
 COMMAND = "asrkit-export"
@@ -32,14 +32,18 @@ logger = logging.getLogger(COMMAND)
 @click.option("--cmvn-online", is_flag=True,
               help="Normalise with online CMN in batch transcription too (a model decoded with asrkit-decode "
                    "--cmvn-online); streaming always does, for models trained with the utterance or speaker mean.")
+@combination_options
 @asrkit_command(COMMAND)
 def main(model_dir, graph_dir, package_dir, decode_dir, lm_weight, prior_scale, beam, max_active, min_active,
-         lattice_beam, cmvn_online):
+         lattice_beam, cmvn_online, combine_model, combine_weight, model_acoustic_scale, combine_acoustic_scale,
+         combine_prior_scale):
     """Export MODEL_DIR (asrkit-train-ce's final/) with GRAPH_DIR (utils/mkgraph for it) into PACKAGE_DIR.
 
     The package holds the network as NumPy arrays, the front end and CMVN, priors, the graph as arrays, the
     word table, what forced alignment needs for word times, and the decoding parameters (decode.json);
-    asrkit-transcribe and asrkit.Recognizer read it without TensorFlow.
+    asrkit-transcribe and asrkit.Recognizer read it without TensorFlow.  With --combine-model, the package
+    holds both networks and recognises with their frame-by-frame combination, as asrkit-decode
+    --combine-model decodes (--decode-dir or --lm-weight then give the combination's LM weight).
     """
     # deferred: the package writer brings numpy and the model loader; --help imports neither
     from asrkit.recognizer.package import decode_params_from_dir, write_package
@@ -55,7 +59,12 @@ def main(model_dir, graph_dir, package_dir, decode_dir, lm_weight, prior_scale, 
                        "default), which is rarely the best; pass the dev decode dir")
     params.update({key: value for key, value in (("lm_weight", lm_weight), ("prior_scale", prior_scale))
                    if value is not None})
-    written = write_package(model_dir, graph_dir, package_dir, params)
+    if combine_model is not None:
+        params["combination"] = {"weight": combine_weight, "model_scale": model_acoustic_scale,
+                                 "combine_scale": combine_acoustic_scale, "combine_prior_scale": combine_prior_scale}
+        logger.info("combined with %s: weight %g, acoustic scales %g and %g, its prior scale %g", combine_model,
+                    combine_weight, model_acoustic_scale, combine_acoustic_scale, combine_prior_scale)
+    written = write_package(model_dir, graph_dir, package_dir, params, combine_model)
     if written["align"] is not None:
         logger.warning("no forced alignment in the package (%s): word times will come from the lattice",
                        written["align"])
@@ -64,6 +73,7 @@ def main(model_dir, graph_dir, package_dir, decode_dir, lm_weight, prior_scale, 
                              graph_states=written["graph_states"], lm_weight=f"{final['lm_weight']:g}",
                              prior_scale=f"{final['prior_scale']:g}", word_times="lattice" if written["align"]
                              else "alignment", ivectors=str(written["ivectors"]).lower(),
+                             combined=str(combine_model is not None).lower(),
                              seconds=f"{time.monotonic() - start:.1f}"))
 
 

@@ -653,7 +653,7 @@ def _advance(emit_begin, emit_ilabel, emit_olabel, emit_weight, emit_target, eps
 @numba.njit(cache=True, nogil=True)
 def _rule_fired(tok_i, tok_f, begin, end, final, pdf_mask, rules, frame_shift, frames):
     """The first endpoint rule (1-based; 0: none) that fires on the best path of `frames` frames ending in one of
-    the tokens begin..end-1 (asrkit.recognizer.endpoint.EndpointDetector.rule_fired_on's arithmetic)."""
+    the tokens begin..end-1 (asrkit.recognizer.endpoint.EndpointDetector.rule_fired's arithmetic)."""
     trailing = _trailing_frames(tok_i, tok_f, begin, end, pdf_mask)
     if trailing < 0:
         return 0

@@ -5,7 +5,8 @@ docstring of asrkit.recognizer.frontend says); `AcousticStream(package)` the str
 concatenated, equal the batch path's for a model trained with the global mean, and those of online CMN
 otherwise; `AcousticStream(package, eager=True)` gives a windowed BLSTM's rows sooner, computed in other
 windows than the batch path's (asrkit.recognizer.network.GroupStream).  Rows are log posteriors minus
-prior_scale x log priors, not multiplied by the acoustic scale (asrkit.nn.model_dir's log_likelihoods).
+prior_scale x log priors, not multiplied by the acoustic scale (asrkit.nn.model_dir's log_likelihoods); a
+package of two combined models gives their combination (asrkit.recognizer.combination).
 Samples are float32 in [-1, 1) or int16 PCM, mono, at the package's sample rate (asrkit.data.audio
 resamples files; asrkit.recognizer.recognizer does).
 
@@ -18,6 +19,7 @@ import copy
 
 import numpy as np
 
+from asrkit.recognizer.combination import CombinedNetwork
 from asrkit.recognizer.frontend import Analysis, Cmvn, FeatureStream, features
 from asrkit.recognizer.network import load_network
 
@@ -32,6 +34,16 @@ class AcousticModel:
         self.cmvn = Cmvn(package.cmvn_stats, online=bool(params.get("cmvn_online", False)))
         self.network = load_network(package.config, package.weights)
         self.log_priors = package.scaled_log_priors(prior_scale)
+        if package.combined is not None:
+            # The second network's rows join the first's before the priors would be subtracted: the
+            # combination subtracts each member's own and scales them (asrkit.recognizer.combination).
+            combination = package.params["combination"]  # as asrkit.decode.combined_loglikes weighs them
+            weights = [(1.0 - combination["weight"]) * combination["model_scale"],
+                       combination["weight"] * combination["combine_scale"]]
+            other = load_network(package.combined["config"], package.combined["weights"])
+            self.network = CombinedNetwork([(self.network, weights[0], self.log_priors),
+                                            (other, weights[1], package.scaled_log_priors(combined=True))])
+            self.log_priors = np.zeros(package.num_pdfs, np.float32)
         self.ivectors = None
         if package.ivector_dir is not None:
             # deferred: only a package with an i-vector extractor pays for the extractor's import

@@ -203,11 +203,18 @@ class Cmvn:
 
 
 class CmvnStream:
-    """Normalises frames as they arrive: the global statistics, or online CMN's running window mean."""
+    """Normalises frames as they arrive: the global statistics, or online CMN's running window mean.
+
+    The window's frames are kept in a ring with their sums, so that a piece costs its own frames, not the
+    window's (600 frames: recomputing its sums for every 0.1-s piece was a fifth of a stream's CPU)."""
 
     def __init__(self, cmvn):
         self.cmvn = cmvn
-        self._history = np.zeros((0, len(cmvn.mean)))  # the last `window` raw frames, float64
+        dim = len(cmvn.mean)
+        self._ring = np.zeros((cmvn.window if cmvn.mean_norm != "global" else 0, dim))  # the last raw frames
+        self._held = 0  # frames in the ring
+        self._next = 0  # the ring row the next frame goes to
+        self._sum, self._sum_squares = np.zeros(dim), np.zeros(dim)  # of the frames in the ring
 
     def accept(self, features):
         c = self.cmvn
@@ -216,18 +223,21 @@ class CmvnStream:
             return ((features - c.mean) / c.stddev).astype(np.float32)
         if len(features) == 0:
             return np.zeros((0, len(c.mean)), np.float32)
-        # Prefix sums over the kept history and the new frames: the window of frame t is the `window`
-        # frames ending at t.
-        full = np.concatenate([self._history, features])
-        cumulative = np.zeros((len(full) + 1, full.shape[1]))
-        cumulative_squares = np.zeros_like(cumulative)
-        np.cumsum(full, axis=0, out=cumulative[1:])
-        np.cumsum(full * full, axis=0, out=cumulative_squares[1:])
-        ends = len(self._history) + 1 + np.arange(len(features))
-        starts = np.maximum(0, ends - c.window)
-        counts = (ends - starts).astype(np.float64)
-        sums = cumulative[ends] - cumulative[starts]
-        sums_squares = cumulative_squares[ends] - cumulative_squares[starts]
+        # Frame k's window is the `window` frames ending at it: the ring's sums, plus the piece's frames up to
+        # k, minus those that have left by then (the ring's oldest first, then the piece's own).
+        n, window, held = len(features), c.window, self._held
+        left = np.maximum(0, held + np.arange(1, n + 1) - window)  # frames gone once frame k is in
+        from_ring = min(int(left[-1]), held)
+        leaving = np.concatenate([self._ring[(self._next - held + np.arange(from_ring)) % window],
+                                  features[: int(left[-1]) - from_ring]])
+        sums = self._sum + np.cumsum(features, axis=0) - _prefix_sums(leaving)[left]
+        sums_squares = self._sum_squares + np.cumsum(features * features, axis=0) - \
+            _prefix_sums(leaving * leaving)[left]
+        counts = (held + np.arange(1, n + 1) - left).astype(np.float64)
+        kept = features[-window:]
+        self._ring[(self._next + np.arange(n - len(kept), n)) % window] = kept
+        self._next, self._held = (self._next + n) % window, min(held + n, window)
+        self._sum, self._sum_squares = sums[-1], sums_squares[-1]
         missing = np.maximum(c.prior_frames - counts, 0.0)
         weights = (missing / c.raw_count)[:, None]
         sums = sums + weights * c.raw_sum
@@ -238,5 +248,11 @@ class CmvnStream:
             stddev = np.sqrt(np.maximum(sums_squares / counts[:, None] - mean**2, c.variance_floor))
         else:
             stddev = c.stddev
-        self._history = full[-c.window :]
         return ((features - mean) / stddev).astype(np.float32)
+
+
+def _prefix_sums(rows):
+    """[n, D] -> [n + 1, D]: the sums of the first 0..n rows."""
+    sums = np.zeros((len(rows) + 1, rows.shape[1]))
+    np.cumsum(rows, axis=0, out=sums[1:])
+    return sums

@@ -18,6 +18,10 @@ asrkit.recognizer.network.product).
 
 import numba
 import numpy as np
+# numba's np.dot calls scipy's BLAS (its own OpenBLAS, not NumPy's), which it would load at the first call;
+# loaded here, before asrkit.recognizer.network makes its thread controller, so that the one-BLAS-thread
+# limits (one_blas_thread, a server's threadpool_limits) reach it too.
+import scipy.linalg.cython_blas  # noqa: F401
 
 # tanh(x) ~ x P(x^2) / Q(x^2) on [-CLAMP, CLAMP], +-1 beyond (to float precision); Eigen's coefficients.
 CLAMP = np.float32(7.90531110763549805)

@@ -4,7 +4,9 @@ The weights are the package's weights.npz (asrkit.recognizer.package names the a
 arithmetic is that of asrkit.nn's inference path (`sequence` with the label delay of
 asrkit.nn.label_delay: the utterance extended by `label_delay` copies of its last frame, the first
 `label_delay` outputs dropped, so row t is frame t), in float32.  These networks are small enough
-that NumPy's GEMMs serve well, and NumPy starts in a fraction of the time TensorFlow does.
+that BLAS's GEMMs on one thread serve well, and NumPy starts in a fraction of the time TensorFlow does;
+an LSTM layer's steps run in one compiled call (asrkit.recognizer.lstm_kernel), where NumPy's calls per
+step cost more than their arithmetic.
 
 - `Network.log_posteriors(features)`: [T, D] normalised features -> [T, num_pdfs] log softmax.
 - `Network.stream()`: an object with `accept(features [n, D])` -> the log-posterior rows that became

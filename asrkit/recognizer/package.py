@@ -21,14 +21,17 @@ NumPy alone (no TensorFlow, no FST parsing):
 | `words.txt`       | the graph's word symbol table                                                      |
 | `decode.json`     | decoding parameters: `lm_weight` (acoustic scale 1 / lm_weight), `prior_scale`,    |
 |                   | `beam`, `max_active`, `min_active`, `lattice_beam`, `cmvn_online`, and where they   |
-|                   | were chosen (`chosen_on`: the dev decode dir, or null)                             |
+|                   | were chosen (`chosen_on`: the dev decode dir, or null); `combination` (null, or    |
+|                   | `weight`, `model_scale`, `combine_scale`, `combine_prior_scale`: see combined/)    |
+| `combined/`       | a second model of the same tree, front end and CMVN, combined frame by frame with  |
+|                   | the first (asrkit-export --combine-model; asrkit.recognizer.combination): its      |
+|                   | `network.json`, `weights.npz` and `priors.npz`                                     |
 | `align/`          | for word times by forced alignment, when the graph's lang dir is at hand:         |
 |                   | `tree.json`, `align.json` (self_loop_scale, transition_scale of the graph) and the |
 |                   | lang dir's phones.txt, words.txt, lexiconp.txt (or lexicon.txt), topo,              |
-|                   | lang_options.json,                                                                |
+|                   | lang_options.json, oov.txt, phones/{optional_silence,silence}.txt                  |
 | `ivector/`        | a model trained with online i-vectors: its ivector.json and extractor (an .npz),   |
 |                   | as asrkit.ivector.append.OnlineIvectorAppender.from_dir reads them                 |
-|                   | oov.txt, phones/{optional_silence,silence}.txt                                     |
 
 Weight names: a dense layer's `NAME/kernel` [in, out] and `NAME/bias` [out] (`softmax`; the context
 DNN's `hidden1`..); an LSTM layer's `NAME/kernel` [in, 4H], `NAME/recurrent_kernel` [P or H, 4H],
@@ -56,7 +59,11 @@ from asrkit.io.atomic import temporary_name
 FORMAT_NAME = "asrkit-recognizer-package"
 FORMAT_VERSION = 1
 DEFAULT_DECODE_PARAMS = {"lm_weight": 10.0, "prior_scale": 1.0, "beam": 13.0, "max_active": 7000,
-                         "min_active": 200, "lattice_beam": 6.0, "cmvn_online": False, "chosen_on": None}
+                         "min_active": 200, "lattice_beam": 6.0, "cmvn_online": False, "chosen_on": None,
+                         "combination": None}
+# decode.json's "combination" of a package with a second network (combined/): the weight w of the second
+# model, each model's own acoustic scale, the second's prior scale (asrkit.recognizer.combination).
+COMBINATION_KEYS = ("weight", "model_scale", "combine_scale", "combine_prior_scale")
 GRAPH_FIELDS = [field.name for field in dataclasses.fields(DecodingGraph)]
 # What forced alignment reads of a lang dir (asrkit.align.lang.read_align_lang); lexicon and oov files
 # are copied where the lang dir has them.
@@ -211,10 +218,44 @@ def _write_json(path, value):
         out.write("\n")
 
 
-def write_package(model_dir, graph_dir, package_dir, decode_params=None):
+def _check_combinable(model_dir, other_dir, first, second):
+    """Refuse a second model whose pdfs, front end or CMVN differ from the first's (_model_arrays of each):
+    the package has one front end, and the rows are added pdf by pdf."""
+    from asrkit.decode.combined_loglikes import check_same_tree
+
+    check_same_tree(model_dir, other_dir)
+    (config, _, _, cmvn, features), (other_config, _, _, other_cmvn, other_features) = first, second
+    if (config["num_pdfs"], config["feature_dim"]) != (other_config["num_pdfs"], other_config["feature_dim"]):
+        raise AsrkitError(f"{other_dir} has {other_config['num_pdfs']} pdfs of {other_config['feature_dim']}-dim "
+                          f"features, {model_dir} {config['num_pdfs']} of {config['feature_dim']}")
+    if features != other_features:
+        raise AsrkitError(f"{model_dir} and {other_dir} have different front ends (featurize.json): a package "
+                          "holds one")
+    if sorted(cmvn) != sorted(other_cmvn) or any(not np.array_equal(cmvn[key], other_cmvn[key]) for key in cmvn):
+        raise AsrkitError(f"{model_dir} and {other_dir} were trained with different CMVN statistics: a package "
+                          "holds one")
+    if _ivector_files(model_dir) != _ivector_files(other_dir):
+        raise AsrkitError(f"{model_dir} and {other_dir} read different online i-vectors: a package holds one "
+                          "extractor")
+
+
+def _ivector_files(model_dir):
+    """A model dir's online i-vector options (ivector.json but the extractor's path) and its extractor's bytes;
+    None without i-vectors."""
+    config_path = os.path.join(model_dir, "ivector.json")
+    if not os.path.exists(config_path):
+        return None
+    with open(config_path, encoding="utf-8") as handle:
+        config = json.load(handle)
+    with open(os.path.join(model_dir, os.path.basename(config.pop("extractor"))), "rb") as handle:
+        return config, handle.read()
+
+
+def write_package(model_dir, graph_dir, package_dir, decode_params=None, combine_model_dir=None):
     """Export a model dir (asrkit-train-ce's final/) and its graph dir into package_dir; returns a dict of what
     was written (`align`: None, or why word times will come from the lattice).  decode_params: values of
-    DEFAULT_DECODE_PARAMS' keys to change."""
+    DEFAULT_DECODE_PARAMS' keys to change; with combine_model_dir, a second model combined with the first
+    frame by frame (combined/), its "combination" parameters required."""
     model_dir, graph_dir = os.fspath(model_dir), os.fspath(graph_dir)
     params = dict(DEFAULT_DECODE_PARAMS)
     unknown = sorted(set(decode_params or {}) - set(params))
@@ -223,7 +264,15 @@ def write_package(model_dir, graph_dir, package_dir, decode_params=None):
     params.update(decode_params or {})
     if not params["lm_weight"] > 0:
         raise AsrkitError(f"the LM weight must be positive, not {params['lm_weight']}")
-    config, weights, priors, cmvn, feature_config = _model_arrays(model_dir)
+    model = _model_arrays(model_dir)
+    config, weights, priors, cmvn, feature_config = model
+    other = None
+    if combine_model_dir is not None:
+        check_combination(params["combination"])
+        other = _model_arrays(os.fspath(combine_model_dir))
+        _check_combinable(model_dir, os.fspath(combine_model_dir), model, other)
+    elif params["combination"] is not None:
+        raise AsrkitError("combination parameters without a model to combine (combine_model_dir)")
     graph = _graph_arrays(graph_dir, config["num_pdfs"])
     config["source"]["graph_dir"] = os.path.abspath(graph_dir)
     package_dir = os.path.abspath(os.fspath(package_dir))
@@ -241,6 +290,11 @@ def write_package(model_dir, graph_dir, package_dir, decode_params=None):
         _write_json(os.path.join(building, "featurize.json"), feature_config)
         shutil.copyfile(os.path.join(graph_dir, "words.txt"), os.path.join(building, "words.txt"))
         _write_json(os.path.join(building, "decode.json"), params)
+        if other is not None:
+            os.makedirs(os.path.join(building, "combined"))
+            _write_json(os.path.join(building, "combined", "network.json"), other[0])
+            np.savez(os.path.join(building, "combined", "weights.npz"), **other[1])
+            np.savez(os.path.join(building, "combined", "priors.npz"), **other[2])
         ivectors = _copy_ivector_files(model_dir, os.path.join(building, "ivector"))
         align = _copy_align_files(model_dir, graph_dir, os.path.join(building, "align"))
         if align is not None:
@@ -251,6 +305,18 @@ def write_package(model_dir, graph_dir, package_dir, decode_params=None):
         raise
     return {"package_dir": package_dir, "num_pdfs": config["num_pdfs"], "graph_states": int(graph["num_states"]),
             "align": align, "ivectors": ivectors, "params": params}
+
+
+def check_combination(combination):
+    """decode.json's "combination": its four numbers (COMBINATION_KEYS), the weight in [0, 1], scales positive."""
+    if not isinstance(combination, dict) or sorted(combination) != sorted(COMBINATION_KEYS):
+        raise AsrkitError(f"a combination needs exactly {', '.join(COMBINATION_KEYS)}; got {combination!r}")
+    if not 0.0 <= combination["weight"] <= 1.0:
+        raise AsrkitError(f"the combination weight must be in [0, 1], not {combination['weight']}")
+    if not (combination["model_scale"] > 0 and combination["combine_scale"] > 0 and
+            combination["combine_prior_scale"] >= 0):
+        raise AsrkitError(f"the combination's acoustic scales must be positive and its prior scale not negative: "
+                          f"{combination}")
 
 
 def _replace_dir(building, target):
@@ -310,6 +376,13 @@ class Package:
         self.align_dir = align_dir if os.path.isdir(align_dir) else None
         ivector_dir = os.path.join(self.directory, "ivector")
         self.ivector_dir = ivector_dir if os.path.isdir(ivector_dir) else None
+        self.combined = None  # the second network's {"config", "weights", "log_priors", "unseen"}
+        if self.params["combination"] is not None:
+            check_combination(self.params["combination"])
+            priors = self._npz(os.path.join("combined", "priors.npz"))
+            self.combined = {"config": self._json(os.path.join("combined", "network.json")),
+                             "weights": self._npz(os.path.join("combined", "weights.npz")),
+                             "log_priors": priors["log_priors"], "unseen": priors["unseen"]}
 
     def _json(self, name):
         path = os.path.join(self.directory, name)
@@ -344,11 +417,17 @@ class Package:
     def acoustic_scale(self):
         return 1.0 / float(self.params["lm_weight"])
 
-    def scaled_log_priors(self, prior_scale=None):
+    def scaled_log_priors(self, prior_scale=None, combined=False):
         """The log priors log-likelihoods subtract: prior_scale x log priors (decode.json's scale by default), the
-        pdfs without training frames excluded at any scale (asrkit.nn.model_dir)."""
-        scale = float(self.params["prior_scale"] if prior_scale is None else prior_scale)
-        return np.where(self.unseen, self.log_priors, scale * self.log_priors).astype(np.float32)
+        pdfs without training frames excluded at any scale (asrkit.nn.model_dir); combined: the second
+        network's (its combination's prior scale by default)."""
+        if combined:
+            log_priors, unseen = self.combined["log_priors"], self.combined["unseen"]
+            default = self.params["combination"]["combine_prior_scale"]
+        else:
+            log_priors, unseen, default = self.log_priors, self.unseen, self.params["prior_scale"]
+        scale = float(default if prior_scale is None else prior_scale)
+        return np.where(unseen, log_priors, scale * log_priors).astype(np.float32)
 
 
 def load_package(package_dir):

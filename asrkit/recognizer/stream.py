@@ -12,8 +12,13 @@ The samples go through the package's streaming front end and network (asrkit.rec
 .AcousticStream, whose recurrent state runs on across segments) into an incremental decoder
 (asrkit.recognizer.online_decoder).  After every frame the endpoint rules (asrkit.recognizer.endpoint;
 Kaldi's by default) look at the best partial path; when one fires the segment ends at that frame and
-the next frame starts a new one.  Since the rules are checked frame by frame, the segmentation does
-not depend on how the audio was cut into pieces.  A segment's final Result is made as
+the next frame starts a new one.  A frame's row comes once its right context is in (the network's
+look-ahead: 0.24 s for the recipes' model), so the rules would see the end of a pause that long after
+it; with early endpoints (the default), once the best path's trailing silence and the frames still
+pending in the network could make up a rule's, those frames are decoded too, computed as at the end of
+the audio, and undone unless a rule fires on one (OnlineDecoder.try_endpoint).  Without them, and with
+the grid's windows, the rules see frames that do not depend on how the audio was cut into pieces, and
+neither does the segmentation.  A segment's final Result is made as
 Recognizer.transcribe makes one (best path, confidences from the lattice, word times by forced
 alignment), with times counted from the start of the stream, from one of two final passes:
 
@@ -93,7 +98,8 @@ class RecognizerStream:
     "online" (a segment's final result from the incremental decoder's lattice) or "batch" (from the
     segment's samples, as Recognizer.transcribe would give it; None: default_final_pass); windows: where a
     windowed BLSTM's windows go, "eager" (each frame as soon as its label delay is in) or "grid" (the batch
-    network's; rows bit for bit the batch ones, up to 4 frames later), see WINDOWS."""
+    network's; rows bit for bit the batch ones, up to 4 frames later), see WINDOWS; early_endpoints: whether
+    the rules also look at the frames still pending in the network (module docstring)."""
 
     def __init__(self, recognizer, endpoint=None, silence_pdfs=None, final_pass=None, windows="eager",
                  early_endpoints=True):

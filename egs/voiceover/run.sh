@@ -57,7 +57,8 @@
 #         LM weight and prior scale chosen on dev) -> exp/<am>_smbr/package; 10 baseline: pocketsphinx's stock en-us model
 #         (audio resampled to 16 kHz) with the same lexicon and LM -> exp/pocketsphinx; 11 with --lfmmi
 #         true the LF-MMI model (steps/lfmmi.sh, multi-style), with --combine true its frame-level
-#         combination with the sMBR model (steps/decode_combined.sh), then the results -> exp/RESULTS.
+#         combination with the sMBR model (steps/decode_combined.sh) and the combination's recognizer
+#         package -> exp/<am>_smbr_lfmmi/package, then the results -> exp/RESULTS.
 # The steps from the dictionary on are egs/voicesearch's, shared through steps/*.sh.
 set -euo pipefail
 
@@ -300,6 +301,11 @@ if run_stage 11; then
     ../../steps/decode_combined.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage11" \
       --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" --combine-weights "$combine_weights" \
       "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" "$exp/${am}_lfmmi" "$exp/${am}_smbr_lfmmi"
+    # The recipe's best model as a recognizer package too: both networks, combined as dev chose (stage 9's beams).
+    require_files "$exp/${am}_smbr_lfmmi/decode_dev/combination_opts"
+    ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage11" --export-opts "$cmvn_decode_options \
+      --beam 10 --max-active 3000 $(cat "$exp/${am}_smbr_lfmmi/decode_dev/combination_opts")" \
+      "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" "$exp/${am}_smbr_lfmmi/decode_dev" "$exp/${am}_smbr_lfmmi/package"
   fi
   ../../steps/make_results.sh --command-line "$command_line" --recipe voiceover --plot-models "${am}_ce ${am}_smbr" \
     "$exp"

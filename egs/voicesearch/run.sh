@@ -25,8 +25,9 @@
 #     --combine true|false       stage 11 then combines the sMBR and LF-MMI models frame by frame (asrkit-decode
 #                                --combine-model; the weight of --combine-weights and the LM weight chosen on dev
 #                                for test, on dev_noisy for test_noisy) -> exp/<am>_smbr_lfmmi, the recipe's best
-#                                model on dev (RESULTS); needs exp/<am>_lfmmi decoded (--lfmmi true, now or before)
-#                                (default: true)
+#                                model on dev (RESULTS), and its recognizer package (dev's combination) ->
+#                                exp/<am>_smbr_lfmmi/package; needs exp/<am>_lfmmi decoded (--lfmmi true, now or
+#                                before) (default: true)
 #     --combine-weights 'W...'   the LF-MMI model's weights tried on each dev set (default: 0.4 0.5 0.6 0.7)
 #     --group-comparison true|false   stage 11 also trains the clean-only windowed BLSTM at [Mohamed2015]'s 20+1+20
 #                                and 20+8+20 on the unrolling comparison's subset (default: false)
@@ -462,6 +463,12 @@ if run_stage 11 && $combine; then
       --dev-set "$dev_set" --test-sets "$test_set" \
       "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" "$exp/${am}_lfmmi" "$exp/${am}_smbr_lfmmi"
   done
+  # The recipe's best model as a recognizer package too: both networks, combined as the clean dev set chose.
+  dev_set="${tuned_sets%%:*}"
+  require_files "$exp/${am}_smbr_lfmmi/decode_$dev_set/combination_opts"
+  ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage11" --export-opts "$cmvn_decode_options \
+    $(cat "$exp/${am}_smbr_lfmmi/decode_$dev_set/combination_opts")" "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" \
+    "$exp/${am}_smbr_lfmmi/decode_$dev_set" "$exp/${am}_smbr_lfmmi/package"
 fi
 
 if run_stage 12; then

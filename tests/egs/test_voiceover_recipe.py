@@ -117,4 +117,18 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert weight in ("0.4", "0.5", "0.6", "0.7")
     test_log = open(exp / "log" / "stage11" / "decode_wblstm_smbr_test.log").read()  # the combination's
     assert f"--combine-weight {weight} " in test_log
+    # The combination is the recipe's final model: its package holds both networks at the weights dev chose, and it
+    # transcribes (online CMN where the decode had the speaker's mean: words, not the same words).
+    combined_package = exp / "wblstm_smbr_lfmmi" / "package"
+    decode = json.load(open(combined_package / "decode.json"))
+    assert decode["combination"]["weight"] == float(weight) and decode["beam"] == 10
+    assert decode["lm_weight"] == float(open(combined / "best_lmwt").read())
+    assert "combined=true" in open(exp / "log" / "stage11" / "export_wblstm_smbr.log").read()
+    from asrkit.recognizer.recognizer import Recognizer
+
+    wav = open(data / "test" / "wav.scp").readline().split()[1]
+    recognizer = Recognizer(str(combined_package))
+    assert len(recognizer.acoustic.network.networks) == 2
+    words = recognizer.transcribe(wav).text.split()
+    assert words and set(words) <= set(recognizer.package.words)
     assert "# stage times (s)" in results

@@ -1,5 +1,8 @@
 """NumPy forward passes of the registry's networks against TensorFlow's (AcousticModel), batch and streaming."""
 
+import json
+import os
+
 import numpy as np
 import pytest
 
@@ -156,3 +159,31 @@ def test_an_eager_windowed_blstm_gives_each_row_once_its_own_position_is_in():
     grid_rows = np.concatenate([grid.accept(piece) for piece in pieces])
     np.testing.assert_array_equal(eager_rows, grid_rows)
     assert len(eager_rows) == 20 - t
+
+
+def test_one_blas_thread_reaches_the_blas_the_lstm_kernel_calls():
+    """numba's np.dot calls scipy's BLAS, not NumPy's: it is loaded with the kernel, so that the limit covers it
+    (its threads spinning beside a stream's decoder cost the decoder about a third more CPU).  In a fresh
+    interpreter, as a command starts: the kernel run, then the BLAS libraries' threads counted."""
+    import subprocess
+    import sys
+
+    script = """
+import json
+import os
+
+import numpy as np
+from threadpoolctl import threadpool_info
+from asrkit.recognizer.lstm_kernel import run_lstm
+from asrkit.recognizer.network import one_blas_thread
+with one_blas_thread():
+    run_lstm(np.zeros((2, 40, 32), np.float32), np.zeros((8, 32), np.float32), np.zeros((0, 0), np.float32),
+             np.float32(0), np.zeros((40, 8), np.float32), np.zeros((40, 8), np.float32), False,
+             np.full(2, 40, np.int64))
+    print([info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"])
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                            cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert result.returncode == 0, result.stderr
+    threads = json.loads(result.stdout.strip().splitlines()[-1])
+    assert len(threads) >= 1 and all(count == 1 for count in threads), threads

@@ -147,3 +147,76 @@ def test_a_model_with_online_ivectors(ivector_model_dir, toy_task, tmp_path):
     pieces = [stream.accept(samples[start : start + 700]) for start in range(0, len(samples), 700)]
     pieces.append(stream.finish())
     np.testing.assert_allclose(np.concatenate(pieces)[:, seen], online[:, seen], atol=1e-3)
+
+
+COMBINATION = {"weight": 0.4, "model_scale": 0.5, "combine_scale": 1.5, "combine_prior_scale": 0.0}
+
+
+@pytest.fixture(scope="module")
+def combined_package(model_dirs, toy_task, tmp_path_factory):
+    """The windowed BLSTM combined with the LSTM (another network, another look-ahead) frame by frame."""
+    path = str(tmp_path_factory.mktemp("combined") / "pkg")
+    write_package(model_dirs["wblstm"], toy_task["graph"], path, {"lm_weight": 1.0, "prior_scale": 0.5,
+                                                                  "combination": COMBINATION}, model_dirs["lstm"])
+    return path
+
+
+def test_a_combined_package_gives_asrkit_decodes_combination(combined_package, model_dirs):
+    """Batch rows: asrkit-decode --combine-model's (CombinedLoglikes of the model dirs' TensorFlow paths);
+    streaming rows in pieces: the batch ones (online CMN's) on the grid, and with eager windows the
+    combination of each network's own eager stream."""
+    from asrkit.decode.combined_loglikes import interpolation_weights
+    from asrkit.frontend.config import FeatureConfig
+    from asrkit.frontend.features import FeatureExtractor
+    from asrkit.frontend.online_cmvn import normalize_online
+    from asrkit.nn.model_dir import load_acoustic_model
+    from asrkit.recognizer.acoustic import AcousticModel
+
+    package = load_package(combined_package)
+    assert sorted(os.listdir(os.path.join(combined_package, "combined"))) == \
+        ["network.json", "priors.npz", "weights.npz"]
+    first, second = (load_acoustic_model(model_dirs[name]) for name in ("wblstm", "lstm"))
+    weights = interpolation_weights(COMBINATION["weight"], [COMBINATION["model_scale"], COMBINATION["combine_scale"]])
+    extractor = FeatureExtractor(FeatureConfig.from_dict(first.feature_config))
+    samples = speech_like(1.3, 8000, seed=4)
+    feats = extractor(samples)
+    expected = weights[0] * first.log_likelihoods(feats, prior_scale=0.5) + \
+        weights[1] * second.log_likelihoods(feats, prior_scale=0.0)
+    seen = ~(package.unseen | package.combined["unseen"])
+    np.testing.assert_allclose(log_likelihoods(package, samples)[:, seen], expected[:, seen], atol=1e-3)
+    model = AcousticModel(package)
+    normalized = normalize_online(first.cmvn, feats)
+    online = model.network.log_posteriors(normalized)
+    stream = AcousticStream(package)  # the grid's windows: the batch rows
+    rows = [stream.accept(samples[start:start + 700]) for start in range(0, len(samples), 700)]
+    np.testing.assert_allclose(np.concatenate(rows + [stream.finish()]), online, atol=1e-5)
+    assert stream.frames_out == len(expected)
+    # Eager windows: the rows depend on where the pieces end; the combination's are its members' own, added.
+    combined, members = model.network.stream(eager=True), [net.stream(eager=True) for net in model.network.networks]
+    rows, own = [], [[] for _ in members]
+    for start in range(0, len(normalized), 5):
+        rows.append(combined.accept(normalized[start:start + 5]))
+        for member, piece in zip(members, own):
+            piece.append(member.accept(normalized[start:start + 5]))
+    rows.append(combined.finish())
+    for member, piece in zip(members, own):
+        piece.append(member.finish())
+    np.testing.assert_allclose(np.concatenate(rows), model.network.combine([np.concatenate(piece) for piece in own]),
+                               atol=1e-6)
+    assert len(np.concatenate(rows)) == len(online)
+
+
+def test_a_combination_is_refused_where_the_models_cannot_be_added(model_dirs, toy_task, tmp_path, ivector_model_dir):
+    graph = toy_task["graph"]
+    with pytest.raises(AsrkitError, match="exactly weight"):
+        write_package(model_dirs["wblstm"], graph, str(tmp_path / "p"), {"combination": {"weight": 0.5}},
+                      model_dirs["lstm"])
+    with pytest.raises(AsrkitError, match="in \\[0, 1\\]"):
+        write_package(model_dirs["wblstm"], graph, str(tmp_path / "p"), {"combination": {**COMBINATION, "weight": 2}},
+                      model_dirs["lstm"])
+    with pytest.raises(AsrkitError, match="without a model to combine"):
+        write_package(model_dirs["wblstm"], graph, str(tmp_path / "p"), {"combination": COMBINATION})
+    with pytest.raises(AsrkitError, match="features"):  # the i-vector model reads 5 more dimensions
+        write_package(model_dirs["wblstm"], graph, str(tmp_path / "p"), {"combination": COMBINATION},
+                      ivector_model_dir)
+    assert not os.path.exists(tmp_path / "p")

@@ -112,11 +112,15 @@ def test_lfmmi_first_only_false_decodes_every_tuned_set(tmp_path):
 def test_the_voicesearch_recipe_trains_lfmmi_multi_style_and_decodes_the_noisy_sets(tmp_path):
     """Stage 11 alone, its steps stubbed: LF-MMI from the example server with the CE models' noise styles and
     cross-entropy regularisation, decoded on every dev and test set the CE and sMBR models are (test_noisy too)."""
-    steps = _stubbed_steps(tmp_path, "lfmmi.sh", "decode_tuned.sh", "align.sh", "decode_combined.sh")
+    steps = _stubbed_steps(tmp_path, "lfmmi.sh", "decode_tuned.sh", "align.sh", "decode_combined.sh",
+                           "export_package.sh")
     recipe = tmp_path / "egs" / "voicesearch"
     shutil.copytree(os.path.join(ROOT, "egs", "voicesearch"), recipe,
                     ignore=shutil.ignore_patterns("data", "exp", "*.pyc", "__pycache__"))
     data, exp = tmp_path / "data", tmp_path / "exp"
+    chosen = exp / "wblstm_smbr_lfmmi" / "decode_dev" / "combination_opts"  # what decode_combined.sh leaves
+    chosen.parent.mkdir(parents=True)
+    chosen.write_text("--model-acoustic-scale 0.25 --combine-model M --combine-weight 0.6\n")
     environment = {**os.environ, "PATH": f"{ROOT}/bin:{os.environ['PATH']}"}
     result = subprocess.run([str(recipe / "run.sh"), "--stage", "11", "--stop-stage", "11", "--lfmmi", "true", "--data",
                              str(data), "--exp", str(exp)], capture_output=True, text=True, env=environment,
@@ -136,3 +140,8 @@ def test_the_voicesearch_recipe_trains_lfmmi_multi_style_and_decodes_the_noisy_s
     for call, (dev_set, test_set) in zip(combined, (("dev", "test"), ("dev_noisy", "test_noisy"))):
         assert f"--dev-set {dev_set} --test-sets {test_set} " in call
         assert call.endswith(f"{exp}/wblstm_smbr {exp}/wblstm_lfmmi {exp}/wblstm_smbr_lfmmi")
+    # and the combination dev chose, exported as the recipe's recognizer package.
+    exported = [line for line in result.stdout.splitlines() if line.startswith("export_package.sh ")]
+    assert len(exported) == 1 and "--model-acoustic-scale 0.25 --combine-model M --combine-weight 0.6" in exported[0]
+    assert exported[0].endswith(f"{exp}/wblstm_smbr/final {exp}/wblstm_ce/graph {exp}/wblstm_smbr_lfmmi/decode_dev "
+                                f"{exp}/wblstm_smbr_lfmmi/package")

@@ -175,6 +175,9 @@ def test_decode_combined_chooses_the_weights_on_dev_and_decodes_test_at_them(tmp
                       env=env)
     assert result.returncode == 0, result.stderr
     assert (combined / "decode_dev" / "combine_weight").read_text() == "0.5\n"
+    assert (combined / "decode_dev" / "combination_opts").read_text() == \
+        f"--model-acoustic-scale 0.28571429 --prior-scale 0.5 --combine-model {exp}/lstm_lfmmi/final " \
+        "--combine-acoustic-scale 1.3333333 --combine-prior-scale 1 --combine-weight 0.5\n"
     assert (combined / "decode_dev" / "combine_weight_wers").read_text() == "0.3 20\n0.5 10\n0.7 20\n"
     assert f"{combined}/decode_dev/wer_0.9" in (combined / "decode_dev" / "best_wer").read_text()
     assert not list(combined.glob("decode_dev_w*"))

@@ -1,0 +1,95 @@
+"""Two or more of a package's networks combined frame by frame, as asrkit-decode --combine-model combines them.
+
+A package exported with a second model of the same tree (asrkit-export --combine-model) holds both networks;
+the recognizer decodes
+
+    rows[t, pdf] = sum_i coefficient_i x (log posterior_i[t, pdf] - scaled log prior_i[pdf])
+
+with coefficient_1 = (1 - w) x s_1 and coefficient_2 = w x s_2 (asrkit.decode.combined_loglikes: each model at
+its own acoustic scale s_i, the weight w between them, all chosen on dev), at the package's acoustic scale.
+`CombinedNetwork` is such a sum with a Network's interface (asrkit.recognizer.network): `log_posteriors`,
+`stream`, and `evaluate` of several streams' inputs at once (each member's windows of every stream in one
+pass, so a server batches a combination as it batches one network).  Its rows have the priors already
+subtracted; the acoustic model that holds it subtracts none.
+"""
+
+import copy
+
+import numpy as np
+
+
+class CombinedNetwork:
+    """members: [(Network, coefficient, scaled log priors [num_pdfs])], all with the same pdfs and features."""
+
+    def __init__(self, members):
+        networks = [network for network, _, _ in members]
+        if len({network.num_pdfs for network in networks}) > 1 or len({network.feature_dim for network in networks}) > 1:
+            raise ValueError("combined networks must have the same pdfs and features: "
+                             f"{[(network.feature_dim, network.num_pdfs) for network in networks]}")
+        self.networks = networks
+        self.coefficients = [float(coefficient) for _, coefficient, _ in members]
+        self.log_priors = [np.asarray(log_priors, np.float32) for _, _, log_priors in members]
+        self.feature_dim = networks[0].feature_dim
+        self.num_pdfs = networks[0].num_pdfs
+        self.label_delay = max(network.label_delay for network in networks)
+
+    def combine(self, rows):
+        """The members' log-posterior rows (equally many) -> the combination's, priors subtracted."""
+        total = np.zeros((len(rows[0]), self.num_pdfs), np.float64)
+        for part, coefficient, log_priors in zip(rows, self.coefficients, self.log_priors):
+            total += coefficient * (part - log_priors)
+        return total.astype(np.float32)
+
+    def log_posteriors(self, features):
+        return self.combine([network.log_posteriors(features) for network in self.networks])
+
+    def stream(self, eager=False):
+        return CombinedStream(self, [network.stream(eager) for network in self.networks])
+
+    def evaluate(self, inputs):
+        """Network.evaluate over streams' CombinedStream.begin inputs (tuples, one per member, or None)."""
+        outputs = [network.evaluate([None if value is None else value[index] for value in inputs])
+                   for index, network in enumerate(self.networks)]
+        return [None if value is None else tuple(output[position] for output in outputs)
+                for position, value in enumerate(inputs)]
+
+    def empty_rows(self):
+        return np.zeros((0, self.num_pdfs), np.float32)
+
+
+class CombinedStream:
+    """The members' streams side by side; a frame's combined row comes once every member has given its row."""
+
+    def __init__(self, network, members):
+        self.network = network
+        self.members = members
+        self.delay = max(member.delay for member in members)
+        self.waiting = [network.empty_rows() for _ in members]  # rows given by some members, not yet by all
+
+    def __copy__(self):
+        twin = CombinedStream.__new__(CombinedStream)
+        twin.network, twin.delay, twin.waiting = self.network, self.delay, list(self.waiting)
+        twin.members = [copy.copy(member) for member in self.members]
+        return twin
+
+    def begin(self, features):
+        inputs = tuple(member.begin(features) for member in self.members)
+        return None if all(value is None for value in inputs) else inputs
+
+    def end(self, outputs):
+        if outputs is None:
+            return self.network.empty_rows()
+        return self._combined([member.end(output) for member, output in zip(self.members, outputs)])
+
+    def accept(self, features):
+        return self.end(self.network.evaluate([self.begin(features)])[0])
+
+    def finish(self):
+        return self._combined([member.finish() for member in self.members])
+
+    def _combined(self, new_rows):
+        self.waiting = [np.concatenate([old, new]) for old, new in zip(self.waiting, new_rows)]
+        ready = min(len(rows) for rows in self.waiting)
+        combined = self.network.combine([rows[:ready] for rows in self.waiting])
+        self.waiting = [rows[ready:] for rows in self.waiting]
+        return combined

@@ -23,9 +23,9 @@ class CombinedNetwork:
 
     def __init__(self, members):
         networks = [network for network, _, _ in members]
-        if len({network.num_pdfs for network in networks}) > 1 or len({network.feature_dim for network in networks}) > 1:
-            raise ValueError("combined networks must have the same pdfs and features: "
-                             f"{[(network.feature_dim, network.num_pdfs) for network in networks]}")
+        shapes = [(network.feature_dim, network.num_pdfs) for network in networks]
+        if len(set(shapes)) > 1:
+            raise ValueError(f"combined networks must have the same features and pdfs, not {shapes}")
         self.networks = networks
         self.coefficients = [float(coefficient) for _, coefficient, _ in members]
         self.log_priors = [np.asarray(log_priors, np.float32) for _, _, log_priors in members]

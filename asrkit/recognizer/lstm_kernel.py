@@ -7,7 +7,7 @@ cost three times the arithmetic.  Here the whole loop over steps is one compiled
 through numba's np.dot, and the gate arithmetic is a loop that LLVM vectorizes, which needs a tanh without
 libm's scalar call: the rational minimax approximation Eigen uses for float tanh (Eigen's
 generic_fast_tanh_float; its coefficients below, recorded as data), which is also what TensorFlow's CPU
-kernels compute when the model trains.  Its error against tanh is below 3e-7.  fastmath lets the gate loop
+kernels compute when the model trains.  Its error against tanh is below 3.5e-7.  fastmath lets the gate loop
 use reciprocal estimates and fused multiply-adds; error_model="numpy" lets it divide without a zero check,
 without which numba's loops do not vectorize.
 

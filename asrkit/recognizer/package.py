@@ -221,6 +221,8 @@ def _write_json(path, value):
 def _check_combinable(model_dir, other_dir, first, second):
     """Refuse a second model whose pdfs, front end or CMVN differ from the first's (_model_arrays of each):
     the package has one front end, and the rows are added pdf by pdf."""
+    # deferred: export alone compares trees; combined_loglikes brings the graph dir module, which recognition
+    # (this module's readers) does not load
     from asrkit.decode.combined_loglikes import check_same_tree
 
     check_same_tree(model_dir, other_dir)

@@ -60,9 +60,9 @@ STREAM_PRUNE_ABOVE_TOKENS = 1 << 18
 
 
 # Where a streaming windowed BLSTM places its windows (asrkit.recognizer.network.GroupStream).  "eager" is
-# the default: on the voiceover test set it brought partial results 0.08 s sooner (p95 0.247 s against
-# 0.331 s) for +0.1% WER and 1.15x the CPU (bench/recognizer_server.py; README's "Streaming and the
-# recognition server").
+# the default: on the voiceover test set it brought the sMBR model's partial results 0.09 s sooner (p95
+# 0.244 s against 0.331 s) for +0.1% WER and 1.13x the CPU (bench/recognizer_server.py; README's
+# "Streaming and the recognition server"; the sMBR + LF-MMI combination loses 1% WER to it).
 WINDOWS = ("eager", "grid")
 
 

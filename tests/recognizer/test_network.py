@@ -187,3 +187,23 @@ with one_blas_thread():
     assert result.returncode == 0, result.stderr
     threads = json.loads(result.stdout.strip().splitlines()[-1])
     assert len(threads) >= 1 and all(count == 1 for count in threads), threads
+
+
+def test_the_kernels_tanh_and_sigmoid_are_within_float_rounding_of_numpys():
+    import numba
+
+    from asrkit.recognizer.lstm_kernel import fast_sigmoid, fast_tanh
+
+    @numba.njit
+    def both(values):
+        out = np.empty((2, len(values)), np.float32)
+        for index in range(len(values)):
+            out[0, index], out[1, index] = fast_tanh(values[index]), fast_sigmoid(values[index])
+        return out
+
+    values = np.concatenate([np.linspace(-12, 12, 100001), [0.0, 1e-6, -1e-6, 7.9, 8.0, 50.0, -50.0]])
+    values = values.astype(np.float32)
+    tanh, sigmoid = both(values)
+    np.testing.assert_allclose(tanh, np.tanh(values.astype(np.float64)), atol=3.5e-7, rtol=0)
+    np.testing.assert_allclose(sigmoid, 1 / (1 + np.exp(-values.astype(np.float64))), atol=3.5e-7, rtol=0)
+    assert tanh[-2] == 1.0 and tanh[-1] == -1.0

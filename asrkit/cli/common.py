@@ -144,3 +144,175 @@ def combination_options(function):
     ]):
         wrapper = option(wrapper)
     return wrapper
+
+
+def stream_options(prefix):
+    """--windows and --early-endpoints of the commands that stream (asrkit-transcribe --streaming,
+    asrkit-serve-recognizer; asrkit.recognizer.stream), their help after `prefix` ("" or "With ...: ")."""
+
+    def helped(text):
+        text = prefix + text
+        return text[0].upper() + text[1:]
+
+    options = [
+        click.option("--windows", type=click.Choice(["eager", "grid"]), default="eager", show_default=True,
+                     help=helped("where a windowed BLSTM's windows go: eager, each frame as soon as its label "
+                                 "delay is in; grid, the batch network's (up to 4 frames later; rows bit for bit "
+                                 "those of batch).")),
+        click.option("--early-endpoints/--no-early-endpoints", default=True, show_default=True,
+                     help=helped("let the endpoint rules look at the frames still waiting for their right context "
+                                 "too (computed as if the audio ended there), so that a segment's final result "
+                                 "comes up to the model's look-ahead sooner; or only at frames whose right context "
+                                 "is in (with --windows grid, the segmentation then does not depend on how the "
+                                 "audio was cut).")),
+    ]
+
+    def decorate(function):
+        @functools.wraps(function)
+        def wrapper(*args, verbose=False, **kwargs):
+            setup_logging(verbose)
+            logger = logging.getLogger(name)
+            log_command_line(logger)
+            try:
+                return function(*args, **kwargs)
+            except AsrkitError as error:
+                logger.error("%s", error)
+                logger.error(summary_line(name, "failed", error=type(error).__name__))
+                sys.exit(1)
+            except OSError as error:
+                # Disk full, permissions, a vanished file: the user's to fix, not a bug to trace.
+                logger.error("%s", error)
+                logger.error(summary_line(name, "failed", error=type(error).__name__))
+                sys.exit(1)
+
+        return verbose_option(wrapper)
+
+    return decorate
+
+
+def audio_options(function):
+    """The options that say how audio is read (asrkit.data.audio.AudioOptions), shared by every
+    command that reads wav.scp: --on-rate-mismatch, --channel, --allow-8bit, --raw-format, --pipe-timeout.
+
+    The callback receives them as one `audio` argument: a function of the sample rate that
+    returns the AudioOptions (the rate comes from each command's own config).
+    """
+
+    @functools.wraps(function)
+    def wrapper(*args, on_rate_mismatch, channel, allow_8bit, raw_format, pipe_timeout, **kwargs):
+        def make(sample_rate=16000):
+            # deferred: asrkit.data.audio brings numpy and soundfile; every command's --help comes through here.
+            from asrkit.data.audio import AudioOptions
+
+            return AudioOptions(sample_rate=sample_rate, on_rate_mismatch=on_rate_mismatch, channel=channel,
+                                allow_8bit=allow_8bit, raw_format=raw_format, pipe_timeout=pipe_timeout)
+
+        return function(*args, audio=make, **kwargs)
+
+    for option in reversed([
+        click.option("--on-rate-mismatch", type=click.Choice(["error", "resample"]), default="error",
+                     help="Audio at another sampling rate: refuse it, or resample it (scipy polyphase filter)."),
+        click.option("--channel", default=-1, type=int,
+                     help="Channel of multi-channel audio to use; -1 expects mono and refuses more channels (Kaldi)."),
+        click.option("--allow-8bit", is_flag=True, help="Accept 8-bit PCM audio instead of refusing it."),
+        click.option("--raw-format", default=None,
+                     help="Read headerless audio as this soundfile subtype (PCM_16, PCM_24, FLOAT, ...), mono, "
+                          "little-endian, at the expected rate. Files ending in .raw or .pcm are read as PCM_16 "
+                          "without it."),
+        click.option("--pipe-timeout", default=300.0, type=click.FloatRange(min=0, min_open=True), show_default=True,
+                     help="Seconds a `command |` wav.scp entry may run; then its processes are killed and the "
+                          "utterance is refused."),
+    ]):
+        wrapper = option(wrapper)
+    return wrapper
+
+
+def online_cmvn_options(function):
+    """--cmvn-online, --cmvn-online-window, --cmvn-online-prior-frames for the commands that run a model over a
+    data dir (asrkit-decode, asrkit-align); the callback receives `cmvn_online`, an
+    asrkit.frontend.online_cmvn.OnlineCmvnOptions or None."""
+
+    @functools.wraps(function)
+    def wrapper(*args, cmvn_online, cmvn_online_window, cmvn_online_prior_frames, **kwargs):
+        # deferred: online_cmvn brings numpy, which --help does not need.
+        from asrkit.frontend.online_cmvn import OnlineCmvnOptions
+
+        options = OnlineCmvnOptions(cmvn_online_window, cmvn_online_prior_frames) if cmvn_online else None
+        return function(*args, cmvn_online=options, **kwargs)
+
+    for option in reversed([
+        click.option("--cmvn-online", is_flag=True,
+                     help="For a model trained with the speaker (or utterance) mean: remove a running mean over "
+                          "each utterance's frames so far instead, started from the training set's mean, as when "
+                          "decoding utterance by utterance without the speaker's others (Kaldi's online CMN)."),
+        click.option("--cmvn-online-window", default=600, type=click.IntRange(min=1), show_default=True,
+                     help="With --cmvn-online, frames the running mean looks back over."),
+        click.option("--cmvn-online-prior-frames", default=200, type=click.IntRange(min=0), show_default=True,
+                     help="With --cmvn-online, frames' worth of the training mean while fewer frames were seen."),
+    ]):
+        wrapper = option(wrapper)
+    return wrapper
+
+
+def combination_options(function):
+    """--combine-model and the numbers of its frame-by-frame combination with the command's model (asrkit-decode,
+    asrkit-export; asrkit.decode.combined_loglikes); the numbers are refused without --combine-model."""
+
+    @functools.wraps(function)
+    def wrapper(*args, combine_model, model_acoustic_scale, combine_acoustic_scale, combine_prior_scale, **kwargs):
+        if combine_model is None:
+            for name, value in (("--model-acoustic-scale", model_acoustic_scale),
+                                ("--combine-acoustic-scale", combine_acoustic_scale),
+                                ("--combine-prior-scale", combine_prior_scale)):
+                if value != 1.0:
+                    raise click.UsageError(f"{name} applies to a combination of models: give --combine-model")
+        return function(*args, combine_model=combine_model, model_acoustic_scale=model_acoustic_scale,
+                        combine_acoustic_scale=combine_acoustic_scale, combine_prior_scale=combine_prior_scale,
+                        **kwargs)
+
+    for option in reversed([
+        click.option("--combine-model", type=click.Path(exists=True, file_okay=False), default=None,
+                     help="A second acoustic model of the same tree, combined with MODEL_DIR frame by frame: the "
+                          "decoder reads (1 - W) x S1 x MODEL_DIR's + W x S2 x its log-likelihoods (W "
+                          "--combine-weight, S1 --model-acoustic-scale, S2 --combine-acoustic-scale) at an acoustic "
+                          "scale about 1 (asrkit-decode's --acoustic-scale, a package's 1 / --lm-weight)."),
+        click.option("--combine-weight", default=0.5, type=click.FloatRange(0, 1), show_default=True,
+                     help="W: the share of --combine-model in the combination (0: MODEL_DIR alone, 1: it alone)."),
+        click.option("--model-acoustic-scale", default=1.0, type=click.FloatRange(min=0, min_open=True),
+                     show_default=True, help="S1: MODEL_DIR's own acoustic scale in a combination, the one it "
+                                             "decodes best at alone (1 / the LM weight its dev sweep chose)."),
+        click.option("--combine-acoustic-scale", default=1.0, type=click.FloatRange(min=0, min_open=True),
+                     show_default=True, help="S2: --combine-model's own acoustic scale (1 / its dev LM weight)."),
+        click.option("--combine-prior-scale", default=1.0, type=click.FloatRange(min=0), show_default=True,
+                     help="--prior-scale of --combine-model."),
+    ]):
+        wrapper = option(wrapper)
+    return wrapper
+
+
+def stream_options(prefix):
+    """--windows and --early-endpoints of the commands that stream (asrkit-transcribe --streaming,
+    asrkit-serve-recognizer; asrkit.recognizer.stream), their help after `prefix` ("" or "With ...: ")."""
+
+    def helped(text):
+        text = prefix + text
+        return text[0].upper() + text[1:]
+
+    options = [
+        click.option("--windows", type=click.Choice(["eager", "grid"]), default="eager", show_default=True,
+                     help=helped("where a windowed BLSTM's windows go: eager, each frame as soon as its label "
+                          "delay is in; grid, the batch network's (up to 4 frames later; rows bit for bit those of "
+                          "batch).")),
+        click.option("--early-endpoints/--no-early-endpoints", default=True, show_default=True,
+                     help=helped("let the endpoint rules look at the frames still waiting for their right "
+                          "context too (computed as if the audio ended there), so that a segment's final result "
+                          "comes up to the model's look-ahead sooner; or only at frames whose right context is in "
+                          "(with --windows grid, the segmentation then does not depend on how the audio was cut).")),
+    ]
+
+    def decorate(function):
+        for option in reversed(options):
+            function = option(function)
+        return function
+
+    return decorate

@@ -6,7 +6,7 @@ import signal
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, stream_options
 from asrkit.logs import summary_line
 
 
@@ -40,14 +40,7 @@ from asrkit.logs import summary_line
 @click.option("--batch/--no-batch", default=True, show_default=True,
               help="Evaluate the acoustic network of the streams whose audio arrived meanwhile in one batched call "
                    "(the same results; less CPU per stream with many streams), or each stream's alone.")
-@click.option("--windows", type=click.Choice(["eager", "grid"]), default="eager", show_default=True,
-              help="Where a windowed BLSTM's windows go: eager, each frame as soon as its label delay is in; "
-                   "grid, the batch network's (up to 4 frames later; rows bit for bit those of batch).")
-@click.option("--early-endpoints/--no-early-endpoints", default=True, show_default=True,
-              help="Let the endpoint rules look at the frames still waiting for their right context too (computed "
-                   "as if the audio ended there), so that a segment's final result comes up to the model's "
-                   "look-ahead sooner; or only at frames whose right context is in (with --windows grid, the "
-                   "segmentation then does not depend on how the audio was cut).")
+@stream_options("")
 @click.option("--lm-weight", type=click.FloatRange(min=0.0, min_open=True),
               help="Override the package's LM weight (acoustic scale 1 / this).")
 @click.option("--beam", type=click.FloatRange(min=0.0, min_open=True), help="Override the package's beam.")

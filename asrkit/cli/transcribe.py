@@ -7,7 +7,7 @@ import time
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, stream_options
 from asrkit.errors import AsrkitError, AudioError, DataDirError
 from asrkit.logs import summary_line
 
@@ -47,14 +47,7 @@ logger = logging.getLogger(COMMAND)
                    "on stdout.  Stdin must be at the package's sample rate.")
 @click.option("--max-utterance-seconds", default=20.0, type=click.FloatRange(min=0.0, min_open=True),
               help="With --streaming: a segment ends after this long whatever was said (endpoint rule 5).")
-@click.option("--windows", type=click.Choice(["eager", "grid"]), default="eager", show_default=True,
-              help="With --streaming, where a windowed BLSTM's windows go: eager, each frame as soon as its label "
-                   "delay is in; grid, the batch network's (up to 4 frames later; rows bit for bit those of batch).")
-@click.option("--early-endpoints/--no-early-endpoints", default=True, show_default=True,
-              help="With --streaming: let the endpoint rules look at the frames still waiting for their right "
-                   "context too (computed as if the audio ended there), so that a segment's final result comes up "
-                   "to the model's look-ahead sooner; or only at frames whose right context is in (with --windows "
-                   "grid, the segmentation then does not depend on how the audio was cut).")
+@stream_options("With --streaming: ")
 @asrkit_command(COMMAND)
 def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prior_scale, beam, max_active,
          max_fail_ratio, streaming, max_utterance_seconds, windows, early_endpoints):

@@ -19,6 +19,7 @@ import copy
 
 import numpy as np
 
+from asrkit.decode.combined_loglikes import interpolation_weights
 from asrkit.recognizer.combination import CombinedNetwork
 from asrkit.recognizer.frontend import Analysis, Cmvn, FeatureStream, features
 from asrkit.recognizer.network import load_network
@@ -37,9 +38,9 @@ class AcousticModel:
         if package.combined is not None:
             # The second network's rows join the first's before the priors would be subtracted: the
             # combination subtracts each member's own and scales them (asrkit.recognizer.combination).
-            combination = package.params["combination"]  # as asrkit.decode.combined_loglikes weighs them
-            weights = [(1.0 - combination["weight"]) * combination["model_scale"],
-                       combination["weight"] * combination["combine_scale"]]
+            combination = package.params["combination"]
+            weights = interpolation_weights(combination["weight"],
+                                            [combination["model_scale"], combination["combine_scale"]])
             other = load_network(package.combined["config"], package.combined["weights"])
             self.network = CombinedNetwork([(self.network, weights[0], self.log_priors),
                                             (other, weights[1], package.scaled_log_priors(combined=True))])

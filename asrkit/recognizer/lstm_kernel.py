@@ -87,8 +87,7 @@ def run_lstm(projected, recurrent_kernel, projection, cell_clip, cell, output, r
     output_rows = np.empty((rows, output.shape[1]), np.float32)
     cell_rows[:batch] = cell
     output_rows[:batch] = output
-    if batch == 1:
-        cell_rows[1] = cell[0]
+    if batch == 1:  # the copy's cell is never read: only the GEMMs' rows need it
         output_rows[1] = output[0]
     gates = np.empty((rows, 4 * cells), np.float32)
     hidden = np.empty((rows, cells), np.float32)
@@ -103,7 +102,6 @@ def run_lstm(projected, recurrent_kernel, projection, cell_clip, cell, output, r
             _activate(gates[row], projected[step, row], cells)
             _update_cell(gates[row], cell_rows[row], hidden[row], cells, cell_clip)
         if batch == 1:
-            cell_rows[1] = cell_rows[0]
             hidden[1] = hidden[0]
         if projecting:
             np.dot(hidden[:used], projection, projected_rows[:used])

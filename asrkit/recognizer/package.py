@@ -51,6 +51,7 @@ import shutil
 
 import numpy as np
 
+from asrkit.decode.combined_loglikes import check_same_tree
 from asrkit.decode.lattice_faster import DecodingGraph
 from asrkit.errors import AsrkitError
 from asrkit.frontend.config import FeatureConfig
@@ -221,10 +222,6 @@ def _write_json(path, value):
 def _check_combinable(model_dir, other_dir, first, second):
     """Refuse a second model whose pdfs, front end or CMVN differ from the first's (_model_arrays of each):
     the package has one front end, and the rows are added pdf by pdf."""
-    # deferred: export alone compares trees; combined_loglikes brings the graph dir module, which recognition
-    # (this module's readers) does not load
-    from asrkit.decode.combined_loglikes import check_same_tree
-
     check_same_tree(model_dir, other_dir)
     (config, _, _, cmvn, features), (other_config, _, _, other_cmvn, other_features) = first, second
     if (config["num_pdfs"], config["feature_dim"]) != (other_config["num_pdfs"], other_config["feature_dim"]):

@@ -305,7 +305,7 @@ def server_part(args):
     if args.stream_seconds:
         utterances = joined_streams(utterances, max(args.streams), args.stream_seconds, rate)
     windows = re.search(r"--windows[ =](\w+)", args.server_options)
-    in_process = in_process_cpu(recognizer, utterances, windows.group(1) if windows else "eager")
+    in_process = in_process_cpu(recognizer, utterances, windows.group(1) if windows else None)
     options = ["--workers", "2", "--max-connections", str(max(args.streams) + 8), *args.server_options.split()]
     options += ["--beam", str(args.beam)] if args.beam else []
     servers = {}
@@ -411,8 +411,9 @@ def main():
     parser.add_argument("--piece-seconds", type=float, default=PIECE_SECONDS,
                         help="The stream part's piece size (the partial latency's granularity).")
     parser.add_argument("--final-passes", default="online,batch", help="The stream part's final passes.")
-    parser.add_argument("--windows", default="eager,grid",
-                        help="The stream part's placements of a windowed BLSTM's windows (asrkit.recognizer.stream).")
+    parser.add_argument("--windows", default="tentative,eager,grid",
+                        help="The stream part's placements of a windowed BLSTM's windows "
+                             "(asrkit.recognizer.network.WINDOWS).")
     parser.add_argument("--endpoints", default="early,wait",
                         help="The stream part's endpoint look-ahead: early (rules on the pending frames too), wait.")
     parser.add_argument("--streams", default="4,8,16", help="Comma-separated numbers of concurrent streams.")

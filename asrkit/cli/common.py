@@ -155,10 +155,13 @@ def stream_options(prefix):
         return text[0].upper() + text[1:]
 
     options = [
-        click.option("--windows", type=click.Choice(["eager", "grid"]), default="eager", show_default=True,
+        click.option("--windows", type=click.Choice(["eager", "grid", "tentative"]), default=None,
                      help=helped("where a windowed BLSTM's windows go: eager, each frame as soon as its label "
                                  "delay is in; grid, the batch network's (up to 4 frames later; rows bit for bit "
-                                 "those of batch).")),
+                                 "those of batch); tentative, the grid's, with the eager rows of the frames the "
+                                 "grid has not given yet in partial results.  Default: tentative where the "
+                                 "final results come from the stream's rows, eager where a batch pass makes "
+                                 "them.")),
         click.option("--early-endpoints/--no-early-endpoints", default=True, show_default=True,
                      help=helped("let the endpoint rules look at the frames still waiting for their right context "
                                  "too (computed as if the audio ended there), so that a segment's final result "

@@ -804,11 +804,12 @@ class ResumableDecode:
         """Whether a frame left no token (the lattice will be empty)."""
         return bool(self._progress[P_DEAD])
 
-    def advance(self, costs, endpoint=None, prune=True):
+    def advance(self, costs, endpoint=None, prune=True, max_active=None):
         """Decodes the next frames: costs [n, num_pdfs] (n may be 0).  endpoint: None, or (rules [R, 4] as R_*,
         silence pdf mask, frame shift in seconds) to stop after the first frame on which a rule fires; returns
         that rule's number (1-based), 0 when none fired (every frame decoded, or a frame left no token).
-        prune=False leaves the lattice unpruned, as rollback() needs."""
+        prune=False leaves the lattice unpruned, as rollback() needs; max_active, if given, replaces the
+        decoder's for these frames (frames that will be rolled back, when only the best path matters)."""
         if self.finished:
             raise RuntimeError("advance() after finish()")
         costs = np.ascontiguousarray(costs, dtype=np.float32)
@@ -823,10 +824,13 @@ class ResumableDecode:
             grown[: len(self._frame_begin)] = self._frame_begin
             self._frame_begin = grown
         g = self.graph
+        options = self._options if prune else self._no_pruning
+        if max_active is not None:
+            options = (options[0], int(max_active), min(options[2], int(max_active))) + options[3:]
         self._tok_i, self._tok_f, self._link_i, self._link_f, self._queue = _advance(
             g.emit_begin, g.emit_ilabel, g.emit_olabel, g.emit_weight, g.emit_target, g.eps_begin, g.eps_olabel,
             g.eps_weight, g.eps_target, costs, self._tok_i, self._tok_f, self._link_i, self._link_f, self._queue,
-            self._frame_begin, self._state_token, self._progress, *(self._options if prune else self._no_pruning),
+            self._frame_begin, self._state_token, self._progress, *options,
             *(endpoint if endpoint is not None else (NO_RULES, np.zeros(0, np.bool_), 0.0)), g.final)
         return int(self._progress[P_ENDPOINT])
 

@@ -3,8 +3,9 @@
 `log_likelihoods(package, samples)` is the batch path (the whole utterance at once: CMVN as the module
 docstring of asrkit.recognizer.frontend says); `AcousticStream(package)` the streaming one, whose rows,
 concatenated, equal the batch path's for a model trained with the global mean, and those of online CMN
-otherwise; `AcousticStream(package, eager=True)` gives a windowed BLSTM's rows sooner, computed in other
-windows than the batch path's (asrkit.recognizer.network.GroupStream).  Rows are log posteriors minus
+otherwise; `AcousticStream(package, windows="eager")` gives a windowed BLSTM's rows sooner, computed in
+other windows than the batch path's, and windows="tentative" the batch path's rows with those of the newest
+frames computed so too, as tentative ones (asrkit.recognizer.network.GroupStream).  Rows are log posteriors minus
 prior_scale x log priors, not multiplied by the acoustic scale (asrkit.nn.model_dir's log_likelihoods); a
 package of two combined models gives their combination (asrkit.recognizer.combination).
 Samples are float32 in [-1, 1) or int16 PCM, mono, at the package's sample rate (asrkit.data.audio
@@ -14,8 +15,6 @@ A model trained with online i-vectors gets them appended to the normalised featu
 raw features as asrkit-decode does (asrkit.ivector.append; the i-vector of a frame depends on the frames up
 to it only, so the stream recomputes them over the frames so far and takes the new rows).
 """
-
-import copy
 
 import numpy as np
 
@@ -76,13 +75,13 @@ def log_likelihoods(package, samples):
 class AcousticStream:
     """Log-likelihood rows of audio that arrives in pieces; see the module docstring."""
 
-    def __init__(self, package, eager=False):
+    def __init__(self, package, windows="grid"):
         model = acoustic_model(package)
         self.model = model
         self.package = package
         self.features = FeatureStream(model.analysis.config, model.analysis)
         self.cmvn = model.cmvn.stream()
-        self.network = model.network.stream(eager)
+        self.network = model.network.stream(windows)
         self.log_priors = model.log_priors
         self.ivectors = model.ivectors
         self.raw = np.zeros((0, model.analysis.config.feature_dim), np.float32)  # for the i-vectors only
@@ -115,12 +114,16 @@ class AcousticStream:
         """Feed samples; returns the log-likelihood rows [n, num_pdfs] of the frames now final."""
         return self.end(self.model.network.evaluate([self.begin(samples)])[0])
 
+    def tentative(self):
+        """The log-likelihood rows, after those end() gave, that the network has computed for now (windows
+        "tentative"; none otherwise) and will replace (asrkit.recognizer.network._Stream.tentative)."""
+        return self.network.tentative() - self.log_priors
+
     def pending(self):
         """The rows that finish() would give now for the frames so far (those still waiting for their right
         context, computed as at the end of the audio), the stream left as it is; the front end's samples
         short of a frame are left out."""
-        rows = copy.copy(self.network).finish()
-        return rows - self.log_priors
+        return self.network.pending() - self.log_priors
 
     def finish(self):
         """The remaining rows at the end of the audio."""

@@ -43,8 +43,8 @@ class CombinedNetwork:
     def log_posteriors(self, features):
         return self.combine([network.log_posteriors(features) for network in self.networks])
 
-    def stream(self, eager=False):
-        return CombinedStream(self, [network.stream(eager) for network in self.networks])
+    def stream(self, windows="grid"):
+        return CombinedStream(self, [network.stream(windows) for network in self.networks])
 
     def evaluate(self, inputs):
         """Network.evaluate over streams' CombinedStream.begin inputs (tuples, one per member, or None)."""
@@ -86,6 +86,20 @@ class CombinedStream:
 
     def finish(self):
         return self._combined([member.finish() for member in self.members])
+
+    def pending(self):
+        """The combined rows finish() would give now, the stream left as it is."""
+        return copy.copy(self)._combined([member.pending() for member in self.members])
+
+    def pending_frames(self):
+        return max(member.pending_frames() for member in self.members)
+
+    def tentative(self):
+        """The combination of the members' tentative rows (asrkit.recognizer.network._Stream.tentative), after the
+        rows some members have given and others not yet."""
+        rows = [np.concatenate([waiting, member.tentative()]) for waiting, member in zip(self.waiting, self.members)]
+        ready = min(len(part) for part in rows)
+        return self.network.combine([part[:ready] for part in rows])
 
     def _combined(self, new_rows):
         self.waiting = [np.concatenate([old, new]) for old, new in zip(self.waiting, new_rows)]

@@ -68,12 +68,12 @@ class OnlineDecoder:
         return np.ascontiguousarray(np.asarray(loglikes, dtype=np.float32) * self.options.acoustic_scale,
                                     dtype=np.float32)
 
-    def advance(self, loglike_rows, endpoint=None, prune=True):
+    def advance(self, loglike_rows, endpoint=None, prune=True, max_active=None):
         """Decodes the next frames: unscaled log-likelihoods [n, num_pdfs] (n may be 0).  With `endpoint`
         (asrkit.recognizer.endpoint.EndpointDetector.kernel_rules()), stops after the first frame on which
         an endpoint rule fires, as if each frame had been given alone and the rules checked after it.
         Returns (rows taken, the rule's number or 0); without a rule, or after a frame left no token, every
-        row is taken.  prune=False: see try_endpoint."""
+        row is taken.  prune=False and max_active: see try_endpoint and partial_after."""
         if self.finished:
             raise RuntimeError("advance() after finalize()")
         rows = np.asarray(loglike_rows, dtype=np.float32)
@@ -84,7 +84,7 @@ class OnlineDecoder:
         if self._decoding is None:
             self._decoding = self._start(self.options.beam)
         decoded_before = self._decoding.num_frames
-        rule = self._decoding.advance(-self._scaled(rows), endpoint, prune)
+        rule = self._decoding.advance(-self._scaled(rows), endpoint, prune, max_active)
         taken = self._decoding.num_frames - decoded_before if rule else len(rows)
         if self.keep_rows:
             self._rows.append(rows[:taken])
@@ -108,20 +108,40 @@ class OnlineDecoder:
         pdfs = labels[:, 0][labels[:, 0] != 0] - 1
         return PartialPath(words, pdfs, cost, self._decoding.final_relative_cost())
 
+    def partial_after(self, loglike_rows, max_active=None):
+        """The best partial path (PartialPath) if rows that may still change (a streaming network's tentative
+        rows) came next, decoded with `max_active` if given; the decoder is left as it was."""
+        if self.finished or not len(loglike_rows):
+            return self.partial()
+        undo = self._checkpoint()
+        self.advance(loglike_rows, prune=False, max_active=max_active)
+        path = self.partial()
+        self._rollback(undo)
+        return path
+
     def try_endpoint(self, loglike_rows, endpoint):
         """Rows that may still change (a streaming network's last frames, computed as if the audio ended there):
         decoded as advance(rows, endpoint) decodes them if an endpoint rule fires on one, returning (rows taken,
         the rule's number); if none fires, the decoder is left as it was and (0, 0) returned."""
         if self.finished or self._decoding is None or not len(loglike_rows):
             return 0, 0
-        checkpoint, rows_kept, frames = self._decoding.checkpoint(), len(self._rows), self.num_frames
+        undo = self._checkpoint()
         taken, rule = self.advance(loglike_rows, endpoint, prune=False)
         if rule:
             return taken, rule
+        self._rollback(undo)
+        return 0, 0
+
+    def _checkpoint(self):
+        """What _rollback needs to undo the advances (with prune=False) made after it."""
+        if self._decoding is None:
+            self._decoding = self._start(self.options.beam)
+        return self._decoding.checkpoint(), len(self._rows), self.num_frames
+
+    def _rollback(self, undo):
+        checkpoint, rows_kept, self.num_frames = undo
         self._decoding.rollback(checkpoint)
         del self._rows[rows_kept:]
-        self.num_frames = frames
-        return 0, 0
 
     def trailing_frames(self, pdf_mask):
         """How many of the best partial path's last frames have a pdf in pdf_mask; -1 with no path."""

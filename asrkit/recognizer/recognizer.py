@@ -127,11 +127,11 @@ class Recognizer:
                                                 round(entry.acoustic_cost, 4)))
         return Result(" ".join(words), timed, start, end, alternatives, is_final)
 
-    def stream(self, endpoint=None, silence_pdfs=None, final_pass=None, windows="eager", early_endpoints=True):
+    def stream(self, endpoint=None, silence_pdfs=None, final_pass=None, windows=None, early_endpoints=True):
         """A RecognizerStream (asrkit.recognizer.stream): endpoint, an EndpointConfig (None: Kaldi's rules);
         silence_pdfs, the pdfs its rules count as silence (None: the package's); final_pass, how segments'
         final results are made (None: the stream module's default); windows, where a windowed BLSTM's
-        windows go ("eager" or "grid"); early_endpoints, whether the rules also look at the frames still
+        windows go ("eager", "grid" or "tentative"; None: the stream module's default); early_endpoints, whether the rules also look at the frames still
         waiting for their right context."""
         if silence_pdfs is None:
             if getattr(self, "_silence_pdfs", None) is None:

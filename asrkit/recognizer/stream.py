@@ -17,8 +17,11 @@ look-ahead: 0.24 s for the recipes' model), so the rules would see the end of a 
 it; with early endpoints (the default), once the best path's trailing silence and the frames still
 pending in the network could make up a rule's, those frames are decoded too, computed as at the end of
 the audio, and undone unless a rule fires on one (OnlineDecoder.try_endpoint).  Without them, and with
-the grid's windows, the rules see frames that do not depend on how the audio was cut into pieces, and
-neither does the segmentation.  A segment's final Result is made as
+the grid's windows (or tentative ones), the rules see frames that do not depend on how the audio was cut
+into pieces, and neither does the segmentation.  With tentative windows (asrkit.recognizer.network
+.GroupStream), partial() decodes the rows of the newest frames that the grid has not given yet from a
+checkpoint and rolls them back (OnlineDecoder.partial_after), so a partial result covers what an eager
+stream's covers while the decoder only ever keeps the grid's rows.  A segment's final Result is made as
 Recognizer.transcribe makes one (best path, confidences from the lattice, word times by forced
 alignment), with times counted from the start of the stream, from one of two final passes:
 
@@ -48,6 +51,7 @@ from asrkit.errors import AudioError
 from asrkit.recognizer.acoustic import AcousticStream
 from asrkit.recognizer.endpoint import EndpointConfig, EndpointDetector, silence_pdfs_of_package
 from asrkit.recognizer.frontend import as_float_samples
+from asrkit.recognizer.network import WINDOWS
 from asrkit.recognizer.online_decoder import OnlineDecoder
 from asrkit.recognizer.results import Decoded, Result
 
@@ -58,12 +62,12 @@ from asrkit.recognizer.results import Decoded, Result
 # lattice into fresh arrays.
 STREAM_PRUNE_ABOVE_TOKENS = 1 << 18
 
+# The max-active of the tentative frames that partial() decodes and rolls back (tentative windows): only the
+# best path is read there.  On 60 voiceover test utterances the combination package's partial results were
+# the same text after every piece at the package's 3000 and at 200, and partial() cost 0.4x.
+TENTATIVE_MAX_ACTIVE = 200
 
-# Where a streaming windowed BLSTM places its windows (asrkit.recognizer.network.GroupStream).  "eager" is
-# the default: on the voiceover test set it brought the sMBR model's partial results 0.09 s sooner (p95
-# 0.244 s against 0.331 s) for +0.1% WER and 1.13x the CPU (bench/recognizer_server.py; README's
-# "Streaming and the recognition server"; the sMBR + LF-MMI combination loses 1% WER to it).
-WINDOWS = ("eager", "grid")
+
 
 
 def decoder_options(package):
@@ -84,6 +88,15 @@ def decoded_segment(outcome, scale):
                    words, outcome.status)
 
 
+def default_windows(final_pass):
+    """"tentative" where the final results come from the stream's own rows (the "online" final pass): the
+    batch network's rows, with an eager window's rows of the newest frames for partial results only; "eager"
+    where a batch pass makes them, so that the windows make the partial results alone.  On the voiceover
+    test set (bench/recognizer_server.py) the sMBR + LF-MMI combination loses 0.9-1.5% WER to eager windows'
+    rows and none to tentative ones; partial results cover the same audio either way."""
+    return "tentative" if final_pass == "online" else "eager"
+
+
 def default_final_pass(recognizer):
     """"batch" where the streaming front end's rows differ from the batch ones (a model trained with the
     utterance's mean: streaming has online CMN), "online" where they are the same."""
@@ -97,11 +110,13 @@ class RecognizerStream:
     the pdfs the rules count as silence (None: the package's, asrkit.recognizer.endpoint); final_pass:
     "online" (a segment's final result from the incremental decoder's lattice) or "batch" (from the
     segment's samples, as Recognizer.transcribe would give it; None: default_final_pass); windows: where a
-    windowed BLSTM's windows go, "eager" (each frame as soon as its label delay is in) or "grid" (the batch
-    network's; rows bit for bit the batch ones, up to 4 frames later), see WINDOWS; early_endpoints: whether
+    windowed BLSTM's windows go, "eager" (each frame as soon as its label delay is in), "grid" (the batch
+    network's; rows bit for bit the batch ones, up to 4 frames later) or "tentative" (the grid's, and the
+    eager rows of the newest frames in partial results), see asrkit.recognizer.network.WINDOWS (None:
+    default_windows); early_endpoints: whether
     the rules also look at the frames still pending in the network (module docstring)."""
 
-    def __init__(self, recognizer, endpoint=None, silence_pdfs=None, final_pass=None, windows="eager",
+    def __init__(self, recognizer, endpoint=None, silence_pdfs=None, final_pass=None, windows=None,
                  early_endpoints=True):
         package = recognizer.package
         self.recognizer = recognizer
@@ -121,9 +136,11 @@ class RecognizerStream:
         self.final_pass = final_pass or default_final_pass(recognizer)
         if self.final_pass not in ("online", "batch"):
             raise ValueError(f"final_pass must be 'online' or 'batch', not {self.final_pass!r}")
+        windows = windows or default_windows(self.final_pass)
         if windows not in WINDOWS:
             raise ValueError(f"windows must be one of {', '.join(WINDOWS)}, not {windows!r}")
-        self.acoustic = AcousticStream(package, eager=windows == "eager")
+        self.windows = windows
+        self.acoustic = AcousticStream(package, windows)
         self.samples_in = 0
         self.frames_in = 0  # log-likelihood rows decoded, all segments together
         self.segment_start = 0  # the open segment's first frame
@@ -170,7 +187,7 @@ class RecognizerStream:
         the frames' rows, when they come, are dropped."""
         shift = self.package.frame_shift_s
         trailing = self._decoder.trailing_frames(self.detector.silence)
-        if trailing < 0 or (trailing + self.acoustic.network.delay) * shift < self._least_trailing_silence:
+        if trailing < 0 or (trailing + self.acoustic.network.pending_frames()) * shift < self._least_trailing_silence:
             return []
         taken, rule = self._decoder.try_endpoint(self.acoustic.pending(), self._endpoint_rules)
         if not rule:
@@ -223,11 +240,16 @@ class RecognizerStream:
         return result
 
     def partial(self):
-        """The open segment's best path so far as a Result with is_final False (text only)."""
-        words = self._decoder.partial().words if self._decoder.num_frames else []
+        """The open segment's best path so far as a Result with is_final False (text only); with "tentative"
+        windows, over the tentative rows of the newest frames too."""
+        tentative = self.acoustic.tentative()[self._skip_rows :] if self.windows == "tentative" else []
+        if self._decoder.num_frames or len(tentative):
+            words = self._decoder.partial_after(tentative, TENTATIVE_MAX_ACTIVE).words
+        else:
+            words = []
         shift = self.package.frame_shift_s
         return Result(" ".join(self.package.words[word] for word in words), [], round(self.segment_start * shift, 3),
-                      round(self.frames_in * shift, 3), [], False)
+                      round((self.frames_in + len(tentative)) * shift, 3), [], False)
 
     def finish(self):
         """Ends the audio: the Results of the segments still open (endpoints in the last frames, then the rest)."""

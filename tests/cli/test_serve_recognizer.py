@@ -52,13 +52,15 @@ def expected_finals(package_dir, audio, windows, early_endpoints=True):  # noqa:
 
 
 @pytest.mark.parametrize("batch,windows,endpoints", [("--batch", "eager", "--early-endpoints"),
-                                                     ("--no-batch", "grid", "--no-early-endpoints")])
+                                                     ("--no-batch", "grid", "--no-early-endpoints"),
+                                                     ("--batch", "tentative", "--early-endpoints")])
 def test_the_server_process_serves_the_recognizers_results_and_stops_on_sigterm(package_dir, batch,  # noqa: F811
                                                                                windows, endpoints):
     audio = (speech_like(2.5, 8000, seed=7) * 32767).astype("<i2")
     expected = expected_finals(package_dir, audio, windows, endpoints == "--early-endpoints")
     # The two placements of the windows differ here (the messages end inside the toy network's groups).
-    assert expected != expected_finals(package_dir, audio, {"eager": "grid", "grid": "eager"}[windows])
+    other = {"eager": "grid", "grid": "eager", "tentative": "eager"}[windows]
+    assert expected != expected_finals(package_dir, audio, other)
     command = [sys.executable, "-m", "asrkit.cli.serve_recognizer", package_dir, "--port", "0",
                "--max-utterance-seconds", "1", "--final-pass", "online", batch, "--windows", windows, endpoints]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=ROOT,

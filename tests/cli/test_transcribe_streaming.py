@@ -77,10 +77,12 @@ def test_windows_picks_where_the_streams_windows_go(package_dir, recording, monk
     assert [json.loads(line) for line in run.stdout.splitlines()] == [{"key": path, **r.to_dict()} for r in grid]
     run = CliRunner().invoke(main, [package_dir, path, *STREAMING, "--no-early-endpoints"])
     assert run.exit_code == 0, run.output
+    run = CliRunner().invoke(main, [package_dir, path, *STREAMING, "--windows", "tentative"])
+    assert run.exit_code == 0, run.output
     assert [(options["windows"], options["early_endpoints"]) for options in made] == \
-        [("grid", True), ("eager", False)]
+        [("grid", True), (None, False), ("tentative", True)]  # None: the stream's default
     run = CliRunner().invoke(main, [package_dir, path, *STREAMING, "--windows", "sliding"])
-    assert run.exit_code == 2 and "'sliding' is not one of 'eager', 'grid'" in run.output
+    assert run.exit_code == 2 and "'sliding' is not one of 'eager', 'grid', 'tentative'" in run.output
 
 
 def test_streaming_refusals(package_dir, recording):  # noqa: F811

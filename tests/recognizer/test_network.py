@@ -115,10 +115,10 @@ def _random_wblstm(rng, feature_dim=160, cells=128, layers=2, num_pdfs=800):
     return load_network(config, weights)
 
 
-@pytest.mark.parametrize("eager", [False, True])
-def test_a_recipe_sized_network_evaluated_together_equals_each_alone(eager):
+@pytest.mark.parametrize("windows", ["grid", "eager", "tentative"])
+def test_a_recipe_sized_network_evaluated_together_equals_each_alone(windows):
     network = _random_wblstm(np.random.default_rng(0))
-    alone, together = _streams_alone_and_together(network, 6, np.random.default_rng(4), eager=eager)
+    alone, together = _streams_alone_and_together(network, 6, np.random.default_rng(4), windows=windows)
     for one, other in zip(alone, together):
         np.testing.assert_array_equal(one, other)
 
@@ -139,7 +139,7 @@ def test_an_eager_windowed_blstm_gives_each_row_once_its_own_position_is_in():
     network = _random_wblstm(np.random.default_rng(1))
     t, g = network.context, network.group
     features = np.random.default_rng(2).standard_normal((23, network.feature_dim)).astype(np.float32)
-    stream = network.stream(eager=True)
+    stream = network.stream("eager")
     rows = []
     for frames_in in range(1, len(features) + 1):
         rows.append(stream.accept(features[frames_in - 1 : frames_in]))
@@ -153,12 +153,44 @@ def test_an_eager_windowed_blstm_gives_each_row_once_its_own_position_is_in():
         np.testing.assert_allclose(rows[frame], _window_row(network, features, frame + t, slot), atol=1e-5)
     # Pieces of whole groups make no tail window: the grid's rows, up to the last group (which the grid pads
     # with zeros and the eager stream reads the repeated last frame into).
-    eager, grid = network.stream(eager=True), network.stream()
+    eager, grid = network.stream("eager"), network.stream()
     pieces = [features[start : start + g] for start in range(0, 20, g)]
     eager_rows = np.concatenate([eager.accept(piece) for piece in pieces])
     grid_rows = np.concatenate([grid.accept(piece) for piece in pieces])
     np.testing.assert_array_equal(eager_rows, grid_rows)
     assert len(eager_rows) == 20 - t
+
+
+def test_tentative_windows_give_the_grids_rows_and_the_eager_rows_of_the_newest_frames_as_tentative():
+    """With "tentative" windows, end() gives the grid's rows bit for bit whatever the pieces, and after each
+    piece tentative() holds each frame the grid has not given yet whose own position + T is in, computed as an
+    eager stream computes it (in the window ending at the newest position); pending_frames() counts the frames given
+    without a final row."""
+    network = _random_wblstm(np.random.default_rng(5))
+    t, g = network.context, network.group
+    rng = np.random.default_rng(6)
+    features = rng.standard_normal((31, network.feature_dim)).astype(np.float32)
+    cuts = np.sort(rng.choice(np.arange(1, len(features)), 9, replace=False))
+    tentative, grid = network.stream("tentative"), network.stream()
+    final_rows, grid_rows, frames_in = [], [], 0
+    for piece in np.split(features, cuts):
+        final_rows.append(tentative.accept(piece))
+        grid_rows.append(grid.accept(piece))
+        frames_in += len(piece)
+        done = sum(len(rows) for rows in final_rows)
+        rows = tentative.tentative()
+        assert done + len(rows) == max(0, frames_in - t)
+        assert tentative.pending_frames() == frames_in - done
+        newest = frames_in - 1
+        for offset, row in enumerate(rows):
+            position = done + offset + t  # stream position of the frame
+            slot = g - 1 - (newest - position)
+            np.testing.assert_allclose(row, _window_row(network, features, position, slot), atol=1e-5)
+    final_rows.append(tentative.finish())
+    grid_rows.append(grid.finish())
+    np.testing.assert_array_equal(np.concatenate(final_rows), np.concatenate(grid_rows))
+    np.testing.assert_array_equal(np.concatenate(grid_rows), network.log_posteriors(features))
+    assert len(tentative.tentative()) == 0 and tentative.pending_frames() == 0
 
 
 def test_one_blas_thread_reaches_the_blas_the_lstm_kernel_calls():

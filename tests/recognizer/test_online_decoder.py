@@ -274,3 +274,43 @@ def test_a_try_at_an_endpoint_that_fires_decodes_up_to_its_frame():
     assert tried.num_frames == 12 and len(tried.loglikes()) == 12
     np.testing.assert_array_equal(tried.finalize().lattice, reference.finalize().lattice)
     assert OnlineDecoder(graph, options).try_endpoint(-costs, length.kernel_rules()) == (0, 0)  # nothing decoded yet
+
+
+def same_path(one, other):
+    return (one.words, one.pdfs.tolist(), one.cost, one.final_relative_cost) == \
+        (other.words, other.pdfs.tolist(), other.cost, other.final_relative_cost)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_partial_after_tentative_rows_is_the_path_with_them_and_leaves_the_decoder_as_it_was(seed):
+    """partial_after(rows) gives the partial path of a decoder that had decoded the rows too (from the very
+    first frame on as well), then the decoder goes on as one that never saw them; a narrower max-active keeps
+    fewer tokens on the tentative frames."""
+    arcs, finals = random_graph(seed, num_states=12, emitting=40, epsilon=10)
+    graph = lattice_faster.DecodingGraph.from_fst(build_fst(0, arcs, finals))
+    costs = costs_for(seed, 40)
+    options = DecoderOptions(acoustic_scale=1.0, beam=4.0, max_active=8, min_active=2, lattice_beam=3.0)
+    reference = OnlineDecoder(graph, options, prune_above_tokens=0)
+    tried = OnlineDecoder(graph, options, prune_above_tokens=0)
+    created = [0, 0]  # tokens created on the tentative frames at max-active 1 and at the decoder's
+    for start in range(0, len(costs), 5):
+        tentative = -costs_for(seed + start + 7, 4)
+        with_them = OnlineDecoder(graph, options, prune_above_tokens=0)
+        with_them.advance(np.concatenate([-costs[:start], tentative]))
+        assert same_path(tried.partial_after(tentative), with_them.partial())
+        assert tried.num_frames == reference.num_frames
+        narrow = OnlineDecoder(graph, options, prune_above_tokens=0)
+        narrow.advance(-costs[:start])
+        narrow.partial()  # started, at frame 0 too
+        before = narrow._decoding._progress[lattice_faster.P_TOKENS_CREATED]
+        narrow.advance(tentative, prune=False, max_active=1)
+        created[0] += narrow._decoding._progress[lattice_faster.P_TOKENS_CREATED] - before
+        created[1] += with_them._decoding._progress[lattice_faster.P_TOKENS_CREATED] - before
+        reference.advance(-costs[start:start + 5])
+        tried.advance(-costs[start:start + 5])
+    assert same_path(tried.partial_after(np.zeros((0, costs.shape[1]), np.float32)), reference.partial())
+    assert created[0] < created[1]
+    ours, theirs = tried._decoding.finish(), reference._decoding.finish()
+    assert (ours.num_states, ours.tokens_created, ours.links_created) == \
+        (theirs.num_states, theirs.tokens_created, theirs.links_created)
+    np.testing.assert_array_equal(ours.lattice, theirs.lattice)

@@ -192,7 +192,7 @@ def test_a_combined_package_gives_asrkit_decodes_combination(combined_package, m
     np.testing.assert_allclose(np.concatenate(rows + [stream.finish()]), online, atol=1e-5)
     assert stream.frames_out == len(expected)
     # Eager windows: the rows depend on where the pieces end; the combination's are its members' own, added.
-    combined, members = model.network.stream(eager=True), [net.stream(eager=True) for net in model.network.networks]
+    combined, members = model.network.stream("eager"), [net.stream("eager") for net in model.network.networks]
     rows, own = [], [[] for _ in members]
     for start in range(0, len(normalized), 5):
         rows.append(combined.accept(normalized[start:start + 5]))

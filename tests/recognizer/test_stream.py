@@ -97,8 +97,35 @@ def test_eager_windows_give_partial_results_that_cover_more_of_the_audio(package
         ahead.append(round((eager.partial().end - grid.partial().end) / recognizer.package.frame_shift_s))
     assert set(ahead) == {0, 1}  # a frame sooner where a piece ended inside a group
     assert eager.frames_in == grid.frames_in + ahead[-1]
-    with pytest.raises(ValueError, match="windows must be one of eager, grid"):
+    with pytest.raises(ValueError, match="windows must be one of eager, grid, tentative"):
         recognizer.stream(windows="sliding")
+
+
+def test_tentative_windows_give_the_grids_finals_and_partials_as_far_as_the_eager_ones(package_dir):
+    """The final results are the grid's (segments included); a partial result covers the audio an eager
+    stream's covers, its words those of the grid's rows and the eager tail's tentative rows decoded."""
+    recognizer = Recognizer(package_dir)
+    audio = np.concatenate([speech_like(1.5, 8000, seed=8), np.zeros(6000, np.float32), speech_like(1.0, 8000, seed=9)])
+    config = EndpointConfig.with_max_length(1.2, recognizer.package.frame_shift_s)
+    for final_pass in ("online", "batch"):
+        tentative, grid = (run_stream(recognizer.stream(endpoint=config, final_pass=final_pass, windows=windows),
+                                      audio, 3)[0] for windows in ("tentative", "grid"))
+        assert len(grid) >= 3 and [r.to_dict() for r in tentative] == [r.to_dict() for r in grid]
+    never = EndpointConfig(rules=())
+    tentative, eager = (recognizer.stream(endpoint=never, windows=windows) for windows in ("tentative", "eager"))
+    covered = []
+    for piece in pieces(audio, 4, largest=700):
+        tentative.accept(piece)
+        eager.accept(piece)
+        partial = tentative.partial()
+        assert partial.end == eager.partial().end
+        rows = np.concatenate([tentative._decoder.loglikes().reshape(-1, recognizer.package.num_pdfs),
+                               tentative.acoustic.tentative()])
+        decoder = tentative._new_decoder()
+        decoder.advance(rows)
+        assert partial.text == " ".join(recognizer.package.words[word] for word in decoder.partial().words)
+        covered.append(round(partial.end / recognizer.package.frame_shift_s) - tentative.frames_in)
+    assert set(covered) == {0, 1}  # a tentative frame where a piece ended inside a group (T = 3, G = 2)
 
 
 def test_early_endpoints_end_the_same_segments_up_to_the_look_ahead_sooner(package_dir):

@@ -1,5 +1,6 @@
 """NumPy forward passes of the registry's networks against TensorFlow's (AcousticModel), batch and streaming."""
 
+import copy
 import json
 import os
 
@@ -191,6 +192,37 @@ def test_tentative_windows_give_the_grids_rows_and_the_eager_rows_of_the_newest_
     np.testing.assert_array_equal(np.concatenate(final_rows), np.concatenate(grid_rows))
     np.testing.assert_array_equal(np.concatenate(grid_rows), network.log_posteriors(features))
     assert len(tentative.tentative()) == 0 and tentative.pending_frames() == 0
+
+
+@pytest.mark.parametrize("windows", ["grid", "eager", "tentative"])
+def test_pending_rows_are_finishs_for_the_frames_without_final_rows_and_leave_the_stream_as_it_was(windows):
+    """pending() gives pending_frames() rows, as finish() would now: the grid's zero-padded last group on the
+    grid, an eager ending (the repeated last frame, no zeros) with a tail window; the stream goes on as if it had
+    not been asked."""
+    network = _random_wblstm(np.random.default_rng(7))
+    features = np.random.default_rng(8).standard_normal((29, network.feature_dim)).astype(np.float32)
+    asked, plain = network.stream(windows), network.stream(windows)
+    rows = {"asked": [], "plain": []}
+    for start in range(0, len(features), 4):
+        piece = features[start : start + 4]
+        rows["asked"].append(asked.accept(piece))
+        rows["plain"].append(plain.accept(piece))
+        pending = asked.pending()
+        assert len(pending) == asked.pending_frames() == start + len(piece) - sum(len(r) for r in rows["asked"])
+        ending = copy.copy(plain)
+        ending.eager = windows != "grid"
+        np.testing.assert_array_equal(pending, ending.finish())
+    rows["asked"].append(asked.finish())
+    rows["plain"].append(plain.finish())
+    np.testing.assert_array_equal(np.concatenate(rows["asked"]), np.concatenate(rows["plain"]))
+    if windows == "tentative":  # the padding differs from the grid's ending where the last group is not full
+        grid_end = network.stream()
+        for start in range(0, 27, 4):
+            grid_end.accept(features[start : start + 4])
+        twin = network.stream("tentative")
+        for start in range(0, 27, 4):
+            twin.accept(features[start : start + 4])
+        assert not np.array_equal(twin.pending(), grid_end.pending())
 
 
 def test_one_blas_thread_reaches_the_blas_the_lstm_kernel_calls():

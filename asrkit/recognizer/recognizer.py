@@ -131,8 +131,8 @@ class Recognizer:
         """A RecognizerStream (asrkit.recognizer.stream): endpoint, an EndpointConfig (None: Kaldi's rules);
         silence_pdfs, the pdfs its rules count as silence (None: the package's); final_pass, how segments'
         final results are made (None: the stream module's default); windows, where a windowed BLSTM's
-        windows go ("eager", "grid" or "tentative"; None: the stream module's default); early_endpoints, whether the rules also look at the frames still
-        waiting for their right context."""
+        windows go ("eager", "grid" or "tentative"; None: the stream module's default); early_endpoints,
+        whether the rules also look at the frames still waiting for their right context."""
         if silence_pdfs is None:
             if getattr(self, "_silence_pdfs", None) is None:
                 self._silence_pdfs = silence_pdfs_of_package(self.package.directory)

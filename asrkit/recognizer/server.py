@@ -75,7 +75,7 @@ class ServerConfig:
     endpoint: object = None  # asrkit.recognizer.endpoint.EndpointConfig; None: Kaldi's rules
     final_pass: str = None  # "online" or "batch" (asrkit.recognizer.stream); None: the stream's default
     batch: bool = True  # evaluate the network of concurrent streams together (NetworkBatcher)
-    windows: str = None  # where a windowed BLSTM's windows go (asrkit.recognizer.network.WINDOWS); None: the stream's default
+    windows: str = None  # where a windowed BLSTM's windows go (asrkit.recognizer.network.WINDOWS); None: default
     early_endpoints: bool = True  # endpoint rules on the frames still pending too (RecognizerStream)
 
 

@@ -68,8 +68,6 @@ STREAM_PRUNE_ABOVE_TOKENS = 1 << 18
 TENTATIVE_MAX_ACTIVE = 200
 
 
-
-
 def decoder_options(package):
     """The package's decoding parameters as DecoderOptions, partial paths kept as Recognizer keeps them."""
     params = package.params
@@ -92,7 +90,7 @@ def default_windows(final_pass):
     """"tentative" where the final results come from the stream's own rows (the "online" final pass): the
     batch network's rows, with an eager window's rows of the newest frames for partial results only; "eager"
     where a batch pass makes them, so that the windows make the partial results alone.  On the voiceover
-    test set (bench/recognizer_server.py) the sMBR + LF-MMI combination loses 0.9-1.5% WER to eager windows'
+    test set (bench/recognizer_server.py) the sMBR + LF-MMI combination loses about 1% WER to eager windows'
     rows and none to tentative ones; partial results cover the same audio either way."""
     return "tentative" if final_pass == "online" else "eager"
 
@@ -113,8 +111,8 @@ class RecognizerStream:
     windowed BLSTM's windows go, "eager" (each frame as soon as its label delay is in), "grid" (the batch
     network's; rows bit for bit the batch ones, up to 4 frames later) or "tentative" (the grid's, and the
     eager rows of the newest frames in partial results), see asrkit.recognizer.network.WINDOWS (None:
-    default_windows); early_endpoints: whether
-    the rules also look at the frames still pending in the network (module docstring)."""
+    default_windows); early_endpoints: whether the rules also look at the frames still pending in the network
+    (module docstring)."""
 
     def __init__(self, recognizer, endpoint=None, silence_pdfs=None, final_pass=None, windows=None,
                  early_endpoints=True):
@@ -187,7 +185,8 @@ class RecognizerStream:
         the frames' rows, when they come, are dropped."""
         shift = self.package.frame_shift_s
         trailing = self._decoder.trailing_frames(self.detector.silence)
-        if trailing < 0 or (trailing + self.acoustic.network.pending_frames()) * shift < self._least_trailing_silence:
+        pending = self.acoustic.network.pending_frames()
+        if trailing < 0 or (trailing + pending) * shift < self._least_trailing_silence:
             return []
         taken, rule = self._decoder.try_endpoint(self.acoustic.pending(), self._endpoint_rules)
         if not rule:

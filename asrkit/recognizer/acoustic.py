@@ -4,8 +4,8 @@
 docstring of asrkit.recognizer.frontend says); `AcousticStream(package)` the streaming one, whose rows,
 concatenated, equal the batch path's for a model trained with the global mean, and those of online CMN
 otherwise; `AcousticStream(package, windows="eager")` gives a windowed BLSTM's rows sooner, computed in
-other windows than the batch path's, and windows="tentative" the batch path's rows with those of the newest
-frames computed so too, as tentative ones (asrkit.recognizer.network.GroupStream).  Rows are log posteriors minus
+other windows than the batch path's, and windows="tentative" the batch path's rows, with eager rows of the
+newest frames as tentative ones (asrkit.recognizer.network.GroupStream).  Rows are log posteriors minus
 prior_scale x log priors, not multiplied by the acoustic scale (asrkit.nn.model_dir's log_likelihoods); a
 package of two combined models gives their combination (asrkit.recognizer.combination).
 Samples are float32 in [-1, 1) or int16 PCM, mono, at the package's sample rate (asrkit.data.audio

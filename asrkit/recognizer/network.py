@@ -35,6 +35,11 @@ ZERO = np.float32(0.0)
 # Where a streaming windowed BLSTM places its windows (GroupStream); the other networks have one way.
 WINDOWS = ("eager", "grid", "tentative")
 
+
+def check_windows(windows):
+    if windows not in WINDOWS:
+        raise ValueError(f"windows must be one of {', '.join(WINDOWS)}, not {windows!r}")
+
 _BLAS = ThreadpoolController()
 
 
@@ -159,6 +164,7 @@ class StackedLstmNetwork(Network):
 
     def stream(self, windows="grid"):
         """A stream of this network; its rows come as soon as their label delay is in, whatever the windows."""
+        check_windows(windows)
         return RecurrentStream(self)
 
     def _evaluate(self, inputs):
@@ -199,6 +205,7 @@ class ContextDnnNetwork(Network):
 
     def stream(self, windows="grid"):
         """A stream of this network; its rows come as soon as their context is in, whatever the windows."""
+        check_windows(windows)
         return ContextStream(self)
 
     def _stacked(self, window):
@@ -425,8 +432,7 @@ class GroupStream(_Stream):
 
     def __init__(self, network, windows="grid"):
         super().__init__(network)
-        if windows not in WINDOWS:
-            raise ValueError(f"windows must be one of {', '.join(WINDOWS)}, not {windows!r}")
+        check_windows(windows)
         self.eager = windows == "eager"
         self.tail = windows != "grid"  # a window ends at the newest position, for eager or tentative rows
         self.history = network.group - 1 if self.tail else 0

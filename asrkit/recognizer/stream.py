@@ -51,7 +51,6 @@ from asrkit.errors import AudioError
 from asrkit.recognizer.acoustic import AcousticStream
 from asrkit.recognizer.endpoint import EndpointConfig, EndpointDetector, silence_pdfs_of_package
 from asrkit.recognizer.frontend import as_float_samples
-from asrkit.recognizer.network import WINDOWS
 from asrkit.recognizer.online_decoder import OnlineDecoder
 from asrkit.recognizer.results import Decoded, Result
 
@@ -134,11 +133,8 @@ class RecognizerStream:
         self.final_pass = final_pass or default_final_pass(recognizer)
         if self.final_pass not in ("online", "batch"):
             raise ValueError(f"final_pass must be 'online' or 'batch', not {self.final_pass!r}")
-        windows = windows or default_windows(self.final_pass)
-        if windows not in WINDOWS:
-            raise ValueError(f"windows must be one of {', '.join(WINDOWS)}, not {windows!r}")
-        self.windows = windows
-        self.acoustic = AcousticStream(package, windows)
+        self.windows = windows or default_windows(self.final_pass)
+        self.acoustic = AcousticStream(package, self.windows)  # the network's stream checks the windows
         self.samples_in = 0
         self.frames_in = 0  # log-likelihood rows decoded, all segments together
         self.segment_start = 0  # the open segment's first frame
@@ -241,7 +237,7 @@ class RecognizerStream:
     def partial(self):
         """The open segment's best path so far as a Result with is_final False (text only); with "tentative"
         windows, over the tentative rows of the newest frames too."""
-        tentative = self.acoustic.tentative()[self._skip_rows :] if self.windows == "tentative" else []
+        tentative = self.acoustic.tentative()[self._skip_rows :]  # none unless the windows are "tentative"
         if self._decoder.num_frames or len(tentative):
             words = self._decoder.partial_after(tentative, TENTATIVE_MAX_ACTIVE).words
         else:

@@ -157,8 +157,8 @@ def stream_options(prefix):
     options = [
         click.option("--windows", type=click.Choice(["eager", "grid", "tentative"]), default=None,
                      help=helped("where a windowed BLSTM's windows go: eager, each frame as soon as its label "
-                                 "delay is in; grid, the batch network's (up to 4 frames later; rows bit for bit "
-                                 "those of batch); tentative, the grid's, with the eager rows of the frames the "
+                                 "delay is in; grid, the batch network's (up to 4 frames later; rows those of "
+                                 "batch); tentative, the grid's, with the eager rows of the frames the "
                                  "grid has not given yet in partial results.  Default: tentative where the "
                                  "final results come from the stream's rows, eager where a batch pass makes "
                                  "them.")),

@@ -5,7 +5,9 @@ docstring of asrkit.recognizer.frontend says); `AcousticStream(package)` the str
 concatenated, equal the batch path's for a model trained with the global mean, and those of online CMN
 otherwise; `AcousticStream(package, windows="eager")` gives a windowed BLSTM's rows sooner, computed in
 other windows than the batch path's, and windows="tentative" the batch path's rows, with eager rows of the
-newest frames as tentative ones (asrkit.recognizer.network.GroupStream).  Rows are log posteriors minus
+newest frames as tentative ones (asrkit.recognizer.network.GroupStream); `AcousticStream(package, windows,
+model.partial_network)` the rows of a combination's first network alone, for partial results and endpoints
+where a batch pass makes the final ones (asrkit.recognizer.combination).  Rows are log posteriors minus
 prior_scale x log priors, not multiplied by the acoustic scale (asrkit.nn.model_dir's log_likelihoods); a
 package of two combined models gives their combination (asrkit.recognizer.combination).
 Samples are float32 in [-1, 1) or int16 PCM, mono, at the package's sample rate (asrkit.data.audio
@@ -42,14 +44,23 @@ class AcousticModel:
                                             [combination["model_scale"], combination["combine_scale"]])
             other = load_network(package.combined["config"], package.combined["weights"])
             self.network = CombinedNetwork([(self.network, weights[0], self.log_priors),
-                                            (other, weights[1], package.scaled_log_priors(combined=True))])
+                                            (other, weights[1], package.scaled_log_priors(combined=True))],
+                                           lead_scale=combination["model_scale"])
             self.log_priors = np.zeros(package.num_pdfs, np.float32)
+        # The network of streams whose rows only make partial results and endpoints: a combination's first
+        # member alone (asrkit.recognizer.combination), any other network itself.
+        self.partial_network = self.network.lead() if package.combined is not None else self.network
         self.ivectors = None
         if package.ivector_dir is not None:
             # deferred: only a package with an i-vector extractor pays for the extractor's import
             from asrkit.ivector.append import OnlineIvectorAppender
 
             self.ivectors = OnlineIvectorAppender.from_dir(package.ivector_dir)
+
+    def stream_network(self, final_pass):
+        """The network a stream evaluates: with the "online" final pass (asrkit.recognizer.stream) the one that
+        makes the final results, with "batch" partial_network."""
+        return self.network if final_pass == "online" else self.partial_network
 
     def log_likelihoods(self, samples):
         frames = features(self.analysis.config, samples, self.analysis)
@@ -73,15 +84,17 @@ def log_likelihoods(package, samples):
 
 
 class AcousticStream:
-    """Log-likelihood rows of audio that arrives in pieces; see the module docstring."""
+    """Log-likelihood rows of audio that arrives in pieces; see the module docstring.  shared_network: the
+    model's network whose stream this is (None: model.network), shared by every stream that evaluates it."""
 
-    def __init__(self, package, windows="grid"):
+    def __init__(self, package, windows="grid", shared_network=None):
         model = acoustic_model(package)
         self.model = model
         self.package = package
         self.features = FeatureStream(model.analysis.config, model.analysis)
         self.cmvn = model.cmvn.stream()
-        self.network = model.network.stream(windows)
+        self.shared_network = shared_network or model.network
+        self.network = self.shared_network.stream(windows)
         self.log_priors = model.log_priors
         self.ivectors = model.ivectors
         self.raw = np.zeros((0, model.analysis.config.feature_dim), np.float32)  # for the i-vectors only
@@ -112,7 +125,7 @@ class AcousticStream:
 
     def accept(self, samples):
         """Feed samples; returns the log-likelihood rows [n, num_pdfs] of the frames now final."""
-        return self.end(self.model.network.evaluate([self.begin(samples)])[0])
+        return self.end(self.shared_network.evaluate([self.begin(samples)])[0])
 
     def tentative(self):
         """The log-likelihood rows, after those end() gave, that the network has computed for now (windows

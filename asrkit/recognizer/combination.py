@@ -11,6 +11,15 @@ its own acoustic scale s_i, the weight w between them, all chosen on dev), at th
 `stream`, and `evaluate` of several streams' inputs at once (each member's windows of every stream in one
 pass, so a server batches a combination as it batches one network).  Its rows have the priors already
 subtracted; the acoustic model that holds it subtracts none.
+
+Rows that only make partial results come from the first member alone, at its own acoustic scale
+(`lead_scale`).  A streaming step multiplies a few rows by all of a layer's weights, so it costs nearly what
+it would for a dozen rows: the windows a stream adds after each piece for partial results cost about as much
+as the grid's windows, and a combination would pay for them once per member.  Two-pass recognisers do the
+same: a cheaper first pass shows the partial results, the second one makes the final ones ("Two-Pass
+End-to-End Speech Recognition", Sainath et al., 2019).  So a combination's tentative rows
+(asrkit.recognizer.network.GroupStream) are the first member's, and `lead()` is the first member alone, for a
+stream whose final results come from a batch pass (asrkit.recognizer.stream).
 """
 
 import copy
@@ -19,9 +28,11 @@ import numpy as np
 
 
 class CombinedNetwork:
-    """members: [(Network, coefficient, scaled log priors [num_pdfs])], all with the same pdfs and features."""
+    """members: [(Network, coefficient, scaled log priors [num_pdfs])], all with the same pdfs and features;
+    lead_scale: the first member's coefficient where its rows stand alone (its own acoustic scale; None: its
+    coefficient in the combination)."""
 
-    def __init__(self, members):
+    def __init__(self, members, lead_scale=None):
         networks = [network for network, _, _ in members]
         shapes = [(network.feature_dim, network.num_pdfs) for network in networks]
         if len(set(shapes)) > 1:
@@ -32,6 +43,7 @@ class CombinedNetwork:
         self.feature_dim = networks[0].feature_dim
         self.num_pdfs = networks[0].num_pdfs
         self.label_delay = max(network.label_delay for network in networks)
+        self.lead_scale = self.coefficients[0] if lead_scale is None else float(lead_scale)
 
     def combine(self, rows):
         """The members' log-posterior rows (equally many) -> the combination's, priors subtracted."""
@@ -40,11 +52,22 @@ class CombinedNetwork:
             total += coefficient * (part - log_priors)
         return total.astype(np.float32)
 
+    def lead_rows(self, rows):
+        """The first member's log-posterior rows alone -> rows on the combination's scale, priors subtracted."""
+        return (self.lead_scale * (rows - self.log_priors[0])).astype(np.float32)
+
+    def lead(self):
+        """The first member alone (rows `lead_rows`), as a CombinedNetwork of one."""
+        return CombinedNetwork([(self.networks[0], self.lead_scale, self.log_priors[0])])
+
     def log_posteriors(self, features):
         return self.combine([network.log_posteriors(features) for network in self.networks])
 
     def stream(self, windows="grid"):
-        return CombinedStream(self, [network.stream(windows) for network in self.networks])
+        """The members' streams; with "tentative" windows only the first member computes tentative rows (the
+        others keep what ends their pending() rows as eager ones do: asrkit.recognizer.network.GroupStream)."""
+        return CombinedStream(self, [network.stream(windows, tentative_rows=index == 0)
+                                     for index, network in enumerate(self.networks)])
 
     def evaluate(self, inputs):
         """Network.evaluate over streams' CombinedStream.begin inputs (tuples, one per member, or None)."""
@@ -95,11 +118,11 @@ class CombinedStream:
         return max(member.pending_frames() for member in self.members)
 
     def tentative(self):
-        """The combination of the members' tentative rows (asrkit.recognizer.network._Stream.tentative), after the
-        rows some members have given and others not yet."""
-        rows = [np.concatenate([waiting, member.tentative()]) for waiting, member in zip(self.waiting, self.members)]
-        ready = min(len(part) for part in rows)
-        return self.network.combine([part[:ready] for part in rows])
+        """The first member's rows after the combined ones, on the combination's scale (CombinedNetwork.lead_rows):
+        those it has given and others not yet, then its tentative rows (asrkit.recognizer.network._Stream
+        .tentative)."""
+        lead = self.members[0]
+        return self.network.lead_rows(np.concatenate([self.waiting[0], lead.tentative()]))
 
     def _combined(self, new_rows):
         self.waiting = [np.concatenate([old, new]) for old, new in zip(self.waiting, new_rows)]

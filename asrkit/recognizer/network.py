@@ -20,7 +20,8 @@ step cost more than their arithmetic.
 - Several streams of one network in one pass (a server's concurrent streams): `accept` is
   `stream.end(network.evaluate([stream.begin(features)])[0])`, and `network.evaluate` takes the `begin`
   inputs of any number of streams at once: their windows (or steps) side by side in the same GEMMs.
-  A stream's rows are the same bit for bit whether it is evaluated alone or beside others (`product`).
+  A stream's rows are the same, to float32 rounding, whether it is evaluated alone or beside others
+  (`product`).
 """
 
 import copy
@@ -52,10 +53,13 @@ def one_blas_thread():
 
 
 def product(inputs, kernel):
-    """inputs [..., K] @ kernel [K, N] as one 2-D GEMM whose rows do not depend on how many rows there are.
-    NumPy hands a single row to BLAS's gemv, whose sums round differently from gemm's (OpenBLAS: up to
-    1e-5 on a row of 128 x 512), so a lone row is multiplied beside a copy of itself.  This is what makes
-    a stream's rows the same alone and evaluated with others (Network.evaluate)."""
+    """inputs [..., K] @ kernel [K, N] as one 2-D GEMM, a lone row beside a copy of itself.  NumPy hands a
+    single row to BLAS's gemv, whose sums round differently from gemm's (OpenBLAS: up to 1e-5 on a row of
+    128 x 512).  gemm's own rounding of a row may still depend on how many rows there are: on some CPUs it
+    does not, and a stream's rows are bit for bit the same alone and evaluated with others
+    (Network.evaluate); with the kernels OpenBLAS 0.3.30 picks for AMD's Zen 5 (Haswell's), a row's sums
+    round by the block of rows (12, 8, 4, ...) it falls in, a few 1e-7 relative.  Padding every call to a
+    whole block would make them agree there too, for up to 6x the arithmetic of a streaming step."""
     flat = inputs.reshape(-1, inputs.shape[-1])
     if len(flat) == 1:
         flat = np.concatenate([flat, flat])
@@ -162,8 +166,9 @@ class StackedLstmNetwork(Network):
         self.layers = [Lstm(weights, f"lstm{index + 1}", clip) for index in range(int(self.params["num_layers"]))]
         self.softmax = Dense(weights, "softmax")
 
-    def stream(self, windows="grid"):
-        """A stream of this network; its rows come as soon as their label delay is in, whatever the windows."""
+    def stream(self, windows="grid", tentative_rows=True):
+        """A stream of this network; its rows come as soon as their label delay is in, whatever the windows
+        (so it has no tentative rows)."""
         check_windows(windows)
         return RecurrentStream(self)
 
@@ -203,8 +208,9 @@ class ContextDnnNetwork(Network):
         self.context_frames = self.hidden[0].kernel.shape[0] // self.feature_dim if self.hidden else \
             self.softmax.kernel.shape[0] // self.feature_dim
 
-    def stream(self, windows="grid"):
-        """A stream of this network; its rows come as soon as their context is in, whatever the windows."""
+    def stream(self, windows="grid", tentative_rows=True):
+        """A stream of this network; its rows come as soon as their context is in, whatever the windows (so it
+        has no tentative rows)."""
         check_windows(windows)
         return ContextStream(self)
 
@@ -235,10 +241,10 @@ class WindowedBlstmNetwork(Network):
         self.softmax = Dense(weights, "softmax")
         self.mixture = weights.get("mixture")
 
-    def stream(self, windows="grid"):
+    def stream(self, windows="grid", tentative_rows=True):
         """A stream of this network with its windows on the batch network's grid, "eager" or "tentative"
-        (GroupStream)."""
-        return GroupStream(self, windows)
+        (GroupStream; tentative_rows False: tentative windows' history and pending() without their rows)."""
+        return GroupStream(self, windows, tentative_rows)
 
     def project_input(self, features):
         """[L, D] -> [L, 8H]: the first layer's input projections, both directions; a stream computes each
@@ -419,7 +425,7 @@ class GroupStream(_Stream):
 
     Row s (frame s - T) is computed in a window of 2T + G positions at one of its G slots g, and reads the
     positions up to s + G-1-g.  On the grid (the default), the windows are the batch network's, G apart, so a
-    row waits for its group's last position and the rows are bit for bit the batch ones.  `eager` computes
+    row waits for its group's last position and the rows are the batch ones (to float32 rounding, `product`).  `eager` computes
     every row as soon as its position arrives: the grid's full groups, then one more window ending at the
     newest position for the rows left (slots G-r .. G-1), so each row reads only up to its own position (the T
     frames of right context of the label delay).  That is up to G-1 frames sooner (0.12 s for the recipes'
@@ -427,14 +433,18 @@ class GroupStream(_Stream):
     rows differ from the batch ones only as another slot's context does.  The next full group starts after the
     tail, so G-1 positions before its window start are kept for the next tail window.  "tentative" computes
     the same tail window but keeps the grid: the tail's rows are tentative() ones, for a partial result, and
-    the rows end() gives are the grid's, bit for bit the batch ones.  The sMBR + LF-MMI combination of the
-    voiceover recipe loses about 1% WER to the eager windows' tail slots, and none with these."""
+    the rows end() gives are the grid's, the batch ones.  The sMBR + LF-MMI combination of the
+    voiceover recipe loses about 1% WER to the eager windows' tail slots, and none with these.  With
+    tentative_rows False a tentative stream computes no tail window, the grid's windows alone, but keeps the
+    history, so that pending() still ends as an eager stream (a combination's members after the first:
+    asrkit.recognizer.combination)."""
 
-    def __init__(self, network, windows="grid"):
+    def __init__(self, network, windows="grid", tentative_rows=True):
         super().__init__(network)
         check_windows(windows)
         self.eager = windows == "eager"
-        self.tail = windows != "grid"  # a window ends at the newest position, for eager or tentative rows
+        self.tail = windows != "grid"  # G-1 positions kept for a window ending at the newest position
+        self.tail_windows = self.eager or (self.tail and tentative_rows)  # such a window at every call
         self.history = network.group - 1 if self.tail else 0
         self._final_rows = 0  # how many of the rows of the windows begin() asked for are final
         self.zero_position = network.project_input(np.zeros((1, network.feature_dim), np.float32))
@@ -450,7 +460,7 @@ class GroupStream(_Stream):
         rows), those an eager stream would give: the grid's finish() pads its last group with zeros, rows
         unlike those that will come if the audio goes on (an endpoint's trailing silence, for early endpoints)."""
         twin = copy.copy(self)
-        twin.eager = self.tail
+        twin.eager = twin.tail_windows = self.tail
         return twin.finish()
 
     def _windows(self, positions):
@@ -462,7 +472,7 @@ class GroupStream(_Stream):
         starts, first = list(h + g * np.arange(count)), [0] * count
         tail = computable - count * g
         self._final_rows = count * g + (tail if self.eager else 0)
-        if self.tail and tail:
+        if self.tail_windows and tail:
             starts.append(len(positions) - n.window_length)
             first.append(g - tail)
         return positions, np.array(starts, dtype=np.int64), first

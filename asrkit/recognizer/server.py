@@ -26,7 +26,8 @@ NumPy's products release the GIL), never on the event loop.  With batching (the 
 audio goes through the front end and the acoustic network together with the audio of every other
 stream that arrived meanwhile (NetworkBatcher: one network evaluation at a time, the streams' windows
 side by side in its GEMMs, whose per-call cost then serves many), and then through its own stream's
-decoder; a stream's results are the same as without batching, bit for bit (asrkit.recognizer.network).
+decoder; a stream's results are the same as without batching, its network's rows to float32 rounding
+(asrkit.recognizer.network.product).
 Each connection has at most one piece of audio being recognised, and the WebSocket layer buffers at
 most --max-queue incoming messages per connection before it stops reading from the socket (TCP
 backpressure slows a client that sends faster than recognition), so memory is bounded by the connection limit.  A client that does not read its
@@ -53,6 +54,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
 from asrkit.errors import AsrkitError
+from asrkit.recognizer.stream import default_final_pass
 
 logger = logging.getLogger(__name__)
 
@@ -275,7 +277,8 @@ class RecognitionServer:
         self.config = config
         workers = config.workers or os.cpu_count() or 1
         self.pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="recognize")
-        self.batcher = NetworkBatcher(recognizer.acoustic.network, self.pool) if config.batch else None
+        network = recognizer.acoustic.stream_network(config.final_pass or default_final_pass(recognizer))
+        self.batcher = NetworkBatcher(network, self.pool) if config.batch else None
         # Read now, not by the first final result, which would wait for it (a 60,000-word lexicon: 0.3 s).
         recognizer.aligner  # noqa: B018 - the property reads the package's align/
         self.active = 0

@@ -36,7 +36,9 @@ alignment), with times counted from the start of the stream, from one of two fin
   utterances: 63.9% WER with online CMN against 52.8% with the utterance's mean;
   bench/recognizer_server.py), so the partial results come from online CMN and the final ones from
   the segment's own mean.  For other models the two passes' front ends agree and "online" is the
-  default.
+  default.  Since the stream's rows only make partial results and endpoints here, a package of combined
+  networks streams its first network alone (AcousticModel.partial_network, asrkit.recognizer.combination);
+  the batch pass combines them all.
 
 Partial results are cheap (the decoder's back-pointers, no lattice): Result with the text, no words
 (words get times and confidences only in final results), start at the segment's start, end at the
@@ -108,7 +110,7 @@ class RecognizerStream:
     "online" (a segment's final result from the incremental decoder's lattice) or "batch" (from the
     segment's samples, as Recognizer.transcribe would give it; None: default_final_pass); windows: where a
     windowed BLSTM's windows go, "eager" (each frame as soon as its label delay is in), "grid" (the batch
-    network's; rows bit for bit the batch ones, up to 4 frames later) or "tentative" (the grid's, and the
+    network's; rows the batch ones, up to 4 frames later) or "tentative" (the grid's, and the
     eager rows of the newest frames in partial results), see asrkit.recognizer.network.WINDOWS (None:
     default_windows); early_endpoints: whether the rules also look at the frames still pending in the network
     (module docstring)."""
@@ -134,7 +136,8 @@ class RecognizerStream:
         if self.final_pass not in ("online", "batch"):
             raise ValueError(f"final_pass must be 'online' or 'batch', not {self.final_pass!r}")
         self.windows = windows or default_windows(self.final_pass)
-        self.acoustic = AcousticStream(package, self.windows)  # the network's stream checks the windows
+        network = recognizer.acoustic.stream_network(self.final_pass)
+        self.acoustic = AcousticStream(package, self.windows, network)  # the network's stream checks the windows
         self.samples_in = 0
         self.frames_in = 0  # log-likelihood rows decoded, all segments together
         self.segment_start = 0  # the open segment's first frame
@@ -149,8 +152,9 @@ class RecognizerStream:
 
     @property
     def network(self):
-        """The acoustic network, shared by every stream of the recognizer (accept_together evaluates it for many)."""
-        return self.acoustic.model.network
+        """The acoustic network this stream evaluates, shared by every stream of the recognizer with the same
+        final pass (accept_together evaluates it for many)."""
+        return self.acoustic.shared_network
 
     def accept(self, samples):
         """Feeds samples; returns the final Results of the segments that endpoints ended inside them."""

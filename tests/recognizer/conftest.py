@@ -68,6 +68,12 @@ def make_model_dir(root, task, config, overrides, mean_norm="utterance", seed=0,
                            context_files=context)
 
 
+def assert_same_rows(actual, desired):
+    """Network rows computed in different GEMM calls (other rows beside them): the same to float32 rounding,
+    which BLAS may do by the number of rows (asrkit.recognizer.network.product)."""
+    np.testing.assert_allclose(actual, desired, rtol=1e-5, atol=1e-5)
+
+
 NETWORKS = {
     "lstm": ("lstm", {"num_layers": 2, "num_cells": 12, "projection_dim": 7, "label_delay": 3}),
     "dnn": ("dnn", {"context_frames": 4, "num_layers": 2, "num_units": 16, "label_delay": 2}),

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from asrkit.recognizer.network import load_network
-from tests.recognizer.conftest import NETWORKS
+from tests.recognizer.conftest import NETWORKS, assert_same_rows
 
 
 def _numpy_network(model):
@@ -94,7 +94,7 @@ def test_streams_evaluated_together_equal_each_alone_bit_for_bit(model_dirs, nam
     network = _numpy_network(load_acoustic_model(model_dirs[name]))
     alone, together = _streams_alone_and_together(network, 5, np.random.default_rng(3))
     for one, other in zip(alone, together):
-        np.testing.assert_array_equal(one, other)
+        assert_same_rows(one, other)
     assert sum(len(rows) for rows in alone) > 0
 
 
@@ -121,7 +121,7 @@ def test_a_recipe_sized_network_evaluated_together_equals_each_alone(windows):
     network = _random_wblstm(np.random.default_rng(0))
     alone, together = _streams_alone_and_together(network, 6, np.random.default_rng(4), windows=windows)
     for one, other in zip(alone, together):
-        np.testing.assert_array_equal(one, other)
+        assert_same_rows(one, other)
 
 
 def _window_row(network, features, row, slot):
@@ -158,12 +158,12 @@ def test_an_eager_windowed_blstm_gives_each_row_once_its_own_position_is_in():
     pieces = [features[start : start + g] for start in range(0, 20, g)]
     eager_rows = np.concatenate([eager.accept(piece) for piece in pieces])
     grid_rows = np.concatenate([grid.accept(piece) for piece in pieces])
-    np.testing.assert_array_equal(eager_rows, grid_rows)
+    assert_same_rows(eager_rows, grid_rows)
     assert len(eager_rows) == 20 - t
 
 
 def test_tentative_windows_give_the_grids_rows_and_the_eager_rows_of_the_newest_frames_as_tentative():
-    """With "tentative" windows, end() gives the grid's rows bit for bit whatever the pieces, and after each
+    """With "tentative" windows, end() gives the grid's rows whatever the pieces, and after each
     piece tentative() holds each frame the grid has not given yet whose own position + T is in, computed as an
     eager stream computes it (in the window ending at the newest position); pending_frames() counts the frames given
     without a final row."""
@@ -189,9 +189,30 @@ def test_tentative_windows_give_the_grids_rows_and_the_eager_rows_of_the_newest_
             np.testing.assert_allclose(row, _window_row(network, features, position, slot), atol=1e-5)
     final_rows.append(tentative.finish())
     grid_rows.append(grid.finish())
-    np.testing.assert_array_equal(np.concatenate(final_rows), np.concatenate(grid_rows))
-    np.testing.assert_array_equal(np.concatenate(grid_rows), network.log_posteriors(features))
+    assert_same_rows(np.concatenate(final_rows), np.concatenate(grid_rows))
+    assert_same_rows(np.concatenate(grid_rows), network.log_posteriors(features))
     assert len(tentative.tentative()) == 0 and tentative.pending_frames() == 0
+
+
+def test_a_tentative_stream_without_tentative_rows_evaluates_the_grids_windows_and_ends_as_an_eager_one():
+    """tentative_rows False (a combination's members after the first): the grid's windows alone, so the grid's
+    rows and no tentative ones, while pending() still gives the eager ending of a tentative stream."""
+    network = _random_wblstm(np.random.default_rng(9))
+    rng = np.random.default_rng(10)
+    features = rng.standard_normal((33, network.feature_dim)).astype(np.float32)
+    bare, full, grid = network.stream("tentative", tentative_rows=False), network.stream("tentative"), network.stream()
+    tails = 0
+    for piece in np.split(features, np.sort(rng.choice(np.arange(1, len(features)), 10, replace=False))):
+        inputs = [stream.begin(piece) for stream in (bare, full, grid)]
+        assert len(inputs[0][1]) == len(inputs[2][1])  # window starts: the grid's
+        tails += len(inputs[1][1]) - len(inputs[0][1])
+        rows = [stream.end(output) for stream, output in zip((bare, full, grid), network.evaluate(inputs))]
+        assert_same_rows(rows[0], rows[2])
+        assert_same_rows(rows[0], rows[1])
+        assert len(bare.tentative()) == 0
+        np.testing.assert_array_equal(bare.pending(), full.pending())
+    assert tails > 0
+    assert_same_rows(bare.finish(), grid.finish())
 
 
 @pytest.mark.parametrize("windows", ["grid", "eager", "tentative"])

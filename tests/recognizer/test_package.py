@@ -13,6 +13,7 @@ from asrkit.errors import AsrkitError
 from asrkit.recognizer.acoustic import AcousticStream, log_likelihoods
 from asrkit.recognizer.package import decode_params_from_dir, load_package, write_package
 from tests.conftest import speech_like
+from tests.recognizer.conftest import assert_same_rows
 
 
 def test_package_layout_and_contents(package_dir, toy_task):
@@ -204,6 +205,31 @@ def test_a_combined_package_gives_asrkit_decodes_combination(combined_package, m
     np.testing.assert_allclose(np.concatenate(rows), model.network.combine([np.concatenate(piece) for piece in own]),
                                atol=1e-6)
     assert len(np.concatenate(rows)) == len(online)
+
+
+def test_a_combinations_rows_for_partial_results_are_its_first_networks_at_its_own_scale(combined_package):
+    """Tentative rows (after each piece): the first network's rows beyond the combined ones, its given rows and its
+    tentative ones, at the first model's own acoustic scale (model_scale), priors subtracted; the final rows stay
+    the combination's.  partial_network, for streams with a batch final pass: the first network alone, so scaled."""
+    from asrkit.recognizer.acoustic import AcousticModel
+
+    package = load_package(combined_package)
+    model = AcousticModel(package)
+    first, prior = model.network.networks[0], model.network.log_priors[0]
+    assert model.stream_network("online") is model.network and model.stream_network("batch") is model.partial_network
+    normalized = np.random.default_rng(11).standard_normal((47, model.network.feature_dim)).astype(np.float32)
+    combined, grid, own = model.network.stream("tentative"), model.network.stream(), first.stream("tentative")
+    combined_rows, own_rows = [], []
+    for start in range(0, len(normalized), 6):
+        piece = normalized[start : start + 6]
+        combined_rows.append(combined.accept(piece))
+        assert_same_rows(combined_rows[-1], grid.accept(piece))
+        own_rows.append(own.accept(piece))
+        beyond = np.concatenate(own_rows + [own.tentative()])[sum(len(rows) for rows in combined_rows) :]
+        np.testing.assert_allclose(combined.tentative(), COMBINATION["model_scale"] * (beyond - prior), atol=1e-6)
+    assert_same_rows(np.concatenate(combined_rows + [combined.finish()]), model.network.log_posteriors(normalized))
+    np.testing.assert_allclose(model.partial_network.log_posteriors(normalized),
+                               COMBINATION["model_scale"] * (first.log_posteriors(normalized) - prior), atol=1e-6)
 
 
 def test_a_combination_is_refused_where_the_models_cannot_be_added(model_dirs, toy_task, tmp_path, ivector_model_dir):

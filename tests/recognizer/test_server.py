@@ -19,6 +19,7 @@ from asrkit.recognizer.server import (CLOSE_INTERNAL, CLOSE_NORMAL, CLOSE_POLICY
                                       CLOSE_UNSUPPORTED, NetworkBatcher, RecognitionServer, ServerConfig,
                                       final_message, trim_freed_memory)
 from tests.conftest import speech_like
+from tests.recognizer.conftest import assert_same_rows
 
 
 @pytest.fixture(scope="module")
@@ -264,7 +265,7 @@ def test_the_batcher_evaluates_the_waiting_streams_together_and_fails_a_broken_o
 
     together, error, batcher = asyncio.run(main())
     for one, other in zip(alone, together):
-        np.testing.assert_array_equal(one, other)
+        assert_same_rows(one, other)
     assert isinstance(error, ValueError) and "no front end" in str(error)
     assert (batcher.calls, batcher.inputs, batcher.mean_streams) == (1, 4, 4.0)
 

@@ -29,7 +29,7 @@ import copy
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from asrkit.recognizer.lstm_kernel import run_lstm
+from asrkit.recognizer.lstm_kernel import ROWS_APART, run_lstm
 
 ZERO = np.float32(0.0)
 
@@ -53,18 +53,18 @@ def one_blas_thread():
 
 
 def product(inputs, kernel):
-    """inputs [..., K] @ kernel [K, N] as one 2-D GEMM, a lone row beside a copy of itself.  NumPy hands a
-    single row to BLAS's gemv, whose sums round differently from gemm's (OpenBLAS: up to 1e-5 on a row of
-    128 x 512).  gemm's own rounding of a row may still depend on how many rows there are: on some CPUs it
-    does not, and a stream's rows are bit for bit the same alone and evaluated with others
-    (Network.evaluate); with the kernels OpenBLAS 0.3.30 picks for AMD's Zen 5 (Haswell's), a row's sums
-    round by the block of rows (12, 8, 4, ...) it falls in, a few 1e-7 relative.  Padding every call to a
-    whole block would make them agree there too, for up to 6x the arithmetic of a streaming step."""
+    """inputs [..., K] @ kernel [K, N]: up to ROWS_APART rows one by one (BLAS's gemv), more as one gemm, as
+    the LSTM kernel multiplies (asrkit.recognizer.lstm_kernel says why).  A row's sums round differently in
+    gemv and gemm (OpenBLAS: up to 1e-5 on a row of 128 x 512), and gemm's rounding of a row may depend on
+    how many rows there are: not with OpenBLAS's AVX-512 kernels, but with its AVX2 ones (Haswell's) a row
+    rounds by the block of rows (12, 8, 4, ...) it falls in, a few 1e-7 relative.  So a stream's rows
+    evaluated with other streams' (Network.evaluate) are its rows alone to float32 rounding."""
     flat = inputs.reshape(-1, inputs.shape[-1])
-    if len(flat) == 1:
-        flat = np.concatenate([flat, flat])
-        return (flat @ kernel)[:1].reshape(inputs.shape[:-1] + (kernel.shape[1],))
-    return (flat @ kernel).reshape(inputs.shape[:-1] + (kernel.shape[1],))
+    if len(flat) <= ROWS_APART:
+        rows = np.stack([row @ kernel for row in flat]) if len(flat) else np.zeros((0, kernel.shape[1]), np.float32)
+    else:
+        rows = flat @ kernel
+    return rows.reshape(inputs.shape[:-1] + (kernel.shape[1],))
 
 
 def log_softmax(logits):

@@ -100,7 +100,8 @@ def run(args):
     audio = frames * FRAME_SECONDS
     per_piece = args.piece_seconds / FRAME_SECONDS
     piece_frames = [int(round(per_piece * (k + 1))) - int(round(per_piece * k)) for k in range(3)]
-    kernels = sorted({info.get("architecture", "?") for info in threadpool_info() if info["internal_api"] == "openblas"})
+    kernels = sorted({info.get("architecture", "?") for info in threadpool_info()
+                      if info["internal_api"] == "openblas"})
     results = {"kernels": kernels, "windows": {}}
     spent = collections.Counter()
     timed_parts(spent)

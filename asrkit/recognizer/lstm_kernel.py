@@ -19,15 +19,15 @@ recipe's shapes streamed (eager windows, 0.1-s pieces) at 0.0211 CPU-s per audio
 row by row; with its AVX-512 kernels (SkylakeX's) 0.0053 and 0.0050.  Above 3 rows the AVX-512 gemm wins.
 """
 
-# The most rows a product makes row by row (module docstring); asrkit.recognizer.network.product follows it too.
-ROWS_APART = 3
-
 import numba
 import numpy as np
 # numba's np.dot calls scipy's BLAS (its own OpenBLAS, not NumPy's), which it would load at the first call;
 # loaded here, before asrkit.recognizer.network makes its thread controller, so that the one-BLAS-thread
 # limits (one_blas_thread, a server's threadpool_limits) reach it too.
 import scipy.linalg.cython_blas  # noqa: F401
+
+# The most rows a product makes row by row (module docstring); asrkit.recognizer.network.product follows it too.
+ROWS_APART = 3
 
 # tanh(x) ~ x P(x^2) / Q(x^2) on [-CLAMP, CLAMP], +-1 beyond (to float precision); Eigen's coefficients.
 CLAMP = np.float32(7.90531110763549805)

@@ -425,10 +425,10 @@ class GroupStream(_Stream):
 
     Row s (frame s - T) is computed in a window of 2T + G positions at one of its G slots g, and reads the
     positions up to s + G-1-g.  On the grid (the default), the windows are the batch network's, G apart, so a
-    row waits for its group's last position and the rows are the batch ones (to float32 rounding, `product`).  `eager` computes
-    every row as soon as its position arrives: the grid's full groups, then one more window ending at the
-    newest position for the rows left (slots G-r .. G-1), so each row reads only up to its own position (the T
-    frames of right context of the label delay).  That is up to G-1 frames sooner (0.12 s for the recipes'
+    row waits for its group's last position and the rows are the batch ones (to float32 rounding: `product`).
+    `eager` computes every row as soon as its position arrives: the grid's full groups, then one more window
+    ending at the newest position for the rows left (slots G-r .. G-1), so each row reads only up to its own
+    position (the T frames of right context of the label delay).  That is up to G-1 frames sooner (0.12 s for the recipes'
     model), for one more window per call; the windowed BLSTM is trained at every slot (its jitter), so the
     rows differ from the batch ones only as another slot's context does.  The next full group starts after the
     tail, so G-1 positions before its window start are kept for the next tail window.  "tentative" computes

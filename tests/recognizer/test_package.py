@@ -232,6 +232,33 @@ def test_a_combinations_rows_for_partial_results_are_its_first_networks_at_its_o
                                COMBINATION["model_scale"] * (first.log_posteriors(normalized) - prior), atol=1e-6)
 
 
+def test_a_combinations_stream_with_a_batch_final_pass_evaluates_its_first_network_and_ends_as_transcribe(
+        combined_package):
+    """The batch final pass makes every final result from the whole combination, so the stream, and a server's
+    batcher, evaluate the first network alone (AcousticModel.partial_network)."""
+    from asrkit.recognizer.endpoint import EndpointConfig
+    from asrkit.recognizer.recognizer import Recognizer
+    from asrkit.recognizer.server import RecognitionServer, ServerConfig
+
+    recognizer = Recognizer(combined_package)
+    audio = speech_like(2.5, 8000, seed=5)
+    stream = recognizer.stream(endpoint=EndpointConfig(rules=()))
+    assert stream.final_pass == "batch" and stream.network is recognizer.acoustic.partial_network
+    results, texts = [], []
+    for start in range(0, len(audio), 800):
+        results += stream.accept(audio[start : start + 800])
+        texts.append(stream.partial().text)
+    results += stream.finish()
+    assert [result.to_dict() for result in results] == [recognizer.transcribe(audio).to_dict()]
+    assert any(texts)
+    online = recognizer.stream(final_pass="online")
+    assert online.network is recognizer.acoustic.network
+    for final_pass, network in (("batch", recognizer.acoustic.partial_network), ("online", recognizer.acoustic.network)):
+        server = RecognitionServer(recognizer, ServerConfig(port=0, final_pass=final_pass))
+        assert server.batcher.network is network
+        server.pool.shutdown()
+
+
 def test_a_combination_is_refused_where_the_models_cannot_be_added(model_dirs, toy_task, tmp_path, ivector_model_dir):
     graph = toy_task["graph"]
     with pytest.raises(AsrkitError, match="exactly weight"):

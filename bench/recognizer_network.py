@@ -25,26 +25,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 
+from tests.recognizer.conftest import random_wblstm  # noqa: E402 - the tests' recipe-shaped network
+
 FRAME_SECONDS = 0.03
-
-
-def random_wblstm(cells, pdfs, feature_dim=160, layers=2, seed=0):
-    from asrkit.recognizer.network import load_network
-
-    rng = np.random.default_rng(seed)
-    weights = {}
-    for layer in range(1, layers + 1):
-        inputs = feature_dim if layer == 1 else 2 * cells
-        for direction in ("forward", "backward"):
-            prefix = f"blstm{layer}/{direction}"
-            weights[f"{prefix}/kernel"] = rng.normal(0, 0.1, (inputs, 4 * cells))
-            weights[f"{prefix}/recurrent_kernel"] = rng.normal(0, 0.1, (cells, 4 * cells))
-            weights[f"{prefix}/bias"] = rng.normal(0, 0.1, 4 * cells)
-    weights["softmax/kernel"] = rng.normal(0, 0.1, (2 * cells, pdfs))
-    weights["softmax/bias"] = rng.normal(0, 0.1, pdfs)
-    config = {"model": {"name": "wblstm", "params": {"context": 6, "group": 5, "num_layers": layers}},
-              "feature_dim": feature_dim, "num_pdfs": pdfs, "label_delay": 6}
-    return load_network(config, weights)
 
 
 def package_network(path):
@@ -94,7 +77,8 @@ def stream_cpu(network, features, piece_frames, windows):
 def run(args):
     from threadpoolctl import threadpool_info
 
-    network = package_network(args.package) if args.package else random_wblstm(args.cells, args.pdfs)
+    network = package_network(args.package) if args.package else \
+        random_wblstm(np.random.default_rng(0), cells=args.cells, num_pdfs=args.pdfs)
     frames = int(args.seconds / FRAME_SECONDS)
     features = np.random.default_rng(1).standard_normal((frames, network.feature_dim)).astype(np.float32)
     audio = frames * FRAME_SECONDS

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from asrkit.decode.synthetic import build_toy_task
+from asrkit.recognizer.network import load_network
 
 # A small front end at 8 kHz: 16 mel bands, 2 frames stacked, every third kept (32-dim frames every 30 ms).
 FEATURE_CONFIG = {"sample_rate": 8000, "fft_length": 256, "num_mel_bins": 16, "high_freq": 3800.0,
@@ -66,6 +67,24 @@ def make_model_dir(root, task, config, overrides, mean_norm="utterance", seed=0,
     return write_model_dir(os.path.join(root, "final"), net, model_config(config, overrides), counts,
                            os.path.join(root, "featurize.json"), os.path.join(root, "cmvn.h5"),
                            context_files=context)
+
+
+def random_wblstm(rng, feature_dim=160, cells=128, layers=2, num_pdfs=800):
+    """A windowed BLSTM of the voiceover recipe's shapes with random weights (the BLAS kernels that run depend
+    on the shapes; the toy models' are tiny); bench/recognizer_network.py streams it too."""
+    weights = {}
+    for layer in range(1, layers + 1):
+        inputs = feature_dim if layer == 1 else 2 * cells
+        for direction in ("forward", "backward"):
+            prefix = f"blstm{layer}/{direction}"
+            weights[f"{prefix}/kernel"] = rng.normal(0, 0.1, (inputs, 4 * cells))
+            weights[f"{prefix}/recurrent_kernel"] = rng.normal(0, 0.1, (cells, 4 * cells))
+            weights[f"{prefix}/bias"] = rng.normal(0, 0.1, 4 * cells)
+    weights["softmax/kernel"] = rng.normal(0, 0.1, (2 * cells, num_pdfs))
+    weights["softmax/bias"] = rng.normal(0, 0.1, num_pdfs)
+    config = {"model": {"name": "wblstm", "params": {"context": 6, "group": 5, "num_layers": layers}},
+              "feature_dim": feature_dim, "num_pdfs": num_pdfs, "label_delay": 6}
+    return load_network(config, weights)
 
 
 def assert_same_rows(actual, desired):

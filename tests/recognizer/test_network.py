@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from asrkit.recognizer.network import load_network
-from tests.recognizer.conftest import NETWORKS, assert_same_rows
+from tests.recognizer.conftest import NETWORKS, assert_same_rows, random_wblstm
 
 
 def _numpy_network(model):
@@ -98,27 +98,9 @@ def test_streams_evaluated_together_equal_each_alone_bit_for_bit(model_dirs, nam
     assert sum(len(rows) for rows in alone) > 0
 
 
-def _random_wblstm(rng, feature_dim=160, cells=128, layers=2, num_pdfs=800):
-    """A windowed BLSTM of the voiceover recipe's shapes with random weights (the BLAS kernels that run depend
-    on the shapes; the toy models' are tiny)."""
-    weights = {}
-    for layer in range(1, layers + 1):
-        inputs = feature_dim if layer == 1 else 2 * cells
-        for direction in ("forward", "backward"):
-            prefix = f"blstm{layer}/{direction}"
-            weights[f"{prefix}/kernel"] = rng.normal(0, 0.1, (inputs, 4 * cells))
-            weights[f"{prefix}/recurrent_kernel"] = rng.normal(0, 0.1, (cells, 4 * cells))
-            weights[f"{prefix}/bias"] = rng.normal(0, 0.1, 4 * cells)
-    weights["softmax/kernel"] = rng.normal(0, 0.1, (2 * cells, num_pdfs))
-    weights["softmax/bias"] = rng.normal(0, 0.1, num_pdfs)
-    config = {"model": {"name": "wblstm", "params": {"context": 6, "group": 5, "num_layers": layers}},
-              "feature_dim": feature_dim, "num_pdfs": num_pdfs, "label_delay": 6}
-    return load_network(config, weights)
-
-
 @pytest.mark.parametrize("windows", ["grid", "eager", "tentative"])
 def test_a_recipe_sized_network_evaluated_together_equals_each_alone(windows):
-    network = _random_wblstm(np.random.default_rng(0))
+    network = random_wblstm(np.random.default_rng(0))
     alone, together = _streams_alone_and_together(network, 6, np.random.default_rng(4), windows=windows)
     for one, other in zip(alone, together):
         assert_same_rows(one, other)
@@ -137,7 +119,7 @@ def _window_row(network, features, row, slot):
 def test_an_eager_windowed_blstm_gives_each_row_once_its_own_position_is_in():
     """Frame t comes once frame t + T is in (the grid's rows wait for their group's last frame), computed in
     the window that ends there, at the group's last slot."""
-    network = _random_wblstm(np.random.default_rng(1))
+    network = random_wblstm(np.random.default_rng(1))
     t, g = network.context, network.group
     features = np.random.default_rng(2).standard_normal((23, network.feature_dim)).astype(np.float32)
     stream = network.stream("eager")
@@ -167,7 +149,7 @@ def test_tentative_windows_give_the_grids_rows_and_the_eager_rows_of_the_newest_
     piece tentative() holds each frame the grid has not given yet whose own position + T is in, computed as an
     eager stream computes it (in the window ending at the newest position); pending_frames() counts the frames given
     without a final row."""
-    network = _random_wblstm(np.random.default_rng(5))
+    network = random_wblstm(np.random.default_rng(5))
     t, g = network.context, network.group
     rng = np.random.default_rng(6)
     features = rng.standard_normal((31, network.feature_dim)).astype(np.float32)
@@ -197,7 +179,7 @@ def test_tentative_windows_give_the_grids_rows_and_the_eager_rows_of_the_newest_
 def test_a_tentative_stream_without_tentative_rows_evaluates_the_grids_windows_and_ends_as_an_eager_one():
     """tentative_rows False (a combination's members after the first): the grid's windows alone, so the grid's
     rows and no tentative ones, while pending() still gives the eager ending of a tentative stream."""
-    network = _random_wblstm(np.random.default_rng(9))
+    network = random_wblstm(np.random.default_rng(9))
     rng = np.random.default_rng(10)
     features = rng.standard_normal((33, network.feature_dim)).astype(np.float32)
     bare, full, grid = network.stream("tentative", tentative_rows=False), network.stream("tentative"), network.stream()
@@ -220,7 +202,7 @@ def test_pending_rows_are_finishs_for_the_frames_without_final_rows_and_leave_th
     """pending() gives pending_frames() rows, as finish() would now: the grid's zero-padded last group on the
     grid, an eager ending (the repeated last frame, no zeros) with a tail window; the stream goes on as if it had
     not been asked."""
-    network = _random_wblstm(np.random.default_rng(7))
+    network = random_wblstm(np.random.default_rng(7))
     features = np.random.default_rng(8).standard_normal((29, network.feature_dim)).astype(np.float32)
     asked, plain = network.stream(windows), network.stream(windows)
     rows = {"asked": [], "plain": []}

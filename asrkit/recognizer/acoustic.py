@@ -36,6 +36,9 @@ class AcousticModel:
         self.cmvn = Cmvn(package.cmvn_stats, online=bool(params.get("cmvn_online", False)))
         self.network = load_network(package.config, package.weights)
         self.log_priors = package.scaled_log_priors(prior_scale)
+        # The network of streams whose rows only make partial results and endpoints: the network itself, or a
+        # combination's first member alone (asrkit.recognizer.combination).
+        self.partial_network = self.network
         if package.combined is not None:
             # The second network's rows join the first's before the priors would be subtracted: the
             # combination subtracts each member's own and scales them (asrkit.recognizer.combination).
@@ -46,10 +49,8 @@ class AcousticModel:
             self.network = CombinedNetwork([(self.network, weights[0], self.log_priors),
                                             (other, weights[1], package.scaled_log_priors(combined=True))],
                                            lead_scale=combination["model_scale"])
+            self.partial_network = self.network.lead()
             self.log_priors = np.zeros(package.num_pdfs, np.float32)
-        # The network of streams whose rows only make partial results and endpoints: a combination's first
-        # member alone (asrkit.recognizer.combination), any other network itself.
-        self.partial_network = self.network.lead() if package.combined is not None else self.network
         self.ivectors = None
         if package.ivector_dir is not None:
             # deferred: only a package with an i-vector extractor pays for the extractor's import

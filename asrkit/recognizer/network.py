@@ -60,10 +60,7 @@ def product(inputs, kernel):
     rounds by the block of rows (12, 8, 4, ...) it falls in, a few 1e-7 relative.  So a stream's rows
     evaluated with other streams' (Network.evaluate) are its rows alone to float32 rounding."""
     flat = inputs.reshape(-1, inputs.shape[-1])
-    if len(flat) <= ROWS_APART:
-        rows = np.stack([row @ kernel for row in flat]) if len(flat) else np.zeros((0, kernel.shape[1]), np.float32)
-    else:
-        rows = flat @ kernel
+    rows = np.stack([row @ kernel for row in flat]) if 0 < len(flat) <= ROWS_APART else flat @ kernel
     return rows.reshape(inputs.shape[:-1] + (kernel.shape[1],))
 
 

@@ -49,7 +49,8 @@ def feature_options(function):
               help="Also write mean/variance statistics to <data-dir>/cmvn.h5.")
 @click.option("--cmvn-mean", type=click.Choice(MEAN_NORMS), default="global", show_default=True,
               help="The mean every stage removes: the training set's (global), each utterance's own (utterance) or "
-                   "each speaker's (speaker, by utt2spk; the statistics are then of mean-removed frames).  With "
+                   "each speaker's (speaker, by utt2spk; the statistics are then of mean-removed frames), or online CMN's "
+                   "running mean of the utterance's frames so far, in training as in decoding (online).  With "
                    "speaker, DATA_DIR/spk_cmvn.h5 gets its speakers' sums even without --compute-cmvn: featurize "
                    "dev and test sets with it too.")
 @click.option("--cmvn-variance", type=click.Choice(VAR_NORMS), default="global", show_default=True,

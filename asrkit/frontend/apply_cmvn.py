@@ -33,6 +33,8 @@ class UtteranceCmvn:
             self.speakers, self.utt2spk = read_speaker_cmvn(self.data_dir, cmvn.dim)
 
     def describe(self):
+        if self.cmvn.mean_norm == "online" and self.online is None:
+            return f"online CMN (trained so), {self.cmvn.var_norm} variance"
         if self.online is not None and self.cmvn.mean_norm != "global":
             return (f"online CMN (window {self.online.window}, {self.online.prior_frames} prior frames), "
                     f"{self.cmvn.var_norm} variance")

@@ -4,7 +4,7 @@ Statistics are sums (count, sum, sum of squares, in float64) so that the
 statistics of parallel jobs add up exactly; mean and standard deviation are
 derived from them when features are normalised.
 
-Three ways of removing the mean (`mean_norm`, recorded in the statistics file so
+Four ways of removing the mean (`mean_norm`, recorded in the statistics file so
 that every stage that reads it normalises alike):
 - "global": the training set's mean (the papers' front end);
 - "utterance": each utterance's own mean (Kaldi's per-utterance apply-cmvn),
@@ -18,6 +18,12 @@ that every stage that reads it normalises alike):
   or with `var_norm` "speaker" the speaker's own.  A speaker's mean is estimated
   from many utterances, so it carries the voice and channel without the
   phonetic content one short utterance's mean also removes.
+- "online": online CMN (asrkit.frontend.online_cmvn), in training as in decoding:
+  each frame's mean is the running one of the utterance's frames so far, started
+  from the training set's, then the global within-utterance standard deviation
+  (as "utterance").  A model trained so sees at every frame only what a
+  streaming recogniser has there, so streaming decodes with the same front end
+  as training (Kaldi's chain recipes' online CMVN does the same).
 
 Besides the statistics of mean-removed frames, the file keeps those of the raw
 frames (`raw_*`): the training set's global mean that online CMN
@@ -30,10 +36,11 @@ import h5py
 import numpy as np
 
 from asrkit.errors import AsrkitError, TableError
+from asrkit.frontend.online_cmvn import online_moments
 from asrkit.io.atomic import atomic_path
 
 
-MEAN_NORMS = ("global", "utterance", "speaker")
+MEAN_NORMS = ("global", "utterance", "speaker", "online")
 VAR_NORMS = ("global", "speaker")
 SPEAKER_CMVN_FILE = "spk_cmvn.h5"  # a data dir's per-speaker sums, beside cmvn.h5
 
@@ -114,13 +121,14 @@ class CmvnStats:
         return self.raw if self.raw.count else None
 
     def accumulate(self, features):
-        """Add one utterance's frames [frames, dim] (a whole utterance when mean_norm is "utterance")."""
+        """Add one utterance's frames [frames, dim] (a whole utterance when mean_norm is "utterance" or "online":
+        the standard deviation of both is that of frames less their utterance's mean)."""
         features = np.asarray(features, dtype=np.float64)
         if features.ndim != 2 or features.shape[1] != self.dim:
             raise ValueError(f"expected [frames, {self.dim}] features, got shape {features.shape}")
         if self.mean_norm == "speaker":
             raise ValueError("speaker statistics are accumulated per speaker (SpeakerCmvn, then from_speakers)")
-        if self.mean_norm == "utterance" and features.shape[0]:
+        if self.mean_norm in ("utterance", "online") and features.shape[0]:
             self.raw.add(Moments.of(features))
             features = features - features.mean(axis=0)
         self.count += features.shape[0]
@@ -149,11 +157,17 @@ class CmvnStats:
     def normalize(self, features, speaker=None, variance_floor=1e-10):
         """(x - mean) / stddev, float32; features [frames, dim] are one whole utterance.
 
-        The mean is the global one, the utterance's own, or with mean_norm "speaker" the mean of
-        `speaker` (the Moments of the utterance's speaker; its stddev too with var_norm "speaker").
+        The mean is the global one, the utterance's own, online CMN's running one (with its default
+        options), or with mean_norm "speaker" the mean of `speaker` (the Moments of the utterance's
+        speaker; its stddev too with var_norm "speaker").
         """
         stddev = self.stddev(variance_floor)
-        if self.mean_norm == "utterance":
+        if self.mean_norm == "online":
+            if self.raw_moments is None:
+                raise AsrkitError("these online-CMN statistics have no raw frames' statistics to start from")
+            features = np.asarray(features, dtype=np.float64)
+            mean, _ = online_moments(features, self.raw_moments)
+        elif self.mean_norm == "utterance":
             features = np.asarray(features, dtype=np.float64)
             mean = features.mean(axis=0) if features.shape[0] else 0.0
         elif self.mean_norm == "speaker":

@@ -158,7 +158,7 @@ def _finished_shard_result(job):
     by_speaker = job.options.cmvn_mean == "speaker"
     if job.options.compute_cmvn and not by_speaker and (
         "cmvn_count" not in attrs or attrs.get("cmvn_mean", "global") != job.options.cmvn_mean
-        or (job.options.cmvn_mean == "utterance" and "cmvn_raw_count" not in attrs)  # online CMN's prior
+        or (job.options.cmvn_mean in ("utterance", "online") and "cmvn_raw_count" not in attrs)  # online CMN's prior
     ):
         return None
     speakers = _finished_speaker_sums(job) if by_speaker else None
@@ -169,7 +169,7 @@ def _finished_shard_result(job):
     if not by_speaker:
         cmvn = CmvnStats(dim, attrs.get("cmvn_count", 0), attrs.get("cmvn_sum"), attrs.get("cmvn_sum_squares"),
                          job.options.cmvn_mean)
-        if "cmvn_raw_count" in attrs:  # written with compute_cmvn and the utterance mean (online CMN's prior)
+        if "cmvn_raw_count" in attrs:  # written with compute_cmvn and the utterance or online mean (online CMN's prior)
             cmvn.raw = Moments(dim, attrs["cmvn_raw_count"], attrs["cmvn_raw_sum"], attrs["cmvn_raw_sum_squares"])
     return JobResult(
         job.index, int(attrs["num_entries"]), int(attrs.get("num_frames", 0)), float(attrs.get("audio_seconds", 0)),

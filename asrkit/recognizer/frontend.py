@@ -15,7 +15,8 @@ alone takes longer than the whole transcription of a short file.
   utterance mean (the recipes' default): in batch the utterance's own mean (what the model was trained
   with, and what asrkit-decode does), in streaming online CMN (asrkit.frontend.online_cmvn: the
   running mean, started from the training set's), as `asrkit-decode --cmvn-online`;
-  speaker mean: online CMN in both (there are no other utterances of the speaker).
+  speaker mean: online CMN in both (there are no other utterances of the speaker);
+  online mean (a model trained with online CMN): online CMN in both, as in training.
   `online=True` forces online CMN in batch too (a recipe that decoded with --cmvn-online).
 """
 
@@ -174,8 +175,9 @@ class Cmvn:
         self.raw_sum = np.asarray(stats["raw_sum"], np.float64)
         self.raw_sum_squares = np.asarray(stats["raw_sum_squares"], np.float64)
         self.window, self.prior_frames, self.variance_floor = window, prior_frames, variance_floor
-        # Online CMN in batch: asked for, or the only estimate of a speaker's mean one utterance gives.
-        self.online = self.mean_norm != "global" and (online or self.mean_norm == "speaker")
+        # Online CMN in batch: asked for, the model's own (trained with it), or the only estimate of a speaker's
+        # mean one utterance gives.
+        self.online = self.mean_norm != "global" and (online or self.mean_norm in ("speaker", "online"))
         if self.mean_norm != "global" and self.raw_count == 0:
             raise ValueError("these CMVN statistics have no raw frames' statistics, which online CMN starts from")
 

@@ -19,9 +19,10 @@
 #     --overwrite                retrain the models from scratch instead of resuming
 #     --am wblstm|lstm           the acoustic network: [Mohamed2015]'s windowed BLSTM or [Variani2017]'s LSTM; its
 #                                models are exp/<am>_ce, <am>_ce_ali, <am>_smbr (default: wblstm)
-#     --cmvn-mean utterance|speaker|global   the mean every stage removes from the features: each
+#     --cmvn-mean utterance|speaker|global|online   the mean every stage removes from the features: each
 #                                utterance's, each speaker's (character's, over all their lines in the set,
-#                                by utt2spk) or the training set's (default: speaker)
+#                                by utt2spk), the training set's, or online CMN's running mean of the
+#                                utterance so far, in training too (default: speaker)
 #     --cmvn-online true|false   decode with a running mean over each utterance's frames so far, started
 #                                from the training mean, instead of the speaker's or utterance's own
 #                                (asrkit-decode --cmvn-online; default: false)
@@ -86,7 +87,7 @@ require_no_arguments "$@"
 command_line="$parse_command_line"
 require_choice am wblstm lstm
 require_choice size tiny default
-require_choice cmvn_mean utterance speaker global
+require_choice cmvn_mean utterance speaker global online
 require_whole_number stage stop_stage nj
 games="${games:-$data/local/games}"
 

@@ -34,10 +34,11 @@
 #     --am wblstm|lstm           the acoustic network: [Mohamed2015]'s windowed BLSTM or [Variani2017]'s LSTM; its
 #                                models are exp/<am>_ce, <am>_smbr, <am>_ce_clean (default: wblstm; the LSTM
 #                                gets twice the CE epochs, the same training time)
-#     --cmvn-mean utterance|speaker|global   the mean every stage removes from the features: each
+#     --cmvn-mean utterance|speaker|global|online   the mean every stage removes from the features: each
 #                                utterance's, each speaker's (over all their utterances in the set, by
-#                                utt2spk; the noisy sets' from their noisy audio) or the training set's
-#                                (default: utterance)
+#                                utt2spk; the noisy sets' from their noisy audio), the training set's, or
+#                                online CMN's running mean of the utterance so far, in training too (default:
+#                                utterance)
 #     --cmvn-online true|false   decode with a running mean over each utterance's frames so far, started
 #                                from the training mean, instead of the speaker's or utterance's own
 #                                (asrkit-decode --cmvn-online; default: false)
@@ -102,7 +103,7 @@ require_no_arguments "$@"
 command_line="$parse_command_line"
 require_choice size tiny small default
 require_choice am wblstm lstm
-require_choice cmvn_mean utterance speaker global
+require_choice cmvn_mean utterance speaker global online
 require_whole_number stage stop_stage nj seed
 
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -184,6 +184,21 @@ def test_utterance_cmvn_is_recorded_and_recomputes_the_statistics(make_data_dir,
     assert "reused_jobs=1" in run([data, feats, "--compute-cmvn", "--cmvn-mean", "utterance"]).output
 
 
+def test_online_cmvn_is_recorded_with_online_cmns_prior(make_data_dir, tmp_path):
+    data = make_data_dir({"spkA-1": 1.0, "spkB-1": 0.7})
+    feats = tmp_path / "feats"
+    result = run([data, feats, "--compute-cmvn", "--cmvn-mean", "online"])
+    assert result.exit_code == 0, result.output
+    cmvn = CmvnStats.read(os.path.join(data, "cmvn.h5"))
+    assert cmvn.mean_norm == "online"
+    with TableReader(os.path.join(data, "feats.scp")) as table:
+        utterances = [value for _, value in table.items()]
+    np.testing.assert_allclose(cmvn.raw_moments.mean, np.concatenate(utterances).mean(axis=0), rtol=1e-4, atol=1e-4)
+    assert "reused_jobs=1" in run([data, feats, "--compute-cmvn", "--cmvn-mean", "online"]).output
+    # The utterance mean's statistics are others: the jobs run again.
+    assert "reused_jobs=0" in run([data, feats, "--compute-cmvn", "--cmvn-mean", "utterance"]).output
+
+
 def test_narrowband_front_end_downsamples_and_records_it(make_data_dir, tmp_path):
     data = make_data_dir({"spk1-a": 1.0}, sample_rate=11025)
     narrowband = ["--sample-rate", "8000", "--fft-length", "256", "--num-mel-bins", "40", "--high-freq", "3800",

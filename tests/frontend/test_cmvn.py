@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from asrkit.errors import AsrkitError
 from asrkit.frontend.cmvn import CmvnStats
 
 
@@ -151,6 +152,33 @@ def test_utterance_statistics_keep_the_raw_frames_for_online_cmn(tmp_path):
     stats.write(str(tmp_path / "cmvn.h5"))
     np.testing.assert_allclose(CmvnStats.read(str(tmp_path / "cmvn.h5")).raw_moments.mean, stats.raw_moments.mean)
     assert CmvnStats(3, mean_norm="utterance").raw_moments is None  # nothing to start online CMN from
+
+
+def test_online_statistics_normalise_with_the_running_mean_as_decoding_does(tmp_path):
+    from asrkit.frontend.online_cmvn import normalize_online, online_moments
+
+    rng = np.random.default_rng(6)
+    utterances = [rng.normal(2.0, 1.0, size=(250, 3)), rng.normal(-1.0, 2.0, size=(90, 3))]
+    online, utterance = CmvnStats(3, mean_norm="online"), CmvnStats(3, mean_norm="utterance")
+    for features in utterances:
+        online.accumulate(features)
+        utterance.accumulate(features)
+    # The deviation is the within-utterance one, and the raw frames' statistics are online CMN's prior.
+    np.testing.assert_allclose(online.stddev(), utterance.stddev())
+    np.testing.assert_allclose(online.raw_moments.mean, np.concatenate(utterances).mean(axis=0))
+    online.write(str(tmp_path / "cmvn.h5"))
+    stats = CmvnStats.read(str(tmp_path / "cmvn.h5"))
+    assert stats.mean_norm == "online"
+    features = utterances[0]
+    mean, _ = online_moments(features, stats.raw_moments)
+    expected = (features - mean) / stats.stddev()
+    np.testing.assert_allclose(stats.normalize(features), expected, rtol=1e-5, atol=1e-6)
+    # Whoever decodes with online CMN (asrkit-decode --cmvn-online) gets what training saw.
+    np.testing.assert_array_equal(normalize_online(stats, features), stats.normalize(features))
+    # Not the utterance's mean: the first frames lean on the training set's.
+    assert not np.allclose(stats.normalize(features), utterance.normalize(features), atol=0.1)
+    with pytest.raises(AsrkitError, match="no raw frames' statistics"):
+        CmvnStats(3, mean_norm="online").normalize(features)
 
 
 def test_moments_in_a_noisy_condition():

@@ -107,7 +107,7 @@ def _stats(mean_norm, var_norm="global"):
 
 
 @pytest.mark.parametrize("mean_norm,var_norm", [("global", "global"), ("utterance", "global"),
-                                                 ("speaker", "global"), ("speaker", "speaker")])
+                                                 ("speaker", "global"), ("speaker", "speaker"), ("online", "global")])
 def test_cmvn_as_trained_and_online(mean_norm, var_norm):
     from asrkit.frontend.online_cmvn import OnlineCmvnOptions
 
@@ -116,7 +116,7 @@ def test_cmvn_as_trained_and_online(mean_norm, var_norm):
     options = OnlineCmvnOptions(window=300, prior_frames=50)
     online = normalize_online(stats, utterance, options)
     cmvn = Cmvn(arrays, window=300, prior_frames=50)
-    if mean_norm == "speaker":
+    if mean_norm in ("speaker", "online"):
         np.testing.assert_allclose(cmvn.normalize(utterance), online, atol=1e-5)
     else:
         np.testing.assert_allclose(cmvn.normalize(utterance), stats.normalize(utterance), atol=1e-5)

@@ -63,6 +63,26 @@ def test_the_batch_final_pass_gives_transcribes_result_for_utterance_mean_models
         recognizer.stream(final_pass="both")
 
 
+def test_a_model_trained_with_online_cmn_streams_with_the_online_final_pass(package_dir, tmp_path):
+    import shutil
+
+    online_package = tmp_path / "package"
+    shutil.copytree(package_dir, online_package)
+    with np.load(online_package / "cmvn.npz") as stored:
+        arrays = dict(stored)
+    arrays["mean_norm"] = np.array("online")  # as asrkit-featurize --cmvn-mean online records it
+    np.savez(online_package / "cmvn.npz", **arrays)
+    recognizer = Recognizer(online_package)
+    assert recognizer.acoustic.cmvn.online  # batch normalises as training and streaming do
+    audio = speech_like(2.5, 8000, seed=6)
+    stream = recognizer.stream(endpoint=EndpointConfig(rules=()), windows="grid")
+    assert stream.final_pass == "online"
+    results, _ = run_stream(stream, audio, 6)
+    batch = recognizer.transcribe(audio)
+    assert [result.text for result in results] == [batch.text] and batch.text
+    assert batch.text == Recognizer(package_dir, cmvn_online=True).transcribe(audio).text
+
+
 def test_on_the_grid_the_segments_do_not_depend_on_how_the_audio_was_cut(package_dir):
     """Eager windows give this up: where a frame falls in its window depends on where a piece ended; so do
     early endpoints, whose pending frames end where a piece ended."""

@@ -56,6 +56,11 @@ def feature_options(function):
 @click.option("--cmvn-variance", type=click.Choice(VAR_NORMS), default="global", show_default=True,
               help="With --compute-cmvn, the standard deviation every stage divides by: the training set's "
                    "(of mean-removed frames; global) or each speaker's own (speaker; needs --cmvn-mean speaker).")
+@click.option("--cmvn-online-window", default=600, type=click.IntRange(min=1), show_default=True,
+              help="With --cmvn-mean online, the frames the running mean looks back over (recorded in cmvn.h5).")
+@click.option("--cmvn-online-prior-frames", default=200, type=click.IntRange(min=0), show_default=True,
+              help="With --cmvn-mean online, how many frames' worth of the training set's mean the running mean "
+                   "starts from (recorded in cmvn.h5; Kaldi's --global-frames).")
 @audio_options
 @click.option("--batch-seconds", default=60.0, type=click.FloatRange(min=1),
               help="Audio per TensorFlow batch (padded), in seconds.")
@@ -69,7 +74,7 @@ def feature_options(function):
 @options_file
 @asrkit_command("asrkit-featurize")
 def main(data_dir, feat_dir, feature_config_file, print_config, nj, max_fail_ratio, compute_cmvn, cmvn_mean, cmvn_variance,
-         audio, batch_seconds, num_threads, overwrite, out_data_dir, **feature_values):
+         cmvn_online_window, cmvn_online_prior_frames, audio, batch_seconds, num_threads, overwrite, out_data_dir, **feature_values):
     """Featurize DATA_DIR into a sharded table in FEAT_DIR.
 
     Writes FEAT_DIR/feats.JOB.h5, DATA_DIR/feats.scp, DATA_DIR/utt2num_frames,
@@ -80,6 +85,7 @@ def main(data_dir, feat_dir, feature_config_file, print_config, nj, max_fail_rat
     """
     # deferred: the featurizer and its job machinery (~0.3 s) wait for the command; --help imports none of it.
     from asrkit.frontend.featurize import FeaturizeOptions, featurize_data_dir
+    from asrkit.frontend.online_cmvn import OnlineCmvnOptions
 
     values = {}
     if feature_config_file:
@@ -97,7 +103,8 @@ def main(data_dir, feat_dir, feature_config_file, print_config, nj, max_fail_rat
     logger = logging.getLogger("asrkit-featurize")
     options = FeaturizeOptions(
         nj=nj, max_fail_ratio=max_fail_ratio, compute_cmvn=compute_cmvn, cmvn_mean=cmvn_mean,
-        cmvn_variance=cmvn_variance, batch_seconds=batch_seconds,
+        cmvn_variance=cmvn_variance, cmvn_online=OnlineCmvnOptions(cmvn_online_window, cmvn_online_prior_frames),
+        batch_seconds=batch_seconds,
         num_threads=num_threads, overwrite=overwrite,
         audio=audio(config.sample_rate),
     )

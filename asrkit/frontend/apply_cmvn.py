@@ -24,7 +24,8 @@ from asrkit.frontend.online_cmvn import normalize_online
 class UtteranceCmvn:
     def __init__(self, cmvn, data_dir=None, online=None):
         """cmvn: CmvnStats; online: an OnlineCmvnOptions to use online CMN instead of whole-speaker or
-        whole-utterance statistics (None: the statistics cmvn names)."""
+        whole-utterance statistics (None: the statistics cmvn names; a model trained with online CMN keeps
+        its own options)."""
         self.cmvn = cmvn
         self.data_dir = None if data_dir is None else os.fspath(data_dir)
         self.online = online
@@ -33,8 +34,10 @@ class UtteranceCmvn:
             self.speakers, self.utt2spk = read_speaker_cmvn(self.data_dir, cmvn.dim)
 
     def describe(self):
-        if self.cmvn.mean_norm == "online" and self.online is None:
-            return f"online CMN (trained so), {self.cmvn.var_norm} variance"
+        if self.cmvn.mean_norm == "online":  # the model's own options, whatever --cmvn-online's
+            options = self.cmvn.online_options
+            return (f"online CMN as trained (window {options.window}, {options.prior_frames} prior frames), "
+                    f"{self.cmvn.var_norm} variance")
         if self.online is not None and self.cmvn.mean_norm != "global":
             return (f"online CMN (window {self.online.window}, {self.online.prior_frames} prior frames), "
                     f"{self.cmvn.var_norm} variance")
@@ -60,7 +63,7 @@ class UtteranceCmvn:
         statistics are measured in the speaker's own (noisy) condition, so removing the clean mean from
         noisy frames would leave in training an offset that test features never have.
         """
-        if self.online is not None:
+        if self.online is not None and self.cmvn.mean_norm != "online":
             return normalize_online(self.cmvn, features, self.online)
         if self.cmvn.mean_norm != "speaker":
             return self.cmvn.normalize(features)

@@ -36,7 +36,7 @@ import h5py
 import numpy as np
 
 from asrkit.errors import AsrkitError, TableError
-from asrkit.frontend.online_cmvn import online_moments
+from asrkit.frontend.online_cmvn import OnlineCmvnOptions, online_moments
 from asrkit.io.atomic import atomic_path
 
 
@@ -85,7 +85,8 @@ class Moments:
 
 class CmvnStats:
     def __init__(self, dim, count=0, total=None, total_squares=None, mean_norm="global", var_norm="global",
-                 raw=None):
+                 raw=None, online_options=None):
+        """online_options: OnlineCmvnOptions of mean_norm "online" (None: the defaults), recorded in the file."""
         if mean_norm not in MEAN_NORMS:
             raise ValueError(f"mean_norm must be one of {', '.join(MEAN_NORMS)}, not {mean_norm!r}")
         if var_norm not in VAR_NORMS:
@@ -95,6 +96,7 @@ class CmvnStats:
         self.dim = dim
         self.mean_norm = mean_norm
         self.var_norm = var_norm
+        self.online_options = online_options or OnlineCmvnOptions()
         self.count = int(count)
         self.sum = np.zeros(dim) if total is None else np.asarray(total, dtype=np.float64)
         self.sum_squares = np.zeros(dim) if total_squares is None else np.asarray(total_squares, dtype=np.float64)
@@ -157,8 +159,7 @@ class CmvnStats:
     def normalize(self, features, speaker=None, variance_floor=1e-10):
         """(x - mean) / stddev, float32; features [frames, dim] are one whole utterance.
 
-        The mean is the global one, the utterance's own, online CMN's running one (with its default
-        options), or with mean_norm "speaker" the mean of `speaker` (the Moments of the utterance's
+        The mean is the global one, the utterance's own, online CMN's running one (with online_options), or with mean_norm "speaker" the mean of `speaker` (the Moments of the utterance's
         speaker; its stddev too with var_norm "speaker").
         """
         stddev = self.stddev(variance_floor)
@@ -166,7 +167,7 @@ class CmvnStats:
             if self.raw_moments is None:
                 raise AsrkitError("these online-CMN statistics have no raw frames' statistics to start from")
             features = np.asarray(features, dtype=np.float64)
-            mean, _ = online_moments(features, self.raw_moments)
+            mean, _ = online_moments(features, self.raw_moments, self.online_options)
         elif self.mean_norm == "utterance":
             features = np.asarray(features, dtype=np.float64)
             mean = features.mean(axis=0) if features.shape[0] else 0.0
@@ -195,6 +196,9 @@ class CmvnStats:
                     out["raw_sum_squares"] = self.raw.sum_squares
                 out.attrs["mean_norm"] = self.mean_norm
                 out.attrs["var_norm"] = self.var_norm
+                if self.mean_norm == "online":
+                    out.attrs["online_window"] = self.online_options.window
+                    out.attrs["online_prior_frames"] = self.online_options.prior_frames
                 for name, value in (attrs or {}).items():
                     out.attrs[name] = value
 
@@ -209,8 +213,10 @@ class CmvnStats:
                 if "raw_count" in stats:
                     raw = Moments(len(total), int(stats["raw_count"][()]), stats["raw_sum"][()],
                                   stats["raw_sum_squares"][()])
+                online = OnlineCmvnOptions(int(stats.attrs.get("online_window", OnlineCmvnOptions.window)),
+                                           int(stats.attrs.get("online_prior_frames", OnlineCmvnOptions.prior_frames)))
                 return cls(len(total), int(stats["count"][()]), total, stats["sum_squares"][()], mean_norm, var_norm,
-                           raw)
+                           raw, online)
         except (OSError, KeyError, ValueError) as error:
             raise TableError(f"cannot read CMVN statistics from {path}: {error}") from None
 

@@ -32,6 +32,7 @@ from asrkit.errors import AsrkitError, AudioError
 from asrkit.frontend.cmvn import SPEAKER_CMVN_FILE, CmvnStats, Moments, SpeakerCmvn
 from asrkit.frontend.config import FeatureConfig
 from asrkit.frontend.features import FeatureExtractor
+from asrkit.frontend.online_cmvn import OnlineCmvnOptions
 from asrkit.io.atomic import atomic_output
 from asrkit.io.table import ShardWriter, TableReader, read_shard_attrs, shard_path, write_scp
 from asrkit.parallel import remove_outputs_of_extra_jobs, run_jobs, split_evenly
@@ -49,6 +50,8 @@ class FeaturizeOptions:
     compute_cmvn: bool = False
     cmvn_mean: str = "global"  # CmvnStats.mean_norm of the statistics written with compute_cmvn
     cmvn_variance: str = "global"  # CmvnStats.var_norm: "speaker" divides by each speaker's own stddev
+    # CmvnStats.online_options, recorded with cmvn_mean "online": the running mean every stage then removes
+    cmvn_online: OnlineCmvnOptions = dataclasses.field(default_factory=OnlineCmvnOptions)
     batch_seconds: float = 60.0
     num_threads: int = 1
     overwrite: bool = False
@@ -303,7 +306,7 @@ def _write_statistics(data_dir, config, options, results, scp_path):
         if options.compute_cmvn:
             cmvn = CmvnStats.from_speakers(speakers, options.cmvn_variance)
     elif options.compute_cmvn:
-        cmvn = CmvnStats(config.feature_dim, mean_norm=options.cmvn_mean)
+        cmvn = CmvnStats(config.feature_dim, mean_norm=options.cmvn_mean, online_options=options.cmvn_online)
         for result in results:
             cmvn.add(result.cmvn)
     if cmvn is not None:

@@ -162,7 +162,8 @@ class Cmvn:
     """The model's CMVN statistics (asrkit.frontend.cmvn.CmvnStats' sums), applied as the module docstring says.
 
     stats: dict of arrays as the package's cmvn.npz holds them (`CMVN_FIELDS`); window and prior_frames:
-    online CMN's options (asrkit.frontend.online_cmvn.OnlineCmvnOptions)."""
+    online CMN's options (asrkit.frontend.online_cmvn.OnlineCmvnOptions), but a model trained with online CMN
+    (mean_norm "online") keeps those it was trained with (the package's online_window, online_prior_frames)."""
 
     def __init__(self, stats, online=False, window=600, prior_frames=200, variance_floor=1e-10):
         self.mean_norm = str(stats["mean_norm"])
@@ -174,6 +175,8 @@ class Cmvn:
         self.raw_count = int(stats["raw_count"])
         self.raw_sum = np.asarray(stats["raw_sum"], np.float64)
         self.raw_sum_squares = np.asarray(stats["raw_sum_squares"], np.float64)
+        if self.mean_norm == "online" and "online_window" in stats:
+            window, prior_frames = int(stats["online_window"]), int(stats["online_prior_frames"])
         self.window, self.prior_frames, self.variance_floor = window, prior_frames, variance_floor
         # Online CMN in batch: asked for, the model's own (trained with it), or the only estimate of a speaker's
         # mean one utterance gives.

@@ -13,7 +13,8 @@ NumPy alone (no TensorFlow, no FST parsing):
 | `featurize.json`  | the front end (asrkit.frontend.config.FeatureConfig)                              |
 | `cmvn.npz`        | CMVN statistics: `mean_norm`, `var_norm` (strings), `count`, `sum`, `sum_squares`  |
 |                   | (of the frames as normalised in training), `raw_count`, `raw_sum`,                |
-|                   | `raw_sum_squares` (raw frames: online CMN's start)                                |
+|                   | `raw_sum_squares` (raw frames: online CMN's start), `online_window`,              |
+|                   | `online_prior_frames` (online CMN's options: a model trained with it, its own)    |
 | `priors.npz`      | `log_priors` [num_pdfs] (log of the model's priors) and `unseen` [num_pdfs] (pdfs  |
 |                   | without training frames: never decoded)                                            |
 | `graph.npz`       | the HCLG as asrkit.decode.lattice_faster.DecodingGraph's arrays (input labels are  |
@@ -147,7 +148,9 @@ def _model_arrays(model_dir):
             "count": np.array(stats.count), "sum": stats.sum, "sum_squares": stats.sum_squares,
             "raw_count": np.array(raw.count if raw is not None else 0),
             "raw_sum": raw.sum if raw is not None else np.zeros(stats.dim),
-            "raw_sum_squares": raw.sum_squares if raw is not None else np.zeros(stats.dim)}
+            "raw_sum_squares": raw.sum_squares if raw is not None else np.zeros(stats.dim),
+            "online_window": np.array(stats.online_options.window),
+            "online_prior_frames": np.array(stats.online_options.prior_frames)}
     log_priors = np.log(model.priors).astype(np.float32)
     priors = {"log_priors": np.where(model.unseen, np.float32(UNSEEN_PDF_LOG_PRIOR), log_priors),
               "unseen": model.unseen}

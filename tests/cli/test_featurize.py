@@ -194,7 +194,10 @@ def test_online_cmvn_is_recorded_with_online_cmns_prior(make_data_dir, tmp_path)
     with TableReader(os.path.join(data, "feats.scp")) as table:
         utterances = [value for _, value in table.items()]
     np.testing.assert_allclose(cmvn.raw_moments.mean, np.concatenate(utterances).mean(axis=0), rtol=1e-4, atol=1e-4)
-    assert "reused_jobs=1" in run([data, feats, "--compute-cmvn", "--cmvn-mean", "online"]).output
+    assert (cmvn.online_options.window, cmvn.online_options.prior_frames) == (600, 200)
+    rerun = run([data, feats, "--compute-cmvn", "--cmvn-mean", "online", "--cmvn-online-prior-frames", "67"])
+    assert "reused_jobs=1" in rerun.output  # the sums are the same; the file records the new start
+    assert CmvnStats.read(os.path.join(data, "cmvn.h5")).online_options.prior_frames == 67
     # The utterance mean's statistics are others: the jobs run again.
     assert "reused_jobs=0" in run([data, feats, "--compute-cmvn", "--cmvn-mean", "utterance"]).output
 

@@ -67,6 +67,22 @@ def test_online_needs_no_speaker_statistics(speaker_dir, tmp_path):
     np.testing.assert_array_equal(normalize("a-1", features), normalize_online(cmvn, features, options))
 
 
+def test_a_model_trained_with_online_cmn_keeps_its_options_under_cmvn_online(speaker_dir):
+    from asrkit.frontend.cmvn import CmvnStats
+
+    _, utterances, _ = speaker_dir
+    stats = CmvnStats(utterances["a-1"].shape[1], mean_norm="online",
+                      online_options=OnlineCmvnOptions(20, 3))
+    for features in utterances.values():
+        stats.accumulate(features)
+    features = utterances["a-1"]
+    trained = stats.normalize(features)
+    np.testing.assert_array_equal(UtteranceCmvn(stats)("a-1", features), trained)
+    # asrkit-decode --cmvn-online's options are for models trained with another mean: this one keeps its own.
+    np.testing.assert_array_equal(UtteranceCmvn(stats, online=OnlineCmvnOptions(10, 4))("a-1", features), trained)
+    assert "window 20, 3 prior frames" in UtteranceCmvn(stats).describe()
+
+
 def test_what_speaker_cmvn_lacks_is_named(speaker_dir):
     data_dir, utterances, cmvn = speaker_dir
     normalize = UtteranceCmvn(cmvn, data_dir)

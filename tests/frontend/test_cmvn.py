@@ -181,6 +181,24 @@ def test_online_statistics_normalise_with_the_running_mean_as_decoding_does(tmp_
         CmvnStats(3, mean_norm="online").normalize(features)
 
 
+def test_online_statistics_keep_their_running_means_options(tmp_path):
+    from asrkit.frontend.online_cmvn import OnlineCmvnOptions, online_moments
+
+    rng = np.random.default_rng(7)
+    options = OnlineCmvnOptions(window=40, prior_frames=5)
+    stats = CmvnStats(3, mean_norm="online", online_options=options)
+    stats.accumulate(rng.normal(1.0, 1.0, size=(100, 3)))
+    stats.write(str(tmp_path / "cmvn.h5"))
+    read = CmvnStats.read(str(tmp_path / "cmvn.h5"))
+    assert read.online_options == options
+    features = rng.normal(3.0, 1.0, size=(60, 3))
+    mean, _ = online_moments(features, read.raw_moments, options)
+    np.testing.assert_allclose(read.normalize(features), (features - mean) / read.stddev(), rtol=1e-5, atol=1e-6)
+    default = CmvnStats(3, mean_norm="online", raw=read.raw_moments, total=read.sum, total_squares=read.sum_squares,
+                        count=read.count)
+    assert not np.allclose(default.normalize(features), read.normalize(features), atol=0.1)
+
+
 def test_moments_in_a_noisy_condition():
     from asrkit.frontend.cmvn import Moments
 

@@ -106,6 +106,21 @@ def _stats(mean_norm, var_norm="global"):
     return stats, arrays
 
 
+def test_a_model_trained_with_online_cmn_keeps_its_options():
+    from asrkit.frontend.online_cmvn import OnlineCmvnOptions
+
+    stats, arrays = _stats("online", "global")
+    stats.online_options = OnlineCmvnOptions(window=300, prior_frames=50)
+    arrays.update(online_window=np.array(300), online_prior_frames=np.array(50))  # as asrkit-export writes them
+    utterance = np.random.default_rng(5).standard_normal((500, 5)).astype(np.float32) + 1
+    cmvn = Cmvn(arrays)  # the recognizer's defaults (600, 200) give way to the model's
+    assert (cmvn.window, cmvn.prior_frames) == (300, 50)
+    np.testing.assert_allclose(cmvn.normalize(utterance), stats.normalize(utterance), atol=1e-5)
+    utterance_arrays = dict(_stats("utterance", "global")[1], online_window=np.array(300),
+                            online_prior_frames=np.array(50))
+    assert Cmvn(utterance_arrays).prior_frames == 200  # other models stream with the options given
+
+
 @pytest.mark.parametrize("mean_norm,var_norm", [("global", "global"), ("utterance", "global"),
                                                  ("speaker", "global"), ("speaker", "speaker"), ("online", "global")])
 def test_cmvn_as_trained_and_online(mean_norm, var_norm):

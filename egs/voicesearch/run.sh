@@ -39,6 +39,8 @@
 #                                utt2spk; the noisy sets' from their noisy audio), the training set's, or
 #                                online CMN's running mean of the utterance so far, in training too (default:
 #                                utterance)
+#     --cmvn-online-prior-frames N   with --cmvn-mean online, how many frames' worth of the training set's mean
+#                                the running mean starts from (Kaldi's --global-frames; default: 200)
 #     --cmvn-online true|false   decode with a running mean over each utterance's frames so far, started
 #                                from the training mean, instead of the speaker's or utterance's own
 #                                (asrkit-decode --cmvn-online; default: false)
@@ -96,6 +98,7 @@ group_comparison=false
 am=wblstm
 cmvn_mean=utterance
 cmvn_online=false
+cmvn_online_prior_frames=200
 
 switch_options=overwrite
 . "$(dirname "$0")/../../steps/parse_options.sh"
@@ -104,7 +107,7 @@ command_line="$parse_command_line"
 require_choice size tiny small default
 require_choice am wblstm lstm
 require_choice cmvn_mean utterance speaker global online
-require_whole_number stage stop_stage nj seed
+require_whole_number stage stop_stage nj seed cmvn_online_prior_frames
 
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
@@ -238,6 +241,7 @@ prior_scales="1 0.75 0.5"
 # each speaker's mean over all their utterances (each set's speakers from that set, as Kaldi's
 # per-speaker CMVN): the voice without the phonetic content a short utterance's mean also takes away.
 feature_options="--cmvn-mean $cmvn_mean"
+[ "$cmvn_mean" = online ] && feature_options+=" --cmvn-online-prior-frames $cmvn_online_prior_frames"
 cmvn_decode_options=
 $cmvn_online && cmvn_decode_options=--cmvn-online
 # A killed training run resumes from its last checkpoint; --overwrite starts training afresh.

@@ -49,8 +49,9 @@ def feature_options(function):
               help="Also write mean/variance statistics to <data-dir>/cmvn.h5.")
 @click.option("--cmvn-mean", type=click.Choice(MEAN_NORMS), default="global", show_default=True,
               help="The mean every stage removes: the training set's (global), each utterance's own (utterance) or "
-                   "each speaker's (speaker, by utt2spk; the statistics are then of mean-removed frames), or online CMN's "
-                   "running mean of the utterance's frames so far, in training as in decoding (online).  With "
+                   "each speaker's (speaker, by utt2spk; the statistics are then of mean-removed frames), or "
+                   "online CMN's running mean of the utterance's frames so far, in training as in decoding (online).  "
+                   "With "
                    "speaker, DATA_DIR/spk_cmvn.h5 gets its speakers' sums even without --compute-cmvn: featurize "
                    "dev and test sets with it too.")
 @click.option("--cmvn-variance", type=click.Choice(VAR_NORMS), default="global", show_default=True,
@@ -74,7 +75,8 @@ def feature_options(function):
 @options_file
 @asrkit_command("asrkit-featurize")
 def main(data_dir, feat_dir, feature_config_file, print_config, nj, max_fail_ratio, compute_cmvn, cmvn_mean, cmvn_variance,
-         cmvn_online_window, cmvn_online_prior_frames, audio, batch_seconds, num_threads, overwrite, out_data_dir, **feature_values):
+         cmvn_online_window, cmvn_online_prior_frames, audio, batch_seconds, num_threads, overwrite, out_data_dir,
+         **feature_values):
     """Featurize DATA_DIR into a sharded table in FEAT_DIR.
 
     Writes FEAT_DIR/feats.JOB.h5, DATA_DIR/feats.scp, DATA_DIR/utt2num_frames,

@@ -159,8 +159,9 @@ class CmvnStats:
     def normalize(self, features, speaker=None, variance_floor=1e-10):
         """(x - mean) / stddev, float32; features [frames, dim] are one whole utterance.
 
-        The mean is the global one, the utterance's own, online CMN's running one (with online_options), or with mean_norm "speaker" the mean of `speaker` (the Moments of the utterance's
-        speaker; its stddev too with var_norm "speaker").
+        The mean is the global one, the utterance's own, online CMN's running one (with online_options),
+        or with mean_norm "speaker" the mean of `speaker` (the Moments of the utterance's speaker; its
+        stddev too with var_norm "speaker").
         """
         stddev = self.stddev(variance_floor)
         if self.mean_norm == "online":

@@ -161,7 +161,7 @@ class FeatureStream:
 class Cmvn:
     """The model's CMVN statistics (asrkit.frontend.cmvn.CmvnStats' sums), applied as the module docstring says.
 
-    stats: dict of arrays as the package's cmvn.npz holds them (`CMVN_FIELDS`); window and prior_frames:
+    stats: dict of arrays as the package's cmvn.npz holds them (asrkit.recognizer.package); window and prior_frames:
     online CMN's options (asrkit.frontend.online_cmvn.OnlineCmvnOptions), but a model trained with online CMN
     (mean_norm "online") keeps those it was trained with (the package's online_window, online_prior_frames)."""
 

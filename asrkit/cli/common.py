@@ -146,29 +146,14 @@ def combination_options(function):
     return wrapper
 
 
-def stream_options(prefix):
-    """--windows and --early-endpoints of the commands that stream (asrkit-transcribe --streaming,
-    asrkit-serve-recognizer; asrkit.recognizer.stream), their help after `prefix` ("" or "With ...: ")."""
+def _helped(prefix, text):
+    """Option help `text` after `prefix` ("" or "With ...: "), capitalised."""
+    text = prefix + text
+    return text[0].upper() + text[1:]
 
-    def helped(text):
-        text = prefix + text
-        return text[0].upper() + text[1:]
 
-    options = [
-        click.option("--windows", type=click.Choice(["eager", "grid", "tentative"]), default=None,
-                     help=helped("where a windowed BLSTM's windows go: eager, each frame as soon as its label "
-                                 "delay is in; grid, the batch network's (up to 4 frames later; rows those of "
-                                 "batch); tentative, the grid's, with the eager rows of the frames the "
-                                 "grid has not given yet in partial results.  Default: tentative where the "
-                                 "final results come from the stream's rows, eager where a batch pass makes "
-                                 "them.")),
-        click.option("--early-endpoints/--no-early-endpoints", default=True, show_default=True,
-                     help=helped("let the endpoint rules look at the frames still waiting for their right context "
-                                 "too (computed as if the audio ended there), so that a segment's final result "
-                                 "comes up to the model's look-ahead sooner; or only at frames whose right context "
-                                 "is in (with --windows grid, the segmentation then does not depend on how the "
-                                 "audio was cut).")),
-    ]
+def _apply(options):
+    """A decorator applying click options in the order listed (in --help too)."""
 
     def decorate(function):
         for option in reversed(options):
@@ -176,3 +161,37 @@ def stream_options(prefix):
         return function
 
     return decorate
+
+
+def endpoint_options(prefix):
+    """--max-utterance-seconds and --endpoint-silence of the commands that stream: Kaldi's endpoint rules 5 and 2
+    (asrkit.recognizer.endpoint), their help after `prefix` ("" or "With ...: ")."""
+    return _apply([
+        click.option("--max-utterance-seconds", default=20.0, type=click.FloatRange(min=0.0, min_open=True),
+                     help=_helped(prefix, "a segment ends after this long whatever was said (endpoint rule 5).")),
+        click.option("--endpoint-silence", type=click.FloatRange(min=0.0, min_open=True), default=None,
+                     help=_helped(prefix, "a segment ends after this much silence after speech where the decoder "
+                                          "finds that it may well end (endpoint rule 2).  Default: Kaldi's 0.5 s, "
+                                          "0.3 s where a batch pass makes the final results, whose cost grows "
+                                          "with the segment (asrkit.recognizer.stream.default_endpoint).")),
+    ])
+
+
+def stream_options(prefix):
+    """--windows and --early-endpoints of the commands that stream (asrkit-transcribe --streaming,
+    asrkit-serve-recognizer; asrkit.recognizer.stream), their help after `prefix` ("" or "With ...: ")."""
+    return _apply([
+        click.option("--windows", type=click.Choice(["eager", "grid", "tentative"]), default=None,
+                     help=_helped(prefix, "where a windowed BLSTM's windows go: eager, each frame as soon as its "
+                                          "label delay is in; grid, the batch network's (up to 4 frames later; rows "
+                                          "those of batch); tentative, the grid's, with the eager rows of the "
+                                          "frames the grid has not given yet in partial results.  Default: "
+                                          "tentative where the final results come from the stream's rows, eager "
+                                          "where a batch pass makes them.")),
+        click.option("--early-endpoints/--no-early-endpoints", default=True, show_default=True,
+                     help=_helped(prefix, "let the endpoint rules look at the frames still waiting for their right "
+                                          "context too (computed as if the audio ended there), so that a segment's "
+                                          "final result comes up to the model's look-ahead sooner; or only at "
+                                          "frames whose right context is in (with --windows grid, the "
+                                          "segmentation then does not depend on how the audio was cut).")),
+    ])

@@ -6,7 +6,7 @@ import signal
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, stream_options
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, endpoint_options, stream_options
 from asrkit.logs import summary_line
 
 
@@ -30,8 +30,7 @@ from asrkit.logs import summary_line
 @click.option("--send-timeout", default=10.0, type=click.FloatRange(min=0.0, min_open=True),
               help="Seconds a result may wait for a client that does not read before it is dropped.")
 @click.option("--workers", default=0, type=click.IntRange(min=0), help="Recognition threads (0: one per core).")
-@click.option("--max-utterance-seconds", default=20.0, type=click.FloatRange(min=0.0, min_open=True),
-              help="Endpoint rule 5: a segment ends after this long whatever was said.")
+@endpoint_options("")
 @click.option("--final-pass", type=click.Choice(["online", "batch"]), default=None,
               help="How a segment's final result is made (asrkit.recognizer.stream): online, from the incremental "
                    "decoder's lattice (least CPU and latency); batch, a fresh decode of the segment as batch "
@@ -47,7 +46,7 @@ from asrkit.logs import summary_line
 @click.option("--max-active", type=click.IntRange(min=1), help="Override the package's max-active.")
 @asrkit_command("asrkit-serve-recognizer")
 def main(package_dir, host, port, allow_remote, max_connections, max_queue, max_message_bytes, max_stream_seconds,
-         idle_timeout, send_timeout, workers, max_utterance_seconds, final_pass, batch, windows, early_endpoints,
+         idle_timeout, send_timeout, workers, max_utterance_seconds, endpoint_silence, final_pass, batch, windows, early_endpoints,
          lm_weight, beam, max_active):
     """Serve recognition of PACKAGE_DIR (made by asrkit-export) over WebSockets until SIGINT or SIGTERM.
 
@@ -57,9 +56,9 @@ def main(package_dir, host, port, allow_remote, max_connections, max_queue, max_
     """
     # deferred: the recognizer and the server bring numpy, numba and websockets; --help imports none of them
     from threadpoolctl import threadpool_limits
-    from asrkit.recognizer.endpoint import EndpointConfig
     from asrkit.recognizer.recognizer import Recognizer
     from asrkit.recognizer.server import ServerConfig, check_host_allowed, serve_forever
+    from asrkit.recognizer.stream import default_endpoint, default_final_pass
 
     logger = logging.getLogger("asrkit-serve-recognizer")
     logging.getLogger("websockets").setLevel(logging.WARNING)  # a line per connection opened and closed: too many
@@ -67,7 +66,8 @@ def main(package_dir, host, port, allow_remote, max_connections, max_queue, max_
     # The pool's threads (one per core) are the parallelism: BLAS threads of each on top would oversubscribe.
     threadpool_limits(1)
     recognizer = Recognizer(package_dir, lm_weight=lm_weight, beam=beam, max_active=max_active)
-    endpoint = EndpointConfig.with_max_length(max_utterance_seconds, recognizer.package.frame_shift_s)
+    endpoint = default_endpoint(final_pass or default_final_pass(recognizer), recognizer.package.frame_shift_s,
+                                max_utterance_seconds, endpoint_silence)
     config = ServerConfig(host, port, allow_remote, max_connections, max_queue, max_message_bytes, max_stream_seconds,
                           idle_timeout, send_timeout, workers, endpoint, final_pass, batch, windows, early_endpoints)
 

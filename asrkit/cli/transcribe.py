@@ -7,7 +7,7 @@ import time
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, stream_options
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, endpoint_options, stream_options
 from asrkit.errors import AsrkitError, AudioError, DataDirError
 from asrkit.logs import summary_line
 
@@ -45,20 +45,19 @@ logger = logging.getLogger(COMMAND)
                    "most), in --format, with times from the input's start; partial hypotheses as they change, "
                    "on stderr ('partial: [key ]words'), or with --format json as JSON lines with is_final false "
                    "on stdout.  Stdin must be at the package's sample rate.")
-@click.option("--max-utterance-seconds", default=20.0, type=click.FloatRange(min=0.0, min_open=True),
-              help="With --streaming: a segment ends after this long whatever was said (endpoint rule 5).")
+@endpoint_options("With --streaming: ")
 @stream_options("With --streaming: ")
 @asrkit_command(COMMAND)
 def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prior_scale, beam, max_active,
-         max_fail_ratio, streaming, max_utterance_seconds, windows, early_endpoints):
+         max_fail_ratio, streaming, max_utterance_seconds, endpoint_silence, windows, early_endpoints):
     """Transcribe AUDIO files (wav, flac, mp3, ...; any sample rate, resampled; '-' for raw PCM on stdin)
     and the recordings of --scp with PACKAGE (asrkit-export).
 
     Transcripts go to stdout, logs to stderr.
     """
     # deferred: the recognizer brings numpy, numba and the package loader; --help imports none of them
-    from asrkit.recognizer.endpoint import EndpointConfig
     from asrkit.recognizer.recognizer import Recognizer
+    from asrkit.recognizer.stream import default_endpoint, default_final_pass
 
     start = time.monotonic()
     inputs = [(path, path) for path in audio]
@@ -80,7 +79,8 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
         try:
             if streaming:
                 began = time.monotonic()
-                endpoint = EndpointConfig.with_max_length(max_utterance_seconds, recognizer.package.frame_shift_s)
+                endpoint = default_endpoint(default_final_pass(recognizer), recognizer.package.frame_shift_s,
+                                            max_utterance_seconds, endpoint_silence)
                 audio_seconds += transcribe_streaming(recognizer, key, spec, sample_rate, output_format, keyed,
                                                       endpoint, windows, early_endpoints)
                 busy += time.monotonic() - began

@@ -45,12 +45,14 @@ class EndpointRule:
                 and utterance_length >= self.min_utterance_length)
 
 
+KALDI_MAX_UTTERANCE_LENGTH = 20.0
+
 KALDI_RULES = (
     EndpointRule(False, 5.0, math.inf, 0.0),
     EndpointRule(True, 0.5, 2.0, 0.0),
     EndpointRule(True, 1.0, 8.0, 0.0),
     EndpointRule(True, 2.0, math.inf, 0.0),
-    EndpointRule(False, 0.0, math.inf, 20.0),
+    EndpointRule(False, 0.0, math.inf, KALDI_MAX_UTTERANCE_LENGTH),
 )
 
 

@@ -11,7 +11,7 @@
 The samples go through the package's streaming front end and network (asrkit.recognizer.acoustic
 .AcousticStream, whose recurrent state runs on across segments) into an incremental decoder
 (asrkit.recognizer.online_decoder).  After every frame the endpoint rules (asrkit.recognizer.endpoint;
-Kaldi's by default) look at the best partial path; when one fires the segment ends at that frame and
+Kaldi's by default, with a shorter rule 2 for the batch final pass: default_endpoint) look at the best partial path; when one fires the segment ends at that frame and
 the next frame starts a new one.  A frame's row comes once its right context is in (the network's
 look-ahead: 0.24 s for the recipes' model), so the rules would see the end of a pause that long after
 it; with early endpoints (the default), once the best path's trailing silence and the frames still
@@ -51,7 +51,8 @@ from asrkit.decode import lattice_faster
 from asrkit.decode.decoder import DecoderOptions
 from asrkit.errors import AudioError
 from asrkit.recognizer.acoustic import AcousticStream
-from asrkit.recognizer.endpoint import EndpointConfig, EndpointDetector, silence_pdfs_of_package
+from asrkit.recognizer.endpoint import (KALDI_MAX_UTTERANCE_LENGTH, EndpointConfig, EndpointDetector,
+                                       silence_pdfs_of_package)
 from asrkit.recognizer.frontend import as_float_samples
 from asrkit.recognizer.online_decoder import OnlineDecoder
 from asrkit.recognizer.results import Decoded, Result
@@ -96,6 +97,28 @@ def default_windows(final_pass):
     return "tentative" if final_pass == "online" else "eager"
 
 
+# Rule 2's trailing silence (after speech, where the segment may well end) for streams whose final results come from
+# the batch pass, rather than Kaldi's 0.5 s.  That pass is a batch transcription of the segment after its end, so its
+# latency grows with the segment: between voicesearch test utterances played back to back the best path has about
+# 0.33 s of silence, so with 0.5 s 16 streams of 20 s that end together each had one 20-s segment and their final
+# passes cost 3.6 CPU-s after the end, with 0.3 s 10 segments each and 0.35 CPU-s (the last segment at most 3.6 s).
+# The relative-cost condition keeps pauses inside a sentence: on voicesearch dev and test (369 utterances each) no
+# utterance was split at 0.3 s and the WER was the same (14.68 and 12.63 against 12.68); 0.2 s split 17 test
+# utterances (+0.46% WER).  The voiceover sMBR package (online final pass), split more at 0.3 s (61 of 400 test
+# utterances against 27), had the same WER (55.44 against 55.55), but keeps Kaldi's rule, which its endpoint
+# latency was measured with.
+BATCH_PASS_TRAILING_SILENCE = 0.3
+
+
+def default_endpoint(final_pass, frame_shift, max_utterance_length=KALDI_MAX_UTTERANCE_LENGTH,
+                     trailing_silence=None):
+    """The EndpointConfig of a stream with this final pass: Kaldi's rules, rule 5 at max_utterance_length, and
+    rule 2 at trailing_silence (None: Kaldi's, or BATCH_PASS_TRAILING_SILENCE for the batch final pass)."""
+    if trailing_silence is None and final_pass == "batch":
+        trailing_silence = BATCH_PASS_TRAILING_SILENCE
+    return EndpointConfig.with_max_length(max_utterance_length, frame_shift, trailing_silence)
+
+
 def default_final_pass(recognizer):
     """"batch" where the streaming front end's rows differ from the batch ones (a model trained with the
     utterance's mean: streaming has online CMN), "online" where they are the same."""
@@ -104,8 +127,8 @@ def default_final_pass(recognizer):
 
 
 class RecognizerStream:
-    """One audio stream; see the module docstring.  endpoint: EndpointConfig (None: Kaldi's rules at the
-    package's frame shift; EndpointConfig(rules=()) never ends a segment before finish()); silence_pdfs:
+    """One audio stream; see the module docstring.  endpoint: EndpointConfig (None: default_endpoint, Kaldi's rules at
+    the package's frame shift; EndpointConfig(rules=()) never ends a segment before finish()); silence_pdfs:
     the pdfs the rules count as silence (None: the package's, asrkit.recognizer.endpoint); final_pass:
     "online" (a segment's final result from the incremental decoder's lattice) or "batch" (from the
     segment's samples, as Recognizer.transcribe would give it; None: default_final_pass); windows: where a
@@ -121,7 +144,10 @@ class RecognizerStream:
         self.recognizer = recognizer
         self.package = package
         self.options = decoder_options(package)
-        config = endpoint if endpoint is not None else EndpointConfig(frame_shift=package.frame_shift_s)
+        self.final_pass = final_pass or default_final_pass(recognizer)
+        if self.final_pass not in ("online", "batch"):
+            raise ValueError(f"final_pass must be 'online' or 'batch', not {self.final_pass!r}")
+        config = endpoint if endpoint is not None else default_endpoint(self.final_pass, package.frame_shift_s)
         if silence_pdfs is None:
             silence_pdfs = silence_pdfs_of_package(package.directory)
         self.detector = EndpointDetector(config, silence_pdfs, package.num_pdfs)
@@ -132,9 +158,6 @@ class RecognizerStream:
         self._least_trailing_silence = min((rule.min_trailing_silence for rule in config.rules
                                             if rule.min_trailing_silence > 0), default=np.inf)
         self._skip_rows = 0  # rows of frames an early endpoint already decoded, to drop when they come
-        self.final_pass = final_pass or default_final_pass(recognizer)
-        if self.final_pass not in ("online", "batch"):
-            raise ValueError(f"final_pass must be 'online' or 'batch', not {self.final_pass!r}")
         self.windows = windows or default_windows(self.final_pass)
         network = recognizer.acoustic.stream_network(self.final_pass)
         self.acoustic = AcousticStream(package, self.windows, network)  # the network's stream checks the windows

@@ -9,9 +9,8 @@ import soundfile
 from click.testing import CliRunner
 
 from asrkit.cli.transcribe import main
-from asrkit.recognizer.endpoint import EndpointConfig
 from asrkit.recognizer.recognizer import Recognizer
-from asrkit.recognizer.stream import recognize_pieces, sample_pieces
+from asrkit.recognizer.stream import default_endpoint, default_final_pass, recognize_pieces, sample_pieces
 from tests.conftest import speech_like
 from tests.recognizer.conftest import model_dirs, package_dir, toy_task  # noqa: F401 (fixtures)
 
@@ -27,9 +26,13 @@ def recording(package_dir, tmp_path_factory):  # noqa: F811
     soundfile.write(path, audio, 8000, subtype="PCM_16")
     recognizer = Recognizer(package_dir)
     samples = recognizer.load_audio(path)
-    endpoint = EndpointConfig.with_max_length(1.5, recognizer.package.frame_shift_s)
-    results = list(recognize_pieces(recognizer.stream(endpoint=endpoint), sample_pieces(samples, 800)))
+    results = list(recognize_pieces(recognizer.stream(endpoint=endpoint_of(recognizer)), sample_pieces(samples, 800)))
     return path, samples, results
+
+
+def endpoint_of(recognizer, trailing_silence=None):
+    """The rules of STREAMING's segments."""
+    return default_endpoint(default_final_pass(recognizer), recognizer.package.frame_shift_s, 1.5, trailing_silence)
 
 
 def test_final_results_go_to_stdout_and_partial_ones_to_stderr(package_dir, recording):  # noqa: F811
@@ -66,8 +69,8 @@ def test_raw_pcm_on_stdin_is_recognised_as_it_arrives(package_dir, recording):  
 def test_windows_picks_where_the_streams_windows_go(package_dir, recording, monkeypatch):  # noqa: F811
     path, samples, _ = recording
     recognizer = Recognizer(package_dir)
-    endpoint = EndpointConfig.with_max_length(1.5, recognizer.package.frame_shift_s)
-    grid = list(recognize_pieces(recognizer.stream(endpoint=endpoint, windows="grid"), sample_pieces(samples, 800)))
+    grid = list(recognize_pieces(recognizer.stream(endpoint=endpoint_of(recognizer), windows="grid"),
+                                 sample_pieces(samples, 800)))
     made = []
     stream = Recognizer.stream
     monkeypatch.setattr(Recognizer, "stream", lambda self, **options: made.append(options) or stream(self, **options))
@@ -83,6 +86,24 @@ def test_windows_picks_where_the_streams_windows_go(package_dir, recording, monk
         [("grid", True), (None, False), ("tentative", True)]  # None: the stream's default
     run = CliRunner().invoke(main, [package_dir, path, *STREAMING, "--windows", "sliding"])
     assert run.exit_code == 2 and "'sliding' is not one of 'eager', 'grid', 'tentative'" in run.output
+
+
+def test_endpoint_silence_and_max_utterance_seconds_set_rules_2_and_5(package_dir, recording,  # noqa: F811
+                                                                     monkeypatch):
+    path, _, _ = recording
+    recognizer = Recognizer(package_dir)
+    made = []
+    stream = Recognizer.stream
+    monkeypatch.setattr(Recognizer, "stream", lambda self, **options: made.append(options) or stream(self, **options))
+    for extra in ([], ["--endpoint-silence", "0.4"]):
+        run = CliRunner().invoke(main, [package_dir, path, *STREAMING, *extra])
+        assert run.exit_code == 0, run.output
+    assert [options["endpoint"] for options in made] == [endpoint_of(recognizer), endpoint_of(recognizer, 0.4)]
+    assert [options["endpoint"].rules[1].min_trailing_silence for options in made] == \
+        [0.3 if default_final_pass(recognizer) == "batch" else 0.5, 0.4]
+    assert made[0]["endpoint"].rules[4].min_utterance_length == 1.5
+    run = CliRunner().invoke(main, [package_dir, path, *STREAMING, "--endpoint-silence", "0"])
+    assert run.exit_code == 2 and "--endpoint-silence" in run.output
 
 
 def test_streaming_refusals(package_dir, recording):  # noqa: F811

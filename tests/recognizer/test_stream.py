@@ -8,6 +8,7 @@ import pytest
 
 from asrkit.recognizer.endpoint import EndpointConfig
 from asrkit.recognizer.recognizer import Recognizer
+from asrkit.recognizer.stream import BATCH_PASS_TRAILING_SILENCE, default_endpoint
 from tests.conftest import speech_like
 
 
@@ -196,14 +197,15 @@ def oracle(toy_task):
 def test_an_endpoint_after_trailing_silence_ends_a_segment_with_times_from_the_streams_start(package_dir, oracle):
     recognizer = Recognizer(package_dir)
     rng = np.random.default_rng(0)
-    first = oracle("ALPHA BRAVO", rng, 40)  # 1.2 s of silence: rule 2 (0.5 s) or 3 (1 s) fires inside it
+    first = oracle("ALPHA BRAVO", rng, 40)  # 1.2 s of silence: rule 2 (0.3 or 0.5 s) or 3 (1 s) fires inside it
     second = oracle("CHARLIE DELTA", rng, 0)
     stream = recognizer.stream()
     ended = stream.accept_loglikes(np.concatenate([first, second[:5]]))
     assert [result.text for result in ended] == ["ALPHA BRAVO"]
     shift = recognizer.package.frame_shift_s
     boundary = ended[0].end
-    assert (len(first) - 40 + 16) * shift <= boundary <= (len(first) - 40 + 34) * shift + 1e-9
+    shortest = round(stream.detector.config.rules[1].min_trailing_silence / shift)
+    assert (len(first) - 40 + shortest) * shift <= boundary <= (len(first) - 40 + 34) * shift + 1e-9
     assert stream.partial().start == pytest.approx(boundary)
     ended += stream.accept_loglikes(second[5:]) + stream.finish()
     assert [result.text for result in ended] == ["ALPHA BRAVO", "CHARLIE DELTA"]
@@ -295,3 +297,18 @@ def test_streams_accepted_together_give_what_each_gives_alone(package_dir, final
         together[index].append(answers(stream, stream.finish()))
     assert together == alone
     assert sum(len(finals) for answers_ in alone for finals, _ in answers_) >= 4
+
+
+def test_the_batch_final_pass_ends_a_segment_at_a_shorter_pause_by_default(package_dir):
+    """Its final result is a batch pass over the segment after its end, so shorter segments bound that latency:
+    rule 2's trailing silence is 0.3 s rather than Kaldi's 0.5 s unless given."""
+    recognizer = Recognizer(package_dir)
+    shift = recognizer.package.frame_shift_s
+    for final_pass, silence in (("batch", BATCH_PASS_TRAILING_SILENCE), ("online", 0.5)):
+        rules = recognizer.stream(final_pass=final_pass).detector.config.rules
+        assert rules == default_endpoint(final_pass, shift).rules
+        assert [rule.min_trailing_silence for rule in rules] == [5.0, silence, 1.0, 2.0, 0.0]
+        assert rules[4].min_utterance_length == 20.0
+        given = default_endpoint(final_pass, shift, max_utterance_length=8.0, trailing_silence=0.4).rules
+        assert (given[1].min_trailing_silence, given[4].min_utterance_length) == (0.4, 8.0)
+    assert BATCH_PASS_TRAILING_SILENCE < 0.5

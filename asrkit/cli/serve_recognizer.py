@@ -46,8 +46,8 @@ from asrkit.logs import summary_line
 @click.option("--max-active", type=click.IntRange(min=1), help="Override the package's max-active.")
 @asrkit_command("asrkit-serve-recognizer")
 def main(package_dir, host, port, allow_remote, max_connections, max_queue, max_message_bytes, max_stream_seconds,
-         idle_timeout, send_timeout, workers, max_utterance_seconds, endpoint_silence, final_pass, batch, windows, early_endpoints,
-         lm_weight, beam, max_active):
+         idle_timeout, send_timeout, workers, max_utterance_seconds, endpoint_silence, final_pass, batch, windows,
+         early_endpoints, lm_weight, beam, max_active):
     """Serve recognition of PACKAGE_DIR (made by asrkit-export) over WebSockets until SIGINT or SIGTERM.
 
     A client sends binary 16-bit mono PCM at the package's sample rate and {"eof": 1} (or EOF) at the

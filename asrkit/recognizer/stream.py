@@ -12,9 +12,9 @@ The samples go through the package's streaming front end and network (asrkit.rec
 .AcousticStream, whose recurrent state runs on across segments) into an incremental decoder
 (asrkit.recognizer.online_decoder).  After every frame the endpoint rules (asrkit.recognizer.endpoint;
 Kaldi's by default, rule 2 shorter for the batch final pass: default_endpoint) look at the best partial
-path; when one fires the segment ends at that frame and the next frame starts a new one.  A frame's row comes once its right context is in (the network's
-look-ahead: 0.24 s for the recipes' model), so the rules would see the end of a pause that long after
-it; with early endpoints (the default), once the best path's trailing silence and the frames still
+path; when one fires the segment ends at that frame and the next frame starts a new one.  A frame's row
+comes once its right context is in (the network's look-ahead: 0.24 s for the recipes' model), so the
+rules would see the end of a pause that long after it; with early endpoints (the default), once the best path's trailing silence and the frames still
 pending in the network could make up a rule's, those frames are decoded too, computed as at the end of
 the audio, and undone unless a rule fires on one (OnlineDecoder.try_endpoint).  Without them, and with
 the grid's windows (or tentative ones), the rules see frames that do not depend on how the audio was cut
@@ -104,9 +104,9 @@ def default_windows(final_pass):
 # passes cost 3.6 CPU-s after the end, with 0.3 s 10 segments each and 0.35 CPU-s (the last segment at most 3.6 s).
 # The relative-cost condition keeps pauses inside a sentence: on voicesearch dev and test (369 utterances each) no
 # utterance's words fell into two segments at 0.3 s, and the WER was the same (dev 14.68 at both, test 12.63 against
-# 12.68); 0.2 s split 17 test utterances (+0.46% WER).  The voiceover sMBR package (online final pass), split more at 0.3 s (61 of 400 test
-# utterances against 27), had the same WER (55.44 against 55.55), but keeps Kaldi's rule, which its endpoint
-# latency was measured with.
+# 12.68); 0.2 s split 17 test utterances (+0.46% WER).  The voiceover sMBR package (online final pass), split more
+# at 0.3 s (61 of 400 test utterances against 27) with the same WER (55.44 against 55.55), keeps Kaldi's rule, which
+# its endpoint latency was measured with.
 BATCH_PASS_TRAILING_SILENCE = 0.3
 
 

@@ -13,17 +13,18 @@ The samples go through the package's streaming front end and network (asrkit.rec
 (asrkit.recognizer.online_decoder).  After every frame the endpoint rules (asrkit.recognizer.endpoint;
 Kaldi's by default, rule 2 shorter for the batch final pass: default_endpoint) look at the best partial
 path; when one fires the segment ends at that frame and the next frame starts a new one.  A frame's row
-comes once its right context is in (the network's look-ahead: 0.24 s for the recipes' model), so the
-rules would see the end of a pause that long after it; with early endpoints (the default), once the best path's trailing silence and the frames still
-pending in the network could make up a rule's, those frames are decoded too, computed as at the end of
-the audio, and undone unless a rule fires on one (OnlineDecoder.try_endpoint).  Without them, and with
-the grid's windows (or tentative ones), the rules see frames that do not depend on how the audio was cut
-into pieces, and neither does the segmentation.  With tentative windows (asrkit.recognizer.network
-.GroupStream), partial() decodes the rows of the newest frames that the grid has not given yet from a
-checkpoint and rolls them back (OnlineDecoder.partial_after), so a partial result covers what an eager
-stream's covers while the decoder only ever keeps the grid's rows.  A segment's final Result is made as
-Recognizer.transcribe makes one (best path, confidences from the lattice, word times by forced
-alignment), with times counted from the start of the stream, from one of two final passes:
+comes once its right context is in (the network's look-ahead: 0.24 s for the recipes' model), so the rules
+would see the end of a pause that long after it; with early endpoints (the default), once the best path's
+trailing silence and the frames still pending in the network could make up a rule's, those frames are
+decoded too, computed as at the end of the audio, and undone unless a rule fires on one
+(OnlineDecoder.try_endpoint).  Without them, and with the grid's windows (or tentative ones), the rules
+see frames that do not depend on how the audio was cut into pieces, and neither does the segmentation.
+With tentative windows (asrkit.recognizer.network.GroupStream), partial() decodes the rows of the newest
+frames that the grid has not given yet from a checkpoint and rolls them back
+(OnlineDecoder.partial_after), so a partial result covers what an eager stream's covers while the decoder
+only ever keeps the grid's rows.  A segment's final Result is made as Recognizer.transcribe makes one
+(best path, confidences from the lattice, word times by forced alignment), with times counted from the
+start of the stream, from one of two final passes:
 
 - "online": the incremental decoder's lattice, finalized at the endpoint: nothing is computed again,
   so the final result comes as soon as the endpoint is seen.  With no endpoint inside the audio it

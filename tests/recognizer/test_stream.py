@@ -299,11 +299,17 @@ def test_streams_accepted_together_give_what_each_gives_alone(package_dir, final
     assert sum(len(finals) for answers_ in alone for finals, _ in answers_) >= 4
 
 
-def test_the_batch_final_pass_ends_a_segment_at_a_shorter_pause_by_default(package_dir):
+def test_the_batch_final_pass_ends_a_segment_at_a_shorter_pause_by_default(package_dir, oracle):
     """Its final result is a batch pass over the segment after its end, so shorter segments bound that latency:
     rule 2's trailing silence is 0.3 s rather than Kaldi's 0.5 s unless given."""
     recognizer = Recognizer(package_dir)
     shift = recognizer.package.frame_shift_s
+    rng = np.random.default_rng(1)
+    pause = round(0.4 / shift)  # between the two rules' silences
+    rows = np.concatenate([oracle("ALPHA BRAVO", rng, pause), oracle("CHARLIE DELTA", rng, 0)])
+    texts = {final_pass: [result.text for result in recognizer.stream(final_pass=final_pass).accept_loglikes(rows)]
+             for final_pass in ("batch", "online")}
+    assert texts == {"batch": ["ALPHA BRAVO"], "online": []}
     for final_pass, silence in (("batch", BATCH_PASS_TRAILING_SILENCE), ("online", 0.5)):
         rules = recognizer.stream(final_pass=final_pass).detector.config.rules
         assert rules == default_endpoint(final_pass, shift).rules

@@ -74,13 +74,13 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
                 recognizer.package.params["lm_weight"], recognizer.package.params["prior_scale"],
                 recognizer.package.params["beam"], recognizer.acoustic.cmvn.describe())
     keyed = len(inputs) > 1 or bool(scp)
+    endpoint = default_endpoint(default_final_pass(recognizer), recognizer.package.frame_shift_s,
+                                max_utterance_seconds, endpoint_silence)
     failed, audio_seconds, busy = [], 0.0, 0.0
     for key, spec in inputs:
         try:
             if streaming:
                 began = time.monotonic()
-                endpoint = default_endpoint(default_final_pass(recognizer), recognizer.package.frame_shift_s,
-                                            max_utterance_seconds, endpoint_silence)
                 audio_seconds += transcribe_streaming(recognizer, key, spec, sample_rate, output_format, keyed,
                                                       endpoint, windows, early_endpoints)
                 busy += time.monotonic() - began

@@ -36,6 +36,7 @@
 #     --lfmmi true|false         stage 11 first trains the acoustic network from scratch with lattice-free MMI
 #                                ([Povey2016]) from the multi-style example server -> exp/<am>_lfmmi, decoded
 #                                and in the results beside CE and sMBR (default: true)
+#     --lfmmi-epochs N           the LF-MMI model's epochs (default: the CE model's, 8; tiny 10)
 #     --combine true|false       stage 11 then combines the sMBR and LF-MMI models frame by frame (asrkit-decode
 #                                --combine-model, each at its own dev LM weight; the combination weight of
 #                                --combine-weights and the LM weight chosen on dev) -> exp/<am>_smbr_lfmmi, the
@@ -77,6 +78,7 @@ cmvn_online=false
 ivectors=false
 steel_sky=true
 lfmmi=true
+lfmmi_epochs=
 combine=true
 combine_weights="0.4 0.5 0.6 0.7"
 external_lm=auto
@@ -173,6 +175,8 @@ case "$size" in
   tiny)    mono_units=128; ce_cells=128; mono_epochs=10; ce_epochs=10; num_leaves=60;  streams=16; seq_steps=10;  snapshot_every=5 ;;
   default) mono_units=512; ce_cells=256; mono_epochs=4;  ce_epochs=8;  num_leaves=800; streams=32; seq_steps=400; snapshot_every=20 ;;
 esac
+lfmmi_epochs="${lfmmi_epochs:-$ce_epochs}"
+require_whole_number lfmmi_epochs
 train_fit_utts=150
 [ "$size" = tiny ] && train_fit_utts=10
 train_options="--config conf/train_ce.conf --num-streams $streams"
@@ -289,7 +293,7 @@ if run_stage 11; then
   if $lfmmi; then
     begin_stage 11 "lattice-free MMI from the multi-style example server -> $exp/${am}_lfmmi; results -> $exp/RESULTS"
     ../../steps/lfmmi.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage11" \
-      --train-opts "$train_options $ce_model" --lfmmi-opts "$lfmmi_options" --num-epochs "$ce_epochs" \
+      --train-opts "$train_options $ce_model" --lfmmi-opts "$lfmmi_options" --num-epochs "$lfmmi_epochs" \
       --num-streams "$streams" \
       --more-opts "$ivector_options --example-servers local:1 --server-styles $noise_styles" \
       --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" --tuned-sets dev:test:train_fit \

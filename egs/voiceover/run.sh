@@ -23,6 +23,8 @@
 #                                utterance's, each speaker's (character's, over all their lines in the set,
 #                                by utt2spk), the training set's, or online CMN's running mean of the
 #                                utterance so far, in training too (default: speaker)
+#     --cmvn-variance global|speaker   the standard deviation every stage divides by: the training set's (of
+#                                mean-removed frames) or, with --cmvn-mean speaker, each speaker's own (default: global)
 #     --cmvn-online true|false   decode with a running mean over each utterance's frames so far, started
 #                                from the training mean, instead of the speaker's or utterance's own
 #                                (asrkit-decode --cmvn-online; default: false)
@@ -74,6 +76,7 @@ exp=exp
 overwrite=false
 am=wblstm
 cmvn_mean=speaker
+cmvn_variance=global
 cmvn_online=false
 ivectors=false
 steel_sky=true
@@ -90,6 +93,7 @@ command_line="$parse_command_line"
 require_choice am wblstm lstm
 require_choice size tiny default
 require_choice cmvn_mean utterance speaker global online
+require_choice cmvn_variance global speaker
 require_whole_number stage stop_stage nj
 games="${games:-$data/local/games}"
 
@@ -193,7 +197,7 @@ noise_styles=conf/noise_styles.json
 # CMVN does; Beneath a Steel Sky's lines, speakers unknown, each their own): against each utterance's
 # own mean, CE dev 51.15 -> 48.09 and test 68.78 -> 66.70 (RESULTS).  The exported package, which hears
 # one utterance at a time, removes a running mean started from the training mean (Kaldi's online CMN).
-feature_options="--feature-config conf/fbank.json --cmvn-mean $cmvn_mean"
+feature_options="--feature-config conf/fbank.json --cmvn-mean $cmvn_mean --cmvn-variance $cmvn_variance"
 cmvn_decode_options=
 $cmvn_online && cmvn_decode_options=--cmvn-online
 # With --ivectors: the extractor's size (Kaldi's online recipes: 512 Gaussians, 100 dimensions, on some

@@ -114,12 +114,18 @@ def rnc_pack(data, block_size=4096, chunks=None):
 
 
 def crc16(data):
+    """CRC-16/ARC bit by bit, the reference the module's table-driven CRC is checked against."""
     crc = 0
     for byte in data:
         crc ^= byte
         for _ in range(8):
             crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
     return crc
+
+
+@pytest.fixture
+def bitwise_crc16():
+    return crc16
 
 
 @pytest.fixture

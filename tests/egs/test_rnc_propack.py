@@ -6,6 +6,7 @@ import os
 import random
 import sys
 
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -17,9 +18,12 @@ import rnc_propack  # noqa: E402  (egs/voiceover/local)
 from rnc_propack import RncError  # noqa: E402
 
 
-def test_crc16_is_arc_crc():
+def test_crc16_is_arc_crc(bitwise_crc16):
     assert rnc_propack.crc16(b"123456789") == 0xBB3D  # CRC-16/ARC's check value
     assert rnc_propack.crc16(b"") == 0
+    data = np.random.default_rng(0).integers(0, 256, 5000, dtype=np.uint8).tobytes()
+    assert rnc_propack.crc16(data) == bitwise_crc16(data)  # the table-driven CRC against the bit-by-bit one
+    assert rnc_propack.crc16(bytearray(data[:77])) == bitwise_crc16(data[:77])
 
 
 @pytest.mark.parametrize("data", [
@@ -49,10 +53,15 @@ def test_canonical_codes_are_matched_bit_reversed():
         def __init__(self, bits):
             self.bits = list(bits)
 
+        def peek(self, count):
+            return sum(bit << index for index, bit in enumerate(self.bits[:count]))
+
+        def skip(self, count):
+            del self.bits[:count]
+
         def read(self, count):
-            value = 0
-            for index in range(count):
-                value |= self.bits.pop(0) << index
+            value = self.peek(count)
+            self.skip(count)
             return value
 
     # 3 symbols of lengths 1, 2, 2: codes 0, 10, 11 (canonical), first bit first in the stream.

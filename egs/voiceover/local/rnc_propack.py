@@ -22,6 +22,9 @@ Written from the format's description in ScummVM's engines/sky/rnc_deco.cpp (rea
 
 import struct
 
+import numba
+import numpy as np
+
 SIGNATURE = b"RNC\x01"
 HEADER_SIZE = 18
 MIN_MATCH = 2
@@ -31,14 +34,32 @@ class RncError(ValueError):
     """A ProPack stream that does not unpack; the message names the file and the offset."""
 
 
-def crc16(data):
-    """CRC-16 (reflected polynomial 0xA001, initial value 0) of `data`."""
-    crc = 0
-    for byte in data:
-        crc ^= byte
+def _crc16_table():
+    """The CRC after feeding each byte value into a zero CRC, so that a byte takes one lookup, not 8 shifts."""
+    table = np.zeros(256, dtype=np.uint16)
+    for value in range(256):
+        crc = value
         for _ in range(8):
             crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+        table[value] = crc
+    return table
+
+
+_CRC16_TABLE = _crc16_table()
+
+
+@numba.njit(cache=True)
+def _crc16_of_bytes(data, table):
+    crc = 0
+    for byte in data:
+        crc = (crc >> 8) ^ table[(crc ^ byte) & 0xFF]
     return crc
+
+
+def crc16(data):
+    """CRC-16 (reflected polynomial 0xA001, initial value 0) of `data` (bytes-like).  Compiled: the recipe
+    checks two CRCs of every Beneath a Steel Sky speech file, some 140 MB, which took 35 s in Python."""
+    return int(_crc16_of_bytes(np.frombuffer(data, dtype=np.uint8), _CRC16_TABLE))
 
 
 def is_packed(data):
@@ -62,12 +83,19 @@ class _Reader:
         self.count += 16
         self.position = min(self.position + 2, self.end)
 
-    def read(self, count):
+    def peek(self, count):
+        """The next `count` bits, left unread."""
         while self.count < count:
             self._fetch()
-        value = self.bits & ((1 << count) - 1)
+        return self.bits & ((1 << count) - 1)
+
+    def skip(self, count):
         self.bits >>= count
         self.count -= count
+
+    def read(self, count):
+        value = self.peek(count)
+        self.skip(count)
         return value
 
     def literal(self, length):
@@ -95,15 +123,15 @@ def read_table(reader):
 
 def read_value(reader, table, name):
     """The next value coded with `table` (a symbol, then its extra bits)."""
-    value = length = 0
-    while True:
-        if length == 16:
-            raise RncError(f"{reader.where}: no {name} code matches the bits before offset {reader.position}")
-        value |= reader.read(1) << length
-        length += 1
-        symbol = table.get((length, value))
+    # Codes are tried shortest first on bits peeked, not read one at a time: a word is fetched exactly when
+    # a bit-by-bit reader would fetch it, and the decoding is twice as fast.
+    for length in range(1, 17):
+        symbol = table.get((length, reader.peek(length)))
         if symbol is not None:
+            reader.skip(length)
             break
+    else:
+        raise RncError(f"{reader.where}: no {name} code matches the bits before offset {reader.position}")
     if symbol < 2:
         return symbol
     return (1 << (symbol - 1)) | reader.read(symbol - 1)

@@ -35,3 +35,17 @@ def test_the_next_writer_removes_a_killed_writers_temporaries_on_this_host_only(
     assert not stale_file.exists() and not stale_dir.exists()
     assert alive.exists() and other_host.exists() and unrelated.exists()
     assert os.path.basename(temporary_name(target)) == f".feats.1.h5.tmp.{host}.{os.getpid()}"
+
+
+def test_durable_writes_sync_before_the_rename_and_others_do_not(tmp_path, monkeypatch):
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    with atomic_output(tmp_path / "a.txt") as handle:
+        handle.write("a")
+    assert len(synced) == 1
+    with atomic_output(tmp_path / "b.wav", mode="wb", durable=False) as handle:
+        handle.write(b"b")
+        assert not (tmp_path / "b.wav").exists()
+    assert len(synced) == 1
+    assert (tmp_path / "a.txt").read_text() == "a" and (tmp_path / "b.wav").read_bytes() == b"b"

@@ -159,7 +159,7 @@ def _utterance(bundle, speech_file, character, subtitle, audio_dir, dropped):
     path = audio_path(audio_dir, stem + ".mp3")
     data = bundle.read(speech_file)
     if not os.path.exists(path) or os.path.getsize(path) != len(data):
-        with atomic_output(path, mode="wb") as handle:
+        with atomic_output(path, mode="wb", durable=False) as handle:  # main() syncs them all at once
             handle.write(data)
     speaker = f"fotaq-{character.lower()}"
     return (f"{speaker}-{stem}", speaker, character, text, path)
@@ -198,7 +198,7 @@ def write_wav(path, samples, sample_rate):
     since asrkit's audio reader refuses 8-bit WAV (mostly a conversion mistake; here it is the game's
     own quantisation, which stays)."""
     widened = ((np.frombuffer(samples, np.uint8).astype(np.int16) - 128) * 256).astype("<i2")
-    with atomic_output(path, mode="wb") as handle:
+    with atomic_output(path, mode="wb", durable=False) as handle:  # main() syncs them all at once
         with wave.open(handle, "wb") as writer:
             writer.setnchannels(1)
             writer.setsampwidth(2)
@@ -273,6 +273,9 @@ def main(argv=None):
             sky = steel_sky_utterances(args.games_dir, os.path.join(args.data_dir, "local", "audio", "bass"),
                                        dropped, sample)
             add_held_out_free(splits, sky, "Beneath a Steel Sky line saying a dev or test sentence", dropped)
+        # The audio files reach the disk before the data dirs that name them: one sync, not one a file
+        # (some 8,000 files; 20 s of the stage).
+        os.sync()
         corpus_dir = os.path.join(args.data_dir, "local", "corpus")
         os.makedirs(corpus_dir, exist_ok=True)
         minutes = collections.Counter()

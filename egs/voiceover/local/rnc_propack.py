@@ -57,8 +57,8 @@ def _crc16_of_bytes(data, table):
 
 
 def crc16(data):
-    """CRC-16 (reflected polynomial 0xA001, initial value 0) of `data` (bytes-like).  Compiled: the recipe
-    checks two CRCs of every Beneath a Steel Sky speech file, some 140 MB, which took 35 s in Python."""
+    """CRC-16 (reflected polynomial 0xA001, initial value 0) of `data` (bytes-like).  Compiled, since the
+    recipe checks the packed and the unpacked CRC of every Beneath a Steel Sky speech file: over 100 MB."""
     return int(_crc16_of_bytes(np.frombuffer(data, dtype=np.uint8), _CRC16_TABLE))
 
 

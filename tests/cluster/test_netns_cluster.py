@@ -71,11 +71,20 @@ def test_close_leaves_nothing_behind_even_after_a_failure(needs_namespaces):
     cluster.close()  # twice is harmless
 
 
+def _command_name(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as comm:
+            return comm.read().strip()
+    except FileNotFoundError:  # it ended between the listing and the read
+        return ""
+
+
 def test_kill_host_ends_every_process_of_that_host_only(make_cluster):
     cluster = make_cluster(["a", "b"])
     sleepers = {host: [cluster.popen(host, ["sleep", "600"]) for _ in range(2)] for host in ("a", "b")}
     deadline = time.monotonic() + 5
-    while len(cluster.pids("a")) < 2:
+    # Until both have become `sleep`: before that a host's shell may still have its `hostname` child.
+    while sorted(_command_name(pid) for pid in cluster.pids("a")) != ["sleep", "sleep"]:
         assert time.monotonic() < deadline
         time.sleep(0.05)
     assert cluster.kill_host("a") == 2

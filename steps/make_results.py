@@ -293,6 +293,16 @@ def read_mixed_lm(exp_dir):
     return None
 
 
+def read_warps(exp_dir):
+    """set -> [(speaker, warp factor)] that steps/select_warps.sh chose into exp_dir/warps (egs/voiceover)."""
+    warps = {}
+    for path in sorted(glob.glob(os.path.join(exp_dir, "warps", "spk2warp_*"))):
+        with open(path, encoding="utf-8") as handle:
+            warps[os.path.basename(path)[len("spk2warp_"):]] = [tuple(line.split()[:2]) for line in handle
+                                                                 if line.strip()]
+    return warps
+
+
 def write_unrolling(out, exp_dir, wers):
     """Stage 11's truncated (b, u) runs and the full-unrolling run, one row each."""
     rows, first_config = [], None
@@ -397,6 +407,12 @@ def main():
     if mixed:
         out.write(f"# decoding LM: test interpolated with the external LM (mix_lm, weights {mixed[0]} fitted on dev): "
                   f"perplexity on dev {mixed[1]:.1f}\n")
+    warps = read_warps(args.exp_dir)
+    if warps:
+        out.write("# warp factors chosen per speaker (VTLN, steps/select_warps.sh; the decodes after it hear dev and "
+                  "test warped): " + "; ".join(f"{name} " + ", ".join(f"{speaker} {factor}" for speaker, factor in
+                                                                       chosen) for name, chosen in warps.items())
+                  + "\n")
     write_voice_table(out, args.exp_dir, wers)
     write_unrolling(out, args.exp_dir, wers)
     out.write("\n# training (this run's last invocation of each trainer)\n")

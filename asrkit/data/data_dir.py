@@ -11,6 +11,7 @@ import os
 
 from asrkit.data import kaldi_files
 from asrkit.data.kaldi_files import c_sorted, spk2utt_from_utt2spk
+from asrkit.data.warps import utterance_warps
 from asrkit.errors import DataDirError
 
 logger = logging.getLogger(__name__)
@@ -21,6 +22,8 @@ EXTRA_TABLE_KEYS = {
     "utt2lang": "utterance",
     "utt2uniq": "utterance",
     "spk2gender": "speaker",
+    "utt2warp": "utterance",  # frequency warp factors (asrkit.data.warps)
+    "spk2warp": "speaker",
     "reco2dur": "recording",
     "reco2file_and_channel": "recording",
 }
@@ -80,6 +83,7 @@ class DataDir:
         self.utt2num_frames = utt2num_frames
         self.feats_scp = feats_scp
         self.extra_tables = dict(extra_tables or {})
+        self._warps = None  # utterance -> warp factor, from utt2warp and spk2warp when first asked
 
     @classmethod
     def load(cls, path, check_sorted=True, problems=None):
@@ -136,6 +140,13 @@ class DataDir:
         if self.utt2spk is not None:
             return c_sorted(set(self.utt2spk.values()))
         return []
+
+    def warp_factor(self, utterance_id):
+        """The utterance's frequency warp factor (asrkit.data.warps), 1 without utt2warp and spk2warp.  Read when
+        first asked for: a DataDir is read, not edited, once its audio is being read."""
+        if self._warps is None:
+            self._warps = utterance_warps(self)
+        return self._warps.get(utterance_id, 1.0)
 
     def recording_of(self, utterance_id):
         """The wav.scp key that holds this utterance's audio."""

@@ -22,6 +22,7 @@ from asrkit.frontend.cmvn import CmvnStats
 from asrkit.frontend.config import FeatureConfig
 from asrkit.frontend.features import FeatureExtractor
 from asrkit.frontend.finite import check_finite
+from asrkit.frontend.warp import warped_audio
 from asrkit.io.json_file import read_json
 from asrkit.io.table import TableReader
 from asrkit.ivector.append import OnlineIvectorAppender
@@ -201,7 +202,9 @@ class ModelLoglikes:
             # Every utterance of the data dir: a recording whose last segment is another job's stays kept
             # to the end of this job (at most the two at its edges).
             self._data = UtteranceAudio(data, data.utterance_ids, self._extractor.config.audio_options())
-        features = self._extractor(self._data(utterance_id))
+        samples = warped_audio(self._data.data_dir, utterance_id, self._data(utterance_id),
+                               self._extractor.config.sample_rate)
+        features = self._extractor(samples)
         return check_finite(features, utterance_id, "the features computed from its audio")
 
     def network_input(self, utterance_id):

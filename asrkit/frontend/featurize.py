@@ -33,6 +33,7 @@ from asrkit.frontend.cmvn import SPEAKER_CMVN_FILE, CmvnStats, Moments, SpeakerC
 from asrkit.frontend.config import FeatureConfig
 from asrkit.frontend.features import FeatureExtractor
 from asrkit.frontend.online_cmvn import OnlineCmvnOptions
+from asrkit.frontend.warp import warped_audio
 from asrkit.io.atomic import atomic_output
 from asrkit.io.table import ShardWriter, TableReader, read_shard_attrs, shard_path, write_scp
 from asrkit.parallel import remove_outputs_of_extra_jobs, run_jobs, split_evenly
@@ -103,7 +104,7 @@ def audio_options_for(audio, config):
 def input_fingerprint(data, utterance_ids, audio_options):
     """A hash of everything a job's features depend on besides the feature config.
 
-    The utterance ids, each one's wav.scp entry and segment, the size and
+    The utterance ids, each one's wav.scp entry, segment and warp factor, the size and
     modification time of each audio file (a pipe's command line stands for
     itself), and the audio options: a shard from an earlier run is reused only
     when none of these changed, so regenerated audio under the same ids is
@@ -114,7 +115,7 @@ def input_fingerprint(data, utterance_ids, audio_options):
         segment = data.segments.get(utterance_id) if data.segments is not None else None
         recording = segment.recording_id if segment is not None else utterance_id
         spec = (data.wav_scp or {}).get(recording, "")
-        digest.update(f"{utterance_id}\t{spec}\t{segment}\t".encode("utf-8"))
+        digest.update(f"{utterance_id}\t{spec}\t{segment}\t{data.warp_factor(utterance_id)!r}\t".encode("utf-8"))
         if spec and not spec.rstrip().endswith("|"):
             try:
                 status = os.stat(spec)
@@ -202,7 +203,8 @@ def _batches(job, data_dir, audio_options, failed, job_logger, advance, lookahea
         loaded = []
         for utterance_id in job.utterance_ids[start : start + lookahead]:
             try:
-                loaded.append((utterance_id, utterance_audio(utterance_id)))
+                samples = utterance_audio(utterance_id)
+                loaded.append((utterance_id, warped_audio(data_dir, utterance_id, samples, sample_rate)))
             except AudioError as error:
                 failed[utterance_id] = str(error)
                 job_logger.warning("skipping: %s", error)

@@ -35,6 +35,7 @@ from asrkit.frontend.apply_cmvn import UtteranceCmvn
 from asrkit.frontend.cmvn import CmvnStats
 from asrkit.frontend.config import FeatureConfig
 from asrkit.frontend.features import FeatureExtractor
+from asrkit.frontend.warp import warped_audio
 from asrkit.io.table import TableReader
 
 logger = logging.getLogger("asrkit.serving")
@@ -160,6 +161,7 @@ class ExampleProducer:
             samples = load_utterance_audio(self._data, utterance_id, self.audio_options())
         except AudioError as error:
             raise SkipUtterance(str(error)) from None
+        samples = warped_audio(self._data, utterance_id, samples, self.audio_options().sample_rate)
         params = {}
         clean_samples = samples
         if self.noisifier is not None:

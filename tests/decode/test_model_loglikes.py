@@ -47,6 +47,19 @@ def test_on_the_fly_features_give_the_same_loglikes_as_the_table(make_data_dir, 
     for utt in utterances:
         np.testing.assert_allclose(on_the_fly.loglikes(utt)[:, :2], expected[utt][:, :2], atol=1e-3)
 
+    # A speaker's warp factor (spk2warp) warps their audio in both paths alike, and leaves the others alone.
+    os.rename(os.path.join(data_dir, "feats.scp.away"), os.path.join(data_dir, "feats.scp"))
+    with open(os.path.join(data_dir, "spk2warp"), "w") as spk2warp:
+        spk2warp.write("spk0 1.1\n")
+    featurize_data_dir(data_dir, str(tmp_path / "feats"))
+    warped = ModelLoglikes(model_dir, data_dir)
+    os.remove(os.path.join(data_dir, "feats.scp"))
+    warped_on_the_fly = ModelLoglikes(model_dir, data_dir)
+    for utt in utterances:
+        from_table = warped.loglikes(utt)[:, :2]
+        np.testing.assert_allclose(warped_on_the_fly.loglikes(utt)[:, :2], from_table, atol=1e-3)
+        assert np.allclose(from_table, expected[utt][:, :2], atol=1e-3) == utt.startswith("spk1"), utt
+
 
 def test_missing_model_is_reported(tmp_path):
     with pytest.raises(AsrkitError, match="model.json does not exist"):

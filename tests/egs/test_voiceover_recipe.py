@@ -102,12 +102,19 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert decode["chosen_on"] == str(exp / "wblstm_smbr" / "decode_dev")
     assert (decode["beam"], decode["max_active"]) == (10, 3000)  # the beams dev chose (run.sh's stage 9)
     assert "asrkit-export summary: status=ok" in open(exp / "log" / "stage9" / "export_wblstm_smbr.log").read()
+    # Each dev and test character gets a warp factor of the grid (VTLN), and those sets are featurized again.
+    for split in ("dev", "test"):
+        warps = dict(line.split() for line in open(data / split / "spk2warp"))
+        assert set(warps) == speakers[split] and set(warps.values()) <= {"0.95", "1", "1.05", "1.1"}
+        assert "asrkit-featurize summary: status=ok" in open(exp / "log" / "stage9" / f"featurize_{split}.log").read()
+        assert open(exp / "warps" / f"spk2warp_{split}").read() == open(data / split / "spk2warp").read()
     # pocketsphinx's language weight is chosen on dev too, and test is decoded at it.
     weight = open(exp / "pocketsphinx" / "decode_dev" / "best_lmwt").read().strip()
     assert weight in ("6.5", "10")
     assert f"--lm-weight {weight} " in open(exp / "log" / "stage10" / "pocketsphinx_decode_test.log").read()
     results = open(exp / "RESULTS").read()
     assert results.startswith("# egs/voiceover results")
+    assert "# warp factors chosen per speaker (VTLN" in results
     for model in ("wblstm_ce", "wblstm_smbr", "wblstm_lfmmi", "wblstm_smbr_lfmmi", "pocketsphinx"):
         assert f"{exp}/{model}/decode_test/score/wer" in results
     # By default the LF-MMI model trains too, and its frame-level combination with the sMBR model is decoded at

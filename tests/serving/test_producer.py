@@ -152,3 +152,15 @@ def test_noisified_examples_get_the_ivectors_of_the_noisy_features(audio_corpus,
         ivectors, _ = online_ivectors(appender.extractor, raw, appender.options)
         np.testing.assert_allclose(served[:, 512:], expand_to_frames(ivectors, len(raw), 4), rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(served[:, :512], noisy.normalize(utterance_id, raw), rtol=1e-6, atol=1e-6)
+
+
+def test_a_speakers_warp_factor_warps_the_audio_of_its_examples(speaker_corpus):
+    data_dir, ali_dir = speaker_corpus
+    plain = ExampleProducer(data_dir, ali_dir)
+    with open(f"{data_dir}/spk2warp", "w") as spk2warp:
+        spk2warp.write("spk0 1.1\n")
+    warped = ExampleProducer(data_dir, ali_dir)
+    for utterance_id in plain.utterance_ids:
+        before, after = plain._features(utterance_id, 0)[0], warped._features(utterance_id, 0)[0]
+        assert before.shape == after.shape
+        assert np.allclose(before, after) == utterance_id.startswith("spk1"), utterance_id

@@ -205,6 +205,13 @@ def test_recipe_name_and_lm_perplexities_from_the_make_lm_logs(tmp_path):
     result = _make_results(exp, "--recipe", "voiceover")
     assert ("# decoding LM: test interpolated with the external LM (mix_lm, weights 0.3500,0.6500 fitted on dev): "
             "perplexity on dev 97.3\n") in result.stdout
+    assert "warp factors" not in result.stdout
+    (exp / "warps").mkdir()
+    (exp / "warps" / "spk2warp_dev").write_text("ian 1\nsec 1.1\n")
+    (exp / "warps" / "spk2warp_test").write_text("lola 1.05\n")
+    result = _make_results(exp, "--recipe", "voiceover")
+    assert ("# warp factors chosen per speaker (VTLN, steps/select_warps.sh; the decodes after it hear dev and test "
+            "warped): dev ian 1, sec 1.1; test lola 1.05\n") in result.stdout
 
 
 def test_windowed_blstm_beside_the_lstm(tmp_path):

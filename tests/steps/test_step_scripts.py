@@ -30,6 +30,7 @@ MISSING = {
     "make_results.sh": (["exp"], "exp"),
     "pocketsphinx_baseline.sh": (["data", "dict", "test.arpa", "pocketsphinx"], "dict/lexicon.txt"),
     "rescore_lm.sh": (["graph", "test.arpa", "fourgram.arpa", "data", "lstm_smbr"], "graph"),
+    "select_warps.sh": (["graph", "lstm_smbr/final", "data/dev", "data/test", "warps"], "graph/HCLG.fst"),
     "train_ce.sh": (["data/train", "tree_ali", "lstm_ce"], "data/train/feats.scp"),
     "train_ivectors.sh": (["data/train", "extractor", "ivectors"], "data/train/feats.scp"),
     "train_smbr.sh": (["--noise-styles", "styles.json", "data/train", "ali", "lstm_ce", "lang_bigram", "smbr"],
@@ -53,7 +54,7 @@ def test_wrong_arguments_print_the_usage(step):
     path = os.path.join(ROOT, "steps", step)
     none = run_step(path)
     assert none.returncode == 1 and f"Usage: steps/{step} [options] <" in none.stderr, none.stderr
-    if step not in ("featurize.sh", "make_dict.sh"):  # these take any number of inputs
+    if step not in ("featurize.sh", "make_dict.sh", "select_warps.sh"):  # these take any number of inputs
         too_many = run_step(path, *MISSING[step][0], "extra")
         assert too_many.returncode == 1 and "Usage:" in too_many.stderr
     helped = run_step(path, "--help")
@@ -246,3 +247,45 @@ def test_make_dict_passes_frequent_apostrophes_and_records_it(tmp_path):
     words = {line.split()[0] for line in (tmp_path / "dict" / "lexicon.txt").read_text().splitlines()}
     assert {"THE", "DON'T", "IT'S"} <= words
     assert "--frequent-apostrophes true" in (tmp_path / "dict" / "log" / "make_dict.options").read_text()
+
+
+# A featurization stub, and a decoding stub whose cost per frame is lowest for speaker a at 1.1 and b at 0.95.
+FEATURIZE_STUB = 'echo "featurize.sh $*" >> "$CALLS"; echo "asrkit-featurize summary: status=ok"\n'
+WARP_DECODE_STUB = """
+echo "decode $*" >> "$CALLS"
+out="${@: -1}"; data="${@: -2:1}"; mkdir -p "$out"
+factor="$(awk 'NR == 1 { print $2 }' "$data/spk2warp")"
+awk -v f="$factor" '{ target = ($2 == "a") ? 1.1 : 0.95; d = f - target; if (d < 0) d = -d
+                      printf "%s ok 10 0 0 %.4f 13\\n", $1, -10 + 100 * d }' "$data/utt2spk" > "$out/costs.txt"
+echo "asrkit-decode summary: status=ok"
+"""
+
+
+def test_select_warps_decodes_the_first_utterances_of_each_speaker_under_each_factor(make_data_dir, tmp_path):
+    commands = tmp_path / "commands"
+    commands.mkdir()
+    stub(commands, "asrkit-featurize", FEATURIZE_STUB)
+    stub(commands, "asrkit-decode", WARP_DECODE_STUB)
+    dev = make_data_dir({"a-1": 0.2, "a-2": 0.2, "a-3": 0.2}, name="dev")
+    test = make_data_dir({"b-1": 0.2}, name="test")
+    (tmp_path / "graph").mkdir()
+    (tmp_path / "graph" / "HCLG.fst").write_text("")
+    (tmp_path / "final").mkdir()
+    env = {**os.environ, "PATH": f"{commands}:{ROOT}/bin:{BIN}:{os.environ['PATH']}", "CALLS": str(tmp_path / "calls")}
+    result = run_step(os.path.join(ROOT, "steps", "select_warps.sh"), "--warps", "0.95 1 1.1", "--utts-per-speaker", 2,
+                      "--feature-opts", "--cmvn-mean speaker", "--decode-opts", "--acoustic-scale 0.25",
+                      tmp_path / "graph", tmp_path / "final", dev, test, tmp_path / "work", env=env)
+    assert result.returncode == 0, result.stderr
+    assert open(os.path.join(dev, "spk2warp")).read() == "a 1.1\n"
+    assert open(os.path.join(test, "spk2warp")).read() == "b 0.95\n"
+    assert "dev: 1.1 x 1 speakers" in result.stderr and "test: 0.95 x 1 speakers" in result.stderr
+    # The first 2 of each speaker, both sets decoded together under each factor: one featurization and one decoding.
+    assert (tmp_path / "work" / "w1" / "utt2spk").read_text() == "a-1 a\na-2 a\nb-1 b\n"
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert len(calls) == 6
+    assert calls[0] == f"featurize.sh --cmvn-mean speaker --nj 2 {tmp_path}/work/w0.95 {tmp_path}/work/w0.95/feats"
+    assert calls[1] == (f"decode --acoustic-scale 0.25 --no-lmwt-sweep --nj 2 {tmp_path}/graph {tmp_path}/final "
+                        f"{tmp_path}/work/w0.95 {tmp_path}/work/w0.95/decode")
+    assert (tmp_path / "work" / "w1.1" / "spk2warp").read_text() == "a 1.1\nb 1.1\n"
+    assert "-1.0000*" in (tmp_path / "work" / "log" / "choose_warps_dev.log").read_text()
+    assert (tmp_path / "work" / "log" / "select_warps.options").exists()

@@ -1,0 +1,53 @@
+"""Frequency warp factors of a data dir (vocal tract length normalisation): spk2warp and utt2warp.
+
+Kaldi's names: `spk2warp` gives each speaker a warp factor and `utt2warp` an
+utterance, the utterance's own taking precedence.  As in Kaldi, where the
+feature extractor applies them, they belong to the front end
+(asrkit.frontend.warp): the waveform is warped before its features are
+computed wherever features are made from the audio, featurizing, decoding
+from audio and the example servers, and nowhere else (asrkit-noisify,
+pocketsphinx's baseline hear the audio as it is).  A factor above 1 moves formants down, as Kaldi's does (its
+piecewise-linear map differs in shape); 1 leaves the audio as it is.  Who picks
+the factors: asrkit.decode.warp_choice, per speaker, by the decoder's cost.
+"""
+
+import math
+
+from asrkit.errors import DataDirError
+
+WARP_TABLES = ("utt2warp", "spk2warp")
+# The bilinear map folds the spectrum at 0 and 2 (asrkit.augment.vtlp.check_alpha).
+MIN_WARP, MAX_WARP = 0.0, 2.0
+
+
+def _parsed(table, name):
+    factors = {}
+    for key, text in table.items():
+        try:
+            factor = float(text)
+        except ValueError:
+            factor = math.nan
+        if not (MIN_WARP < factor < MAX_WARP):
+            raise DataDirError(f"warp factor of {key!r} is {text!r}; it must be a number in ({MIN_WARP:g}, "
+                               f"{MAX_WARP:g})", getattr(table, "path", None) or name,
+                               getattr(table, "line_of", lambda _: None)(key), "correct or delete the line")
+        factors[key] = factor
+    return factors
+
+
+def utterance_warps(data_dir):
+    """utterance id -> warp factor for the utterances whose factor is not 1 (an empty dict without the files)."""
+    utt2warp = _parsed(data_dir.extra_tables.get("utt2warp") or {}, "utt2warp")
+    spk2warp = _parsed(data_dir.extra_tables.get("spk2warp") or {}, "spk2warp")
+    if spk2warp and data_dir.utt2spk is None:
+        raise DataDirError("spk2warp needs utt2spk to know each utterance's speaker",
+                           data_dir.table_path("spk2warp"), fix="add utt2spk, or give the factors in utt2warp")
+    warps = {}
+    for utterance_id in data_dir.utterance_ids:
+        factor = utt2warp.get(utterance_id)
+        if factor is None and spk2warp:
+            factor = spk2warp.get(data_dir.utt2spk.get(utterance_id))
+        if factor is not None and factor != 1.0:
+            warps[utterance_id] = factor
+    return warps
+

@@ -5,22 +5,24 @@ utterance, the utterance's own taking precedence.  As in Kaldi, where the
 feature extractor applies them, they belong to the front end
 (asrkit.frontend.warp): the waveform is warped before its features are
 computed wherever features are made from the audio, featurizing, decoding
-from audio and the example servers, and nowhere else (asrkit-noisify,
-pocketsphinx's baseline hear the audio as it is).  A factor above 1 moves formants down, as Kaldi's does (its
-piecewise-linear map differs in shape); 1 leaves the audio as it is.  Who picks
-the factors: asrkit.decode.warp_choice, per speaker, by the decoder's cost.
+from audio and the example servers, and nowhere else (asrkit-noisify and
+pocketsphinx's baseline hear the audio as it is).  A factor above 1 moves
+formants down, as Kaldi's does (its piecewise-linear map differs in shape);
+1 leaves the audio as it is.  Who picks the factors:
+asrkit.decode.warp_choice, per speaker, by the decoder's cost.
 """
 
 import math
 
 from asrkit.errors import DataDirError
 
-WARP_TABLES = ("utt2warp", "spk2warp")
 # The bilinear map folds the spectrum at 0 and 2 (asrkit.augment.vtlp.check_alpha).
 MIN_WARP, MAX_WARP = 0.0, 2.0
 
 
 def _parsed(table, name):
+    """key -> factor of a table read from `name` (a KaldiMap knows its path and lines; a dict built in memory
+    does not)."""
     factors = {}
     for key, text in table.items():
         try:
@@ -28,9 +30,10 @@ def _parsed(table, name):
         except ValueError:
             factor = math.nan
         if not (MIN_WARP < factor < MAX_WARP):
+            line = table.line_of(key) if hasattr(table, "line_of") else None
             raise DataDirError(f"warp factor of {key!r} is {text!r}; it must be a number in ({MIN_WARP:g}, "
-                               f"{MAX_WARP:g})", getattr(table, "path", None) or name,
-                               getattr(table, "line_of", lambda _: None)(key), "correct or delete the line")
+                               f"{MAX_WARP:g})", getattr(table, "path", None) or name, line,
+                               "correct or delete the line")
         factors[key] = factor
     return factors
 
@@ -50,4 +53,3 @@ def utterance_warps(data_dir):
         if factor is not None and factor != 1.0:
             warps[utterance_id] = factor
     return warps
-

@@ -115,7 +115,10 @@ def input_fingerprint(data, utterance_ids, audio_options):
         segment = data.segments.get(utterance_id) if data.segments is not None else None
         recording = segment.recording_id if segment is not None else utterance_id
         spec = (data.wav_scp or {}).get(recording, "")
-        digest.update(f"{utterance_id}\t{spec}\t{segment}\t{data.warp_factor(utterance_id)!r}\t".encode("utf-8"))
+        digest.update(f"{utterance_id}\t{spec}\t{segment}\t".encode("utf-8"))
+        factor = data.warp_factor(utterance_id)
+        if factor != 1.0:  # only then, so that the shards of unwarped audio made before warps existed stay valid
+            digest.update(f"warp {factor!r}\t".encode("utf-8"))
         if spec and not spec.rstrip().endswith("|"):
             try:
                 status = os.stat(spec)

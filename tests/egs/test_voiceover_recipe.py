@@ -108,9 +108,9 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
         assert set(warps) == speakers[split] and set(warps.values()) <= {"0.95", "1", "1.05", "1.1"}
         assert "asrkit-featurize summary: status=ok" in open(exp / "log" / "stage9" / f"featurize_{split}.log").read()
         assert open(exp / "warps" / f"spk2warp_{split}").read() == open(data / split / "spk2warp").read()
-    # pocketsphinx's language weight is chosen on dev too, and test is decoded at it.
+    # pocketsphinx decodes dev and test at its own language weight (the recipe's dev sweep has that alone).
     weight = open(exp / "pocketsphinx" / "decode_dev" / "best_lmwt").read().strip()
-    assert weight in ("6.5", "10")
+    assert weight == "6.5"
     assert f"--lm-weight {weight} " in open(exp / "log" / "stage10" / "pocketsphinx_decode_test.log").read()
     results = open(exp / "RESULTS").read()
     assert results.startswith("# egs/voiceover results")
@@ -121,7 +121,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     # the combination weight and LM weight dev chose, which test is then decoded at.
     combined = exp / "wblstm_smbr_lfmmi" / "decode_dev"
     weight = open(combined / "combine_weight").read().strip()
-    assert weight in ("0.4", "0.5", "0.6", "0.7")
+    assert weight in ("0.5", "0.6")
     test_log = open(exp / "log" / "stage11" / "decode_wblstm_smbr_test.log").read()  # the combination's
     assert f"--combine-weight {weight} " in test_log
     # The combination is the recipe's final model: its package holds both networks at the weights dev chose, and it

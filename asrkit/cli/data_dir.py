@@ -1,5 +1,6 @@
 """Data dir commands with Kaldi's names and argument orders: validate_data_dir, fix_data_dir,
-split_data, subset_data_dir, combine_data, and combine_ali_dirs for alignments (run as utils/<name>)."""
+split_data, subset_data_dir, copy_data_dir, combine_data, and combine_ali_dirs for alignments (run as
+utils/<name>)."""
 
 import logging
 
@@ -8,7 +9,7 @@ import click
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
 from asrkit.data.data_dir import DataDir
 from asrkit.data.fix import fix_data_dir
-from asrkit.data.split import combine_data_dirs, split_data_dir, split_dir_path, subset_data_dir
+from asrkit.data.split import combine_data_dirs, copy_data_dir, split_data_dir, split_dir_path, subset_data_dir
 from asrkit.data.validate import validate_data_dir
 from asrkit.errors import AsrkitError
 from asrkit.logs import summary_line
@@ -98,6 +99,25 @@ def subset_data_dir_command(first, last, shortest, speakers, utt_list, spk_list,
                              speakers=speakers, seed=seed)
     logging.getLogger("subset_data_dir").info(summary_line(
         "subset_data_dir", "ok", data_dir=data_dir, out_dir=out_dir, utterances=len(subset)))
+
+
+@click.command("copy_data_dir", context_settings=CONTEXT_SETTINGS)
+@click.option("--utt-prefix", default="", help="Put before every utterance id (and recording id without segments).")
+@click.option("--spk-prefix", default="", help="Put before every speaker id; with --utt-prefix the same, speaker ids "
+              "stay prefixes of their utterances' (Kaldi's convention).")
+@click.argument("data_dir", type=DATA_DIR)
+@click.argument("out_dir", type=click.Path(file_okay=False))
+@asrkit_command("copy_data_dir")
+def copy_data_dir_command(utt_prefix, spk_prefix, data_dir, out_dir):
+    """Copy DATA_DIR to OUT_DIR with its utterance and speaker ids prefixed (Kaldi's utils/copy_data_dir.sh), e.g.
+    copies of one set under several treatments that are combined and decoded together."""
+    # deferred: the CMVN statistics bring numpy and h5py, as in combine_data.
+    from asrkit.frontend.cmvn import copy_speaker_cmvn
+
+    copy = copy_data_dir(data_dir, out_dir, utt_prefix=utt_prefix, spk_prefix=spk_prefix)
+    copy_speaker_cmvn(data_dir, out_dir, spk_prefix)
+    logging.getLogger("copy_data_dir").info(summary_line(
+        "copy_data_dir", "ok", data_dir=data_dir, out_dir=out_dir, utterances=len(copy.utterance_ids)))
 
 
 @click.command("combine_data", context_settings=CONTEXT_SETTINGS)

@@ -211,6 +211,37 @@ class DataDir:
             extra_tables=extra,
         )
 
+    def with_prefixes(self, utt_prefix="", spk_prefix=""):
+        """A new DataDir (no path) with `utt_prefix` before every utterance id and `spk_prefix` before every speaker
+        id (Kaldi's utils/copy_data_dir.sh --utt-prefix --spk-prefix): copies of one set that must not share ids,
+        e.g. the same utterances under several warp factors decoded together.  Recording ids change with the
+        utterances' only where there are no segments, since each recording then is an utterance."""
+        reco_prefix = utt_prefix if self.segments is None else ""
+        prefixes = {"utterance": utt_prefix, "speaker": spk_prefix, "recording": reco_prefix}
+
+        def keyed(table, prefix):
+            return None if table is None else {prefix + key: value for key, value in table.items()}
+
+        utt2spk = None if self.utt2spk is None else {
+            utt_prefix + utt: spk_prefix + speaker for utt, speaker in self.utt2spk.items()}
+        spk2utt = None if self.spk2utt is None else {
+            spk_prefix + speaker: [utt_prefix + utt for utt in utts] for speaker, utts in self.spk2utt.items()}
+        if utt2spk is not None:
+            spk2utt = spk2utt_from_utt2spk(utt2spk)
+        return DataDir(
+            path=None,
+            wav_scp=keyed(self.wav_scp, reco_prefix),
+            segments=keyed(self.segments, utt_prefix),
+            text=keyed(self.text, utt_prefix),
+            utt2spk=utt2spk,
+            spk2utt=spk2utt,
+            utt2dur=keyed(self.utt2dur, utt_prefix),
+            utt2num_frames=keyed(self.utt2num_frames, utt_prefix),
+            feats_scp=keyed(self.feats_scp, utt_prefix),
+            extra_tables={name: keyed(table, prefixes[EXTRA_TABLE_KEYS[name]])
+                          for name, table in self.extra_tables.items()},
+        )
+
     def write(self, path):
         """Write every present table to `path` (created if needed), each file atomically.
 

@@ -308,6 +308,21 @@ def _choose_count(data_dir, path, all_utts, num_utts, how, seed):
     return generator.sample(all_utts, num_utts)
 
 
+def copy_data_dir(path, out, utt_prefix="", spk_prefix=""):
+    """Write the data dir at `path` to `out` with its utterance and speaker ids prefixed (DataDir.with_prefixes;
+    Kaldi's utils/copy_data_dir.sh); return the copy.  The feature config and global CMVN statistics are copied;
+    the speakers' sums are the front end's to rename (asrkit.frontend.cmvn.copy_speaker_cmvn)."""
+    out = os.fspath(out)
+    if os.path.abspath(path) == os.path.abspath(out):
+        raise AsrkitError(f"the output dir {out} is the input; give a new directory")
+    copy = DataDir.load(path).with_prefixes(utt_prefix, spk_prefix)
+    copy.write(out)
+    copy_whole_dir_files(path, out, names=COMBINED_WHOLE_DIR_FILES)
+    logger.info("copied %d utterances of %s to %s (utterance prefix %r, speaker prefix %r)",
+                len(copy.utterance_ids), path, out, utt_prefix, spk_prefix)
+    return copy
+
+
 def combine_data_dirs(out, paths):
     """Write the union of the data dirs `paths` to `out` (Kaldi's utils/combine_data.sh); return it.
 

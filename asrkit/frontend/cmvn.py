@@ -285,6 +285,18 @@ class SpeakerCmvn:
         return cls(dim, speakers, path)
 
 
+def copy_speaker_cmvn(path, out, spk_prefix=""):
+    """The speakers' sums of the data dir `path`, if it has them, written to the data dir `out` with `spk_prefix`
+    before each speaker id (utils/copy_data_dir's)."""
+    source, target = os.path.join(path, SPEAKER_CMVN_FILE), os.path.join(out, SPEAKER_CMVN_FILE)
+    if not os.path.exists(source):
+        if os.path.exists(target):
+            os.remove(target)
+        return
+    stats = SpeakerCmvn.read(source)
+    SpeakerCmvn(stats.dim, {spk_prefix + name: moments for name, moments in stats.speakers.items()}).write(target)
+
+
 def combine_speaker_cmvn(out, paths):
     """The speakers' sums of the data dir `out` combined from the data dirs `paths`: every dir's, added (a speaker in several dirs gets all
     their utterances'); none when some dir has none, so that a stage needing them says so."""

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from asrkit.cli.data_dir import (
     combine_ali_dirs_command,
     combine_data_command,
+    copy_data_dir_command,
     fix_data_dir_command,
     split_data_command,
     subset_data_dir_command,
@@ -159,6 +160,24 @@ def test_combine_data_takes_the_union_and_refuses_what_disagrees(data_dir, tmp_p
     os.remove(os.path.join(second, "text"))
     result = run(combine_data_command, [os.fspath(tmp_path / "bad"), first, second])
     assert result.exit_code == 1 and "has no text, which" in result.output
+
+
+def test_copy_data_dir_prefixes_the_ids(data_dir, tmp_path):
+    out = os.fspath(tmp_path / "copy")
+    result = run(copy_data_dir_command, ["--utt-prefix", "x-", "--spk-prefix", "x-", data_dir, out])
+    assert result.exit_code == 0, result.output
+    assert summary(result).endswith("utterances=4")
+    with open(os.path.join(out, "spk2utt")) as handle:
+        assert handle.read() == "x-a x-a-1 x-a-2\nx-b x-b-1 x-b-2\n"
+    with open(os.path.join(out, "wav.scp")) as handle:
+        assert handle.readline() == "x-a-1 /audio/a-1.wav\n"
+    result = run(copy_data_dir_command, [data_dir, data_dir])
+    assert result.exit_code == 1 and "is the input" in result.output
+    # Kaldi's name under utils/, run as a recipe runs it.
+    script = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "utils", "copy_data_dir"), "--spk-prefix", "y-", "--utt-prefix",
+                             "y-", data_dir, os.fspath(tmp_path / "by_script")], capture_output=True, text=True)
+    assert script.returncode == 0, script.stderr
+    assert "copy_data_dir summary: status=ok" in script.stderr
 
 
 def test_combine_ali_dirs_indexes_both_and_refuses_other_trees(tmp_path):

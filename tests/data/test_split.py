@@ -184,3 +184,58 @@ def test_combined_dirs_add_their_speakers_sums(speakers_dir, tmp_path):
     combine_data_dirs(tmp_path / "partial", [first, second])
     combine_speaker_cmvn(tmp_path / "partial", [first, second])
     assert not os.path.exists(os.path.join(tmp_path / "partial", "spk_cmvn.h5"))
+
+
+def test_a_copy_with_prefixes_renames_utterances_speakers_and_their_tables(speakers_dir, tmp_path, write_text_file):
+    from asrkit.data.split import copy_data_dir
+
+    write_text_file(os.path.join(speakers_dir, "spk2warp"), "s1 1.1\ns2 0.95\ns3 1\ns4 1\ns5 1\ns6 1\n")
+    utts = DataDir.load(speakers_dir).utterance_ids
+    write_text_file(os.path.join(speakers_dir, "utt2num_frames"), "".join(f"{utt} 7\n" for utt in utts))
+    os.makedirs(os.path.join(speakers_dir, "conf"))
+    write_text_file(os.path.join(speakers_dir, "conf", "featurize.json"), '{"num_mel_bins": 40}\n')
+    copy_data_dir(speakers_dir, tmp_path / "copy", utt_prefix="w1.1-", spk_prefix="w1.1-")
+    copy = DataDir.load(tmp_path / "copy")
+    assert copy.utterance_ids == ["w1.1-" + utt for utt in utts]
+    assert copy.wav_scp["w1.1-s2-4"] == "/audio/s2-4.wav"  # without segments a recording is its utterance
+    assert copy.utt2spk["w1.1-s2-4"] == "w1.1-s2" and copy.spk2utt["w1.1-s1"] == ["w1.1-s1-0"]
+    assert copy.text["w1.1-s1-0"] == "WORD" and copy.utt2dur["w1.1-s1-0"] == 2.6
+    assert copy.utt2num_frames["w1.1-s1-0"] == 7
+    assert copy.extra_tables["spk2warp"]["w1.1-s1"] == "1.1"
+    assert copy.warp_factor("w1.1-s2-0") == 0.95
+    assert open(os.path.join(tmp_path / "copy", "conf", "featurize.json")).read() == '{"num_mel_bins": 40}\n'
+    assert validate_data_dir(tmp_path / "copy") == []
+    with pytest.raises(AsrkitError, match="is the input"):
+        copy_data_dir(speakers_dir, speakers_dir, utt_prefix="x-")
+
+
+def test_a_copy_with_segments_keeps_the_recording_ids(tmp_path, write_text_file):
+    source = tmp_path / "source"
+    source.mkdir()
+    write_text_file(source / "wav.scp", "r1 r1.wav\n")
+    write_text_file(source / "reco2dur", "r1 2.0\n")
+    write_text_file(source / "segments", "a-1 r1 0 1\nb-1 r1 1 2\n")
+    write_text_file(source / "utt2spk", "a-1 a\nb-1 b\n")
+    write_text_file(source / "spk2utt", "a a-1\nb b-1\n")
+    copy = DataDir.load(source).with_prefixes("p-", "p-")
+    assert copy.wav_scp == {"r1": "r1.wav"} and copy.extra_tables["reco2dur"] == {"r1": "2.0"}
+    assert {utt: segment.recording_id for utt, segment in copy.segments.items()} == {"p-a-1": "r1", "p-b-1": "r1"}
+    assert copy.spk2utt == {"p-a": ["p-a-1"], "p-b": ["p-b-1"]}
+
+
+def test_a_copy_renames_the_speakers_sums(speakers_dir, tmp_path):
+    import numpy as np
+
+    from asrkit.frontend.cmvn import SpeakerCmvn, copy_speaker_cmvn
+
+    sums = SpeakerCmvn(2)
+    sums.accumulate("s1", np.full((3, 2), 1.0))
+    sums.write(os.path.join(speakers_dir, "spk_cmvn.h5"))
+    out = tmp_path / "copy"
+    out.mkdir()
+    copy_speaker_cmvn(speakers_dir, out, "w1-")
+    copied = SpeakerCmvn.read(os.path.join(out, "spk_cmvn.h5"))
+    assert list(copied.speakers) == ["w1-s1"] and copied.moments("w1-s1").count == 3
+    os.remove(os.path.join(speakers_dir, "spk_cmvn.h5"))
+    copy_speaker_cmvn(speakers_dir, out, "w1-")  # none in the source: none in the copy
+    assert not os.path.exists(os.path.join(out, "spk_cmvn.h5"))

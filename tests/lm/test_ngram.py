@@ -93,6 +93,20 @@ def test_arpa_round_trip(tmp_path):
     assert text.lstrip().startswith("\\data\\") and text.rstrip().endswith("\\end\\")
 
 
+def test_arpa_lists_each_order_in_utf8_byte_order(tmp_path):
+    # C order of the words' bytes, as LC_ALL=C sort would give: "Z" < "a" < "é" (0xc3 0xa9) < "€" (0xe2 ...).
+    words = ["€", "a", "é", "Z", "ab"]
+    model = estimate_ngram_lm([words, list(reversed(words))], 2, "wb")
+    path = tmp_path / "lm.arpa"
+    write_arpa(model, str(path))
+    sections = path.read_text(encoding="utf-8").split("-grams:\n")[1:]
+    for k, section in enumerate(sections, start=1):
+        grams = [line.split("\t")[1] for line in section.strip().split("\n") if "\t" in line]
+        assert len(grams) == len(model.ngrams[k])
+        encoded = [[word.encode("utf-8") for word in gram.split()] for gram in grams]
+        assert encoded == sorted(encoded)
+
+
 def test_truncated_arpa_is_refused(tmp_path):
     model = estimate_ngram_lm(CORPUS, 2, "wb")
     path = tmp_path / "lm.arpa"

@@ -108,10 +108,9 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
         assert set(warps) == speakers[split] and set(warps.values()) <= {"0.95", "1", "1.05", "1.1"}
         assert "asrkit-featurize summary: status=ok" in open(exp / "log" / "stage9" / f"featurize_{split}.log").read()
         assert open(exp / "warps" / f"spk2warp_{split}").read() == open(data / split / "spk2warp").read()
-    # pocketsphinx decodes dev and test at its own language weight (the recipe's dev sweep has that alone).
-    weight = open(exp / "pocketsphinx" / "decode_dev" / "best_lmwt").read().strip()
-    assert weight == "6.5"
-    assert f"--lm-weight {weight} " in open(exp / "log" / "stage10" / "pocketsphinx_decode_test.log").read()
+    # pocketsphinx decodes test alone, at its own language weight (what every dev sweep of RESULTS chose).
+    assert not (exp / "pocketsphinx" / "decode_dev").exists()
+    assert "--lm-weight" not in open(exp / "log" / "stage10" / "pocketsphinx_decode_test.log").read()
     results = open(exp / "RESULTS").read()
     assert results.startswith("# egs/voiceover results")
     assert "# warp factors chosen per speaker (VTLN" in results

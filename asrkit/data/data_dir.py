@@ -222,12 +222,13 @@ class DataDir:
         def keyed(table, prefix):
             return None if table is None else {prefix + key: value for key, value in table.items()}
 
-        utt2spk = None if self.utt2spk is None else {
-            utt_prefix + utt: spk_prefix + speaker for utt, speaker in self.utt2spk.items()}
-        spk2utt = None if self.spk2utt is None else {
-            spk_prefix + speaker: [utt_prefix + utt for utt in utts] for speaker, utts in self.spk2utt.items()}
-        if utt2spk is not None:
+        if self.utt2spk is not None:
+            utt2spk = {utt_prefix + utt: spk_prefix + speaker for utt, speaker in self.utt2spk.items()}
             spk2utt = spk2utt_from_utt2spk(utt2spk)
+        else:
+            utt2spk = None
+            spk2utt = None if self.spk2utt is None else {
+                spk_prefix + speaker: [utt_prefix + utt for utt in utts] for speaker, utts in self.spk2utt.items()}
         return DataDir(
             path=None,
             wav_scp=keyed(self.wav_scp, reco_prefix),

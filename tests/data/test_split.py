@@ -72,12 +72,21 @@ def test_split_is_reused_until_the_data_changes(speakers_dir, write_text_file):
     assert os.stat(os.path.join(speakers_dir, "split2", ".done")).st_mtime_ns >= marker_time
 
 
-def test_split_with_segments_shares_recordings(tmp_path, write_text_file):
-    write_text_file(tmp_path / "wav.scp", "r1 r1.wav\n")
-    write_text_file(tmp_path / "segments", "a-1 r1 0 1\nb-1 r1 1 2\n")
-    write_text_file(tmp_path / "utt2spk", "a-1 a\nb-1 b\n")
-    write_text_file(tmp_path / "spk2utt", "a a-1\nb b-1\n")
-    parts = split_data_dir(tmp_path, 2)
+@pytest.fixture
+def segments_dir(tmp_path, write_text_file):
+    """Utterances a-1 and b-1 (speakers a and b), two segments of one recording r1."""
+    directory = tmp_path / "segmented"
+    directory.mkdir()
+    write_text_file(directory / "wav.scp", "r1 r1.wav\n")
+    write_text_file(directory / "reco2dur", "r1 2.0\n")
+    write_text_file(directory / "segments", "a-1 r1 0 1\nb-1 r1 1 2\n")
+    write_text_file(directory / "utt2spk", "a-1 a\nb-1 b\n")
+    write_text_file(directory / "spk2utt", "a a-1\nb b-1\n")
+    return directory
+
+
+def test_split_with_segments_shares_recordings(segments_dir):
+    parts = split_data_dir(segments_dir, 2)
     for part in parts:
         assert DataDir.load(part).wav_scp == {"r1": "r1.wav"}
         assert validate_data_dir(part) == []
@@ -209,15 +218,8 @@ def test_a_copy_with_prefixes_renames_utterances_speakers_and_their_tables(speak
         copy_data_dir(speakers_dir, speakers_dir, utt_prefix="x-")
 
 
-def test_a_copy_with_segments_keeps_the_recording_ids(tmp_path, write_text_file):
-    source = tmp_path / "source"
-    source.mkdir()
-    write_text_file(source / "wav.scp", "r1 r1.wav\n")
-    write_text_file(source / "reco2dur", "r1 2.0\n")
-    write_text_file(source / "segments", "a-1 r1 0 1\nb-1 r1 1 2\n")
-    write_text_file(source / "utt2spk", "a-1 a\nb-1 b\n")
-    write_text_file(source / "spk2utt", "a a-1\nb b-1\n")
-    copy = DataDir.load(source).with_prefixes("p-", "p-")
+def test_a_copy_with_segments_keeps_the_recording_ids(segments_dir):
+    copy = DataDir.load(segments_dir).with_prefixes("p-", "p-")
     assert copy.wav_scp == {"r1": "r1.wav"} and copy.extra_tables["reco2dur"] == {"r1": "2.0"}
     assert {utt: segment.recording_id for utt, segment in copy.segments.items()} == {"p-a-1": "r1", "p-b-1": "r1"}
     assert copy.spk2utt == {"p-a": ["p-a-1"], "p-b": ["p-b-1"]}

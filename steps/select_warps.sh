@@ -63,6 +63,8 @@ for data_dir in "${data_dirs[@]}"; do
   subsets+=("$work_dir/subset_$name")
 done
 launch "$cmd" "$log_dir/combine_data.log" combine_data "$work_dir/subset" "${subsets[@]}"
+# The sets' own features, warps and speaker sums do not hold for the warped copies: featurizing makes them anew.
+rm -f "$work_dir/subset/feats.scp" "$work_dir/subset/spk2warp" "$work_dir/subset/spk_cmvn.h5"
 # A copy of the subset per factor, its ids prefixed w<factor>- (each speaker's CMVN is then over their utterances
 # under that factor), all featurized and decoded in one call each: the calls' start-up (about 14 s) once, not per
 # factor.
@@ -72,7 +74,6 @@ for factor in "${factors[@]}"; do
   rm -rf "$copy"
   launch "$cmd" "$log_dir/copy_w$factor.log" \
     copy_data_dir --utt-prefix "w$factor-" --spk-prefix "w$factor-" "$work_dir/subset" "$copy"
-  rm -f "$copy/spk2warp" "$copy/feats.scp" "$copy/spk_cmvn.h5"
   awk -v f="$factor" '{ print $1, f }' "$copy/spk2utt" > "$copy/spk2warp"
   copies+=("$copy")
 done

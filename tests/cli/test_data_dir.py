@@ -174,8 +174,9 @@ def test_copy_data_dir_prefixes_the_ids(data_dir, tmp_path):
     result = run(copy_data_dir_command, [data_dir, data_dir])
     assert result.exit_code == 1 and "is the input" in result.output
     # Kaldi's name under utils/, run as a recipe runs it.
-    script = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "utils", "copy_data_dir"), "--spk-prefix", "y-", "--utt-prefix",
-                             "y-", data_dir, os.fspath(tmp_path / "by_script")], capture_output=True, text=True)
+    script = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "utils", "copy_data_dir"), "--spk-prefix", "y-",
+                             "--utt-prefix", "y-", data_dir, os.fspath(tmp_path / "by_script")],
+                            capture_output=True, text=True)
     assert script.returncode == 0, script.stderr
     assert "copy_data_dir summary: status=ok" in script.stderr
 

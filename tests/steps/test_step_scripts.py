@@ -284,7 +284,7 @@ def test_select_warps_decodes_the_first_utterances_of_each_speaker_under_each_fa
     # featurization and one decoding.
     warped = tmp_path / "work" / "warped"
     assert (warped / "utt2spk").read_text().splitlines() == [
-        f"w{f}-{utt} w{f}-{spk}" for f in ("0.95", "1", "1.1") for utt, spk in (("a-1", "a"), ("a-2", "a"), ("b-1", "b"))]
+        f"w{f}-{utt} w{f}-{utt[0]}" for f in ("0.95", "1", "1.1") for utt in ("a-1", "a-2", "b-1")]
     assert (warped / "spk2warp").read_text().splitlines() == [f"w{f}-{spk} {f}" for f in ("0.95", "1", "1.1")
                                                               for spk in "ab"]
     calls = (tmp_path / "calls").read_text().splitlines()

@@ -57,6 +57,7 @@ from asrkit.decode.lattice_faster import DecodingGraph
 from asrkit.errors import AsrkitError
 from asrkit.frontend.config import FeatureConfig
 from asrkit.io.atomic import temporary_name
+from asrkit.io.output_dir import check_output_dir, replace_output_dir
 
 FORMAT_NAME = "asrkit-recognizer-package"
 FORMAT_VERSION = 1
@@ -67,6 +68,8 @@ DEFAULT_DECODE_PARAMS = {"lm_weight": 10.0, "prior_scale": 1.0, "beam": 13.0, "m
 # model, each model's own acoustic scale, the second's prior scale (asrkit.recognizer.combination).
 COMBINATION_KEYS = ("weight", "model_scale", "combine_scale", "combine_prior_scale")
 GRAPH_FIELDS = [field.name for field in dataclasses.fields(DecodingGraph)]
+# An existing output dir is replaced only when it is a package (these files in it); anything else is refused.
+PACKAGE_SIGNATURE = ("network.json", "decode.json", "graph.npz")
 # What forced alignment reads of a lang dir (asrkit.align.lang.read_align_lang); lexicon and oov files
 # are copied where the lang dir has them.
 ALIGN_LANG_FILES = ("phones.txt", "words.txt", "topo", "lang_options.json", "lexiconp.txt", "lexicon.txt", "oov.txt",
@@ -266,6 +269,8 @@ def write_package(model_dir, graph_dir, package_dir, decode_params=None, combine
     params.update(decode_params or {})
     if not params["lm_weight"] > 0:
         raise AsrkitError(f"the LM weight must be positive, not {params['lm_weight']}")
+    inputs = (model_dir, graph_dir, combine_model_dir, params["chosen_on"])
+    check_output_dir(package_dir, PACKAGE_SIGNATURE, inputs, "recognizer package")  # before the work
     model = _model_arrays(model_dir)
     config, weights, priors, cmvn, feature_config = model
     other = None
@@ -301,7 +306,7 @@ def write_package(model_dir, graph_dir, package_dir, decode_params=None, combine
         align = _copy_align_files(model_dir, graph_dir, os.path.join(building, "align"))
         if align is not None:
             shutil.rmtree(os.path.join(building, "align"), ignore_errors=True)
-        _replace_dir(building, package_dir)
+        replace_output_dir(building, package_dir, PACKAGE_SIGNATURE, inputs, "recognizer package")
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
         raise
@@ -319,19 +324,6 @@ def check_combination(combination):
             combination["combine_prior_scale"] >= 0):
         raise AsrkitError(f"the combination's acoustic scales must be positive and its prior scale not negative: "
                           f"{combination}")
-
-
-def _replace_dir(building, target):
-    """Rename `building` to `target`; a directory cannot be renamed over a non-empty one, so the old goes aside."""
-    parent, base = os.path.split(target)
-    retired = None
-    if os.path.exists(target):
-        retired = os.path.join(parent, f".{base}.old.{os.getpid()}")
-        shutil.rmtree(retired, ignore_errors=True)
-        os.rename(target, retired)
-    os.rename(building, target)
-    if retired:
-        shutil.rmtree(retired, ignore_errors=True)
 
 
 def read_words(path):

@@ -10,9 +10,14 @@ queue whose depth is what `depth()` reports.  A socket monitor turns a failed
 CURVE handshake into an error that says which key to fix, instead of a
 trainer that silently waits.
 
-Iteration ends when every expected server has sent its end message (servers
-started with a number of epochs), and fails when nothing has arrived for
-`receive_timeout` seconds.
+With `num_servers` known (the trainer's own count), the examples are taken in
+a fixed turn over the shards (asrkit.serving.rotation), not in the order they
+happen to arrive, so the trainer sees the same stream whatever the servers'
+speeds.  Iteration ends when every expected server has sent its end message
+(servers started with a number of epochs), and fails when nothing has arrived
+for `receive_timeout` seconds.  `taken[r]` counts the examples of shard r
+handed to the consumer: sequence training publishes it, batch by batch, as
+the schedule of the servers' snapshots (asrkit.sequence.schedule).
 
 A server given by address (on another machine, started by hand) that
 disconnects is reported at once, and again once what it had sent has been
@@ -43,6 +48,7 @@ from zmq.utils.monitor import recv_monitor_message
 from asrkit.errors import AsrkitError
 from asrkit.examples.messages import Example
 from asrkit.examples.queues import put_unless_stopped
+from asrkit.serving.rotation import ShardEnd, ShardRotation
 from asrkit.serving.security import make_curve_client
 from asrkit.serving.wire import END_KIND, WireError, check_kind, decode_end, decode_example
 
@@ -51,11 +57,23 @@ logger = logging.getLogger("asrkit.serving")
 BURST = 16  # messages received between looks at the command queue and the monitor
 MAX_BAD_MESSAGES = 100  # malformed messages tolerated (logged) before the run fails
 HANDSHAKE_FAILURES_TOLERATED = 3  # on an endpoint never verified; ZeroMQ retries every 0.1 s
+# Examples of other shards held in memory while the shard due sends nothing, in queue capacities, before the
+# run fails: a server that is down would otherwise have the others' whole epochs kept for it.
+MAX_HELD_FACTOR = 50
 
 
 class _Failure:
     def __init__(self, error):
         self.error = error
+
+
+class _Received:
+    """An accepted example with what the consumer needs besides it: its shard (r of r/R) and epoch."""
+
+    def __init__(self, shard, epoch, example):
+        self.shard = shard
+        self.epoch = epoch
+        self.example = example
 
 
 _END = object()
@@ -103,6 +121,8 @@ class ServerExamples:
         self.frames = 0
         self.bad_messages = 0
         self.ended_shards = set()
+        self.rotation = ShardRotation(num_servers) if num_servers else None
+        self.taken = {}  # shard r -> examples handed to the consumer
         # shard -> (epoch, utterance id) of the last example received from it: where a restarted server resumes.
         self.last_position_of_shard = {}
         self.restarts = 0  # set by whoever restarts servers
@@ -256,7 +276,8 @@ class ServerExamples:
         return kind, message
 
     def _accept(self, parts):
-        """An Example from a message, _END for a finished stream, None for a message that is dropped."""
+        """What a message puts on the queue: [_Received], [ShardEnd] (then _END once every stream has finished),
+        or [] for a message that is dropped."""
         try:
             kind, message = self._decode(parts)
         except WireError as error:
@@ -265,23 +286,24 @@ class ServerExamples:
             if self.bad_messages > MAX_BAD_MESSAGES:
                 raise AsrkitError(f"more than {MAX_BAD_MESSAGES} malformed messages from the example servers; "
                                   f"last: {error}") from None
-            return None
+            return []
         with self._position_lock:
             server_id = message["server_id"] if kind == END_KIND else message.server_id
             if server_id in self._retired_servers:
                 self.stale_messages += 1  # its replacement serves it again
-                return None
+                return []
             if kind == END_KIND:
                 return self._accept_end(message)
-            return self._accept_example(message)
+            return [self._accept_example(message)]
 
     def _accept_end(self, end):
+        items = [] if end["shard"] in self.ended_shards else [ShardEnd(end["shard"][0])]
         self.ended_shards.add(end["shard"])
         logger.info("example server %s finished: %s", end["server_id"],
                     ", ".join(f"{k}={v}" for k, v in sorted(end.items()) if k not in ("server_id",)))
         if self.expected_servers is not None and len(self.ended_shards) >= self.expected_servers:
-            return _END
-        return None
+            items.append(_END)
+        return items
 
     def _accept_example(self, served):
         if served.server_id not in self._seen_servers:
@@ -298,9 +320,9 @@ class ServerExamples:
             raise AsrkitError(f"example server {served.server_id} changed its handshake mid-stream")
         self.received[served.server_id] = self.received.get(served.server_id, 0) + 1
         self.frames += len(served.features)
-        self.epoch = max(self.epoch, served.epoch)
         self.last_position_of_shard[served.shard] = (served.epoch, served.utterance_id)
-        return Example(served.utterance_id, served.features, served.targets, served.outer)
+        return _Received(served.shard[0], served.epoch,
+                         Example(served.utterance_id, served.features, served.targets, served.outer))
 
     def _put(self, item):
         return put_unless_stopped(self._queue, item, self._stop)
@@ -322,17 +344,48 @@ class ServerExamples:
                         parts = self._socket.recv_multipart(zmq.NOBLOCK)
                     except zmq.Again:
                         break
-                    item = self._accept(parts)
-                    if item is _END:
-                        self._put(_END)
-                        return
-                    if item is not None and not self._put(item):
-                        return
+                    for item in self._accept(parts):
+                        if not self._put(item):
+                            return
+                        if item is _END:
+                            return
         except BaseException as error:  # handed to the consumer, which re-raises it
             self._put(_Failure(error))
 
     def __iter__(self):
         self._start()
+        for received in self._in_turn(self._arrivals()):
+            # Set here, not on arrival: the batchers read it as each example enters a stream.
+            self.epoch = max(self.epoch, received.epoch)
+            self.taken[received.shard] = self.taken.get(received.shard, 0) + 1
+            yield received.example
+
+    def _in_turn(self, arrivals):
+        """The received examples in the rotation's turn (arrival order without one)."""
+        if self.rotation is None:
+            yield from (item for item in arrivals if isinstance(item, _Received))
+            return
+        last_taken = time.monotonic()
+        for item in arrivals:
+            self.rotation.add(item.shard, item)
+            # The queue is read again only when the shard due has nothing: the servers' back-pressure holds.
+            while (due := self.rotation.take()) is not None:
+                last_taken = time.monotonic()
+                yield due[1]
+            self._check_shard_due(time.monotonic() - last_taken)
+
+    def _check_shard_due(self, waited):
+        """Fails when the shard due keeps the others waiting too long, or holds too many of theirs in memory."""
+        held = self.rotation.waiting
+        if waited > self.receive_timeout or held > MAX_HELD_FACTOR * self.capacity:
+            shard = self.rotation.shard_due
+            raise AsrkitError(
+                f"the example server of shard {shard}/{self.num_servers} has sent nothing for {waited:.0f} s while "
+                f"the others sent {held} examples, held until its turn; check that it runs (its log: "
+                f"serve.{shard}.log beside the trainer's, for local servers)")
+
+    def _arrivals(self):
+        """What the receiver queued (_Received, ShardEnd), until the end of every stream."""
         last_arrival = time.monotonic()
         while True:
             if self._external_failure is not None:

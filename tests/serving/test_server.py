@@ -152,11 +152,13 @@ def test_what_a_replaced_server_sent_after_its_resume_position_is_dropped():
 
     source = ServerExamples(handshake, num_servers=2)
     try:
-        assert source._accept(example("u1", "h:10:1/2")).utterance_id == "u1"
+        [received] = source._accept(example("u1", "h:10:1/2"))
+        assert received.example.utterance_id == "u1"
         assert source.replace_server((1, 2), "h:10:1/2", "tcp://127.0.0.1:1") == (0, "u1")
-        assert source._accept(example("u2", "h:10:1/2")) is None  # sent before the kill, arrived after
-        assert source._accept(encode_end("h:10:1/2", (1, 2))) is None and not source.ended_shards
-        assert source._accept(example("u2", "h:11:1/2")).utterance_id == "u2"  # the replacement's copy
+        assert source._accept(example("u2", "h:10:1/2")) == []  # sent before the kill, arrived after
+        assert source._accept(encode_end("h:10:1/2", (1, 2))) == [] and not source.ended_shards
+        [received] = source._accept(example("u2", "h:11:1/2"))  # the replacement's copy
+        assert received.example.utterance_id == "u2"
         assert source.stale_messages == 2 and source.last_position_of_shard[(1, 2)] == (0, "u2")
         assert source.replace_server((2, 2), None, None) is None  # died before it announced itself
     finally:

@@ -1,0 +1,98 @@
+"""ShardRotation, and ServerExamples taking its servers' examples in turn whatever order they arrive in."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+import zmq
+
+from asrkit.errors import AsrkitError
+from asrkit.serving.client import ServerExamples
+from asrkit.serving.rotation import ShardEnd, ShardRotation
+from asrkit.serving.wire import Handshake, encode_end, encode_example
+
+HANDSHAKE = Handshake(2, 6, 30.0)
+
+
+def test_the_rotation_takes_each_shard_in_turn_and_drops_ended_ones():
+    rotation = ShardRotation(3)
+    for shard, name in [(2, "b1"), (2, "b2"), (3, "c1"), (2, ShardEnd(2)), (3, "c2")]:
+        rotation.add(shard, name)
+    assert rotation.take() is None and rotation.shard_due == 1  # shard 1 has sent nothing yet
+    rotation.add(1, "a1")
+    taken = [rotation.take() for _ in range(4)]
+    assert taken == [(1, "a1"), (2, "b1"), (3, "c1"), None]  # shard 1 due again
+    rotation.add(1, "a2")
+    rotation.add(1, ShardEnd(1))
+    assert [rotation.take() for _ in range(4)] == [(1, "a2"), (2, "b2"), (3, "c2"), None]
+    # Shards 1 and 2 have ended: shard 3 alone from now on.
+    rotation.add(3, "c3")
+    assert rotation.take() == (3, "c3") and rotation.waiting == 0 and not rotation.finished
+    rotation.add(3, ShardEnd(3))
+    assert rotation.take() is None and rotation.finished and rotation.shard_due is None
+
+
+def test_the_rotation_refuses_a_shard_it_does_not_have():
+    with pytest.raises(ValueError, match="shard 3 is not one of 1..2"):
+        ShardRotation(2).add(3, "x")
+
+
+def _sender(endpoint, shard, names, epoch=0):
+    server = zmq.Context.instance().socket(zmq.PUSH)
+    server.setsockopt(zmq.LINGER, 2000)
+    server.bind(endpoint)
+    messages = [encode_example(name, np.zeros((1, 2)), [0], epoch, f"h:{shard}:{shard}/2", (shard, 2), HANDSHAKE)
+                for name in names]
+    return server, messages + [encode_end(f"h:{shard}:{shard}/2", (shard, 2))]
+
+
+def test_the_servers_examples_are_taken_in_turn_whatever_order_they_arrive_in(free_endpoint):
+    """Shard 2's server sends all it has before shard 1's sends anything: the trainer still takes shard 1's first
+    example first, then shard 2's, and so on (arrival order would give b1 b2 b3 first)."""
+    endpoints = [free_endpoint(), free_endpoint()]
+    first, first_messages = _sender(endpoints[0], 1, ["a1", "a2"])
+    second, second_messages = _sender(endpoints[1], 2, ["b1", "b2", "b3"])
+    source = ServerExamples(HANDSHAKE, endpoints, expected_servers=2, num_servers=2, receive_timeout=30)
+
+    def send():
+        for message in second_messages:
+            second.send_multipart(message)
+        time.sleep(1.0)  # shard 2's examples and end are in the trainer's socket before shard 1 sends
+        for message in first_messages:
+            first.send_multipart(message)
+
+    sender = threading.Thread(target=send)
+    try:
+        sender.start()
+        taken = [example.utterance_id for example in source]
+    finally:
+        sender.join(10)
+        source.close()
+        first.close()
+        second.close()
+    assert taken == ["a1", "b1", "a2", "b2", "b3"]
+    assert source.taken == {1: 2, 2: 3}
+
+
+def test_a_shard_that_keeps_the_others_waiting_is_named(free_endpoint):
+    endpoints = [free_endpoint(), free_endpoint()]
+    second, second_messages = _sender(endpoints[1], 2, ["b1", "b2"])
+    source = ServerExamples(HANDSHAKE, endpoints, num_servers=2, receive_timeout=1.0)
+    stop = threading.Event()
+
+    def send():  # shard 2 keeps sending, so the stream as a whole never goes quiet
+        while not stop.is_set():
+            second.send_multipart(second_messages[0])
+            time.sleep(0.2)
+
+    sender = threading.Thread(target=send)
+    try:
+        sender.start()
+        with pytest.raises(AsrkitError, match=r"shard 1/2 has sent nothing for \d+ s while the others sent"):
+            list(source)
+    finally:
+        stop.set()
+        sender.join(10)
+        source.close()
+        second.close()

@@ -125,8 +125,8 @@ def copy_data_dir_command(utt_prefix, spk_prefix, data_dir, out_dir):
 @click.argument("data_dirs", nargs=-1, required=True, type=DATA_DIR)
 @asrkit_command("combine_data")
 def combine_data_command(out_dir, data_dirs):
-    """Write the union of DATA_DIRS to OUT_DIR (Kaldi's utils/combine_data.sh): every table of the first dir,
-    from all of them; an id in two dirs must mean the same in both."""
+    """Write the union of DATA_DIRS (one or more) to OUT_DIR (Kaldi's utils/combine_data.sh): every table of the
+    first dir, from all of them; an id in two dirs must mean the same in both."""
     # deferred: the CMVN statistics bring numpy and h5py, which the other data-dir commands and --help do not need.
     from asrkit.frontend.cmvn import combine_speaker_cmvn
 

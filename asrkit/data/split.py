@@ -326,13 +326,15 @@ def copy_data_dir(path, out, utt_prefix="", spk_prefix=""):
 def combine_data_dirs(out, paths):
     """Write the union of the data dirs `paths` to `out` (Kaldi's utils/combine_data.sh); return it.
 
-    Every table the first dir has must be in all of them (a table some lack would leave utterances
-    half-described); an utterance, recording or speaker id in two dirs must mean the same thing there,
-    or the dirs are refused, naming the id.  The feature config and CMVN statistics are the first dir's.
+    One dir is a union too (Kaldi's script takes one source): a step that combines however many sets it is
+    given then needs no case of its own for a single set.  Every table the first dir has must be in all of
+    them (a table some lack would leave utterances half-described); an utterance, recording or speaker id in
+    two dirs must mean the same thing there, or the dirs are refused, naming the id.  The feature config and
+    CMVN statistics are the first dir's.
     """
     out = os.fspath(out)
-    if len(paths) < 2:
-        raise AsrkitError("give at least two data dirs to combine")
+    if not paths:
+        raise AsrkitError("give at least one data dir to combine")
     if any(os.path.abspath(path) == os.path.abspath(out) for path in paths):
         raise AsrkitError(f"the output dir {out} is one of the inputs; give a new directory")
     dirs = [DataDir.load(path) for path in paths]

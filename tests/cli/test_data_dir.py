@@ -162,6 +162,17 @@ def test_combine_data_takes_the_union_and_refuses_what_disagrees(data_dir, tmp_p
     assert result.exit_code == 1 and "has no text, which" in result.output
 
 
+def test_combine_data_of_one_dir_copies_it(data_dir, tmp_path):
+    """Kaldi's combine_data.sh takes a single source: steps that combine the sets they are given work with one."""
+    out = os.fspath(tmp_path / "one")
+    result = run(combine_data_command, [out, data_dir])
+    assert result.exit_code == 0, result.output
+    assert summary(result).endswith("data_dirs=1 out_dir=" + out + " utterances=4")
+    for name in ("wav.scp", "text", "utt2spk", "spk2utt"):
+        with open(os.path.join(out, name)) as copied, open(os.path.join(data_dir, name)) as original:
+            assert copied.read() == original.read()
+
+
 def test_copy_data_dir_prefixes_the_ids(data_dir, tmp_path):
     out = os.fspath(tmp_path / "copy")
     result = run(copy_data_dir_command, ["--utt-prefix", "x-", "--spk-prefix", "x-", data_dir, out])

@@ -296,3 +296,21 @@ def test_select_warps_decodes_the_first_utterances_of_each_speaker_under_each_fa
     assert [line.split()[0] for line in costs] == ["a-1", "a-2", "b-1"] and costs[0].split()[5] == "-10.0000"
     assert "-1.0000*" in (tmp_path / "work" / "log" / "choose_warps_dev.log").read_text()
     assert (tmp_path / "work" / "log" / "select_warps.options").exists()
+
+
+def test_select_warps_works_on_a_single_data_dir(make_data_dir, tmp_path):
+    """One set of one's own to warp: its subset is combined alone (utils/combine_data takes one dir, as Kaldi's)."""
+    commands = tmp_path / "commands"
+    commands.mkdir()
+    stub(commands, "asrkit-featurize", FEATURIZE_STUB)
+    stub(commands, "asrkit-decode", WARP_DECODE_STUB)
+    dev = make_data_dir({"a-1": 0.2, "a-2": 0.2, "b-1": 0.2}, name="dev")
+    (tmp_path / "graph").mkdir()
+    (tmp_path / "graph" / "HCLG.fst").write_text("")
+    (tmp_path / "final").mkdir()
+    env = {**os.environ, "PATH": f"{commands}:{ROOT}/bin:{BIN}:{os.environ['PATH']}", "CALLS": str(tmp_path / "calls")}
+    result = run_step(os.path.join(ROOT, "steps", "select_warps.sh"), "--warps", "0.95 1 1.1", tmp_path / "graph",
+                      tmp_path / "final", dev, tmp_path / "work", env=env)
+    assert result.returncode == 0, result.stderr
+    assert open(os.path.join(dev, "spk2warp")).read() == "a 1.1\nb 0.95\n"
+    assert (tmp_path / "work" / "subset" / "utt2spk").read_text() == "a-1 a\na-2 a\nb-1 b\n"

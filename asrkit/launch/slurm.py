@@ -11,6 +11,10 @@ leaving a marker (killed with SIGKILL, a node failure): after --marker-wait
 seconds (shared file systems show new files late) those count as failed.  Slurm's
 own output of a task (what went wrong before its log was opened) is
 `log/q/align.<task>.out`.  Interrupting the launcher cancels the job (scancel).
+
+Every path and command in the script is quoted for bash (shlex.quote), and the
+script's comments hold no line break (one would end the comment and run the
+rest of the line); a log path with a line break is refused.
 """
 
 import os
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 
 from asrkit.errors import AsrkitError
 from asrkit.launch.job_log import DATE_FORMAT, make_log_dir
+from asrkit.launch.job_spec import UsageError
 
 SBATCH_VARIABLE = "ASRKIT_SBATCH"
 SQUEUE_VARIABLE = "ASRKIT_SQUEUE"
@@ -45,6 +50,9 @@ class SlurmFiles:
 
     @classmethod
     def for_launch(cls, log_pattern, job_range):
+        if any(char in log_pattern for char in "\n\r"):
+            raise UsageError(f"the log file {log_pattern!r} holds a line break, which a batch script's lines "
+                             "cannot: give a path without one")
         directory = os.path.dirname(log_pattern)
         if job_range.name is not None and job_range.name in directory:
             directory = os.path.dirname(job_range.substitute(log_pattern, job_range.start))
@@ -71,16 +79,23 @@ class SlurmFiles:
         return os.path.join(self.queue_dir, f"{self.name}.{index}.done")
 
 
+def comment_text(text):
+    """`text` for a `#` comment of the script: control characters (a line break would end the comment and
+    run the rest of the line) shown as `?`."""
+    return "".join("?" if ord(char) < 32 or ord(char) == 127 else char for char in text)
+
+
 def batch_script(jobs, files, cwd, threads, launcher_command=""):
     """The bash batch script: every job's command and log; each array task runs its own."""
     date = shlex.quote("+" + DATE_FORMAT)
+    marker = comment_text(f"{files.queue_dir}/{files.name}.N.done")
     cases = "\n".join(
         f"  {job.index}) log={shlex.quote(os.path.join(cwd, job.log_file))}; command={shlex.quote(job.command)} ;;"
         for job in jobs)
     return f"""#!/usr/bin/env bash
-# Written by run-slurm for: {launcher_command.replace(chr(10), ' ')}
+# Written by run-slurm for: {comment_text(launcher_command)}
 # Submitted as a Slurm array job; task N runs job N.  Each task writes its log and, last, its
-# done marker {files.queue_dir}/{files.name}.N.done with its exit code.
+# done marker {marker} with its exit code.
 task="${{SLURM_ARRAY_TASK_ID:?is not set: submit this script with sbatch --array}}"
 case "$task" in
 {cases}
@@ -113,7 +128,7 @@ code=$?
 while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done
 elapsed=$(( $(date +%s) - start ))
 {{
-  printf '# Accounting: time=%s threads=%s\\n' "$elapsed" {threads}
+  printf '# Accounting: time=%s threads=%s\\n' "$elapsed" {int(threads)}
   printf '# Ended (code %s) at %s, elapsed time %s seconds\\n' "$code" "$(LC_ALL=C date {date})" "$elapsed"
 }} >> "$log"
 finish "$code"

@@ -224,6 +224,12 @@ def test_run_slurm_reports_a_failed_and_a_vanished_task(work, fakes):
     assert "log/q/v.2.out" in result.stderr
 
 
+def test_run_slurm_refuses_a_log_path_with_a_line_break(work, fakes):
+    result = launcher("run-slurm", ["log/a\ntouch pwned/x.log", "true"], work, fakes)
+    assert result.returncode == 2 and "holds a line break" in result.stderr
+    assert not os.path.exists(os.path.join(fakes["FAKE_DIR"], "sbatch-args")) and "pwned" not in os.listdir(work)
+
+
 def test_run_slurm_submission_failure(work, fakes):
     failing = os.path.join(fakes["FAKE_DIR"], "sbatch-fails")
     with open(failing, "w") as handle:

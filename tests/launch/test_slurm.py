@@ -183,3 +183,22 @@ def test_waiting_without_squeue_says_so_and_reports_progress(tmp_path):
     assert codes == {1: 0}
     assert "squeue cannot say" in said[0]
     assert any("0/1 tasks finished; waited 10 min" in text for text in said)
+
+
+def test_a_line_break_in_a_path_or_the_command_line_never_runs_as_a_command(tmp_path):
+    """The queue dir and the launcher's command line are written into comments of the script: a line break there
+    would end the comment and run the next line."""
+    work = tmp_path / "work"
+    queue_dir = work / "log" / "q\ntouch pwned_by_the_queue_dir\n"
+    queue_dir.mkdir(parents=True)
+    files = slurm.SlurmFiles(str(queue_dir), "t")
+    jobs = [Job(1, "log/t.1.log", "echo ran")]
+    slurm.write_batch_script(jobs, files, str(work), 1, "run-slurm log/t.log\ntouch pwned_by_the_command_line")
+    environ = {**os.environ, "SLURM_ARRAY_TASK_ID": "1"}
+    result = subprocess.run(["bash", files.script], env=environ, capture_output=True, text=True, cwd=work)
+    assert result.returncode == 0, result.stderr
+    assert not [name for name in os.listdir(work) if name.startswith("pwned")]
+    assert (work / "log" / "t.1.log").read_text().splitlines()[4] == "ran"
+    assert slurm.read_marker(files.marker(1)) == 0
+    with pytest.raises(slurm.UsageError, match="holds a line break"):
+        slurm.SlurmFiles.for_launch("log\ntouch pwned/t.JOB.log", JobRange("JOB", 1, 2))

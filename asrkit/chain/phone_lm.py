@@ -13,7 +13,14 @@ only ones it has to allow).  Its history states are
   log-likelihood is merged, over and over, until at most `num_extra_states`
   of them are left.  A history is merged only when no longer kept history
   extends it, and when its counts are all its own (so a merge never strands
-  a state that needs it).
+  a state that needs it); a merged history holds nothing any more, so it no
+  longer keeps the history one phone shorter on the left from merging
+  (Kaldi's LmState::Clear).  The greedy is exact: after each merge the
+  losses it changed (its back-off's, and those of every history backing off
+  there) are computed again, so each step merges the history that is
+  cheapest then, ties going to the smallest history.  (Kaldi refreshes its
+  queue only four times on the way to its target, and counts its target
+  over all states rather than the extra ones.)
 
 A sentence starts in history (BOS,) where BOS is phone 0, and its end is a
 count of "phone 0" in the history it ends in: the final probability.  The
@@ -22,6 +29,7 @@ probability sum to one.  `PhoneLm.to_fst()` gives the acceptor (labels are
 phone ids, weights -log p) for kaldifst.
 """
 
+import collections
 import dataclasses
 import heapq
 import math
@@ -92,7 +100,8 @@ class _History:
 
 
 def _log_likelihood(counts, total):
-    return sum(count * math.log(count / total) for count in counts.values())
+    # fsum: exactly rounded whatever the order of the counts, so that histories with the same counts tie exactly.
+    return math.fsum(count * math.log(count / total) for count in counts.values())
 
 
 class PhoneLmEstimator:
@@ -168,28 +177,43 @@ class PhoneLmEstimator:
         return max(-gain, 0.0)
 
     def _merge_extra_states(self):
-        """Greedy merging, cheapest first; a queued loss that has gone stale is recomputed and queued again."""
+        """Greedy merging, cheapest first (see the module docstring).  A queued entry carries the version of its
+        history's loss when it was queued: a merge queues the histories whose loss or mergeability it changed
+        again under a new version, and entries of older versions are passed over."""
+        backing_off = collections.defaultdict(list)  # history -> the states that back off into it
+        for state in self.states.values():
+            if state.backoff is not None:
+                backing_off[state.backoff].append(state)
+        versions = collections.Counter()
+        queue = []
+
+        def requeue(state):
+            versions[state.history] += 1
+            if self._mergeable(state):
+                heapq.heappush(queue, (self._merge_loss(state), state.history, versions[state.history]))
+
+        for state in list(self.states.values()):
+            requeue(state)
         remaining = len(self._extra_states())
-        queue = [(self._merge_loss(s), s.history) for s in self._extra_states() if self._mergeable(s)]
-        heapq.heapify(queue)
         while remaining > self.num_extra_states and queue:
-            loss, history = heapq.heappop(queue)
+            _, history, version = heapq.heappop(queue)
+            if version != versions[history]:
+                continue
             state = self.states[history]
-            if not self._mergeable(state):
-                continue
-            current = self._merge_loss(state)
-            if not math.isclose(current, loss, rel_tol=1e-6, abs_tol=1e-12):
-                heapq.heappush(queue, (current, history))
-                continue
             parent = self.states[state.backoff]
-            parent_was_mergeable = self._mergeable(parent)
             if parent.total or parent.backoff is None:
                 remaining -= 1  # (an empty extra back-off state takes the counts over: still one state)
             for phone, count in state.counts.items():
                 parent.add(phone, count)
-            state.counts, state.total = {}, 0
-            if not parent_was_mergeable and self._mergeable(parent):
-                heapq.heappush(queue, (self._merge_loss(parent), parent.history))
+            state.counts, state.total, state.counts_with_children = {}, 0, 0
+            versions[history] += 1
+            # The parent's counts changed its own loss and its children's; the history one phone shorter on the
+            # left may have been waiting for this one to go.
+            affected = [parent, *backing_off[parent.history]]
+            if history[:-1] in self.states:
+                affected.append(self.states[history[:-1]])
+            for other in affected:
+                requeue(other)
 
     def _kept(self, history):
         """The longest suffix of `history` whose state has counts (the state a transition lands in)."""

@@ -6,6 +6,7 @@ import functools
 import gzip
 import hashlib
 import http.server
+import importlib.util
 import io
 import json
 import os
@@ -137,6 +138,84 @@ def test_download_refuses_members_outside_the_target(tmp_path, http_server):
     result = download("--md5", md5, "--extract", f"{url}/evil.tar.gz", tmp_path / "corpus")
     assert result.returncode == 1 and "outside" in result.stderr
     assert not (tmp_path / "outside.txt").exists() and not (tmp_path / "corpus" / ".evil.tar.gz.done").exists()
+
+
+def _member(name, kind=tarfile.REGTYPE, mode=0o644, uid=0, owner="root", linkname=""):
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.uid, info.gid, info.uname, info.gname = kind, mode, uid, uid, owner, owner
+    info.linkname = linkname
+    return info
+
+
+def _archive(path, infos, content=b"x"):
+    with tarfile.open(path, "w:gz") as tar:
+        for info in infos:
+            if info.isreg():
+                info.size = len(content)
+                tar.addfile(info, io.BytesIO(content))
+            else:
+                tar.addfile(info)
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("special", [
+    _member("LibriSpeech/null", tarfile.CHRTYPE), _member("LibriSpeech/disk", tarfile.BLKTYPE),
+    _member("LibriSpeech/pipe", tarfile.FIFOTYPE), _member("LibriSpeech/link", tarfile.SYMTYPE, linkname="/etc"),
+    _member("LibriSpeech/hard", tarfile.LNKTYPE, linkname="LibriSpeech/a.txt")])
+def test_download_refuses_devices_fifos_and_links_by_name(tmp_path, http_server, special):
+    www, url = http_server
+    md5 = _archive(www / "evil.tar.gz", [_member("LibriSpeech/a.txt"), special])
+    target = tmp_path / "corpus"
+    result = download("--md5", md5, "--extract", f"{url}/evil.tar.gz", target)
+    assert result.returncode == 1 and f"member {special.name!r} is a" in result.stderr, result.stderr
+    assert "not a file or directory; not unpacking" in result.stderr and "Traceback" not in result.stderr
+    assert sorted(os.listdir(target)) == ["evil.tar.gz"]  # nothing unpacked, no marker
+
+
+def _check_plain(root):
+    for path in (root / "LibriSpeech", root / "LibriSpeech" / "run.sh"):
+        status = os.stat(path)
+        assert status.st_uid == os.getuid() and status.st_gid == os.getgid(), path
+        assert not status.st_mode & 0o7022, f"{path}: {oct(status.st_mode)}"  # no setuid/setgid/sticky, g+w, o+w
+
+
+def test_download_unpacks_files_as_the_user_without_setuid_or_shared_write(tmp_path, http_server):
+    www, url = http_server
+    infos = [_member("LibriSpeech", tarfile.DIRTYPE, 0o1777, 4242, "nobody"),
+             _member("LibriSpeech/run.sh", mode=0o6777, uid=4242, owner="nobody")]
+    md5 = _archive(www / "owned.tar.gz", infos, b"#!/bin/sh\n")
+    result = download("--md5", md5, "--extract", f"{url}/owned.tar.gz", tmp_path / "corpus")
+    assert result.returncode == 0, result.stderr
+    _check_plain(tmp_path / "corpus")
+
+
+def test_the_data_filter_by_hand_on_a_python_without_it(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("librispeech_download", DOWNLOAD)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.delattr(tarfile, "data_filter")
+    archive = tmp_path / "owned.tar.gz"
+    _archive(archive, [_member("LibriSpeech", tarfile.DIRTYPE, 0o1777, 4242, "nobody"),
+                       _member("LibriSpeech/run.sh", mode=0o6777, uid=4242, owner="nobody")])
+    module.extract(str(archive), str(tmp_path / "corpus"))
+    _check_plain(tmp_path / "corpus")
+    _archive(archive, [_member("LibriSpeech/pipe", tarfile.FIFOTYPE)])
+    with pytest.raises(SystemExit):
+        module.extract(str(archive), str(tmp_path / "other"))
+    assert not (tmp_path / "other").exists()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not_a_tar"])
+def test_download_names_a_truncated_or_non_tar_archive_with_the_right_md5(tmp_path, http_server, damage):
+    www, url = http_server
+    whole = www / "whole.tar.gz"
+    _archive(whole, [_member(f"LibriSpeech/{index}.txt") for index in range(50)], os.urandom(20000))
+    data = whole.read_bytes()[:len(whole.read_bytes()) // 2] if damage == "truncated" else gzip.compress(b"text\n")
+    (www / "bad.tar.gz").write_bytes(data)
+    result = download("--md5", hashlib.md5(data).hexdigest(), "--extract", f"{url}/bad.tar.gz", tmp_path / "corpus")
+    assert result.returncode == 1 and "bad.tar.gz: cannot be unpacked" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "corpus" / ".bad.tar.gz.done").exists()
+    assert not (tmp_path / "corpus" / "LibriSpeech").exists()  # a truncated archive is refused before unpacking
 
 
 def test_data_prep_lexicon_of_training_words_and_an_external_lm(tmp_path):

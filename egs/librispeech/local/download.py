@@ -6,8 +6,12 @@
 The file goes to <dir>/<name> under a temporary name and is renamed once whole; its checksum is
 compared with --md5 (pinned in run.sh) or with its line of --md5-list (a server's md5sum.txt,
 `HEX  NAME` lines).  A mismatch removes the file and fails, naming both sums.  With --extract the
-archive is unpacked into <dir> (members that would land outside it are refused), then
-<dir>/.<name>.done records the checksum: a rerun with that marker does nothing.
+archive is unpacked into <dir>, then <dir>/.<name>.done records the checksum: a rerun with that marker
+does nothing.  The archive may hold only files and directories within <dir>: a link, a device node, a FIFO or
+a path outside is refused by name before anything is unpacked.  What is unpacked belongs to whoever runs this
+(not to the owners the archive names, even for root), without setuid, setgid or sticky bits and not writable
+by group or others (tarfile's "data" filter, or the same by hand on a Python without it).  An archive that
+is truncated or not a tar (with the right MD5: damaged at its source) is an error naming it.
 """
 
 import argparse
@@ -17,6 +21,7 @@ import shutil
 import sys
 import tarfile
 import urllib.request
+import zlib
 
 CHUNK = 1 << 20
 
@@ -59,14 +64,48 @@ def listed_md5(list_url, name):
     fail(f"{list_url} lists no checksum for {name}")
 
 
-def extract(archive, directory):
+def _kind(member):
+    for test, name in ((member.issym, "symbolic link"), (member.islnk, "hard link"), (member.ischr, "character device"),
+                       (member.isblk, "block device"), (member.isfifo, "FIFO")):
+        if test():
+            return name
+    return "special file"
+
+
+def checked_members(tar, archive, directory):
+    """The archive's members, each a file or directory within `directory`; anything else fails by name.
+    Reading them all reads the whole archive, so a truncated one fails here, before anything is unpacked."""
     root = os.path.realpath(directory)
-    with tarfile.open(archive) as tar:
-        for member in tar.getmembers():
-            target = os.path.realpath(os.path.join(directory, member.name))
-            if not (target == root or target.startswith(root + os.sep)) or member.issym() or member.islnk():
-                fail(f"{archive}: member {member.name!r} would be written outside {directory}; not unpacking")
-        tar.extractall(directory)
+    members = []
+    for member in tar:
+        target = os.path.realpath(os.path.join(directory, member.name))
+        if os.path.isabs(member.name) or not (target == root or target.startswith(root + os.sep)):
+            fail(f"{archive}: member {member.name!r} would be written outside {directory}; not unpacking")
+        if not (member.isfile() or member.isdir()):
+            fail(f"{archive}: member {member.name!r} is a {_kind(member)}, not a file or directory; not unpacking")
+        members.append(member)
+    return members
+
+
+def as_plain_data(member):
+    """What tarfile's "data" filter makes of a file or directory, for a Python without it (before 3.11.4):
+    owned by whoever unpacks, no setuid, setgid or sticky bit, not writable by group or others."""
+    member.uid, member.gid, member.uname, member.gname = os.getuid(), os.getgid(), "", ""
+    member.mode = 0o755 if member.isdir() else (member.mode & 0o755) | 0o600
+    return member
+
+
+def extract(archive, directory):
+    try:
+        with tarfile.open(archive) as tar:
+            members = checked_members(tar, archive, directory)
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(directory, members=members, filter="data")
+            else:
+                tar.extractall(directory, members=[as_plain_data(member) for member in members])
+    except (tarfile.TarError, EOFError, zlib.error) as error:
+        fail(f"{archive}: cannot be unpacked ({error or type(error).__name__}): it is truncated or not a .tar.gz "
+             "although its MD5 is the one expected (damaged where it was published?); not marking it done")
 
 
 def main():

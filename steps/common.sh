@@ -7,11 +7,15 @@
 # launch LAUNCHER LOG COMMAND...: one command as one job of a cmd.sh launcher (run-local, run-slurm,
 # run-ssh), its output in LOG; its summary line is shown here.  The command's own --nj jobs run on the
 # machine the launcher picks.  A failing job stops the caller (set -e) after the launcher has printed its
-# log tail.  LAUNCHER is a command line, split on spaces ("run-local --num-threads 2").
+# log tail.  LAUNCHER is a command line, split on spaces ("run-local --num-threads 2").  COMMAND's words
+# reach the job as they are: the launcher gets them as one command line with every word quoted (printf %q),
+# since a launcher passes a whitespace-free word to bash verbatim (run.pl's rule), where a data dir, an id or
+# a value read from a file holding $(...), ;, ` or > would run or redirect.
 launch() {
-  local launcher="$1" log="$2"
+  local launcher="$1" log="$2" command
   shift 2
-  $launcher "$log" "$@"
+  printf -v command '%q ' "$@"
+  $launcher "$log" "${command% }"
   grep -h " summary: " "$log" >&2 || true
 }
 

@@ -12,6 +12,11 @@ get their speaker's id as a prefix unless they have it (Kaldi sorts a speaker's 
 together); a supervision without a speaker is its own speaker.  What asrkit cannot read (URL
 sources, audio transforms, several sources or channels of one recording) is refused with the
 manifest's file and line, as is every malformed line.
+
+A file source is read as that file and nothing else: a path that wav.scp would not read as a path (with
+whitespace, or ending in `|`, which makes a Kaldi command) becomes `cat <quoted path> |`.  A command source is
+a shell command by Lhotse's definition and runs as one, as a Kaldi `command |` entry does: a manifest is
+trusted as a recipe's script is.
 """
 
 import dataclasses
@@ -113,8 +118,8 @@ def _wav_entry(item, path, line):
     if not isinstance(location, str) or not location.strip() or "\n" in location:
         raise DataDirError(f"its source has no usable 'source': {location!r}", path, line)
     if kind == "file":
-        if any(char.isspace() for char in location):
-            return f"cat {shlex.quote(location)} |"  # a wav.scp path ends at whitespace; a command does not
+        if any(char.isspace() for char in location) or location.endswith("|"):
+            return f"cat {shlex.quote(location)} |"  # a wav.scp path ends at whitespace, and `... |` is a command
         return location
     if kind == "command":
         return f"{location.strip()} |"

@@ -15,6 +15,17 @@ The command becomes one bash command line:
   argument verbatim so that `\\|` and `\\>` given on the caller's command line
   keep their shell meaning (run.pl's rule).
 It runs with `bash -o pipefail -c`, so a pipeline fails when any part fails.
+
+Data must be quoted by whoever puts it in.  The rule above is for the command a
+recipe writes, whose `\\|` and `>` are meant; a word that holds data (a data
+dir or file name, an utterance or speaker id, a value read from a file) and
+has no whitespace reaches bash verbatim too, so `$(...)`, `;` or a backquote in
+it would run.  So steps/common.sh's `launch` hands the launcher one argument,
+every word quoted (`printf %q`), as egs/digits does for its job array; Python
+code quotes with shlex.join.  A wav.scp entry ending in `|` is a command by
+Kaldi's definition and runs in the shell (a data dir is trusted as a script
+is); utils/lhotse_to_kaldi writes a file path that would read as one as
+`cat <quoted path> |`.
 """
 
 import re

@@ -45,9 +45,11 @@ fi
 
 if [ "$stage" -le 2 ]; then
   echo "== stage 2: recognise test utterances by DTW against training templates ==" >&2
-  # A job array: job JOB of nj recognises every nj-th test utterance; the parts are joined in order.
-  $decode_cmd JOB=1:"$nj" "$out/log/recognize.JOB.log" \
-    python "$here/local/dtw_recognize.py" --part JOB/"$nj" "$out/data/train" "$out/data/test" "$out/exp/hyp.JOB.txt"
+  # A job array: job JOB of nj recognises every nj-th test utterance; the parts are joined in order.  The
+  # command is one argument, its words quoted, so that the launcher runs no part of a path as shell syntax.
+  printf -v recognize '%q ' python "$here/local/dtw_recognize.py" --part "JOB/$nj" "$out/data/train" \
+    "$out/data/test" "$out/exp/hyp.JOB.txt"
+  $decode_cmd JOB=1:"$nj" "$out/log/recognize.JOB.log" "$recognize"
   for job in $(seq "$nj"); do cat "$out/exp/hyp.$job.txt"; done | sort > "$out/exp/hyp.txt.tmp"
   mv "$out/exp/hyp.txt.tmp" "$out/exp/hyp.txt"
   for job in $(seq "$nj"); do rm -f "$out/exp/hyp.$job.txt"; done

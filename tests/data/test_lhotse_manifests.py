@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import os
 
 import pytest
 
@@ -116,3 +117,21 @@ def test_text_for_some_only_and_foreign_dirs_are_refused(tmp_path):
     with pytest.raises(AsrkitError, match="not a data dir imported from Lhotse"):
         import_lhotse(recs, sups, other)
     assert (other / "wav.scp").read_text() == "x /x.wav\n"
+
+
+def test_a_file_source_is_read_as_that_file_whatever_its_name(tmp_path, tone, write_wav):
+    """A file name that wav.scp would read as a command (ending in |) or split (whitespace) is quoted for cat."""
+    names = ["a;touch${IFS}pwned_a|", "b$(touch${IFS}pwned_b)|", "c`touch pwned_c`.wav"]
+    paths = []
+    for index, name in enumerate(names):
+        os.rename(write_wav(tmp_path / f"{index}.wav", tone(300.0 + 50 * index, 1.0)), tmp_path / name)
+        paths.append(str(tmp_path / name))
+    recs = write_jsonl(tmp_path / "recordings.jsonl", [recording(f"r{i}", path, 1.0) for i, path in enumerate(paths)])
+    sups = write_jsonl(tmp_path / "supervisions.jsonl", [supervision(f"s{i}", f"r{i}", 0, 1.0) for i in range(3)])
+    import_lhotse(recs, sups, tmp_path / "data")
+    data = DataDir.load(str(tmp_path / "data"))
+    assert all(data.wav_scp[f"spk1-s{i}"].startswith("cat '") for i in range(3))
+    for index in range(3):
+        assert load_utterance_audio(data, f"spk1-s{index}").shape == (16000,)
+    assert not [name for name in os.listdir(tmp_path) if name.startswith("pwned")]
+    assert not [name for name in os.listdir(os.getcwd()) if name.startswith("pwned")]

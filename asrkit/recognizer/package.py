@@ -2,7 +2,8 @@
 
 `asrkit-export MODEL_DIR GRAPH_DIR PACKAGE_DIR` (write_package) writes it atomically (built in a
 sibling temporary directory, then renamed into place); `load_package(PACKAGE_DIR)` reads it with
-NumPy alone (no TensorFlow, no FST parsing):
+NumPy alone (no TensorFlow, no FST parsing), every file, value and array checked first
+(asrkit.recognizer.package_checks: a corrupt package is a PackageError naming the file, never a crash):
 
 | file              | contents                                                                          |
 |-------------------|-----------------------------------------------------------------------------------|
@@ -55,18 +56,20 @@ import numpy as np
 from asrkit.decode.combined_loglikes import check_same_tree
 from asrkit.decode.lattice_faster import DecodingGraph
 from asrkit.errors import AsrkitError
-from asrkit.frontend.config import FeatureConfig
 from asrkit.io.atomic import temporary_name
 from asrkit.io.output_dir import check_output_dir, replace_output_dir
+from asrkit.recognizer.package_checks import (PackageError, check_cmvn, check_combination, check_decode_params,
+                                              check_feature_config, check_files, check_graph, check_network,
+                                              check_priors, read_json, read_npz, read_words)
 
 FORMAT_NAME = "asrkit-recognizer-package"
 FORMAT_VERSION = 1
 DEFAULT_DECODE_PARAMS = {"lm_weight": 10.0, "prior_scale": 1.0, "beam": 13.0, "max_active": 7000,
                          "min_active": 200, "lattice_beam": 6.0, "cmvn_online": False, "chosen_on": None,
                          "combination": None}
-# decode.json's "combination" of a package with a second network (combined/): the weight w of the second
-# model, each model's own acoustic scale, the second's prior scale (asrkit.recognizer.combination).
-COMBINATION_KEYS = ("weight", "model_scale", "combine_scale", "combine_prior_scale")
+# decode.json's "combination" of a package with a second network (combined/): the weight w of the second model,
+# each model's own acoustic scale, the second's prior scale (package_checks.COMBINATION_KEYS;
+# asrkit.recognizer.combination).
 GRAPH_FIELDS = [field.name for field in dataclasses.fields(DecodingGraph)]
 # An existing output dir is replaced only when it is a package (these files in it); anything else is refused.
 PACKAGE_SIGNATURE = ("network.json", "decode.json", "graph.npz")
@@ -262,13 +265,8 @@ def write_package(model_dir, graph_dir, package_dir, decode_params=None, combine
     DEFAULT_DECODE_PARAMS' keys to change; with combine_model_dir, a second model combined with the first
     frame by frame (combined/), its "combination" parameters required."""
     model_dir, graph_dir = os.fspath(model_dir), os.fspath(graph_dir)
-    params = dict(DEFAULT_DECODE_PARAMS)
-    unknown = sorted(set(decode_params or {}) - set(params))
-    if unknown:
-        raise AsrkitError(f"unknown decoding parameters: {', '.join(unknown)}")
-    params.update(decode_params or {})
-    if not params["lm_weight"] > 0:
-        raise AsrkitError(f"the LM weight must be positive, not {params['lm_weight']}")
+    params = check_decode_params(dict(DEFAULT_DECODE_PARAMS) | dict(decode_params or {}), "the decoding parameters",
+                                 DEFAULT_DECODE_PARAMS)
     inputs = (model_dir, graph_dir, combine_model_dir, params["chosen_on"])
     check_output_dir(package_dir, PACKAGE_SIGNATURE, inputs, "recognizer package")  # before the work
     model = _model_arrays(model_dir)
@@ -314,35 +312,6 @@ def write_package(model_dir, graph_dir, package_dir, decode_params=None, combine
             "align": align, "ivectors": ivectors, "params": params}
 
 
-def check_combination(combination):
-    """decode.json's "combination": its four numbers (COMBINATION_KEYS), the weight in [0, 1], scales positive."""
-    if not isinstance(combination, dict) or sorted(combination) != sorted(COMBINATION_KEYS):
-        raise AsrkitError(f"a combination needs exactly {', '.join(COMBINATION_KEYS)}; got {combination!r}")
-    if not 0.0 <= combination["weight"] <= 1.0:
-        raise AsrkitError(f"the combination weight must be in [0, 1], not {combination['weight']}")
-    if not (combination["model_scale"] > 0 and combination["combine_scale"] > 0 and
-            combination["combine_prior_scale"] >= 0):
-        raise AsrkitError(f"the combination's acoustic scales must be positive and its prior scale not negative: "
-                          f"{combination}")
-
-
-def read_words(path):
-    """words.txt -> list: word id -> word ('' for ids no word has)."""
-    pairs = []
-    with open(path, encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, 1):
-            fields = line.split()
-            if not fields:
-                continue
-            if len(fields) != 2 or not fields[1].isdigit():
-                raise AsrkitError(f"{path}:{line_number}: expected 'word id', found {line.strip()[:60]!r}")
-            pairs.append((fields[0], int(fields[1])))
-    words = [""] * (max((word_id for _, word_id in pairs), default=-1) + 1)
-    for word, word_id in pairs:
-        words[word_id] = word
-    return words
-
-
 class Package:
     """A loaded package; see the module docstring.  Attributes: directory, config (network.json),
     feature_config (FeatureConfig), graph (DecodingGraph), words (list: id -> word), params (decode.json),
@@ -353,51 +322,61 @@ class Package:
         self.directory = os.fspath(package_dir)
         self.config = self._json("network.json")
         if self.config.get("format") != FORMAT_NAME or self.config.get("version") != FORMAT_VERSION:
-            raise AsrkitError(f"{self.directory}/network.json: format {self.config.get('format')!r} version "
-                              f"{self.config.get('version')!r}, expected {FORMAT_NAME!r} version {FORMAT_VERSION}")
-        self.feature_config = FeatureConfig.from_dict(self._json("featurize.json"))
-        self.params = dict(DEFAULT_DECODE_PARAMS) | self._json("decode.json")
-        self.num_pdfs = int(self.config["num_pdfs"])
-        self.weights = self._npz("weights.npz")
-        self.cmvn_stats = self._npz("cmvn.npz")
-        priors = self._npz("priors.npz")
-        self.log_priors, self.unseen = priors["log_priors"], priors["unseen"]
-        graph = self._npz("graph.npz")
-        self.graph = DecodingGraph(**{name: graph[name] for name in GRAPH_FIELDS})
-        self.graph.start, self.graph.num_states = int(self.graph.start), int(self.graph.num_states)
-        self.words = read_words(os.path.join(self.directory, "words.txt"))
-        align_dir = os.path.join(self.directory, "align")
+            raise PackageError(f"{self.directory}/network.json: format {self.config.get('format')!r} version "
+                               f"{self.config.get('version')!r}, expected {FORMAT_NAME!r} version {FORMAT_VERSION}")
+        # Every file is checked before any is read: a FIFO or a link to a device would block or never end.
+        check_files(self.directory)
+        self.feature_config = check_feature_config(self._json("featurize.json"), self._path("featurize.json"))
+        self.params = check_decode_params(dict(DEFAULT_DECODE_PARAMS) | self._json("decode.json"),
+                                          self._path("decode.json"), DEFAULT_DECODE_PARAMS)
+        align_dir, ivector_dir = self._path("align"), self._path("ivector")
         self.align_dir = align_dir if os.path.isdir(align_dir) else None
-        ivector_dir = os.path.join(self.directory, "ivector")
         self.ivector_dir = ivector_dir if os.path.isdir(ivector_dir) else None
+        self.weights = self._npz("weights.npz")
+        feature_dim, self.num_pdfs = self._check_network(self.config, self.weights, "")
+        self.cmvn_stats = check_cmvn(self._npz("cmvn.npz"), self.feature_config.feature_dim, self._path("cmvn.npz"))
+        self.log_priors, self.unseen = check_priors(self._npz("priors.npz"), self.num_pdfs, self._path("priors.npz"))
+        self.words = read_words(self._path("words.txt"))
+        self.graph = DecodingGraph(**check_graph(self._npz("graph.npz"), self.num_pdfs, self.words,
+                                                 self._path("graph.npz")))
         self.combined = None  # the second network's {"config", "weights", "log_priors", "unseen"}
         if self.params["combination"] is not None:
-            check_combination(self.params["combination"])
-            priors = self._npz(os.path.join("combined", "priors.npz"))
-            self.combined = {"config": self._json(os.path.join("combined", "network.json")),
-                             "weights": self._npz(os.path.join("combined", "weights.npz")),
-                             "log_priors": priors["log_priors"], "unseen": priors["unseen"]}
+            config, weights = self._json(os.path.join("combined", "network.json")), \
+                self._npz(os.path.join("combined", "weights.npz"))
+            if self._check_network(config, weights, "combined") != (feature_dim, self.num_pdfs):
+                raise PackageError(f"{self._path('combined', 'network.json')}: a network of {config['feature_dim']} "
+                                   f"features and {config['num_pdfs']} pdfs, the first's {feature_dim} and "
+                                   f"{self.num_pdfs}")
+            where = self._path("combined", "priors.npz")
+            log_priors, unseen = check_priors(self._npz(os.path.join("combined", "priors.npz")), self.num_pdfs, where)
+            self.combined = {"config": config, "weights": weights, "log_priors": log_priors, "unseen": unseen}
+
+    def _path(self, *names):
+        return os.path.join(self.directory, *names)
+
+    def _check_network(self, config, weights, subdir):
+        """check_network of network.json and weights.npz in subdir; the features they read must be the front
+        end's (and the i-vectors', with ivector/); -> (feature_dim, num_pdfs)."""
+        where = self._path(subdir, "network.json")
+        feature_dim, num_pdfs = check_network(config, weights, where, self._path(subdir, "weights.npz"))
+        features = self.feature_config.feature_dim
+        if feature_dim < features or (feature_dim != features and self.ivector_dir is None):
+            raise PackageError(f"{where}: the network reads {feature_dim}-dim features but the front end "
+                               f"(featurize.json) makes {features}" + (" (and i-vectors)" if self.ivector_dir else ""))
+        return feature_dim, num_pdfs
 
     def _json(self, name):
-        path = os.path.join(self.directory, name)
         try:
-            with open(path, encoding="utf-8") as handle:
-                return json.load(handle)
+            return read_json(self._path(name))
         except FileNotFoundError:
-            raise AsrkitError(f"{self.directory} is not a recognizer package: it has no {name} (make one with "
-                              "asrkit-export)") from None
-        except ValueError as error:
-            raise AsrkitError(f"{path} is not JSON: {error}") from None
+            raise PackageError(f"{self.directory} is not a recognizer package: it has no {name} (make one with "
+                               "asrkit-export)") from None
 
     def _npz(self, name):
-        path = os.path.join(self.directory, name)
         try:
-            with np.load(path, allow_pickle=False) as arrays:
-                return {key: arrays[key] for key in arrays.files}
+            return read_npz(self._path(name))
         except FileNotFoundError:
-            raise AsrkitError(f"{self.directory} is not a whole recognizer package: it has no {name}") from None
-        except (OSError, ValueError) as error:
-            raise AsrkitError(f"{path}: cannot read it ({error})") from None
+            raise PackageError(f"{self.directory} is not a whole recognizer package: it has no {name}") from None
 
     @property
     def sample_rate(self):

@@ -25,6 +25,7 @@ from asrkit.recognizer.acoustic import acoustic_model
 from asrkit.recognizer.endpoint import silence_pdfs_of_package
 from asrkit.recognizer.frontend import as_float_samples
 from asrkit.recognizer.package import DEFAULT_DECODE_PARAMS, load_package
+from asrkit.recognizer.package_checks import check_decode_params
 from asrkit.recognizer.resample import resample
 from asrkit.recognizer.results import Alternative, Decoded, Result, Word  # noqa: F401 (also imported from here)
 from asrkit.recognizer.stream import RecognizerStream
@@ -68,8 +69,7 @@ class Recognizer:
                               f"{', '.join(sorted(DEFAULT_DECODE_PARAMS))}")
         self.package = load_package(package_dir)
         self.package.params.update({key: value for key, value in param_overrides.items() if value is not None})
-        if not float(self.package.params["lm_weight"]) > 0:
-            raise AsrkitError(f"the LM weight must be positive, not {self.package.params['lm_weight']}")
+        check_decode_params(self.package.params, "the decoding parameters", DEFAULT_DECODE_PARAMS)
         self.acoustic = acoustic_model(self.package)
         self._aligner = None
 

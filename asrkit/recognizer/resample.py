@@ -14,9 +14,23 @@ import math
 
 import numpy as np
 
+from asrkit.errors import AudioError
+
+# The sample rates recognition reads (files, samples, raw PCM, a package's front end): 4 kHz to 192 kHz.
+# Outside them a rate is a mistake (--sample-rate 1), and the filter's taps grow with the larger of the two
+# rates over their common divisor: a 10-MHz file took minutes to resample.
+MIN_SAMPLE_RATE, MAX_SAMPLE_RATE = 4000, 192000
 HALF_LENGTH_PER_RATE = 10  # taps on each side of the centre per unit of max(up, down) (scipy's choice)
 KAISER_BETA = 5.0
 CHUNK = 16384  # output samples per gather, to bound memory on long recordings
+
+
+def check_sample_rate(rate, source=None):
+    """Refuse a rate outside MIN_SAMPLE_RATE..MAX_SAMPLE_RATE with an AudioError naming the source."""
+    if not MIN_SAMPLE_RATE <= rate <= MAX_SAMPLE_RATE:
+        raise AudioError(f"a sample rate of {rate} Hz: recognition reads {MIN_SAMPLE_RATE} to {MAX_SAMPLE_RATE} Hz "
+                         "(resample it first, e.g. with sox)", source=source)
+    return int(rate)
 
 
 def lowpass(up, down):

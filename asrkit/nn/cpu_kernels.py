@@ -10,8 +10,13 @@ version and build flags and the CPU, so a shared home directory serves
 machines of different kinds.  Concurrent first uses wait for one build (a file
 lock); the library is written under a temporary name and renamed.  Its SHA-256
 is recorded beside it (<kernel>.so.sha256) at build time and checked before
-every load: a library changed or swapped in the cache is built again, never
-loaded.
+every load: a library damaged in the cache is built again, never loaded.
+
+A record beside the library cannot tell a library someone else put there with
+its own record, so the cache is private: its directories are created 0700, and
+one that belongs to another user or that its group or others may write is
+refused (KernelCacheError, naming it and the fix) before anything in it is
+loaded; one of this user's that others may only read is made 0700.
 
 Where a kernel cannot be had (no compiler or a failed build, or its switch
 set to 0 in the environment) its users run TensorFlow's ops, with the same
@@ -25,6 +30,7 @@ import hashlib
 import logging
 import os
 import platform
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -46,8 +52,30 @@ _loaded = {}  # kernel name -> the op library module, or None when it could not 
 _reasons = {}  # kernel name -> why it could not be had
 
 
+class KernelCacheError(RuntimeError):
+    """The kernel cache is not private to this user: nothing in it is loaded."""
+
+
 def cache_dir():
     return Path(os.environ.get("ASRKIT_CACHE") or Path.home() / ".cache" / "asrkit") / "kernels"
+
+
+def private_dir(path):
+    """`path`, created 0700 where missing; KernelCacheError unless this user owns it and nobody else may write
+    it (a library and its digest there could be anyone's).  One that others may only read is made 0700."""
+    path = Path(path)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    status = path.stat()
+    fix = "remove it (the kernels are built again) or set ASRKIT_CACHE to a directory of your own"
+    if status.st_uid != os.geteuid():
+        raise KernelCacheError(f"the kernel cache {path} belongs to user {status.st_uid}, not to this user "
+                               f"({os.geteuid()}); not loading from it: {fix}")
+    if status.st_mode & 0o022:
+        raise KernelCacheError(f"the kernel cache {path} may be written by its group or others (mode "
+                               f"{stat.S_IMODE(status.st_mode):04o}); not loading from it: {fix}")
+    if status.st_mode & 0o077:
+        path.chmod(0o700)
+    return path
 
 
 def source(name):
@@ -100,9 +128,9 @@ def _verified(target):
 
 def build(source_path, directory=None):
     """The path of the compiled library for `source_path`, building it unless the cache has it.
-    Raises RuntimeError with the compiler's message when the build fails."""
-    directory = Path(directory or cache_dir()) / _key(source_path)
-    directory.mkdir(parents=True, exist_ok=True)
+    Raises RuntimeError with the compiler's message when the build fails, KernelCacheError when the cache is
+    not private to this user."""
+    directory = private_dir(private_dir(directory or cache_dir()) / _key(source_path))
     target = directory / (Path(source_path).stem + ".so")
     with open(directory / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building it right now
@@ -168,4 +196,7 @@ def gpu_visible():
 if __name__ == "__main__":  # python -m asrkit.nn.cpu_kernels: build (or find) every kernel and say where
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     for kernel in SWITCHES:
-        print(build(source(kernel)))
+        try:
+            print(build(source(kernel)))
+        except RuntimeError as error:
+            raise SystemExit(f"{kernel}: {error}") from None

@@ -1,6 +1,7 @@
 """Building and loading asrkit's CPU kernels: the build cache, a failed build, the switches."""
 
 import logging
+import os
 
 import pytest
 
@@ -92,3 +93,48 @@ def test_a_cached_library_that_is_not_the_one_built_is_built_again_not_loaded(tm
     stamp = built.stat().st_mtime_ns
     assert cpu_kernels.build(kernel, tmp_path / "cache") == built and built.stat().st_mtime_ns == stamp
     assert not caplog.text and not list(built.parent.glob("*.tmp"))
+
+
+def _fake_build(tmp_path, monkeypatch, cache):
+    kernel = tmp_path / "kernels" / "fake.cc"
+    kernel.parent.mkdir(exist_ok=True)
+    kernel.write_bytes(b"the kernel\n" * 100)
+    monkeypatch.setattr(cpu_kernels, "_compiler_command", lambda source, target: ["cp", str(source), str(target)])
+    return kernel, cpu_kernels.build(kernel, cache)
+
+
+def test_the_cache_is_private_to_its_user(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    _kernel, built = _fake_build(tmp_path, monkeypatch, cache)
+    assert (cache.stat().st_mode & 0o777, built.parent.stat().st_mode & 0o777) == (0o700, 0o700)
+    cache.chmod(0o755)  # an earlier cache others may read: made private, not refused
+    _fake_build(tmp_path, monkeypatch, cache)
+    assert cache.stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.parametrize("shared", ["cache", "key"])
+def test_a_library_and_digest_swapped_in_a_shared_cache_are_refused_not_loaded(tmp_path, monkeypatch, shared):
+    cache = tmp_path / "cache"
+    kernel, built = _fake_build(tmp_path, monkeypatch, cache)
+    (cache if shared == "cache" else built.parent).chmod(0o777)
+    # Anyone may now put another library there, with its own digest beside it.
+    built.write_bytes(b"\x7fELF someone else's library")
+    built.with_name(built.name + ".sha256").write_text(cpu_kernels._digest(built) + "\n")
+    with pytest.raises(cpu_kernels.KernelCacheError, match=r"may be written by its group or others \(mode 0777\)"):
+        cpu_kernels.build(kernel, cache)
+    assert built.read_bytes() == b"\x7fELF someone else's library"  # left as found, never loaded
+
+
+def test_a_cache_of_another_user_is_refused_and_loading_falls_back(tmp_path, monkeypatch, caplog):
+    cache = tmp_path / "cache"
+    kernel, _built = _fake_build(tmp_path, monkeypatch, cache)
+    monkeypatch.setattr(cpu_kernels.os, "geteuid", lambda: os.getuid() + 1)
+    with pytest.raises(cpu_kernels.KernelCacheError, match=f"{cache} belongs to user {os.getuid()}, not to this"):
+        cpu_kernels.build(kernel, cache)
+    monkeypatch.setattr(cpu_kernels, "_loaded", {})
+    monkeypatch.setattr(cpu_kernels, "KERNELS", kernel.parent)
+    monkeypatch.setitem(cpu_kernels.SWITCHES, "fake", ("ASRKIT_FAKE", "the other thing runs"))
+    monkeypatch.setenv("ASRKIT_CACHE", str(tmp_path / "home_cache"))
+    with caplog.at_level(logging.WARNING, logger="asrkit.nn.cpu_kernels"):
+        assert cpu_kernels.load("fake") is None
+    assert "not available, so the other thing runs" in caplog.text and "belongs to user" in caplog.text

@@ -21,10 +21,13 @@ topology is that a phone's first frame shares its pdf with the rest.
 
 Initial probabilities.  A chunk starts anywhere in an utterance, so the
 forward pass starts from a distribution over states, not from the start
-state: as in Kaldi, the graph is run from its start state for 100 frames
-(without acoustics, each frame's state distribution renormalised) and the
-average of the distributions is the initial distribution.  Every state is
-final with probability one.
+state: as Kaldi's DenominatorGraph::SetInitialProbs does, the graph is run
+from its start state for 100 frames without acoustics, each state's arcs
+divided by what leaves it (its arcs and its final probability in the graph as
+built), each frame's distribution renormalised, and the initial distribution
+is the average of the distributions of frames 0 to 99, frame 0 being the
+start state alone.  In the forward-backward every state is final with
+probability one.
 
 The arrays (`DenGraph`) are what the forward-backward (asrkit.chain.forward_backward)
 reads: arcs as parallel arrays with pdf ids and linear probabilities.
@@ -83,27 +86,24 @@ class DenGraph:
                        data["initial"], int(data["start"]))
 
 
-def transition_matrix(num_states, source, target, prob):
-    """[S, S] sums of the arc probabilities from state i to state j (dense: for the initial distribution)."""
-    matrix = np.zeros((num_states, num_states))
-    np.add.at(matrix, (source, target), prob)
-    return matrix
-
-
-def initial_distribution(num_states, start, source, target, prob, iterations=INITIAL_ITERATIONS):
-    """The average over `iterations` frames of the state distribution, run from `start` and renormalised each
-    frame (Kaldi's chain initial probabilities)."""
+def initial_distribution(num_states, start, source, target, prob, final_prob=None, iterations=INITIAL_ITERATIONS):
+    """The average over frames 0 .. `iterations` - 1 of the state distribution run from `start` (frame 0: the
+    start state alone), each state's arcs divided by their sum plus its final probability (`final_prob` [S],
+    none when omitted), each frame renormalised (Kaldi's chain initial probabilities)."""
+    leaving = np.zeros(num_states) if final_prob is None else np.asarray(final_prob, np.float64).copy()
+    np.add.at(leaving, source, prob)
+    scale = np.divide(1.0, leaving, out=np.zeros(num_states), where=leaving > 0)
     occupancy = np.zeros(num_states)
     occupancy[start] = 1.0
     total = np.zeros(num_states)
     for _ in range(iterations):
+        total += occupancy
         following = np.zeros(num_states)
-        np.add.at(following, target, occupancy[source] * prob)
+        np.add.at(following, target, (occupancy * scale)[source] * prob)
         norm = following.sum()
         if norm <= 0:
             raise AsrkitError("the denominator graph dies out from its start state (no arcs to follow)")
         occupancy = following / norm
-        total += occupancy
     return total / iterations
 
 
@@ -133,7 +133,9 @@ def make_den_graph(phone_lm, tree, topology):
         raise AsrkitError("the denominator graph kept epsilon arcs after rmepsilon (a bug)")
     source, target = arrays.source.astype(np.int32), arrays.target.astype(np.int32)
     prob = np.exp(-arrays.weight)
-    initial = initial_distribution(arrays.num_states, arrays.start, source, target, prob)
+    final_prob = np.zeros(arrays.num_states)
+    final_prob[arrays.final_states] = np.exp(-arrays.final_weights)
+    initial = initial_distribution(arrays.num_states, arrays.start, source, target, prob, final_prob)
     return DenGraph(tree.num_pdfs, source, target, (arrays.ilabel - 1).astype(np.int32), prob, initial,
                     int(arrays.start))
 

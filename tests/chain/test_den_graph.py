@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from asrkit.chain.den_graph import DenGraph, initial_distribution, make_den_graph, transition_matrix
+from asrkit.chain.den_graph import DenGraph, initial_distribution, make_den_graph
 from asrkit.chain.phone_lm import estimate_phone_lm
 from tests.chain.conftest import monophone_tree, random_sentences, segmentations, topology, triphone_tree
 
@@ -53,19 +53,43 @@ def test_monophone_graph_sums_the_lm_over_every_segmentation(monophone_case):
         assert forward_from_start(graph, pdfs) == pytest.approx(expected, rel=2e-3, abs=1e-12)
 
 
-def test_initial_distribution_is_the_average_of_the_renormalised_run(monophone_case):
+def _initial_by_loops(num_states, start, arcs, final_prob, iterations=100):
+    """Brute force of Kaldi's SetInitialProbs: frame 0 is the start state; each frame is added to the average,
+    then moved along the arcs, each state's mass divided by what leaves it (arcs and final), and renormalised."""
+    leaving = list(final_prob)
+    for source, _, prob in arcs:
+        leaving[source] += prob
+    current = [0.0] * num_states
+    current[start] = 1.0
+    average = [0.0] * num_states
+    for _ in range(iterations):
+        average = [a + c / iterations for a, c in zip(average, current)]
+        following = [0.0] * num_states
+        for source, target, prob in arcs:
+            following[target] += current[source] / leaving[source] * prob
+        current = [f / sum(following) for f in following]
+    return average
+
+
+def test_initial_distribution_is_kaldis_average_from_the_start_state():
+    """The start state's frame 0 was left out of the average, and states were not normalised by what leaves
+    them (final probabilities included)."""
+    rng = np.random.default_rng(62)
+    for _ in range(20):
+        num_states = int(rng.integers(2, 7))
+        arcs = [(s, int(rng.integers(num_states)), float(rng.uniform(0.05, 1.0)))
+                for s in range(num_states) for _ in range(int(rng.integers(1, 4)))]
+        final_prob = rng.uniform(0.0, 0.5, num_states) * (rng.random(num_states) < 0.5)
+        source, target, prob = (np.array(column) for column in zip(*arcs))
+        got = initial_distribution(num_states, 0, source.astype(np.int32), target.astype(np.int32), prob, final_prob)
+        np.testing.assert_allclose(got, _initial_by_loops(num_states, 0, arcs, final_prob), rtol=1e-9, atol=1e-15)
+
+
+def test_the_graphs_initial_distribution_holds_its_start_frame(monophone_case):
     _, graph = monophone_case
     assert graph.initial.sum() == pytest.approx(1.0)
-    matrix = transition_matrix(graph.num_states, graph.source, graph.target, graph.prob)
-    occupancy = np.eye(graph.num_states)[graph.start]
-    average = np.zeros(graph.num_states)
-    for _ in range(100):
-        occupancy = occupancy @ matrix
-        occupancy /= occupancy.sum()
-        average += occupancy / 100
-    np.testing.assert_allclose(graph.initial, average, rtol=1e-9)
-    np.testing.assert_allclose(initial_distribution(graph.num_states, graph.start, graph.source, graph.target,
-                                                    graph.prob), graph.initial)
+    entering_start = np.any(graph.target == graph.start)
+    assert not entering_start and graph.initial[graph.start] == pytest.approx(1 / 100)  # frame 0 of 100
 
 
 def test_triphone_graph_puts_the_context_pdf_only_after_its_context():

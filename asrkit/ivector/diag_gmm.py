@@ -73,17 +73,19 @@ def select_top(log_likes, num_select):
 def sparse_posteriors(gmm, frames, num_select, min_post=0.0):
     """Posteriors among each frame's selected Gaussians: (indices [T, k], posteriors [T, k]).
 
-    Posteriors are normalised over the k selected Gaussians; those below `min_post` are then
-    zeroed and the rest renormalised, always keeping each frame's best (Kaldi's --min-post), so
-    a frame's posteriors sum to one.
+    Kaldi's VectorToPosteriorEntry (gmm-global-get-post, online i-vectors): of the k best Gaussians of
+    a frame, those whose likelihood is not above `min_post` times the best one's are left out first;
+    then those whose posterior among the rest is below `min_post` are zeroed, the best always kept,
+    and the posteriors of those kept normalised to sum to one.  Left out and zeroed Gaussians keep
+    their place in `indices` with posterior 0.
     """
     log_likes = gmm.component_log_likelihoods(frames)
     indices = select_top(log_likes, num_select)
     selected = np.take_along_axis(log_likes, indices, axis=1)
-    posts = np.exp(selected - logsumexp_rows(selected)[:, None])
-    if min_post > 0.0 and posts.size:
-        keep = posts >= min_post
-        keep[:, 0] = True
-        posts = np.where(keep, posts, 0.0)
-        posts /= posts.sum(axis=1, keepdims=True)
-    return indices, posts
+    # Likelihoods relative to the frame's best (the first): the best is 1.
+    relative = np.exp(selected - selected[:, :1]) if selected.size else selected
+    if min_post > 0.0 and relative.size:
+        relative = np.where(relative > min_post, relative, 0.0)
+        relative = np.where(relative >= min_post * relative.sum(axis=1, keepdims=True), relative, 0.0)
+        relative[:, 0] = 1.0
+    return indices, relative / relative.sum(axis=1, keepdims=True)

@@ -20,17 +20,32 @@ def test_select_top_is_best_first():
     np.testing.assert_array_equal(select_top(scores, 9), [[1, 3, 0, 2], [0, 1, 2, 3]])
 
 
-def test_sparse_posteriors_match_a_loop(random_gmm, frames_from):
+def _kaldi_posterior_entry(log_likes, num_select, min_post):
+    """{gaussian: posterior} as Kaldi's VectorToPosteriorEntry makes it, step by step over every Gaussian."""
+    best = max(log_likes)
+    candidates = [(g, np.exp(like - best)) for g, like in enumerate(log_likes)
+                  if min_post == 0 or like > best + np.log(min_post)]
+    candidates.sort(key=lambda entry: -entry[1])
+    chosen = candidates[:num_select]
+    total = sum(post for _, post in chosen)
+    cutoff = min_post * total
+    while len(chosen) > 1 and chosen[-1][1] < cutoff:
+        total -= chosen.pop()[1]
+    return {g: post / total for g, post in chosen}
+
+
+def test_sparse_posteriors_are_kaldis_selection(random_gmm, frames_from):
+    """min_post applies twice in Kaldi: against the best Gaussian before the top k are normalised, then within
+    them.  Applying it only within the top k dropped Gaussians Kaldi keeps (and changed the others' share)."""
     gmm = random_gmm(8, 2, seed=3)
-    frames = frames_from(gmm, 50, seed=4)
-    indices, posts = sparse_posteriors(gmm, frames, num_select=3, min_post=0.2)
-    for t, frame in enumerate(frames):
-        scores = [np.log(gmm.weights[c]) + multivariate_normal(gmm.means[c], np.diag(gmm.variances[c])).logpdf(frame)
-                  for c in range(gmm.num_gauss)]
-        best = np.argsort(scores)[::-1][:3]
-        post = np.exp(np.array(scores)[best] - np.max(scores))
-        post /= post.sum()
-        post[1:][post[1:] < 0.2] = 0.0
-        post /= post.sum()
-        np.testing.assert_array_equal(indices[t], best)
-        np.testing.assert_allclose(posts[t], post, atol=1e-12)
+    frames = frames_from(gmm, 400, seed=4)
+    log_likes = gmm.component_log_likelihoods(frames)
+    for num_select, min_post in ((3, 0.2), (5, 0.025), (5, 0.1), (8, 0.0), (2, 0.5)):
+        indices, posts = sparse_posteriors(gmm, frames, num_select=num_select, min_post=min_post)
+        for t in range(len(frames)):
+            got = {int(g): p for g, p in zip(indices[t], posts[t]) if p > 0}
+            expected = _kaldi_posterior_entry(log_likes[t].tolist(), num_select, min_post)
+            assert got.keys() == expected.keys(), (num_select, min_post, t)
+            np.testing.assert_allclose([got[g] for g in sorted(got)], [expected[g] for g in sorted(expected)],
+                                       rtol=1e-12)
+            assert indices[t][0] == np.argmax(log_likes[t])

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import soundfile
 
-from asrkit.data.audio import AudioOptions, load_recording
+from asrkit.data.audio import AudioOptions, load_recording, load_utterance_audio
 from asrkit.data.data_dir import DataDir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -65,3 +65,50 @@ def test_an_empty_transcript_is_named(make_data_dir, tmp_path):
     result = run("data_dir_as_librispeech.py", source, tmp_path / "out" / "train")
     assert result.returncode == 1
     assert "utterance bob-2 has no transcript in" in result.stderr and "status=failed" in result.stderr
+
+
+def _assert_each_flac_holds_its_utterance(source, subset, readers):
+    """Every FLAC of the tree holds the audio of the utterance its trans.txt line transcribes."""
+    data = DataDir.load(source)
+    by_text = {}
+    for utterance, text in data.text.items():
+        by_text.setdefault(" ".join(text.split()).upper(), []).append(utterance)
+    options = AudioOptions(sample_rate=16000, on_rate_mismatch="resample")
+    checked = 0
+    for transcript in subset.rglob("*.trans.txt"):
+        for line in transcript.read_text().splitlines():
+            name, text = line.split(" ", 1)
+            (utterance,) = by_text[text]
+            written = load_recording(str(transcript.parent / f"{name}.flac"))
+            expected = load_utterance_audio(data, utterance, options)
+            assert len(written) == len(expected), f"{name}: holds another utterance's audio than {utterance}"
+            np.testing.assert_allclose(written, expected, atol=1.5 / 32768)
+            checked += 1
+    flacs = sorted(path.name for path in subset.rglob("*.flac"))
+    assert len(flacs) == checked and {name.split("-")[0] for name in flacs} == readers
+
+
+def test_a_rerun_with_other_options_pairs_every_transcript_with_its_own_audio(make_data_dir, tmp_path):
+    source = make_data_dir(DURATIONS, name="source", text=TEXT)
+    subset = tmp_path / "corpus" / "dev-clean-2"
+    runs = [(["--first-speaker", 7], {"7", "8"}), (["--first-speaker", 7, "--every", 2], {"7", "8"}),
+            (["--first-speaker", 7], {"7", "8"}), (["--first-speaker", 20, "--every", 3], {"20", "21"})]
+    for options, readers in runs:
+        result = run("data_dir_as_librispeech.py", *options, source, subset)
+        assert result.returncode == 0, result.stderr
+        _assert_each_flac_holds_its_utterance(source, subset, readers)
+    prepared = run("prepare_librispeech.py", subset, tmp_path / "data")
+    assert prepared.returncode == 0, prepared.stderr
+    assert len((tmp_path / "data" / "wav.scp").read_text().splitlines()) == 2  # ann-1 and bob-1 alone
+
+
+def test_changed_audio_is_written_again(make_data_dir, tmp_path):
+    source = make_data_dir(DURATIONS, name="source", text=TEXT)
+    subset = tmp_path / "train"
+    assert run("data_dir_as_librispeech.py", source, subset).returncode == 0
+    bob = DataDir.load(source).wav_scp["bob-1"]
+    soundfile.write(bob, np.random.default_rng(5).uniform(-0.5, 0.5, 4000).astype(np.float32), 16000,
+                    subtype="PCM_16")
+    again = run("data_dir_as_librispeech.py", source, subset)
+    assert again.returncode == 0, again.stderr
+    assert len(load_recording(str(subset / "1001" / "1" / "1001-1-0000.flac"))) == 4000

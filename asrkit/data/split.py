@@ -215,6 +215,16 @@ def _read_marker(marker):
         return None
 
 
+def refuse_an_input_as_output(out, inputs):
+    """AsrkitError when the output dir is one of the input dirs, by its path or through a symbolic link: writing
+    it would rewrite the input while it is read."""
+    real_out = os.path.realpath(out)
+    for path in inputs:
+        if os.path.realpath(path) == real_out:
+            how = "" if os.path.abspath(path) == os.path.abspath(out) else f" (through a link: both are {real_out})"
+            raise AsrkitError(f"the output dir {out} is the input dir {os.fspath(path)}{how}; give a new directory")
+
+
 def subset_data_dir(path, out, num_utts=None, utt_list=None, spk_list=None, first=False,
                     last=False, shortest=False, speakers=False, seed=DEFAULT_SUBSET_SEED):
     """Write a subset of the data dir at `path` to `out`, as Kaldi's subset_data_dir.sh; return it.
@@ -227,8 +237,7 @@ def subset_data_dir(path, out, num_utts=None, utt_list=None, spk_list=None, firs
     utt2dur), speakers (random whole speakers until num_utts is reached).
     """
     path, out = os.fspath(path), os.fspath(out)
-    if os.path.abspath(path) == os.path.abspath(out):
-        raise AsrkitError(f"the output dir {out} is the input dir; give a new directory")
+    refuse_an_input_as_output(out, [path])
     selections = [num_utts is not None, utt_list is not None, spk_list is not None]
     if sum(selections) != 1:
         raise AsrkitError("give exactly one of: a number of utterances, an utterance list, "
@@ -313,8 +322,7 @@ def copy_data_dir(path, out, utt_prefix="", spk_prefix=""):
     Kaldi's utils/copy_data_dir.sh); return the copy.  The feature config and global CMVN statistics are copied;
     the speakers' sums are the front end's to rename (asrkit.frontend.cmvn.copy_speaker_cmvn)."""
     out = os.fspath(out)
-    if os.path.abspath(path) == os.path.abspath(out):
-        raise AsrkitError(f"the output dir {out} is the input; give a new directory")
+    refuse_an_input_as_output(out, [path])
     copy = DataDir.load(path).with_prefixes(utt_prefix, spk_prefix)
     copy.write(out)
     copy_whole_dir_files(path, out, names=COMBINED_WHOLE_DIR_FILES)
@@ -335,8 +343,7 @@ def combine_data_dirs(out, paths):
     out = os.fspath(out)
     if not paths:
         raise AsrkitError("give at least one data dir to combine")
-    if any(os.path.abspath(path) == os.path.abspath(out) for path in paths):
-        raise AsrkitError(f"the output dir {out} is one of the inputs; give a new directory")
+    refuse_an_input_as_output(out, paths)
     dirs = [DataDir.load(path) for path in paths]
     names = [name for name, _ in dirs[0].tables() if name != "spk2utt"]
     combined = {}

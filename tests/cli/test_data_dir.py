@@ -184,6 +184,13 @@ def test_copy_data_dir_prefixes_the_ids(data_dir, tmp_path):
         assert handle.readline() == "x-a-1 /audio/a-1.wav\n"
     result = run(copy_data_dir_command, [data_dir, data_dir])
     assert result.exit_code == 1 and "is the input" in result.output
+    os.symlink(data_dir, tmp_path / "link")  # the input under another name: refused, not rewritten
+    with open(os.path.join(data_dir, "utt2spk")) as handle:
+        before = handle.read()
+    result = run(copy_data_dir_command, ["--utt-prefix", "z-", data_dir, os.fspath(tmp_path / "link")])
+    assert result.exit_code == 1 and "(through a link" in result.output and "status=failed" in result.output
+    with open(os.path.join(data_dir, "utt2spk")) as handle:
+        assert handle.read() == before
     # Kaldi's name under utils/, run as a recipe runs it.
     script = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "utils", "copy_data_dir"), "--spk-prefix", "y-",
                              "--utt-prefix", "y-", data_dir, os.fspath(tmp_path / "by_script")],

@@ -241,3 +241,18 @@ def test_a_copy_renames_the_speakers_sums(speakers_dir, tmp_path):
     os.remove(os.path.join(speakers_dir, "spk_cmvn.h5"))
     copy_speaker_cmvn(speakers_dir, out, "w1-")  # none in the source: none in the copy
     assert not os.path.exists(os.path.join(out, "spk_cmvn.h5"))
+
+
+def test_an_output_dir_that_links_to_the_input_is_refused_and_the_input_kept(speakers_dir, tmp_path):
+    from asrkit.data.split import combine_data_dirs, copy_data_dir
+
+    link = tmp_path / "link_to_input"
+    link.symlink_to(speakers_dir, target_is_directory=True)
+    files = {name: open(os.path.join(speakers_dir, name), "rb").read() for name in sorted(os.listdir(speakers_dir))}
+    for write in (lambda: copy_data_dir(speakers_dir, link, utt_prefix="w1-", spk_prefix="w1-"),
+                  lambda: subset_data_dir(speakers_dir, link, num_utts=2),
+                  lambda: combine_data_dirs(str(link), [speakers_dir])):
+        with pytest.raises(AsrkitError, match=f"is the input dir {speakers_dir} \\(through a link"):
+            write()
+    assert {name: open(os.path.join(speakers_dir, name), "rb").read() for name in sorted(os.listdir(speakers_dir))} \
+        == files

@@ -22,6 +22,7 @@ trusted as a recipe's script is.
 import dataclasses
 import gzip
 import json
+import math
 import os
 import shlex
 
@@ -136,7 +137,13 @@ def read_recordings(path):
             raise DataDirError(f"recording {recording_id!r} again (first on line {recordings[recording_id].line})",
                                path, line)
         duration = _field(item, "duration", float, path, line)
-        _field(item, "sampling_rate", int, path, line)
+        if not (math.isfinite(duration) and duration > 0):
+            raise DataDirError(f"recording {recording_id!r} has duration {duration!r}; it must be a number of seconds "
+                               "above 0", path, line)
+        sampling_rate = _field(item, "sampling_rate", int, path, line)
+        if sampling_rate <= 0:
+            raise DataDirError(f"recording {recording_id!r} has sampling_rate {sampling_rate}; it must be above 0",
+                               path, line)
         recordings[recording_id] = LhotseRecording(recording_id, _wav_entry(item, path, line), duration, line)
     if not recordings:
         raise DataDirError("has no recordings", path)
@@ -163,7 +170,8 @@ def _supervision(item, path, line, recordings):
         raise DataDirError(f"supervision {original_id!r}: its recording {recording_id!r} is not in the recordings "
                            "manifest", path, line)
     start, duration = _field(item, "start", float, path, line), _field(item, "duration", float, path, line)
-    if start < 0 or duration <= 0 or start + duration > recording.duration + END_TOLERANCE_S:
+    if not (math.isfinite(start) and math.isfinite(duration)) or start < 0 or duration <= 0 \
+            or start + duration > recording.duration + END_TOLERANCE_S:
         raise DataDirError(f"supervision {original_id!r} spans {start:g}-{start + duration:g} s, not within its "
                            f"recording {recording_id!r} (0-{recording.duration:g} s)", path, line)
     speaker = item.get("speaker")

@@ -285,3 +285,7 @@ def test_lhotse_to_kaldi_command(tmp_path):
     supervisions.write_text("{}\n")
     result = CliRunner().invoke(lhotse_to_kaldi_command, [str(recordings), str(supervisions), str(tmp_path / "d")])
     assert result.exit_code == 1 and f"{supervisions}:1: has no 'id'" in result.stderr
+    supervisions.write_text(json.dumps({"id": "u1", "recording_id": "r1", "start": 0.5, "duration": float("nan"),
+                                        "channel": 0, "text": "HI", "speaker": "s1"}) + "\n")
+    result = CliRunner().invoke(lhotse_to_kaldi_command, [str(recordings), str(supervisions), str(tmp_path / "d")])
+    assert result.exit_code == 1 and "supervision 'u1' spans 0.5-nan s" in result.stderr

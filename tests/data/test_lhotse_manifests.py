@@ -82,6 +82,12 @@ def test_whole_recordings_need_no_segments(tmp_path, wavs):
     (json.dumps(recording("r0", "/a.wav", 2.0, channels=(0, 1))), "one channel per recording"),
     (json.dumps(recording("r0", "/a.wav", 2.0, transforms=[{"name": "Speed"}])), "audio transforms"),
     (json.dumps(recording("r1", "/b.wav", 2.0)), "recording 'r1' again \\(first on line 1\\)"),
+    (json.dumps(recording("r0", "/a.wav", 2.0) | {"duration": float("nan")}),
+     "recording 'r0' has duration nan; it must be a number"),
+    (json.dumps(recording("r0", "/a.wav", 2.0) | {"duration": float("inf")}), "recording 'r0' has duration inf"),
+    (json.dumps(recording("r0", "/a.wav", 0)), "recording 'r0' has duration 0.0"),
+    (json.dumps(recording("r0", "/a.wav", 2.0) | {"sampling_rate": 0}), "recording 'r0' has sampling_rate 0; it must"),
+    (json.dumps(recording("r0", "/a.wav", 2.0) | {"sampling_rate": -16000}), "recording 'r0' has sampling_rate -16000"),
 ])
 def test_bad_recording_lines_are_named(tmp_path, line, message):
     recs = write_jsonl(tmp_path / "recordings.jsonl", [recording("r1", "/b.wav", 2.0), "", line])
@@ -96,6 +102,9 @@ def test_bad_recording_lines_are_named(tmp_path, line, message):
     (supervision("s2", "r1", 1.5, 1.0), "spans 1.5-2.5 s, not within its recording 'r1'"),
     (supervision("s1", "r1", 0, 1), "utterance 'spk1-s1' again \\(first on line 1\\)"),
     ({"id": "s2", "recording_id": "r1", "duration": 1.0}, "has no 'start'"),
+    (supervision("s2", "r1", float("nan"), 1.0), "supervision 's2' spans nan-nan s, not within"),
+    (supervision("s2", "r1", 0.5, float("nan")), "supervision 's2' spans 0.5-nan s, not within"),
+    (supervision("s2", "r1", 0.5, float("-inf")), "supervision 's2' spans 0.5--inf s, not within"),
 ])
 def test_bad_supervision_lines_are_named(tmp_path, item, message):
     recs = write_jsonl(tmp_path / "recordings.jsonl", [recording("r1", "/b.wav", 2.0)])

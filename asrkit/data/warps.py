@@ -38,13 +38,28 @@ def _parsed(table, name):
     return factors
 
 
+def _check_known(table, known, what, name):
+    """DataDirError naming the first key of `table` (a factor file) that is not a `what` of the data dir: its
+    factor would be ignored, silently."""
+    unknown = sorted(key for key in table if key not in known)
+    if unknown:
+        line = table.line_of(unknown[0]) if hasattr(table, "line_of") else None
+        raise DataDirError(f"{len(unknown)} {what}(s) with a warp factor are not in the data dir: "
+                           f"{', '.join(repr(key) for key in unknown[:5])}", getattr(table, "path", None) or name,
+                           line, "correct the ids, or run utils/fix_data_dir, which keeps the data dir's own")
+
+
 def utterance_warps(data_dir):
-    """utterance id -> warp factor for the utterances whose factor is not 1 (an empty dict without the files)."""
+    """utterance id -> warp factor for the utterances whose factor is not 1 (an empty dict without the files).
+    A factor for an utterance or speaker the data dir does not have is an error naming it."""
     utt2warp = _parsed(data_dir.extra_tables.get("utt2warp") or {}, "utt2warp")
     spk2warp = _parsed(data_dir.extra_tables.get("spk2warp") or {}, "spk2warp")
     if spk2warp and data_dir.utt2spk is None:
         raise DataDirError("spk2warp needs utt2spk to know each utterance's speaker",
                            data_dir.table_path("spk2warp"), fix="add utt2spk, or give the factors in utt2warp")
+    _check_known(data_dir.extra_tables.get("utt2warp") or {}, set(data_dir.utterance_ids), "utterance", "utt2warp")
+    if spk2warp:
+        _check_known(data_dir.extra_tables["spk2warp"], set(data_dir.utt2spk.values()), "speaker", "spk2warp")
     warps = {}
     for utterance_id in data_dir.utterance_ids:
         factor = utt2warp.get(utterance_id)

@@ -6,7 +6,7 @@ set -euo pipefail
 cmd=run-local
 nj=2
 log_dir=
-warps="0.95 1 1.05 1.1"
+warps="0.85 0.9 0.95 1 1.05 1.1 1.15"
 utts_per_speaker=10
 feature_opts=
 decode_config=
@@ -24,7 +24,8 @@ Options:
   --cmd LAUNCHER           how jobs are launched (cmd.sh; default: $cmd)
   --nj N                   parallel jobs of each featurization and decoding (default: $nj)
   --log-dir DIR            the jobs' logs (default: <work-dir>/log)
-  --warps 'F...'           the candidate factors; 1 is the audio as it is (default: $warps)
+  --warps 'F...'           the candidate factors, Kaldi's VTLN factors (above 1 formants up); 1 is the audio as
+                           it is (default: $warps)
   --utts-per-speaker N     how many utterances of each speaker are decoded, the first in C order (default:
                            $utts_per_speaker)
   --feature-opts 'OPTS'    asrkit-featurize options, as the data dir was featurized (default: none)

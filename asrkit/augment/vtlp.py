@@ -19,6 +19,10 @@ source bin is warped by the same formula and integrated over frames, so a
 warped harmonic is a clean sinusoid at its warped frequency rather than a
 smear.  At alpha = 1 every step reduces to the identity and the input comes
 back up to rounding.
+
+The resynthesis takes any monotonic map of [0, pi] onto itself (`Vtlp(...,
+frequency_map=...)`): the front end's VTLN (asrkit.frontend.warp) uses it
+with Kaldi's piecewise-linear map instead of the bilinear one.
 """
 
 import math
@@ -55,11 +59,23 @@ def check_alpha(alpha):
         raise AsrkitError(f"VTLP warp factor alpha must lie in (0, 2) (the bilinear map folds outside), got {alpha}")
 
 
-class Vtlp:
-    """VTLP for one sample rate and window: the window and bin frequencies are computed once."""
+class BilinearMap:
+    """[Kim2019]'s map as a Vtlp frequency map: forward(w, alpha) is where a component at w (radians per
+    sample) goes, inverse(w, alpha) where the one that lands at w comes from, check(alpha) refuses a factor."""
 
-    def __init__(self, sample_rate=16000, window_seconds=DEFAULT_WINDOW_SECONDS):
+    forward = staticmethod(bilinear_warp)
+    inverse = staticmethod(inverse_bilinear_warp)
+    check = staticmethod(check_alpha)
+
+
+class Vtlp:
+    """VTLP for one sample rate and window: the window and bin frequencies are computed once.
+
+    frequency_map: how frequencies move (BilinearMap's interface); the bilinear map by default."""
+
+    def __init__(self, sample_rate=16000, window_seconds=DEFAULT_WINDOW_SECONDS, frequency_map=BilinearMap):
         self.sample_rate = sample_rate
+        self.frequency_map = frequency_map
         window_length = int(round(window_seconds * sample_rate))
         self.hop = max(1, window_length // OVERLAP)
         self.window_length = self.hop * OVERLAP
@@ -111,14 +127,15 @@ class Vtlp:
         """
         nominal = self.bin_frequencies
         step = 1e-6
-        warped = bilinear_warp(nominal, alpha)
-        slope = (bilinear_warp(nominal + step, alpha) - bilinear_warp(nominal - step, alpha)) / (2 * step)
+        forward = self.frequency_map.forward
+        warped = forward(nominal, alpha)
+        slope = (forward(nominal + step, alpha) - forward(nominal - step, alpha)) / (2 * step)
         advance = np.mod(warped * self.hop, 2.0 * np.pi)
         return advance.astype(np.float32), slope.astype(np.float32)
 
     def apply(self, samples, alpha):
         """The warped waveform, same length and dtype float32."""
-        check_alpha(alpha)
+        self.frequency_map.check(alpha)
         samples = np.asarray(samples, dtype=np.float32)
         if len(samples) == 0:
             return samples.copy()
@@ -134,7 +151,7 @@ class Vtlp:
         deviation[1:] = np.diff(phase, axis=0) - nominal_advance
         deviation[1:] -= np.float32(2.0 * np.pi) * np.rint(deviation[1:] * np.float32(0.5 / np.pi))
 
-        source = inverse_bilinear_warp(self.bin_frequencies, alpha) * (self.window_length / (2.0 * np.pi))
+        source = self.frequency_map.inverse(self.bin_frequencies, alpha) * (self.window_length / (2.0 * np.pi))
         # Rounding must not turn an exact bin (alpha = 1) into the one below with weight 1.
         source = np.clip(np.round(source, 9), 0.0, num_bins - 1.0)
         lower = np.minimum(np.floor(source).astype(np.int64), num_bins - 2)
@@ -171,7 +188,7 @@ class Vtlp:
         warped.imag = warped_magnitude * np.sin(warped_phase)
         frames = scipy.fft.irfft(warped, self.window_length, axis=1).astype(np.float32, copy=False)
         output = self._overlap_add(frames, padded_length)[self.window_length : self.window_length + len(samples)]
-        # Compressing the spectrum (alpha > 1) narrows every partial to fewer
+        # Compressing the spectrum (bilinear alpha > 1) narrows every partial to fewer
         # bins and loses level; VTLP should change the speaker, not the loudness.
         energy_in = float(np.dot(samples, samples))
         energy_out = float(np.dot(output, output))

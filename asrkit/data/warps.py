@@ -6,17 +6,20 @@ feature extractor applies them, they belong to the front end
 (asrkit.frontend.warp): the waveform is warped before its features are
 computed wherever features are made from the audio, featurizing, decoding
 from audio and the example servers, and nowhere else (asrkit-noisify and
-pocketsphinx's baseline hear the audio as it is).  A factor above 1 moves
-formants down, as Kaldi's does (its piecewise-linear map differs in shape);
-1 leaves the audio as it is.  Who picks the factors:
-asrkit.decode.warp_choice, per speaker, by the decoder's cost.
+pocketsphinx's baseline hear the audio as it is).  A factor means what
+Kaldi's does, with Kaldi's piecewise-linear map (asrkit.frontend.warp): above
+1 the features see formants and harmonics moved up by that ratio (1.1: a
+1000-Hz tone looks like 1100 Hz), below 1 down; 1 leaves the audio as it is.
+A spk2warp written by Kaldi's VTLN means the same here.  Who picks the
+factors: asrkit.decode.warp_choice, per speaker, by the decoder's cost.
 """
 
 import math
 
 from asrkit.errors import DataDirError
 
-# The bilinear map folds the spectrum at 0 and 2 (asrkit.augment.vtlp.check_alpha).
+# Formants doubled are no speaker's; a factor must also be positive, and Kaldi's map needs its two bends in order
+# (asrkit.frontend.warp.KaldiVtlnMap.check), which factors near 0 miss.
 MIN_WARP, MAX_WARP = 0.0, 2.0
 
 

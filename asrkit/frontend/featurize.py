@@ -33,7 +33,7 @@ from asrkit.frontend.cmvn import SPEAKER_CMVN_FILE, CmvnStats, Moments, SpeakerC
 from asrkit.frontend.config import FeatureConfig
 from asrkit.frontend.features import FeatureExtractor
 from asrkit.frontend.online_cmvn import OnlineCmvnOptions
-from asrkit.frontend.warp import warped_audio
+from asrkit.frontend.warp import WARP_MAP, warped_audio
 from asrkit.io.atomic import atomic_output
 from asrkit.io.table import ShardWriter, TableReader, read_shard_attrs, shard_path, write_scp
 from asrkit.parallel import remove_outputs_of_extra_jobs, run_jobs, split_evenly
@@ -104,7 +104,7 @@ def audio_options_for(audio, config):
 def input_fingerprint(data, utterance_ids, audio_options):
     """A hash of everything a job's features depend on besides the feature config.
 
-    The utterance ids, each one's wav.scp entry, segment and warp factor, the size and
+    The utterance ids, each one's wav.scp entry, segment and warp factor (with the warp's map), the size and
     modification time of each audio file (a pipe's command line stands for
     itself), and the audio options: a shard from an earlier run is reused only
     when none of these changed, so regenerated audio under the same ids is
@@ -118,7 +118,7 @@ def input_fingerprint(data, utterance_ids, audio_options):
         digest.update(f"{utterance_id}\t{spec}\t{segment}\t".encode("utf-8"))
         factor = data.warp_factor(utterance_id)
         if factor != 1.0:  # only then, so that the shards of unwarped audio made before warps existed stay valid
-            digest.update(f"warp {factor!r}\t".encode("utf-8"))
+            digest.update(f"warp {WARP_MAP} {factor!r}\t".encode("utf-8"))
         if spec and not spec.rstrip().endswith("|"):
             try:
                 status = os.stat(spec)

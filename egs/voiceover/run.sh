@@ -48,13 +48,15 @@
 #     --combine-weights 'W...'   the LF-MMI model's weights tried on dev (default: 0.5 0.6; 0.4 and 0.7, never
 #                                chosen in RESULTS' runs, left the grid for the recipe's hour)
 #     --warps 'F...'|none        stage 9 ends by giving each dev and test character the frequency warp factor of
-#                                these (VTLN: their audio warped as the training mix's VTLP does) under which the
-#                                sMBR model's decode of their first 10 lines costs least per frame
-#                                (steps/select_warps.sh -> data/{dev,test}/spk2warp), and featurizes dev and test
-#                                again: the LF-MMI model and the combination decode them warped (default: 0.95 1
-#                                1.05 1.1; RESULTS: the final model's dev 35.12 -> 33.17).  Stage 9 run again decodes
-#                                with the warps already there: remove data/{dev,test}/spk2warp and run stage 4 to
-#                                start over
+#                                these (VTLN: their audio warped by Kaldi's map, factors as Kaldi's: above 1
+#                                formants up; asrkit.frontend.warp) under which the sMBR model's decode of their
+#                                first 10 lines costs least per frame (steps/select_warps.sh ->
+#                                data/{dev,test}/spk2warp), and featurizes dev and test again: the LF-MMI model and
+#                                the combination decode them warped (default: 0.85 to 1.15 by 0.05, symmetric
+#                                around 1; RESULTS measured the bilinear warp of before, whose grid 0.95-1.1 moved
+#                                formants by about 1.08 to 0.86 of these: the final model's dev 35.12 -> 33.17).
+#                                Stage 9 run again decodes with the warps already there: remove
+#                                data/{dev,test}/spk2warp and run stage 4 to start over
 #
 # Stages: 0 set-up (.venv, festival); 1 the games from Debian (apt-get download, dpkg-deb -x) and the
 #         data dirs -> data/{train,dev,test}; 2 dictionary: CMUdict, festival's letter-to-sound rules
@@ -94,7 +96,7 @@ lfmmi=true
 lfmmi_epochs=
 combine=true
 combine_weights="0.5 0.6"
-warps="0.95 1 1.05 1.1"
+warps="0.85 0.9 0.95 1 1.05 1.1 1.15"
 external_lm=auto
 
 switch_options=overwrite

@@ -35,7 +35,8 @@ from asrkit.errors import AsrkitError
 
 
 class NumeratorError(AsrkitError):
-    """An alignment that gives no numerator: no path through its tolerance, or a chunk too long."""
+    """An alignment that gives no numerator: units that do not tile the utterance, no path through its
+    tolerance, or a chunk too long."""
 
 
 @dataclasses.dataclass
@@ -98,6 +99,25 @@ def units_from_pdfs(pdfs):
     return [Unit((int(pdfs[s]),), int(s), int(e)) for s, e in zip(starts, ends)]
 
 
+def check_units(units, num_frames, what="the alignment"):
+    """NumeratorError (naming `what`, e.g. the utterance) unless the units tile frames [0, num_frames) in order,
+    each at least one frame long."""
+    if num_frames < 1:
+        raise NumeratorError(f"{what}: {num_frames} frames, which no numerator has a path through")
+    position = 0
+    for index, unit in enumerate(units):
+        if unit.end <= unit.start:
+            raise NumeratorError(f"{what}: unit {index} (pdfs {unit.pdfs}) spans frames {unit.start} to {unit.end}, "
+                                 "no frame: every unit needs at least one")
+        if unit.start != position:
+            order = "before" if unit.start < position else "after"
+            raise NumeratorError(f"{what}: unit {index} (pdfs {unit.pdfs}) starts at frame {unit.start}, {order} the "
+                                 f"end of the units before it ({position}): units must follow each other in order")
+        position = unit.end
+    if position != num_frames:
+        raise NumeratorError(f"{what}: the alignment covers frames 0 to {position}, the utterance has {num_frames}")
+
+
 def _states(units, left_tolerance, right_tolerance):
     """(pdfs, first, last) of every unit's states, windows widened by the tolerances (not yet clipped)."""
     pdfs, first, last = [], [], []
@@ -123,8 +143,12 @@ def numerator_of(units, num_frames, left_tolerance=1, right_tolerance=1, begin=0
                  cut_end=None):
     """The Numerator of frames [begin, end) of an utterance of `num_frames` frames aligned as `units`.  A path
     starts in the first state only when the chunk starts the utterance (unless `cut_start` says otherwise), and
-    ends in the last only when it ends it."""
+    ends in the last only when it ends it.  Units that do not tile the utterance (check_units) or frames outside
+    it are a NumeratorError."""
+    check_units(units, num_frames)
     end = num_frames if end is None else end
+    if not 0 <= begin < end <= num_frames:
+        raise NumeratorError(f"frames {begin} to {end} are not a chunk of an utterance of {num_frames} frames")
     cut_start = begin > 0 if cut_start is None else cut_start
     cut_end = end < num_frames if cut_end is None else cut_end
     pdfs, first, last = _states(units, left_tolerance, right_tolerance)
@@ -141,9 +165,9 @@ def numerator_of(units, num_frames, left_tolerance=1, right_tolerance=1, begin=0
 def utterance_chunks(utterance_id, units, num_frames, chunk_frames, left_tolerance=1, right_tolerance=1):
     """[(first frame, Numerator)] of an utterance's chunks; NumeratorError (naming the utterance and the chunk)
     where a chunk has no path through the tolerances."""
-    if not units or units[-1].end != num_frames or units[0].start != 0:
-        raise NumeratorError(f"{utterance_id}: the alignment covers frames {units[0].start if units else 0} to "
-                             f"{units[-1].end if units else 0}, the utterance has {num_frames}")
+    check_units(units, num_frames, utterance_id)
+    if chunk_frames < 1:
+        raise NumeratorError(f"{utterance_id}: chunks of {chunk_frames} frames; a chunk needs at least one")
     chunks = []
     for begin in chunk_starts(num_frames, chunk_frames):
         end = min(begin + chunk_frames, num_frames)

@@ -57,3 +57,30 @@ def test_no_units_is_an_error():
     with pytest.raises(NumeratorError, match="utt4"):
         utterance_chunks("utt4", [], 3, 4)
     assert not numerator_of([Unit((0,), 0, 2), Unit((1,), 2, 3)], 3, 0, 0, end=3).may_start[1]
+
+
+@pytest.mark.parametrize("units,num_frames,message", [
+    ([Unit((0,), 0, 0)], 0, "utt5: 0 frames, which no numerator has a path through"),
+    ([], 0, "utt5: 0 frames"),
+    ([Unit((0,), 0, 2), Unit((1,), 2, 2), Unit((2,), 2, 4)], 4,
+     r"utt5: unit 1 \(pdfs \(1,\)\) spans frames 2 to 2, no frame"),
+    ([Unit((0,), 0, 3), Unit((1,), 1, 4)], 4, r"utt5: unit 1 \(pdfs \(1,\)\) starts at frame 1, before the end"),
+    ([Unit((0,), 2, 4), Unit((1,), 0, 2)], 4, "utt5: unit 0 .* starts at frame 2, after the end of the units before"),
+    ([Unit((0,), 0, 2), Unit((1,), 3, 4)], 4, "utt5: unit 1 .* starts at frame 3, after"),
+    ([Unit((0,), 0, 5), Unit((1,), 5, 3)], 3, r"utt5: unit 1 \(pdfs \(1,\)\) spans frames 5 to 3"),
+])
+def test_empty_zero_length_and_out_of_order_units_are_named(units, num_frames, message):
+    with pytest.raises(NumeratorError, match=message):
+        utterance_chunks("utt5", units, num_frames, 4)
+    with pytest.raises(NumeratorError, match=message.replace("utt5", "the alignment")):
+        numerator_of(units, num_frames)
+
+
+def test_a_chunk_outside_the_utterance_or_of_no_frames_is_named():
+    units = [Unit((0,), 0, 2), Unit((1,), 2, 4)]
+    with pytest.raises(NumeratorError, match="frames 2 to 6 are not a chunk of an utterance of 4 frames"):
+        numerator_of(units, 4, begin=2, end=6)
+    with pytest.raises(NumeratorError, match="frames 3 to 3 are not a chunk"):
+        numerator_of(units, 4, begin=3, end=3)
+    with pytest.raises(NumeratorError, match="utt6: chunks of 0 frames"):
+        utterance_chunks("utt6", units, 4, 0)

@@ -9,6 +9,7 @@ import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, endpoint_options, stream_options
 from asrkit.errors import AsrkitError, AudioError, DataDirError
+from asrkit.io.text_lines import utf8_lines
 from asrkit.logs import summary_line
 
 COMMAND = "asrkit-transcribe"
@@ -56,10 +57,17 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
     Transcripts go to stdout, logs to stderr.
     """
     # deferred: the recognizer brings numpy, numba and the package loader; --help imports none of them
+    from asrkit.decode.word_lattice import MAX_NBEST
     from asrkit.recognizer.recognizer import Recognizer
+    from asrkit.recognizer.resample import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE
     from asrkit.recognizer.stream import default_endpoint, default_final_pass
 
     start = time.monotonic()
+    if nbest > MAX_NBEST:
+        raise click.BadParameter(f"{nbest} is more than {MAX_NBEST}", param_hint="--nbest")
+    if sample_rate is not None and not MIN_SAMPLE_RATE <= sample_rate <= MAX_SAMPLE_RATE:
+        raise click.BadParameter(f"{sample_rate} Hz: recognition reads {MIN_SAMPLE_RATE} to {MAX_SAMPLE_RATE} Hz",
+                                 param_hint="--sample-rate")
     inputs = [(path, path) for path in audio]
     if scp:
         inputs += read_wav_scp(scp)
@@ -105,10 +113,10 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
 
 
 def read_wav_scp(path):
-    """[(utt, spec)] of a Kaldi wav.scp, refusing lines without a recording."""
+    """[(utt, spec)] of a Kaldi wav.scp, refusing lines without a recording or not UTF-8."""
     entries = []
-    with open(path, encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, 1):
+    with open(path, "rb") as handle:
+        for line_number, line in enumerate(utf8_lines(handle, path, DataDirError), 1):
             if not line.strip():
                 continue
             fields = line.strip().split(maxsplit=1)

@@ -21,6 +21,7 @@ to it only, so the stream recomputes them over the frames so far and takes the n
 import numpy as np
 
 from asrkit.decode.combined_loglikes import interpolation_weights
+from asrkit.errors import FeatureError
 from asrkit.recognizer.combination import CombinedNetwork
 from asrkit.recognizer.frontend import Analysis, Cmvn, FeatureStream, features
 from asrkit.recognizer.network import load_network
@@ -63,12 +64,24 @@ class AcousticModel:
         makes the final results, with "batch" partial_network."""
         return self.network if final_pass == "online" else self.partial_network
 
-    def log_likelihoods(self, samples):
-        frames = features(self.analysis.config, samples, self.analysis)
+    def log_likelihoods(self, samples, source="the audio"):
+        with np.errstate(over="ignore", invalid="ignore"):  # overflowing samples are refused by name just below
+            frames = finite_features(features(self.analysis.config, samples, self.analysis), source)
         normalized = self.cmvn.normalize(frames)
         if self.ivectors is not None and len(frames):
             normalized = self.ivectors.append("audio", frames, normalized)
         return self.network.log_posteriors(normalized) - self.log_priors
+
+
+def finite_features(frames, source="the audio"):
+    """frames, refused if any is NaN or infinite.  Float audio is read as it is, so samples far outside [-1, 1]
+    (a float WAV at 1e30) overflow the power spectrum; decoded, such frames gave an empty transcript and
+    status=ok."""
+    finite = np.isfinite(frames).all(axis=1)
+    if finite.all():
+        return frames
+    raise FeatureError(f"{source}: the front end's features of {int((~finite).sum())} frames are NaN or infinite "
+                       f"(the first at frame {int(np.argmin(finite))}): samples far outside [-1, 1]?")
 
 
 def acoustic_model(package):
@@ -102,7 +115,7 @@ class AcousticStream:
         self.frames_out = 0  # rows given so far
 
     def _network_input(self, new_features):
-        normalized = self.cmvn.accept(new_features)
+        normalized = self.cmvn.accept(finite_features(new_features))
         if self.ivectors is None:
             return normalized
         self.raw = np.concatenate([self.raw, new_features])
@@ -117,7 +130,8 @@ class AcousticStream:
     def begin(self, samples):
         """Front end and CMVN of the next samples: the network's input they make (None: no new frame), for
         the shared Network's evaluate (asrkit.recognizer.network), which `end` takes the output of."""
-        new_features = self.features.accept(samples)
+        with np.errstate(over="ignore", invalid="ignore"):  # refused by name in _network_input
+            new_features = self.features.accept(samples)
         return self.network.begin(self._network_input(new_features)) if len(new_features) else None
 
     def end(self, output):

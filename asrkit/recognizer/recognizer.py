@@ -18,15 +18,15 @@ import os
 import numpy as np
 
 from asrkit.decode import lattice_faster
+from asrkit.decode.word_lattice import MAX_NBEST, word_confidences
 from asrkit.decode.word_lattice import nbest as lattice_nbest
-from asrkit.decode.word_lattice import word_confidences
-from asrkit.errors import AsrkitError
+from asrkit.errors import AsrkitError, AudioError
 from asrkit.recognizer.acoustic import acoustic_model
 from asrkit.recognizer.endpoint import silence_pdfs_of_package
 from asrkit.recognizer.frontend import as_float_samples
 from asrkit.recognizer.package import DEFAULT_DECODE_PARAMS, load_package
 from asrkit.recognizer.package_checks import check_decode_params
-from asrkit.recognizer.resample import resample
+from asrkit.recognizer.resample import check_sample_rate, resample
 from asrkit.recognizer.results import Alternative, Decoded, Result, Word  # noqa: F401 (also imported from here)
 from asrkit.recognizer.stream import RecognizerStream
 from asrkit.recognizer.word_times import WordAligner, frames_to_seconds, lattice_word_frames
@@ -90,15 +90,17 @@ class Recognizer:
         package's).  Other rates are resampled as asrkit.data.audio does (asrkit.recognizer.resample)."""
         if isinstance(audio, (str, bytes)) or hasattr(audio, "__fspath__"):
             return read_audio(os.fsdecode(audio), self.sample_rate)
-        return resample(as_float_samples(audio), int(sample_rate or self.sample_rate), self.sample_rate)
+        rate = check_sample_rate(sample_rate or self.sample_rate, "the samples")
+        return resample(as_float_samples(audio), rate, self.sample_rate)
 
     def transcribe(self, audio, sample_rate=None, nbest=1, details=True):
         """Result of one utterance: a path or samples (see load_audio); nbest > 1 fills Result.nbest.
         details=False leaves Result.words empty (the text alone: no forced alignment, no word posteriors)."""
-        if nbest < 1:
-            raise ValueError(f"nbest must be at least 1, not {nbest}")
+        if not 1 <= nbest <= MAX_NBEST:
+            raise ValueError(f"nbest must be in [1, {MAX_NBEST}], not {nbest}")
         samples = self.load_audio(audio, sample_rate)
-        loglikes = self.acoustic.log_likelihoods(samples)
+        is_path = isinstance(audio, (str, bytes)) or hasattr(audio, "__fspath__")
+        loglikes = self.acoustic.log_likelihoods(samples, os.fsdecode(audio) if is_path else "the samples")
         return self.result(loglikes, nbest=nbest, end=len(samples) / self.sample_rate, details=details)
 
     def result(self, loglikes, nbest=1, start=0.0, end=None, is_final=True, details=True, decoded=None):
@@ -163,9 +165,15 @@ def read_audio(spec, sample_rate):
             rate = soundfile.info(spec).samplerate
         except (RuntimeError, soundfile.LibsndfileError):
             rate = None  # load_recording says what is wrong with it
-    if rate is None:
-        return load_recording(spec, AudioOptions(sample_rate=sample_rate, on_rate_mismatch="resample"))
-    return resample(load_recording(spec, AudioOptions(sample_rate=rate)), rate, sample_rate)
+    try:
+        if rate is None:
+            return load_recording(spec, AudioOptions(sample_rate=sample_rate, on_rate_mismatch="resample"))
+        samples = load_recording(spec, AudioOptions(sample_rate=check_sample_rate(rate, spec)))
+    except (RuntimeError, soundfile.LibsndfileError) as error:
+        # A header that reads and data that does not (a truncated FLAC: "flac decoder lost sync").
+        raise AudioError(f"cannot be decoded ({error}): the file is damaged or cut off; re-create or re-copy it",
+                         source=spec) from None
+    return resample(samples, rate, sample_rate)
 
 
 def _confidences(decoded, lm_weight):

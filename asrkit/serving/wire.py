@@ -45,8 +45,10 @@ wrong is a WireError (the trainer counts and drops those): field types and
 counts, UTF-8 identifiers without spaces, every number within the bounds below
 (a handshake, an epoch, a shard [r, R], a frame count, a model version, end
 message counts), finite features, loss statistics and derivatives, target and
-derivative pdfs below num_pdfs, and the size of the padded derivative table
-(OUTER_PADDING_CELLS) before it is made.  An end message is JSON of at most
+derivative pdfs below num_pdfs, the size of the padded derivative table
+(OUTER_PADDING_CELLS) before it is made, a frame_mask of 1 exactly on the
+frames that carry a derivative, and loss statistics that count (COUNT_STATS)
+as whole numbers that agree with the frames.  An end message is JSON of at most
 END_MESSAGE_BYTES with exactly the fields encode_end writes, integers as JSON
 integers; too deep a nesting is a WireError too, never a RecursionError.
 
@@ -80,6 +82,7 @@ class WireError(AsrkitError):
 # mean nothing (an epoch of 2^62 is not a pass anyone made; a shard of 2^62 servers is no one's setup).
 MAX_FEATURE_DIM = 1 << 16
 MAX_PDFS = 1 << 24
+MIN_FRAME_SHIFT_MS = 1.0  # no front end hops less (a subnormal float passed "> 0")
 MAX_FRAME_SHIFT_MS = 1000.0
 MAX_FRAMES = 1 << 20  # frames of one utterance: about 3 hours at 10 ms
 MAX_EPOCHS = 1 << 20
@@ -221,11 +224,33 @@ def _decode_outer(message, num_frames, num_pdfs):
         raise WireError("seq example: a derivative is NaN or infinite")
     version = _bounded(_single(context, "model_version", "int64_list"), "seq example: model_version", 0,
                        MAX_MODEL_VERSION)
-    return OuterDerivatives.from_sparse(num_frames, frames, pdfs, values, version, _loss_stats(context))
+    carrying = np.zeros(num_frames, bool)  # the frames with a derivative: what frame_mask and kept_frames say
+    carrying[np.asarray(frames, np.int64)[values != 0]] = True
+    _check_frame_mask(lists, carrying)
+    return OuterDerivatives.from_sparse(num_frames, frames, pdfs, values, version, _loss_stats(context, carrying))
 
 
-def _loss_stats(context):
-    """{name: value} of a seq example's criterion statistics: distinct names, finite values, a bounded count."""
+def _check_frame_mask(lists, carrying):
+    """frame_mask: one value per frame, 1 where the frame carries a derivative and 0 where it does not."""
+    mask_list = lists["frame_mask"].feature if "frame_mask" in lists else []
+    if len(mask_list) != len(carrying):
+        raise WireError(f"seq example: {len(mask_list)} frame_mask values for {len(carrying)} frames")
+    mask = np.array([_one_value(frame, "float_list", f"frame_mask frame {t}") for t, frame in enumerate(mask_list)],
+                    np.float64)
+    if not np.array_equal(mask, carrying.astype(np.float64)):
+        frame = int(np.flatnonzero(mask != carrying)[0])
+        raise WireError(f"seq example: frame_mask of frame {frame} is {mask[frame]:g}, but the frame carries "
+                        f"{'a derivative' if carrying[frame] else 'none'}")
+
+
+# Criterion statistics that count (asrkit.sequence.outer): whole numbers, none negative; the frame counts also
+# agree with the example's frames.  Those ending in "_seconds" are durations, not negative either.
+COUNT_STATS = ("frames", "kept_frames", "rejected_frames", "lattice_arcs", "lattice_states")
+
+
+def _loss_stats(context, carrying):
+    """{name: value} of a seq example's criterion statistics: distinct names, finite values, a bounded count,
+    counts and durations that can be (`carrying`: the frames with a derivative)."""
     names = list(context["loss_stat_names"].bytes_list.value) if "loss_stat_names" in context else []
     numbers = list(context["loss_stats"].float_list.value) if "loss_stats" in context else []
     if len(names) != len(numbers) or len(names) > MAX_LOSS_STATS:
@@ -234,7 +259,19 @@ def _loss_stats(context):
     names = [_identifier(name, "seq example: a loss stat name") for name in names]
     if len(set(names)) != len(names) or not np.isfinite(np.asarray(numbers, np.float64)).all():
         raise WireError("seq example: a loss stat named twice, or NaN or infinite")
-    return dict(zip(names, numbers))
+    stats = dict(zip(names, numbers))
+    for name, value in stats.items():
+        if value < 0 and (name in COUNT_STATS or name.endswith("_seconds")) or \
+                name in COUNT_STATS and value != int(value):
+            raise WireError(f"seq example: loss stat {name} = {value:g} is not a count")
+    expected = {"frames": len(carrying), "kept_frames": int(carrying.sum())}
+    for name, count in expected.items():
+        if name in stats and stats[name] != count:
+            raise WireError(f"seq example: loss stat {name} = {stats[name]:g} for {count} such frames")
+    if stats.get("rejected_frames", 0) > len(carrying):
+        raise WireError(f"seq example: loss stat rejected_frames = {stats['rejected_frames']:g} of "
+                        f"{len(carrying)} frames")
+    return stats
 
 
 def encode_end(server_id, shard, **counts):
@@ -297,8 +334,9 @@ def _handshake(context):
     if mode not in MODES:
         raise WireError(f"example of unknown mode {mode[:40]!r} (known: {', '.join(MODES)})")
     frame_shift_ms = float(_single(context, "frame_shift_ms", "float_list"))
-    if not 0 < frame_shift_ms <= MAX_FRAME_SHIFT_MS:  # False for NaN too
-        raise WireError(f"handshake frame_shift_ms {frame_shift_ms} is outside (0, {MAX_FRAME_SHIFT_MS:g}]")
+    if not MIN_FRAME_SHIFT_MS <= frame_shift_ms <= MAX_FRAME_SHIFT_MS:  # False for NaN too
+        raise WireError(f"handshake frame_shift_ms {frame_shift_ms} is outside [{MIN_FRAME_SHIFT_MS:g}, "
+                        f"{MAX_FRAME_SHIFT_MS:g}]")
     return Handshake(_bounded(_single(context, "feature_dim", "int64_list"), "handshake feature_dim", 1,
                               MAX_FEATURE_DIM + 1),
                      _bounded(_single(context, "num_pdfs", "int64_list"), "handshake num_pdfs", 1, MAX_PDFS + 1),

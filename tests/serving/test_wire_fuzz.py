@@ -233,3 +233,48 @@ def test_the_receiver_counts_hostile_messages_and_goes_on(free_endpoint):
     finally:
         source.close()
         push.close(0)
+
+
+def _seq_payload(stats=None, frame_shift_ms=30.0):
+    """A 3-frame seq example with derivatives on frames 0 and 2, as a server makes it."""
+    outer = OuterDerivatives.from_sparse(3, [0, 2], [1, 4], [0.5, -0.25], 7, stats if stats is not None else {
+        "objective": -1.5, "frames": 3.0, "kept_frames": 2.0, "rejected_frames": 0.0, "lattice_arcs": 40.0,
+        "model_seconds": 0.02})
+    handshake = Handshake(5, 9, frame_shift_ms, "seq")
+    return encode_example("u", np.zeros((3, 5)), [0, 1, 2], 0, "s", (1, 1), handshake, outer)[1]
+
+
+def _with_mask(payload, mask):
+    message = _message(payload)
+    frames = message.feature_lists.feature_list["frame_mask"].feature
+    del frames[:]
+    for value in mask:
+        frames.add().float_list.value.extend(value)
+    return message.SerializeToString()
+
+
+def test_a_sound_seq_example_passes_every_bound():
+    assert decode_example(_seq_payload()).outer.stats["kept_frames"] == 2.0
+
+
+@pytest.mark.parametrize("payload, why", [
+    (lambda: _seq_payload(frame_shift_ms=1.4e-45), r"frame_shift_ms 1.4\d*e-45 is outside \[1, 1000\]"),
+    (lambda: _seq_payload(frame_shift_ms=0.5), r"frame_shift_ms 0.5 is outside \[1, 1000\]"),
+    (lambda: _with_mask(_seq_payload(), [[1.0], [0.0], [float("nan")]]), "frame_mask of frame 2 is nan, but the "
+                                                                         "frame carries a derivative"),
+    (lambda: _with_mask(_seq_payload(), [[1.0], [1.0], [1.0]]), "frame_mask of frame 1 is 1, but the frame carries "
+                                                                "none"),
+    (lambda: _with_mask(_seq_payload(), [[1.0], [0.0]]), "2 frame_mask values for 3 frames"),
+    (lambda: _with_mask(_seq_payload(), [[1.0], [0.0], [1.0, 1.0]]), "frame_mask frame 2 has 2 values"),
+    (lambda: _seq_payload({"frames": 30.0}), "loss stat frames = 30 for 3 such frames"),
+    (lambda: _seq_payload({"frames": 3.0, "kept_frames": 3.0}), "loss stat kept_frames = 3 for 2 such frames"),
+    (lambda: _seq_payload({"lattice_arcs": -30.0}), "loss stat lattice_arcs = -30 is not a count"),
+    (lambda: _seq_payload({"lattice_states": 1e-45}), "loss stat lattice_states = 1.4\\d*e-45 is not a count"),
+    (lambda: _seq_payload({"model_seconds": -1.0}), "loss stat model_seconds = -1 is not a count"),
+    (lambda: _seq_payload({"rejected_frames": 4.0}), "loss stat rejected_frames = 4 of 3 frames"),
+])
+def test_meaningless_values_the_fuzzer_found_accepted_are_named_wire_errors(payload, why):
+    """A subnormal frame shift, a frame_mask that says nothing of the derivatives (NaN, a frame too many or too
+    few), and criterion counts that no utterance has were accepted."""
+    with pytest.raises(WireError, match=why):
+        decode_example(payload())

@@ -20,6 +20,10 @@ from asrkit.serving.client import ServerExamples
 from asrkit.serving.wire import END_KIND, EXAMPLE_KIND, Handshake, WireError, encode_end, encode_example
 
 NUM_SERVERS = 4  # the trainer's
+MIN_FRAME_SHIFT_MS = 1.0  # no front end hops less
+# The criterion statistics that count (asrkit.sequence.outer's): whole, not negative; frames and kept_frames as the
+# example has them.
+COUNT_STATS = ("frames", "kept_frames", "rejected_frames", "lattice_arcs", "lattice_states")
 CE = Handshake(feature_dim=5, num_pdfs=9, frame_shift_ms=30.0)
 SEQ = Handshake(feature_dim=5, num_pdfs=9, frame_shift_ms=30.0, mode="seq")
 HOSTILE_INTS = [0, -1, 1, 2, 5, 9, 3, (1 << 31), (1 << 32) + 1, (1 << 62), (1 << 63) - 1, -(1 << 63),
@@ -47,8 +51,11 @@ def valid_messages(rng, count=12):
         if index % 2:
             entries = [(t, k, float(rng.standard_normal())) for t in range(frames)
                        for k in rng.choice(9, size=int(rng.integers(0, 4)), replace=False).tolist()]
+            kept = len({e[0] for e in entries if e[2] != 0})
             outer = OuterDerivatives.from_sparse(frames, [e[0] for e in entries], [e[1] for e in entries],
-                                                 [e[2] for e in entries], 3, {"objective": 0.5, "frames": 4.0})
+                                                 [e[2] for e in entries], 3,
+                                                 {"objective": 0.5, "frames": float(frames), "kept_frames": float(kept),
+                                                  "lattice_arcs": 12.0, "model_seconds": 0.01})
         messages.append(encode_example(f"spk-{index}", features, rng.integers(0, 9, frames), index % 3,
                                        f"host:{index}:{shard[0]}/{shard[1]}", shard, SEQ if outer else CE, outer))
         messages.append(encode_end(f"host:{index}:{shard[0]}/{shard[1]}", shard, served=index, skipped=0, epochs=1))
@@ -89,6 +96,8 @@ def _mutate_context(rng, context):
         _set_ints(feature, [int(rng.choice(HOSTILE_INTS)), int(rng.choice(HOSTILE_INTS))])
     elif action == 4 and kind == "int64_list" and len(feature.int64_list.value):
         feature.int64_list.value[0] = int(rng.choice(HOSTILE_INTS))
+    elif action == 4 and kind == "float_list" and len(feature.float_list.value):  # one of several, e.g. a loss stat
+        feature.float_list.value[int(rng.integers(len(feature.float_list.value)))] = float(rng.choice(HOSTILE_FLOATS))
 
 
 def _mutate_frames(rng, lists):
@@ -177,8 +186,9 @@ def _bad_shard(shard):
                 and shard[1] == NUM_SERVERS)
 
 
-def meaningless(kind, decoded):
-    """What an accepted message says that no asrkit server can mean (an empty list for a sound message)."""
+def meaningless(kind, decoded, payload=None):
+    """What an accepted message says that no asrkit server can mean (an empty list for a sound message);
+    `payload`, the message's bytes, for what the decoded example leaves out (an example's frame_mask)."""
     if kind == END_KIND:
         problems = [f"field {name}" for name in decoded if name not in ("server_id", "shard", *wire.END_COUNTS)]
         problems += ["server_id"] * _bad_id(decoded.get("server_id")) + ["shard"] * _bad_shard(decoded.get("shard"))
@@ -186,8 +196,9 @@ def meaningless(kind, decoded):
                            and _bad_int(decoded[name], 0, wire.MAX_COUNT if name != "epochs" else wire.MAX_EPOCHS + 1)]
     h, problems = decoded.handshake, []
     if h.mode not in ("ce", "seq") or _bad_int(h.feature_dim, 1, wire.MAX_FEATURE_DIM + 1) \
-            or _bad_int(h.num_pdfs, 1, wire.MAX_PDFS + 1) or not 0 < h.frame_shift_ms <= wire.MAX_FRAME_SHIFT_MS:
-        problems.append("handshake")
+            or _bad_int(h.num_pdfs, 1, wire.MAX_PDFS + 1) \
+            or not MIN_FRAME_SHIFT_MS <= h.frame_shift_ms <= wire.MAX_FRAME_SHIFT_MS:
+        problems.append("handshake frame_shift_ms" if h.frame_shift_ms < MIN_FRAME_SHIFT_MS else "handshake")
     problems += ["utterance_id"] * _bad_id(decoded.utterance_id) + ["server_id"] * _bad_id(decoded.server_id)
     problems += ["epoch"] * _bad_int(decoded.epoch, 0, wire.MAX_EPOCHS) + ["shard"] * _bad_shard(decoded.shard)
     features, targets = decoded.features, decoded.targets
@@ -200,7 +211,17 @@ def meaningless(kind, decoded):
         problems.append("outer derivatives present or not as the mode says")
     elif decoded.outer is not None:
         problems += _meaningless_outer(decoded.outer, len(features), h.num_pdfs)
+        if payload is not None:
+            problems += _meaningless_mask(payload, decoded.outer)
     return problems
+
+
+def _meaningless_mask(payload, outer):
+    """frame_mask, which the decoded example does not hold: one 0 or 1 per frame, 1 where a derivative is."""
+    lists = _sequence_example().FromString(payload).feature_lists.feature_list
+    frames = lists["frame_mask"].feature if "frame_mask" in lists else []
+    mask = [list(frame.float_list.value) for frame in frames]
+    return [] if mask == [[float(kept)] for kept in outer.kept_frames] else ["frame_mask"]
 
 
 def _meaningless_outer(outer, num_frames, num_pdfs):
@@ -218,6 +239,18 @@ def _meaningless_outer(outer, num_frames, num_pdfs):
     if len(outer.stats) > wire.MAX_LOSS_STATS or any(_bad_id(name) for name in outer.stats) \
             or not all(np.isfinite(value) for value in outer.stats.values()):
         problems.append("loss stats")
+    return problems + _meaningless_counts(outer.stats, num_frames, int(outer.kept_frames.sum()))
+
+
+def _meaningless_counts(stats, num_frames, kept_frames):
+    """Loss stats that count what no utterance of `num_frames` frames (`kept_frames` with derivatives) has."""
+    problems = [f"loss stat {name}" for name, value in stats.items()
+                if (name in COUNT_STATS or name.endswith("_seconds")) and value < 0
+                or name in COUNT_STATS and value != int(value)]
+    expected = {"frames": num_frames, "kept_frames": kept_frames}
+    problems += [f"loss stat {name}" for name, count in expected.items() if name in stats and stats[name] != count]
+    if stats.get("rejected_frames", 0) > num_frames:
+        problems.append("loss stat rejected_frames")
     return problems
 
 
@@ -245,7 +278,7 @@ def run(count, seed=0):
                 samples.setdefault(f"crashed: {type(error).__name__}", repr(message)[:300])
                 continue
             outcomes["accepted"] += 1
-            problems = meaningless(kind, decoded)
+            problems = meaningless(kind, decoded, message[1])
             if problems:
                 outcomes["meaningless"] += 1
                 samples.setdefault(f"meaningless: {problems[0]}", repr(message)[:300])

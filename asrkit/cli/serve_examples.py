@@ -86,6 +86,9 @@ def _watch_parent(server, logger):
 @click.option("--start-after", metavar="UTT",
               help="Start the first epoch after this utterance of its order: the last one the trainer received "
                    "from a server that died, so its successor resumes there.")
+@click.option("--start-index", default=0, type=click.IntRange(min=0),
+              help="The number of the first example served in the shard's stream (with --snapshot-schedule): the "
+                   "examples the trainer accepted from a server that died, so its successor resumes the schedule.")
 @click.option("--max-utterances", default=0, type=click.IntRange(min=0),
               help="Stop after serving this many utterances (0: no limit); for tests and benchmarks.")
 @click.option("--max-length-mismatch", default=1, type=click.IntRange(min=0),
@@ -110,7 +113,11 @@ def _watch_parent(server, logger):
 @click.option("--snapshot-dir", type=click.Path(file_okay=False),
               help="Seq: where the trainer publishes snapshots (its <exp-dir>/snapshots); the newest is loaded.")
 @click.option("--snapshot-check-seconds", default=5.0, type=click.FloatRange(min=0.0), show_default=True,
-              help="Seq: how often to look for a newer snapshot.")
+              help="Seq: how often to look for a newer snapshot (without --snapshot-schedule).")
+@click.option("--snapshot-schedule", is_flag=True,
+              help="Seq: decode each example with the snapshot the trainer's schedule (SNAPSHOT_DIR/schedule) gives "
+                   "it, rather than the newest: the run then repeats itself whatever the machine's load "
+                   "(asrkit.sequence.schedule; asrkit-train-seq's local:N servers use it).")
 @click.option("--graph", "graph_dir", type=click.Path(exists=True, file_okay=False),
               help="Seq: graph dir with the lattice-generation HCLG (utils/mkgraph on the bigram lang dir).")
 @click.option("--criterion", type=click.Choice(["smbr", "mmi", "mmi-fr", "bmmi"]), default="smbr", show_default=True,
@@ -137,8 +144,8 @@ def _watch_parent(server, logger):
 @asrkit_command("asrkit-serve-examples")
 def main(data_dir, ali_dir, bind, shard, seed, randomisation, rolling_block_utts, rolling_window_blocks, styles,
          from_feats, targets, cmvn, online_ivectors, utt_list, queue_capacity, num_epochs, start_epoch, start_after,
-         max_utterances, max_length_mismatch, allow_remote, curve_secret_key, endpoint_file,
-         exit_with_parent, mode, model_dir, snapshot_dir, snapshot_check_seconds, graph_dir, criterion, acoustic_scale,
+         start_index, max_utterances, max_length_mismatch, allow_remote, curve_secret_key, endpoint_file,
+         exit_with_parent, mode, model_dir, snapshot_dir, snapshot_check_seconds, snapshot_schedule, graph_dir, criterion, acoustic_scale,
          beam, lattice_beam, boost, frame_rejection, min_posterior, one_silence_class, num_threads,
          log_interval):
     """Serve training examples of DATA_DIR with the targets in ALI_DIR (ali.scp, num_pdfs; or phone_ali.scp).
@@ -148,7 +155,8 @@ def main(data_dir, ali_dir, bind, shard, seed, randomisation, rolling_block_utts
     socket.  SIGTERM finishes the message in hand and exits cleanly.
 
     With --mode seq each utterance also carries the outer derivatives of a sequence criterion:
-    the newest snapshot of --snapshot-dir (or --model-dir before any) runs over the utterance,
+    the newest snapshot of --snapshot-dir (or --model-dir before any; with --snapshot-schedule the one
+    the trainer's schedule names) runs over the utterance,
     the --graph HCLG gives a lattice, and forward-backward against the alignment in ALI_DIR gives
     w(t, k) for the trainer's auxiliary loss (asrkit-train-seq starts such servers itself with
     --example-servers local:N).
@@ -171,11 +179,11 @@ def main(data_dir, ali_dir, bind, shard, seed, randomisation, rolling_block_utts
         randomisation=Randomisation(randomisation, rolling_block_utts, rolling_window_blocks), styles=styles,
         from_feats=from_feats, targets=targets, cmvn=cmvn, online_ivectors=online_ivectors, utt_list=utt_list,
         queue_capacity=queue_capacity, num_epochs=num_epochs, start_epoch=start_epoch, start_after=start_after,
-        max_utterances=max_utterances,
+        start_index=start_index, max_utterances=max_utterances,
         allow_remote=allow_remote, curve_secret_key=curve_secret_key, endpoint_file=endpoint_file,
         max_length_mismatch=max_length_mismatch, num_threads=num_threads, log_interval=log_interval,
         mode=mode, model_dir=model_dir, snapshot_dir=snapshot_dir, graph_dir=graph_dir,
-        snapshot_check_seconds=snapshot_check_seconds,
+        snapshot_check_seconds=snapshot_check_seconds, snapshot_schedule=snapshot_schedule,
         criterion=CriterionOptions(criterion, acoustic_scale, boost, frame_rejection, min_posterior, one_silence_class),
         decoder=DecoderOptions(acoustic_scale=acoustic_scale, beam=beam, lattice_beam=lattice_beam),
     )

@@ -39,10 +39,11 @@ def _published_steps(root):
     return steps
 
 
-def publish_snapshot(root, step, export, keep=4):
+def publish_snapshot(root, step, export, keep=4, keep_since=None):
     """Export a snapshot with `export(path)` (writes a model dir there) and make it the latest.
 
-    Returns the snapshot's path.  Snapshots beyond the newest `keep` are removed.
+    Returns the snapshot's path.  Snapshots beyond the newest `keep` are removed, but for those at or after
+    `keep_since` (the oldest a server following the schedule may still ask for: asrkit.sequence.schedule).
     Snapshots of this step or later come from an abandoned run (training
     started again with --no-resume, or resumed from an earlier checkpoint) and
     are removed first: left in place, they would outrank the new ones, and the
@@ -61,6 +62,8 @@ def publish_snapshot(root, step, export, keep=4):
         out.write("\n")
     published = _published_steps(root)
     for old_step in sorted(published)[:-keep] if keep > 0 else []:
+        if keep_since is not None and old_step >= keep_since:
+            continue
         shutil.rmtree(os.path.join(root, published[old_step]), ignore_errors=True)
     return path
 

@@ -123,6 +123,8 @@ class ServerExamples:
         self.ended_shards = set()
         self.rotation = ShardRotation(num_servers) if num_servers else None
         self.taken = {}  # shard r -> examples handed to the consumer
+        self.accepted_of_shard = {}  # shard r -> examples accepted (a restarted server's first has this index)
+        self.take_listener = None  # called with the shard of each example handed to the consumer
         # shard -> (epoch, utterance id) of the last example received from it: where a restarted server resumes.
         self.last_position_of_shard = {}
         self.restarts = 0  # set by whoever restarts servers
@@ -254,8 +256,10 @@ class ServerExamples:
             del self._lost_endpoints[endpoint]
             with self._position_lock:
                 positions = sorted(self.last_position_of_shard.items())
+                accepted = dict(self.accepted_of_shard)
             where = "; ".join(f"shard {shard[0]}/{shard[1]}: epoch {epoch} up to {utterance} (resume it with --shard "
-                              f"{shard[0]}/{shard[1]} --start-epoch {epoch} --start-after {utterance})"
+                              f"{shard[0]}/{shard[1]} --start-epoch {epoch} --start-after {utterance} --start-index "
+                              f"{accepted.get(shard[0], 0)})"
                               for shard, (epoch, utterance) in positions) or "nothing received yet"
             logger.warning("example server %s disconnected %.0f s ago; the trainer reconnects when a server listens "
                            "there again and fails after %.0f s without examples. Last examples received, by shard: %s",
@@ -321,6 +325,7 @@ class ServerExamples:
         self.received[served.server_id] = self.received.get(served.server_id, 0) + 1
         self.frames += len(served.features)
         self.last_position_of_shard[served.shard] = (served.epoch, served.utterance_id)
+        self.accepted_of_shard[served.shard[0]] = self.accepted_of_shard.get(served.shard[0], 0) + 1
         return _Received(served.shard[0], served.epoch,
                          Example(served.utterance_id, served.features, served.targets, served.outer))
 
@@ -358,6 +363,8 @@ class ServerExamples:
             # Set here, not on arrival: the batchers read it as each example enters a stream.
             self.epoch = max(self.epoch, received.epoch)
             self.taken[received.shard] = self.taken.get(received.shard, 0) + 1
+            if self.take_listener is not None:
+                self.take_listener(received.shard)
             yield received.example
 
     def _in_turn(self, arrivals):

@@ -57,6 +57,7 @@ class _Server:
         self.previous_endpoint = None  # of the process before a restart, disconnected when the new one is up
         self.server_id = None  # as the running process announced it
         self.resume_position = None  # (epoch, utterance id) the next process starts after
+        self.resume_index = 0  # the number of the next process's first example in its shard's stream
         self.restarts = 0
         self.finished = False
         self.log_handle = None
@@ -101,7 +102,8 @@ class LocalServers:
         start = []
         position = server.resume_position
         if position is not None:
-            start = ["--start-epoch", str(position[0]), "--start-after", position[1]]
+            start = ["--start-epoch", str(position[0]), "--start-after", position[1],
+                     "--start-index", str(server.resume_index)]
         return [sys.executable, "-m", "asrkit.cli.serve_examples", self.data_dir, self.ali_dir,
                 "--bind", "tcp://127.0.0.1:*", "--endpoint-file", self.endpoint_file(server),
                 "--shard", f"{server.index}/{count}"] + start + ["--exit-with-parent"] + self.server_args
@@ -182,6 +184,8 @@ class LocalServers:
                            self.log_file(server), tail.rstrip())
             server.resume_position = self.client.replace_server((server.index, len(self.servers)),
                                                                 server.server_id, server.endpoint)
+            # Stable now: the dead process is retired, and its replacement has not started.
+            server.resume_index = self.client.accepted_of_shard.get(server.index, 0)
             server.previous_endpoint = server.endpoint
             server.endpoint = server.server_id = None
             self._spawn(server)

@@ -19,9 +19,12 @@ returns.
 
 In seq mode (sequence training) every example also carries the outer
 derivatives of the criterion (asrkit.sequence.outer), computed with the newest
-model snapshot the trainer has published (asrkit.sequence.snapshots); an
-utterance the decoder finds no lattice for is passed over this time and tried
-again next epoch, since a later snapshot may decode it.
+model snapshot the trainer has published (asrkit.sequence.snapshots), or with
+`snapshot_schedule` with the snapshot the trainer's schedule gives the example
+by its number in the shard's stream (asrkit.sequence.schedule), so that the
+run repeats itself; an utterance the decoder finds no lattice for is passed
+over this time and tried again next epoch, since a later snapshot may decode
+it.
 """
 
 import dataclasses
@@ -41,6 +44,7 @@ from asrkit.examples.randomisation import Randomisation
 from asrkit.io.atomic import atomic_output
 from asrkit.ivector.append import OnlineIvectorAppender
 from asrkit.sequence.outer import CriterionOptions, NoLattice, load_outer_computer
+from asrkit.sequence.schedule import ScheduledSnapshots
 from asrkit.sequence.snapshots import SnapshotFollower
 from asrkit.serving.producer import ExampleProducer, SkipUtterance
 from asrkit.serving.security import check_bind_allowed, make_curve_server
@@ -65,6 +69,7 @@ class ServerOptions:
     num_epochs: int = 0  # 0: until stopped
     start_epoch: int = 0
     start_after: str = None  # resume start_epoch after this utterance (the last one the trainer received)
+    start_index: int = 0  # the number of the first example sent in the shard's stream (the snapshot schedule's j)
     max_utterances: int = 0  # 0: no limit (tests and benchmarks stop early with it)
     allow_remote: bool = False
     curve_secret_key: str = None
@@ -87,6 +92,7 @@ class ServerOptions:
     criterion: object = None  # asrkit.sequence.outer.CriterionOptions
     decoder: object = None  # asrkit.decode.decoder.DecoderOptions (beam, lattice beam, ...)
     snapshot_check_seconds: float = 5.0
+    snapshot_schedule: bool = False  # decode example j with the snapshot <snapshot_dir>/schedule gives it
 
 
 @dataclasses.dataclass
@@ -164,6 +170,8 @@ class ExampleServer:
         o = self.options
         if not o.model_dir or not o.graph_dir:
             raise AsrkitError("--mode seq needs --model-dir (the CE model) and --graph (the bigram graph dir)")
+        if o.snapshot_schedule and not o.snapshot_dir:
+            raise AsrkitError("--snapshot-schedule reads the trainer's schedule in --snapshot-dir: give it")
         self.outer = load_outer_computer(o.model_dir, o.graph_dir, o.criterion or CriterionOptions(),
                                          o.decoder or DecoderOptions())
         if self.outer.model.num_pdfs != self.producer.num_pdfs:
@@ -173,9 +181,11 @@ class ExampleServer:
             raise AsrkitError(f"the model {o.model_dir} takes {self.outer.model.feature_dim}-dim input, the examples "
                               f"served are {self.producer.input_dim}-dim (a model trained with i-vectors needs "
                               "--online-ivectors; give it the model dir)")
-        self.follower = SnapshotFollower(self.outer.model, o.snapshot_dir, o.snapshot_check_seconds) \
-            if o.snapshot_dir else None
-        if self.follower is not None:
+        self.follower = None
+        if o.snapshot_schedule:
+            self.follower = ScheduledSnapshots(self.outer.model, o.snapshot_dir, o.shard[0], self.stop_requested)
+        elif o.snapshot_dir:
+            self.follower = SnapshotFollower(self.outer.model, o.snapshot_dir, o.snapshot_check_seconds)
             self.follower.refresh(force=True)
         self.loss_totals = {}
         logger.info("sequence training: criterion %s, acoustic scale %g, graph %s, %d silence pdfs; snapshots "
@@ -183,8 +193,11 @@ class ExampleServer:
                     len(self.outer.silence), o.snapshot_dir or "nowhere (the model stays fixed)")
 
     def _outer_derivatives(self, features, targets):
-        """Seq mode: the OuterDerivatives of one utterance with the newest snapshot (SkipUtterance without a lattice)."""
-        version = self.follower.refresh() if self.follower is not None else 0
+        """Seq mode: the OuterDerivatives of one utterance with the newest snapshot or the schedule's
+        (SkipUtterance without a lattice); None when a stop request came while waiting for the schedule."""
+        version = self._snapshot_version()
+        if version is None:
+            return None
         try:
             outer = self.outer.compute(features, targets, version)
         except NoLattice as error:
@@ -193,6 +206,13 @@ class ExampleServer:
         for name, value in outer.stats.items():
             self.loss_totals[name] = self.loss_totals.get(name, 0.0) + value
         return outer
+
+    def _snapshot_version(self):
+        if self.follower is None:
+            return 0
+        if isinstance(self.follower, ScheduledSnapshots):
+            return self.follower.version_for(self.options.start_index + self.served)
+        return self.follower.refresh()
 
     def _reset_counts(self):
         self.served = self.frames = self.skip_events = self.passed_over = 0
@@ -274,7 +294,7 @@ class ExampleServer:
             frames = max(totals.get("frames", 0.0), 1.0)
             logger.info("seq: snapshot %d; objective %.4f per frame, frames kept %.1f%%, lattice %.0f arcs per "
                         "utterance, no lattice for %d; seconds per second of audio: model %.3f, lattice %.3f, "
-                        "forward-backward %.3f", self.follower.version if self.follower else 0,
+                        "forward-backward %.3f", (self.follower.version or 0) if self.follower else 0,
                         totals.get("objective", 0.0) / frames, 100.0 * totals.get("kept_frames", 0.0) / frames,
                         totals.get("lattice_arcs", 0.0) / self.served, self.passed_over,
                         *(totals.get(f"{part}_seconds", 0.0) / (frames * self.handshake.frame_shift_ms / 1000.0)
@@ -316,6 +336,8 @@ class ExampleServer:
                     except SkipUtterance as skip:
                         self._skip(utterance_id, str(skip), skip.permanent)
                         continue
+                    if self.outer is not None and outer is None:  # stopped while waiting for the schedule
+                        break
                     message = encode_example(utterance_id, features, targets, epoch, self.server_id, o.shard,
                                              self.handshake, outer)
                     if not self._send(message):

@@ -96,6 +96,10 @@ class Criterion(abc.ABC):
     def begin(self, step, net, writer):
         """Just before the first example is pulled, at `step` (the step resumed from, or 0)."""
 
+    def batches(self, batcher):
+        """The batches the loop trains on, made by `batcher` (a criterion may watch them go by)."""
+        return batcher
+
     @abc.abstractmethod
     def train_step(self, steps, batch, step):
         """(loss sum, correct frames, labelled frames, gradient norm) of one step on `batch`."""

@@ -225,7 +225,7 @@ class TrainingLoop:
         self.last_values = {"loss": float("nan"), "frame_accuracy": float("nan")}
         self.accounts = StepAccounts(parts.distribution, checkpoints.checkpoint_dir)
         parts.criterion.begin(step, parts.net, writer)  # before the prefetcher starts pulling examples
-        self.prefetcher = Prefetcher(batcher, self.params.prefetch)
+        self.prefetcher = Prefetcher(parts.criterion.batches(batcher), self.params.prefetch)
         self.started = time.monotonic()
 
     def run(self):

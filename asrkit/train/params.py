@@ -202,7 +202,11 @@ def seq_params():
     p.define("beam", 13.0, "Lattice generation: decoding beam.")
     p.define("lattice_beam", 6.0, "Lattice generation: lattice beam.")
     p.define("snapshot_every", 50, "Publish the live weights as the servers' snapshot every this many steps.")
-    p.define("snapshot_check_seconds", 2.0, "How often servers look for a newer snapshot.")
+    p.define("snapshot_check_seconds", 2.0, "How often servers look for a newer snapshot (without a schedule).")
+    p.define("snapshot_lag", 32, "How many examples of its shard a server may make ahead of the trainer's batches: "
+             "the schedule (asrkit.sequence.schedule) decodes a shard's example j with the snapshot published before "
+             "the batch that took its example j - lag was trained, so the run repeats itself whatever the machine's "
+             "load (0: each server decodes with the newest snapshot it finds, as fast as it can).")
     p.define("max_staleness", 0, "Drop derivatives made with a snapshot more than this many steps old (0: keep).")
     p.define("zero_most_stale", 0, "Zero the derivatives of this many stalest streams of every batch ([Variani2017]: 32 "
              "of 256).")

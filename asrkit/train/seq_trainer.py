@@ -18,7 +18,11 @@ differs is the SequenceCriterion here (an asrkit.train.criterion.Criterion):
   priors stay the CE model's;
 - every `snapshot_every` steps the live weights are published as a snapshot
   (asrkit.sequence.snapshots) which the servers pick up; the version of a
-  snapshot is its step;
+  snapshot is its step; with `snapshot_lag` (the default) which snapshot a
+  server decodes each example with is fixed by the trainer's schedule
+  (asrkit.sequence.schedule), not by how fast the server ran, and the
+  servers' examples are taken in a fixed turn (asrkit.serving.rotation), so
+  the same data, options and seed train the same model whatever the load;
 - staleness: each frame's derivatives carry the snapshot step they were made
   with; frames staler than `max_staleness` steps are dropped, and the
   `zero_most_stale` stalest streams of each batch are zeroed ([Variani2017]: 32 of
@@ -57,6 +61,7 @@ from asrkit.ivector.append import IvectorExamples
 from asrkit.ivector.extract_dir import CONFIG_FILE as IVECTOR_CONFIG_FILE
 from asrkit.nn.model_dir import read_weights_into, write_model_dir
 from asrkit.sequence.outer import CriterionOptions, NoLattice, load_outer_computer
+from asrkit.sequence.schedule import ScheduleWriter, scheduled_batches
 from asrkit.sequence.snapshots import SnapshotFollower, publish_snapshot, read_latest
 from asrkit.train.criterion import Criterion
 from asrkit.train.examples import TableExamples
@@ -230,6 +235,9 @@ class SequenceCriterion(Criterion):
         self._step = 0
         self._valid = self._cmvn = self._ivectors = None
         self.is_chief = True  # local; make_steps learns the distribution's role
+        # The snapshot schedule (asrkit.sequence.schedule), when one process runs the loop with example servers.
+        self.scheduled = bool(params.snapshot_lag)
+        self._served = self._schedule = None
 
     def prepare(self, data, cmvn):
         if self.params.spec_augment_freq_masks or self.params.spec_augment_time_masks:
@@ -261,6 +269,10 @@ class SequenceCriterion(Criterion):
         self._net = net
         # Only the chief publishes snapshots (and validates: run_training calls validate there only).
         self.is_chief = distribution is None or distribution.is_chief
+        # Several workers' batches, each with their own servers, follow one chief's snapshots: no schedule ties
+        # them (such runs do not repeat themselves anyway: the steps' order across workers is the network's).
+        if distribution is not None and distribution.name != "local":
+            self.scheduled = False
         return SequenceSteps(net, optimizer, learning_rate, self.params.clip_norm, training_state, self.params.unroll,
                              distribution, self.params.gradient_quantization)
 
@@ -283,11 +295,18 @@ class SequenceCriterion(Criterion):
                 "--boost", str(p.boost), "--frame-rejection", str(p.frame_rejection),
                 "--min-posterior", str(p.min_posterior),
                 "--one-silence-class" if p.one_silence_class else "--no-one-silence-class",
-                "--snapshot-check-seconds", str(p.snapshot_check_seconds)]
+                "--snapshot-check-seconds", str(p.snapshot_check_seconds)] + \
+            (["--snapshot-schedule"] if self.scheduled else [])
 
     def wrap_source(self, source):
+        self._served = source if hasattr(source, "take_listener") else None  # example servers, not in-process
         self.tap = LossStatsTap(source)
         return self.tap
+
+    def batches(self, batcher):
+        if self._schedule is None:
+            return batcher
+        return scheduled_batches(batcher, self._schedule)
 
     def _publish(self, step, net):
         ce = self.ce_model_dir
@@ -300,12 +319,21 @@ class SequenceCriterion(Criterion):
                             context_files=[os.path.join(ce, name) for name in ("tree.json", "phones.txt")
                                            if os.path.exists(os.path.join(ce, name))])
 
-        publish_snapshot(self.snapshot_dir, step, export)
+        keep_since = None
+        if self._schedule is not None:
+            keep_since = self._schedule.oldest_step_needed(dict(self._served.accepted_of_shard))
+        publish_snapshot(self.snapshot_dir, step, export, keep_since=keep_since)
 
     def begin(self, step, net, writer):
         # The servers start from the snapshot of the step training (re)starts at, so a resumed run's
         # first derivatives are not computed with the CE model.
         self.writer = writer
+        if self.is_chief and self.scheduled and self._served is not None and self._served.num_servers:
+            self._schedule = ScheduleWriter(self.snapshot_dir, step, self.params.snapshot_every,
+                                            self._served.num_servers, self.params.snapshot_lag)
+            self._served.take_listener = self._schedule.example_taken
+            logger.info("snapshot schedule %s: a server decodes its shard's example j with the snapshot of the batch "
+                        "that took its example j - %d", self._schedule.path, self.params.snapshot_lag)
         if self.is_chief:
             self._publish(step, net)
             logger.info("published snapshot %d to %s", step, self.snapshot_dir)
@@ -343,6 +371,10 @@ class SequenceCriterion(Criterion):
     def after_step(self, step, net):
         if self.is_chief and self.params.snapshot_every and step % self.params.snapshot_every == 0:
             self._publish(step, net)
+
+    def close(self):
+        if self._schedule is not None:
+            self._schedule.close()
 
     def interval_metrics(self):
         values = self.staleness.metrics()

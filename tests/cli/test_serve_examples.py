@@ -168,6 +168,10 @@ def test_seq_mode_needs_a_model_and_a_graph(served_dirs, tmp_path):
     result = CliRunner().invoke(main, [data_dir, ali_dir, "--bind", free_endpoint(), "--mode", "seq"])
     assert result.exit_code == 1
     assert "--mode seq needs --model-dir (the CE model) and --graph" in result.output
+    result = CliRunner().invoke(main, [data_dir, ali_dir, "--bind", free_endpoint(), "--mode", "seq", "--model-dir",
+                                       str(tmp_path), "--graph", str(tmp_path), "--snapshot-schedule"])
+    assert result.exit_code == 1
+    assert "--snapshot-schedule reads the trainer's schedule in --snapshot-dir: give it" in result.output
 
 
 def test_online_ivectors_are_appended_to_what_is_served(served_dirs, train_ivectors, tmp_path):

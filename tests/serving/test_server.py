@@ -134,9 +134,11 @@ def test_a_replacement_server_resumes_after_the_last_utterance_the_trainer_recei
     client = SimpleNamespace(last_position_of_shard={(2, 2): (3, "spk1-u7")})
     servers = LocalServers(client, 2, data_dir, ali_dir, str(tmp_path / "exp"))
     servers.servers[1].resume_position = client.last_position_of_shard[(2, 2)]
+    servers.servers[1].resume_index = 41
     fresh, replacement = (servers._command(server) for server in servers.servers)
-    assert "--start-after" not in fresh
-    assert replacement[replacement.index("--start-epoch"):][:4] == ["--start-epoch", "3", "--start-after", "spk1-u7"]
+    assert "--start-after" not in fresh and "--start-index" not in fresh
+    assert replacement[replacement.index("--start-epoch"):][:6] == ["--start-epoch", "3", "--start-after", "spk1-u7",
+                                                                    "--start-index", "41"]
 
 
 def test_what_a_replaced_server_sent_after_its_resume_position_is_dropped():
@@ -220,7 +222,8 @@ def test_a_lost_server_given_by_address_is_reported_with_the_options_that_resume
         while "resume it with" not in caplog.text and time.monotonic() < deadline:
             time.sleep(0.1)
         assert f"example server {endpoint} disconnected" in caplog.text
-        assert ("shard 1/1: epoch 2 up to u3 (resume it with --shard 1/1 --start-epoch 2 --start-after u3)"
+        assert ("shard 1/1: epoch 2 up to u3 (resume it with --shard 1/1 --start-epoch 2 --start-after u3 "
+                "--start-index 3)"
                 in caplog.text)
     finally:
         source.close()

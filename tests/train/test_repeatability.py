@@ -1,0 +1,96 @@
+"""Training from two example servers repeats itself to the last bit, however fast each server runs: CE (the
+servers' examples taken in turn) and sequence training (their snapshots fixed by the schedule too)."""
+
+import glob
+import json
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from asrkit.train.seq_trainer import train_seq
+from asrkit.train.trainer import TrainOptions, train_ce
+
+# Two runs of seq training with local servers: left out by tests/run.sh --quick.
+pytestmark = pytest.mark.slow
+
+
+def _weights(model_dir):
+    import tensorflow as tf
+
+    prefix = glob.glob(os.path.join(model_dir, "weights", "*.index"))[0][: -len(".index")]
+    reader = tf.train.load_checkpoint(prefix)
+    return {name: reader.get_tensor(name) for name in sorted(reader.get_variable_to_shape_map())
+            if "optimizer" not in name.lower()}
+
+
+def _paused(exp_dir, server):
+    """A thread that stops local server `server` for two seconds once it has started: the other runs far ahead."""
+    def pause():
+        endpoint_file = os.path.join(exp_dir, "servers", f"serve.{server}.endpoint")
+        deadline = time.monotonic() + 120
+        while not os.path.exists(endpoint_file) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)
+        pid = json.load(open(endpoint_file))["pid"]
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(2.0)
+        os.kill(pid, signal.SIGCONT)
+
+    thread = threading.Thread(target=pause, daemon=True)
+    thread.start()
+    return thread
+
+
+def _assert_same_weights(first_dir, second_dir):
+    first, second = _weights(first_dir), _weights(second_dir)
+    assert first.keys() == second.keys() and first
+    for name in first:
+        np.testing.assert_array_equal(first[name], second[name], err_msg=name)
+
+
+def test_ce_training_from_two_servers_one_of_them_paused_trains_the_same_model(corpus, tmp_path):
+    data_dir, ali_dir, _ = corpus(num_utts=40)
+    models = []
+    for name in ("quiet", "paused"):
+        options = TrainOptions(model="lstm", model_overrides={"num_layers": 1, "num_cells": 16, "label_delay": 2},
+                               params={"num_streams": 4, "unroll": 8, "num_epochs": 3, "max_steps": 0,
+                                       "log_every": 50, "valid_every": 0, "checkpoint_every": 0,
+                                       "learning_rate": 0.1, "valid_utts": 2},
+                               example_servers="local:2", server_from_feats=True, server_receive_timeout=120)
+        pauser = _paused(str(tmp_path / name), 1) if name == "paused" else None
+        models.append(train_ce(data_dir, ali_dir, str(tmp_path / name), options).model_dir)
+        if pauser is not None:
+            pauser.join(10)
+    _assert_same_weights(*models)
+
+
+def _train(seq_task, exp_dir, pause_server=None, **params):
+    base = {"num_epochs": 0, "max_steps": 300, "num_streams": 4, "unroll": 10, "acoustic_scale": 0.5,
+            "snapshot_every": 10, "snapshot_check_seconds": 0.05, "snapshot_lag": 3, "log_every": 8,
+            "valid_utts": 2, "valid_seq_utts": 0, "valid_every": 0, "checkpoint_every": 0, "learning_rate": 0.01}
+    base.update(params)
+    options = TrainOptions(params=base, example_servers="local:2", server_from_feats=True,
+                           server_receive_timeout=120)
+    pauser = _paused(exp_dir, pause_server) if pause_server else None
+    result = train_seq(seq_task["data"], seq_task["ali"], seq_task["ce"], seq_task["graph"], exp_dir, options)
+    if pauser is not None:
+        pauser.join(10)
+    return result
+
+
+def test_two_servers_one_of_them_paused_train_the_same_model(seq_task, tmp_path):
+    quiet = _train(seq_task, str(tmp_path / "quiet"))
+    paused = _train(seq_task, str(tmp_path / "paused"), pause_server=1)
+    assert quiet.steps == paused.steps == 300
+    _assert_same_weights(quiet.model_dir, paused.model_dir)
+    # The schedule was followed: every take is in it, and the servers loaded the scheduled snapshots.  (Without it,
+    # snapshot_lag 0, the paused run trains other weights: the servers decode with whatever snapshot is newest.)
+    lines = open(tmp_path / "paused" / "snapshots" / "schedule").read().splitlines()
+    assert lines[0].startswith("# asrkit snapshot schedule: first_step 0 snapshot_every 10 shards 2 lag 3")
+    assert {line.split()[0] for line in lines[1:]} == {"1", "2"}
+    log = open(tmp_path / "paused" / "log" / "serve.2.log").read()
+    assert "loaded snapshot" in log and "for example" in log

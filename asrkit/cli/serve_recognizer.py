@@ -26,7 +26,7 @@ from asrkit.logs import summary_line
 @click.option("--max-stream-seconds", default=3600.0, type=click.FloatRange(min=0.0, min_open=True),
               help="Most audio one connection may send (close code 1008 past it).")
 @click.option("--idle-timeout", default=30.0, type=click.FloatRange(min=0.0, min_open=True),
-              help="Seconds without a message before the connection is closed (code 1008).")
+              help="Seconds without audio (other messages do not count) before the connection is closed (code 1008).")
 @click.option("--send-timeout", default=10.0, type=click.FloatRange(min=0.0, min_open=True),
               help="Seconds a result may wait for a client that does not read before it is dropped.")
 @click.option("--workers", default=0, type=click.IntRange(min=0), help="Recognition threads (0: one per core).")

@@ -18,8 +18,9 @@ Errors are a text message `{"error": "what was wrong"}` followed by a close with
 1003 for data that is not the protocol (an odd byte count, text that is not a known message, a config
 after audio, another sample rate), 1009 for a message over --max-message-bytes (messages over twice
 that are refused by the WebSocket layer itself, with the same code and no JSON), 1008 for a stream
-over --max-stream-seconds of audio or a connection idle for --idle-timeout seconds, 1013 ("try again
-later") when --max-connections streams are already open, and 1011 when recognition itself failed.
+over --max-stream-seconds of audio or a connection without audio for --idle-timeout seconds (other
+messages do not count), 1013 ("try again later") when --max-connections streams are already open, and
+1011 when recognition itself failed.
 
 Recognition runs in a thread pool the size of the machine's cores (the decoder's numba kernels and
 NumPy's products release the GIL), never on the event loop.  With batching (the default), a message's
@@ -147,7 +148,7 @@ class Session:
             return True
         try:
             value = json.loads(message)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: arrays or objects nested too deep to parse
             raise ProtocolError(f"text message is not JSON: {message[:40]!r}", CLOSE_UNSUPPORTED) from None
         if isinstance(value, dict) and set(value) == {"eof"}:
             return True
@@ -334,8 +335,10 @@ class RecognitionServer:
         loop = asyncio.get_running_loop()
         try:
             session = await loop.run_in_executor(self.pool, Session, self)
+            # Only audio keeps a connection: a client sending config messages alone would hold its slot forever.
+            deadline = loop.time() + self.config.idle_timeout
             while True:
-                message = await asyncio.wait_for(connection.recv(), self.config.idle_timeout)
+                message = await asyncio.wait_for(connection.recv(), max(0.0, deadline - loop.time()))
                 if isinstance(message, str):
                     if session.text(message):
                         await self._send(connection, await loop.run_in_executor(self.pool, session.finish))
@@ -354,6 +357,7 @@ class RecognitionServer:
                     output = await self.batcher.evaluate(session.stream, samples)
                     answer = await loop.run_in_executor(self.pool, session.end, output)
                 await self._send(connection, answer)
+                deadline = loop.time() + self.config.idle_timeout
         except ConnectionClosed:
             logger.debug("%s: the client went away", connection.remote_address)
         except SlowReader:
@@ -366,7 +370,7 @@ class RecognitionServer:
             await self._error(connection, str(error), error.code)
         except TimeoutError:
             self.errors += 1
-            await self._error(connection, f"no message for {self.config.idle_timeout:g} s", CLOSE_POLICY)
+            await self._error(connection, f"no audio for {self.config.idle_timeout:g} s", CLOSE_POLICY)
         except Exception as error:  # noqa: BLE001 - any failure of recognition: tell the client, keep serving
             self.errors += 1
             logger.exception("%s: recognition failed", connection.remote_address)

@@ -12,6 +12,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from asrkit.cli.serve_recognizer import main
 from asrkit.recognizer.endpoint import EndpointConfig
@@ -83,3 +84,34 @@ def test_other_interfaces_are_refused_without_allow_remote(package_dir):  # noqa
     result = CliRunner().invoke(main, [package_dir, "--host", "0.0.0.0"])
     assert result.exit_code == 1 and "is not a loopback address" in result.output
     assert "needs --allow-remote" in result.output and "summary: status=failed" in result.output
+
+
+async def close_of(port, messages, pause):
+    """Sends messages (pause s apart) until the server closes; its (close code, last error message)."""
+    async with connect(f"ws://127.0.0.1:{port}") as websocket:
+        try:
+            for message in messages:
+                await websocket.send(message)
+                await asyncio.sleep(pause)
+            async for _ in websocket:
+                pass
+        except ConnectionClosed:
+            pass
+        return websocket.close_code, websocket.close_reason
+
+
+def test_config_messages_do_not_hold_a_slot_and_deep_json_is_refused(package_dir):  # noqa: F811
+    command = [sys.executable, "-m", "asrkit.cli.serve_recognizer", package_dir, "--port", "0", "--idle-timeout", "0.5"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                               env={**os.environ, "PYTHONPATH": ROOT})
+    try:
+        port = listening_port(process)
+        config = json.dumps({"config": {"sample_rate": 8000}})
+        idle = asyncio.run(close_of(port, [config] * 100 + ["EOF"], 0.1))
+        nested = asyncio.run(close_of(port, ["[" * 100000], 0.0))
+        process.send_signal(signal.SIGTERM)
+        _, log = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert idle == (1008, "no audio for 0.5 s") and nested[0] == 1003 and "not JSON" in nested[1]
+    assert "Traceback" not in log and "errors=2" in log

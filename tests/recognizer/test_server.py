@@ -120,7 +120,23 @@ def test_a_message_over_twice_the_limit_is_refused_by_the_websocket_layer(recogn
 def test_idle_connections_are_closed(recognizer):
     received, closed = with_server(recognizer, lambda server: converse(server, [b"\x00\x00" * 100], pause=0.6),
                                    idle_timeout=0.3)
-    assert closed == CLOSE_POLICY and "no message for 0.3 s" in received[-1]["error"]
+    assert closed == CLOSE_POLICY and "no audio for 0.3 s" in received[-1]["error"]
+
+
+def test_config_messages_alone_do_not_keep_a_connection(recognizer):
+    """A client sending a config message every 0.1 s for 10 s, then EOF, is closed 0.5 s after it connected:
+    only audio counts as activity (a restarted timer let 32 such clients hold every slot)."""
+    config = json.dumps({"config": {"sample_rate": 8000}})
+    received, closed = with_server(recognizer, lambda server: converse(server, [config] * 100 + ["EOF"], pause=0.1),
+                                   idle_timeout=0.5)
+    assert closed == CLOSE_POLICY and "no audio for 0.5 s" in received[-1]["error"]
+
+
+def test_deeply_nested_json_is_not_the_protocol(recognizer, caplog):
+    for message in ("[" * 100000, '{"config": ' * 50000):
+        received, closed = with_server(recognizer, lambda server: converse(server, [message]))
+        assert closed == CLOSE_UNSUPPORTED and "not JSON" in received[-1]["error"]
+    assert "Traceback" not in caplog.text and "recognition failed" not in caplog.text
 
 
 def test_connections_over_the_limit_are_told_to_try_later(recognizer):

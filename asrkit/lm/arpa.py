@@ -82,6 +82,27 @@ def arpa_words(path):
     return words
 
 
+def _ngram_line(line, section, path, line_number):
+    """(log10 probability, words, backoff or None) of an n-gram line of the `section`-grams.  The log-probability
+    must be a finite number <= 0: NaN would reach every rescored cost, a positive one is no probability, and
+    -inf (a zero) makes Kaldi's arpa2fst abort without a message (SRILM writes -99 for an n-gram that never
+    occurs); a backoff weight must be finite."""
+    fields = line.split()
+    try:
+        if len(fields) == section + 1:
+            prob, words, backoff = float(fields[0]), tuple(fields[1:]), None
+        elif len(fields) == section + 2:
+            prob, words, backoff = float(fields[0]), tuple(fields[1:-1]), float(fields[-1])
+        else:
+            raise ValueError
+    except ValueError:
+        raise ArpaError(f"{path}:{line_number}: expected 'log10p {section} words [backoff]', got {line!r}") from None
+    if not math.isfinite(prob) or prob > 0 or backoff is not None and not math.isfinite(backoff):
+        raise ArpaError(f"{path}:{line_number}: expected 'log10p {section} words [backoff]' with log10p a finite "
+                        f"number <= 0 (-99 for an n-gram that never occurs) and a finite backoff, got {line!r}")
+    return prob, words, backoff
+
+
 def read_arpa(path):
     path = os.fspath(path)
     declared, ngrams, backoffs = {}, [None], {}
@@ -111,19 +132,9 @@ def read_arpa(path):
                 continue
             if not isinstance(section, int):
                 raise ArpaError(f"{path}:{line_number}: unexpected line {line!r} outside an n-gram section")
-            fields = line.split()
-            try:
-                if len(fields) == section + 1:
-                    prob, words, backoff = float(fields[0]), tuple(fields[1:]), None
-                elif len(fields) == section + 2:
-                    prob, words, backoff = float(fields[0]), tuple(fields[1:-1]), float(fields[-1])
-                else:
-                    raise ValueError
-                if math.isnan(prob) or prob == math.inf or backoff is not None and not math.isfinite(backoff):
-                    # Log-probabilities are <= 0 or -inf (a zero); NaN would reach every rescored cost.
-                    raise ValueError
-            except ValueError:
-                raise ArpaError(f"{path}:{line_number}: expected 'log10p {section} words [backoff]', got {line!r}")
+            prob, words, backoff = _ngram_line(line, section, path, line_number)
+            if words in ngrams[section]:  # a dict would keep the last one silently
+                raise ArpaError(f"{path}:{line_number}: the {section}-gram {' '.join(words)!r} appears a second time")
             ngrams[section][words] = prob
             if backoff is not None:
                 backoffs[words] = backoff

@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from click.testing import CliRunner
 
 from asrkit.cli.lang import (format_lm_command, make_lm_command, make_monophone_model_command, mix_lm_command,
@@ -131,3 +132,28 @@ def test_mix_lm_command(tmp_path):
     assert not (tmp_path / "m3.arpa").exists()
     result = run(mix_lm_command, "--weights", "1", tmp_path / "a.arpa", tmp_path / "m3.arpa")
     assert result.exit_code != 0 and "two or more LMs" in result.output
+
+
+@pytest.mark.parametrize("kind, message", [("-inf", "finite number <= 0"), ("0.5", "finite number <= 0"),
+                                           ("twice", "appears a second time")])
+def test_format_lm_names_the_arpa_line_kaldilm_would_abort_on_or_misread(tmp_path, kind, message):
+    """utils/format_lm as a process: kaldilm aborted it (exit 134, nothing said) on a -inf log-probability."""
+    dict_dir = write_dict_dir(str(tmp_path / "dict"), TOY_LEXICON)
+    assert run(prepare_lang_command, dict_dir, "<UNK>", tmp_path / "lang").exit_code == 0
+    text = tmp_path / "text"
+    text.write_text("".join(s + "\n" for s in TOY_SENTENCES))
+    assert run(make_lm_command, "--order", "2", text, tmp_path / "lm.arpa").exit_code == 0
+    lines = (tmp_path / "lm.arpa").read_text().splitlines()
+    index = next(number for number, line in enumerate(lines) if "\tALPHA\t" in line)  # ALPHA's unigram
+    if kind == "twice":
+        lines.insert(index + 1, lines[index])
+        lines[2] = f"ngram 1={int(lines[2].split('=')[1]) + 1}"  # the header counts it
+        index += 1
+    else:
+        lines[index] = kind + "\t" + lines[index].split("\t", 1)[1]
+    (tmp_path / "bad.arpa").write_text("\n".join(lines) + "\n")
+    completed = subprocess.run([sys.executable, os.path.join(ROOT, "utils", "format_lm"), str(tmp_path / "lang"),
+                                str(tmp_path / "bad.arpa"), str(tmp_path / "lang_bad")], capture_output=True, text=True)
+    assert completed.returncode == 1, completed.stderr
+    assert f"{tmp_path / 'bad.arpa'}:{index + 1}:" in completed.stderr and message in completed.stderr
+    assert "format_lm summary: status=failed" in completed.stderr and not (tmp_path / "lang_bad").exists()

@@ -10,6 +10,7 @@ when asked, otherwise refused.
 import collections
 import contextlib
 import functools
+import hashlib
 import io
 import logging
 import math
@@ -17,11 +18,13 @@ import os
 import signal
 import struct
 import subprocess
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 import soundfile
 
+from asrkit.data.mp3_check import mp3_damage
 from asrkit.errors import AsrkitError, AudioError
 
 logger = logging.getLogger(__name__)
@@ -100,7 +103,9 @@ def load_recording(spec, options=None, utterance_id=None):
     file or no samples, data soundfile cannot read, a WAV whose header promises
     more data than the file holds (libsndfile would silently return the short
     data), a compressed file (an MP3 with a length in its header) that decodes to fewer samples
-    than its header promises (cut off or damaged; libsndfile returns what it could decode), a
+    than its header promises (cut off or damaged; libsndfile returns what it could decode), an MP3
+    whose bytes show damage libmpg123 decodes past (asrkit.data.mp3_check: a broken chain of
+    frames, a cut last frame, a failed LAME CRC, a length shorter than its frames'), a
     sample rate other than options.sample_rate unless resampling is on,
     multi-channel audio when options.channel is -1, a channel index out of
     range, 8-bit PCM unless options.allow_8bit (8 bits leave quantisation
@@ -400,6 +405,42 @@ def _check_format(sound_file, options, utterance_id, source):
             "on_rate_mismatch='resample' (--on-rate-mismatch resample)"
             + (f" (only {options.on_rate_mismatch} is allowed here)" if options.on_rate_mismatch != "error" else ""),
             utterance_id, source)
+    if sound_file.format == "MP3":
+        _check_mp3(sound_file, utterance_id, source)
+
+
+# MP3s checked (asrkit.data.mp3_check): (path, size, mtime) or a digest of piped bytes -> the problem or None,
+# so that the segments of one recording check it once.
+_mp3_checks = collections.OrderedDict()
+_mp3_checks_lock = threading.Lock()  # the readers of one job's utterances may run in threads
+_UNCHECKED = object()
+MP3_CHECKS_KEPT = 64
+
+
+def _check_mp3(sound_file, utterance_id, source):
+    """AudioError where the MP3's bytes show damage its decoder passes over without an error."""
+    name = sound_file.name
+    if isinstance(name, str):
+        status = os.stat(name)
+        key, data = (name, status.st_size, status.st_mtime_ns, sound_file.frames), None
+    elif hasattr(name, "getvalue"):
+        data = name.getvalue()
+        key = (hashlib.sha1(data).digest(), sound_file.frames)
+    else:
+        return
+    with _mp3_checks_lock:
+        problem = _mp3_checks.get(key, _UNCHECKED)
+    if problem is _UNCHECKED:
+        if data is None:
+            with open(name, "rb") as handle:
+                data = handle.read()
+        problem = mp3_damage(data, sound_file.frames)
+        with _mp3_checks_lock:
+            _mp3_checks[key] = problem
+            while len(_mp3_checks) > MP3_CHECKS_KEPT:
+                _mp3_checks.popitem(last=False)
+    if problem is not None:
+        raise AudioError(f"the MP3 is damaged or truncated: {problem}; re-create or re-copy it", utterance_id, source)
 
 
 def _may_convert_rate(rate, options):

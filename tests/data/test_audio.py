@@ -88,20 +88,71 @@ def test_truncated_or_damaged_mp3_is_refused_not_read_short(tmp_path, tone):
     assert load_recording(os.fspath(tmp_path / "a.mp3")).shape == (48000,)
     cut = tmp_path / "cut.mp3"
     cut.write_bytes(data[:int(len(data) * 0.3)])
-    with pytest.raises(AudioError, match=r"file .*cut.mp3: decoded \d+ of the 48000 samples its header promises"):
+    with pytest.raises(AudioError, match=r"file .*cut.mp3: the MP3 is damaged or truncated: .* the file is truncated"):
         load_recording(os.fspath(cut), utterance_id="spk-1")
     # The header of a frame in the middle flipped: libmpg123 skips what it cannot decode.
     flipped = bytearray(data)
     middle = _mp3_frame_starts(data)[len(_mp3_frame_starts(data)) // 2]
     flipped[middle + 1] ^= 0xFF
     (tmp_path / "flipped.mp3").write_bytes(bytes(flipped))
-    with pytest.raises(AudioError, match="truncated or corrupt"):
+    with pytest.raises(AudioError, match=f"damaged or truncated: no MPEG frame header at byte {middle}"):
         load_recording(os.fspath(tmp_path / "flipped.mp3"))
     # A segment that reaches past what a cut-off MP3 decodes is refused the same way.
     data_dir = DataDir(path=os.fspath(tmp_path), wav_scp={"rec": os.fspath(cut)},
                        segments={"u1": Segment("rec", 0.25, 1.25)})
-    with pytest.raises(AudioError, match="utterance u1, file .*cut.mp3: decoded"):
+    with pytest.raises(AudioError, match="utterance u1, file .*cut.mp3: the MP3 is damaged or truncated"):
         load_utterance_audio(data_dir, "u1")
+
+
+def _lame_tag_offset(data):
+    from asrkit.data.mp3_check import _first_frame, _lame_tag, parse_header
+
+    first = _first_frame(data)
+    return _lame_tag(data, first, parse_header(data, first))
+
+
+def _flipped(data, offset, bit=0):
+    damaged = bytearray(data)
+    damaged[offset] ^= 1 << bit
+    return bytes(damaged)
+
+
+# What libmpg123 decodes past without an error, and how each is named (the bytes of _mp3's file: LAME's tag in
+# its first frame, frames from the second on).
+MP3_DAMAGES = {
+    "the Xing tag's name": (lambda data, starts, lame: _flipped(data, data.index(b"Xing") + 2),
+                            r"its header gives \d+ samples but its frames hold about \d+"),
+    "the encoder delay": (lambda data, starts, lame: _flipped(data, lame + 22, 4),
+                          "the CRC of its LAME tag .* does not match"),
+    "the frame count": (lambda data, starts, lame: _flipped(data, data.index(b"Xing") + 11, 1),
+                        "the CRC of its LAME tag .* does not match"),
+    "audio data": (lambda data, starts, lame: _flipped(data, starts[len(starts) // 2] + 20, 3),
+                   "its audio frames do not match the CRC its LAME tag records"),
+    "the last bytes": (lambda data, starts, lame: data[:-1], "its last MPEG frame .* is cut off"),
+    "the tag frame, on a VBR file": (lambda data, starts, lame: data[starts[1]:],
+                                     r"its header gives \d+ samples but its frames hold about \d+"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(MP3_DAMAGES))
+def test_mp3_damage_the_decoder_passes_over_is_named(tmp_path, tone, damage):
+    data = _mp3(tmp_path / "a.mp3", tone(440.0, 3.0) * np.linspace(0.1, 1.0, 48000, dtype=np.float32))
+    make, message = MP3_DAMAGES[damage]
+    path = tmp_path / "damaged.mp3"
+    path.write_bytes(make(data, _mp3_frame_starts(data), _lame_tag_offset(data)))
+    with soundfile.SoundFile(path) as handle:
+        handle.read(handle.frames)  # libsndfile reads it without an error
+    with pytest.raises(AudioError, match=f"damaged.mp3: the MP3 is damaged or truncated: {message}"):
+        load_recording(os.fspath(path))
+    with pytest.raises(AudioError, match=message):  # the same bytes from a wav.scp command
+        load_recording(f"cat {path} |")
+
+
+def test_an_mp3_with_id3_tags_and_zero_padding_reads_whole(tmp_path, tone):
+    data = _mp3(tmp_path / "a.mp3", tone(440.0, 3.0))
+    id3v2 = b"ID3\x03\x00\x00\x00\x00\x00\x0a" + b"\x00" * 10
+    (tmp_path / "tagged.mp3").write_bytes(id3v2 + data + b"\x00" * 100 + b"TAG" + b"x" * 125)
+    assert load_recording(os.fspath(tmp_path / "tagged.mp3")).shape == (48000,)
 
 
 def test_only_an_mp3_without_a_length_tag_may_fall_short_of_its_header(tmp_path, tone, write_wav):

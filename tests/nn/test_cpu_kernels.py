@@ -17,6 +17,18 @@ def test_build_is_cached_and_leaves_no_partial_file(tmp_path):
     assert not list(built.parent.glob("*.tmp"))
 
 
+def load_logged(kernel, cache, monkeypatch, caplog):
+    """cpu_kernels.load of the kernel source `kernel` (its switch ASRKIT_TEST_KERNEL) with the cache `cache`: its
+    result, the warnings it logged."""
+    monkeypatch.setattr(cpu_kernels, "_loaded", {})
+    monkeypatch.setattr(cpu_kernels, "KERNELS", kernel.parent)
+    monkeypatch.setitem(cpu_kernels.SWITCHES, kernel.stem, ("ASRKIT_TEST_KERNEL", "the other thing runs"))
+    monkeypatch.setenv("ASRKIT_CACHE", str(cache))
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="asrkit.nn.cpu_kernels"):
+        return cpu_kernels.load(kernel.stem), caplog.text
+
+
 def test_a_failed_build_raises_and_loading_falls_back_with_the_reason(tmp_path, monkeypatch, caplog):
     broken = tmp_path / "kernels" / "broken.cc"
     broken.parent.mkdir()
@@ -24,13 +36,8 @@ def test_a_failed_build_raises_and_loading_falls_back_with_the_reason(tmp_path, 
     with pytest.raises(RuntimeError, match="failed"):
         cpu_kernels.build(broken, tmp_path / "cache")
     assert not list((tmp_path / "cache").glob("*/broken*"))  # neither a library nor a partial one
-    monkeypatch.setattr(cpu_kernels, "_loaded", {})
-    monkeypatch.setattr(cpu_kernels, "KERNELS", broken.parent)
-    monkeypatch.setitem(cpu_kernels.SWITCHES, "broken", ("ASRKIT_BROKEN", "the other thing runs"))
-    monkeypatch.setenv("ASRKIT_CACHE", str(tmp_path / "cache"))
-    with caplog.at_level(logging.WARNING, logger="asrkit.nn.cpu_kernels"):
-        assert cpu_kernels.load("broken") is None
-    assert "not available, so the other thing runs" in caplog.text and "failed" in caplog.text
+    loaded, warnings = load_logged(broken, tmp_path / "cache", monkeypatch, caplog)
+    assert loaded is None and "not available, so the other thing runs" in warnings and "failed" in warnings
     assert cpu_kernels.reason("broken").startswith("the kernel is not available: compiling")
 
 
@@ -131,10 +138,5 @@ def test_a_cache_of_another_user_is_refused_and_loading_falls_back(tmp_path, mon
     monkeypatch.setattr(cpu_kernels.os, "geteuid", lambda: os.getuid() + 1)
     with pytest.raises(cpu_kernels.KernelCacheError, match=f"{cache} belongs to user {os.getuid()}, not to this"):
         cpu_kernels.build(kernel, cache)
-    monkeypatch.setattr(cpu_kernels, "_loaded", {})
-    monkeypatch.setattr(cpu_kernels, "KERNELS", kernel.parent)
-    monkeypatch.setitem(cpu_kernels.SWITCHES, "fake", ("ASRKIT_FAKE", "the other thing runs"))
-    monkeypatch.setenv("ASRKIT_CACHE", str(tmp_path / "home_cache"))
-    with caplog.at_level(logging.WARNING, logger="asrkit.nn.cpu_kernels"):
-        assert cpu_kernels.load("fake") is None
-    assert "not available, so the other thing runs" in caplog.text and "belongs to user" in caplog.text
+    loaded, warnings = load_logged(kernel, tmp_path / "home_cache", monkeypatch, caplog)
+    assert loaded is None and "not available, so the other thing runs" in warnings and "belongs to user" in warnings

@@ -100,11 +100,14 @@ def online_cmvn_options(function):
         click.option("--cmvn-online", is_flag=True,
                      help="For a model trained with the speaker (or utterance) mean: remove a running mean over "
                           "each utterance's frames so far instead, started from the training set's mean, as when "
-                          "decoding utterance by utterance without the speaker's others (Kaldi's online CMN)."),
+                          "decoding utterance by utterance without the speaker's others (online CMN; its prior "
+                          "fades otherwise than Kaldi's: asrkit.frontend.online_cmvn)."),
         click.option("--cmvn-online-window", default=600, type=click.IntRange(min=1), show_default=True,
-                     help="With --cmvn-online, frames the running mean looks back over."),
+                     help="With --cmvn-online, the model's frames (30 ms by default: 600 are 18 s) the running "
+                          "mean looks back over."),
         click.option("--cmvn-online-prior-frames", default=200, type=click.IntRange(min=0), show_default=True,
-                     help="With --cmvn-online, frames' worth of the training mean while fewer frames were seen."),
+                     help="With --cmvn-online, the count the training mean tops the frames seen up to: it weighs "
+                          "this many frames less those seen, and nothing once this many were seen."),
     ]):
         wrapper = option(wrapper)
     return wrapper

@@ -58,10 +58,12 @@ def feature_options(function):
               help="With --compute-cmvn, the standard deviation every stage divides by: the training set's "
                    "(of mean-removed frames; global) or each speaker's own (speaker; needs --cmvn-mean speaker).")
 @click.option("--cmvn-online-window", default=600, type=click.IntRange(min=1), show_default=True,
-              help="With --cmvn-mean online, the frames the running mean looks back over (recorded in cmvn.h5).")
+              help="With --cmvn-mean online, the output frames (30 ms by default: 600 are 18 s) the running mean "
+                   "looks back over (recorded in cmvn.h5).")
 @click.option("--cmvn-online-prior-frames", default=200, type=click.IntRange(min=0), show_default=True,
               help="With --cmvn-mean online, how many frames' worth of the training set's mean the running mean "
-                   "starts from (recorded in cmvn.h5; Kaldi's --global-frames).")
+                   "starts from, less one per frame seen (recorded in cmvn.h5; unlike Kaldi's --global-frames, "
+                   "which stays whole until the window is nearly full: asrkit.frontend.online_cmvn).")
 @audio_options
 @click.option("--batch-seconds", default=60.0, type=click.FloatRange(min=1),
               help="Audio per TensorFlow batch (padded), in seconds.")

@@ -1,12 +1,26 @@
 """Online CMN: normalising one utterance as it arrives, without the speaker's other utterances.
 
-The mean removed from frame t is that of the frames seen so far within a window
-of the last `window` frames (t included); while fewer than `prior_frames` have
-been seen, the training set's global statistics make up the difference,
-weighted as that many frames.  This is the running mean of Kaldi's online
-decoding front end (OnlineCmvn in online2, D. Povey; options --cmn-window 600
-and --global-frames 200), without its carry-over of a speaker's earlier
-utterances: each utterance starts from the training set's mean.
+With n = min(t + 1, window) frames in the window of frame t (the last `window` frames, t included), the
+mean removed from frame t is
+
+    (sum of the window's frames + max(prior_frames - n, 0) x the training set's mean) / max(n, prior_frames)
+
+(the mean of squares likewise): the training set's raw statistics top the count up to `prior_frames`, so
+their weight falls by one frame per frame seen and is gone from frame `prior_frames` on.  The frames are
+asrkit's output frames (stacked and subsampled, 30 ms by default), so the defaults, 600 and 200, are 18 s
+and 6 s.  Every utterance starts from the training set's mean.
+
+This is not Kaldi's OnlineCmvn (src/feat/online-feature.cc: --cmn-window 600, --speaker-frames 600,
+--global-frames 200, in 10-ms frames: 6 s, 6 s and 2 s).  Kaldi's window is the same (the last cmn-window
+frames), but while n < cmn-window it adds min(speaker-frames, cmn-window - n) frames' worth of the speaker's
+earlier utterances (at most what they hold) and then min(global-frames, cmn-window - n - those) of the
+global statistics: on a
+speaker's first utterance the prior keeps its full 200 frames until n = 400, then fades to nothing at
+n = 600, where asrkit's has faded by n = 200 (at the 200th frame, 200 frames' worth against 0 here).
+asrkit keeps its own rule and frame counts: the models trained with online CMN (--cmvn-mean online)
+and their packages record the window and prior frames they were trained with and are decoded with the
+rule they were trained with; Kaldi's rule would change those models' inputs, and which rule decodes
+better has not been measured.
 
 It is the streaming estimate of the per-speaker (or per-utterance) mean that a
 model trained with speaker or utterance CMVN expects, for decoding utterance by
@@ -22,8 +36,8 @@ from asrkit.errors import AsrkitError
 
 @dataclasses.dataclass(frozen=True)
 class OnlineCmvnOptions:
-    window: int = 600  # frames the running statistics look back over, the current one included
-    prior_frames: int = 200  # frames' worth of the training set's statistics while fewer were seen
+    window: int = 600  # output frames (30 ms by default) the running statistics look back over, the current one too
+    prior_frames: int = 200  # the count the training set's statistics top the window's up to (module docstring)
 
     def __post_init__(self):
         if self.window < 1 or self.prior_frames < 0:

@@ -14,7 +14,9 @@ alone takes longer than the whole transcription of a short file.
   global mean: the training set's mean, batch and streaming alike;
   utterance mean (the recipes' default): in batch the utterance's own mean (what the model was trained
   with, and what asrkit-decode does), in streaming online CMN (asrkit.frontend.online_cmvn: the
-  running mean, started from the training set's), as `asrkit-decode --cmvn-online`;
+  running mean, started from the training set's, by asrkit's rule, not Kaldi's: the prior tops the
+  window's count up to prior_frames and is gone once that many frames were seen; frames of 30 ms by
+  default), as `asrkit-decode --cmvn-online`;
   speaker mean: online CMN in both (there are no other utterances of the speaker);
   online mean (a model trained with online CMN): online CMN in both, as in training.
   `online=True` forces online CMN in batch too (a recipe that decoded with --cmvn-online).

@@ -6,7 +6,8 @@ from asrkit.frontend.online_cmvn import OnlineCmvnOptions, normalize_online, onl
 
 
 def _loop_reference(features, prior, window, prior_frames):
-    """Frame by frame: the window's sums, topped up with the prior to prior_frames frames."""
+    """Frame by frame: the window's sums, topped up with the prior to prior_frames frames (asrkit's rule, which the
+    module docstring sets beside Kaldi's)."""
     means, squares = [], []
     for t in range(len(features)):
         seen = features[max(0, t - window + 1): t + 1]

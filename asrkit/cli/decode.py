@@ -53,12 +53,18 @@ COMMAND = "asrkit-decode"
 @click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
               help="Fail when more than this share of utterances is not decoded.")
 @online_cmvn_options
+@click.option("--speaker-models", type=click.Path(exists=True, file_okay=False), metavar="ADAPT_DIR",
+              help="Decode each utterance with its speaker's model adapted from MODEL_DIR (asrkit-adapt's output "
+                   "dir); speakers it did not adapt use MODEL_DIR.")
+@click.option("--combine-speaker-models", type=click.Path(exists=True, file_okay=False), metavar="ADAPT_DIR",
+              help="The same for --combine-model: its speakers' adapted models (asrkit-adapt of that model).")
 @options_file
 @asrkit_command(COMMAND)
 def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, acoustic_scale, beam, max_active,
          min_active, lattice_beam, retry_beam, allow_partial, nj, write_lattices, skip_scoring, lmwt_sweep,
          sweep_method, min_lmwt, max_lmwt, lmwt_step, combine_model, combine_weight, model_acoustic_scale,
-         combine_acoustic_scale, combine_prior_scale, max_fail_ratio, cmvn_online):
+         combine_acoustic_scale, combine_prior_scale, max_fail_ratio, cmvn_online, speaker_models,
+         combine_speaker_models):
     """Decode DATA_DIR with the graph GRAPH_DIR (utils/mkgraph) for the model MODEL_DIR into DECODE_DIR.
 
     MODEL_DIR is an exported acoustic model (asrkit-train-ce's final/, with the tree.json the
@@ -67,7 +73,8 @@ def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, 
     with the speaker mean, by DATA_DIR's spk_cmvn.h5 or, with --cmvn-online, a running mean).
     With --loglikes, a table is decoded instead and MODEL_DIR needs only tree.json.  With
     --combine-model, a second model of the same tree is combined with MODEL_DIR frame by frame
-    (asrkit.decode.combined_loglikes), each at its own acoustic scale.
+    (asrkit.decode.combined_loglikes), each at its own acoustic scale.  With --speaker-models (and
+    --combine-speaker-models) each utterance is decoded with its speaker's adapted weights.
 
     Writes hyp.JOB.txt and hyp.txt, costs.JOB.txt and costs.txt, log/decode.JOB.log, lattices with
     --write-lattices and, when DATA_DIR has a text file, wer_LMWT, best_wer (best_lmwt after a
@@ -86,7 +93,8 @@ def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, 
         max_fail_ratio=max_fail_ratio,
     )
     source = _loglike_source(model_dir, data_dir, loglikes_scp, prior_scale, cmvn_online, combine_model,
-                             combine_weight, model_acoustic_scale, combine_acoustic_scale, combine_prior_scale)
+                             combine_weight, model_acoustic_scale, combine_acoustic_scale, combine_prior_scale,
+                             (speaker_models, combine_speaker_models))
     result = decode_data_dir(graph_dir, model_dir, data_dir, decode_dir, source, options)
     if result.wer_line:
         click.echo(result.wer_line)
@@ -105,8 +113,9 @@ def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, 
 
 
 def _loglike_source(model_dir, data_dir, loglikes_scp, prior_scale, cmvn_online, combine_model, combine_weight,
-                    model_acoustic_scale, combine_acoustic_scale, combine_prior_scale):
-    """The decoder's LoglikeSource: the table, the model, or the model combined with --combine-model."""
+                    model_acoustic_scale, combine_acoustic_scale, combine_prior_scale, speaker_models=(None, None)):
+    """The decoder's LoglikeSource: the table, the model, or the model combined with --combine-model; each model
+    with its speakers' adapted weights when `speaker_models` (--speaker-models, --combine-speaker-models) says."""
     # deferred: as main's, the library code away from --help.
     from asrkit.decode.combined_loglikes import CombinedLoglikes, check_same_tree, interpolation_weights
     from asrkit.decode.loglikes import ModelLoglikes, TableLoglikes
@@ -119,14 +128,22 @@ def _loglike_source(model_dir, data_dir, loglikes_scp, prior_scale, cmvn_online,
             raise click.UsageError("--cmvn-online applies to a model's features, not to --loglikes")
         if combine_model is not None:
             raise click.UsageError("--combine-model combines models, not a --loglikes table")
+        if any(speaker_models):
+            raise click.UsageError("--speaker-models adapts a model, not a --loglikes table")
         return TableLoglikes(loglikes_scp)
-    models = [ModelLoglikes(model_dir, data_dir, prior_scale=prior_scale, cmvn_online=cmvn_online)]
+    if speaker_models[1] is not None and combine_model is None:
+        raise click.UsageError("--combine-speaker-models adapts --combine-model: give it")
+    models = [ModelLoglikes(model_dir, data_dir, prior_scale=prior_scale, cmvn_online=cmvn_online,
+                            speaker_models=speaker_models[0])]
     if combine_model is not None:
         check_same_tree(model_dir, combine_model)
-        models.append(ModelLoglikes(combine_model, data_dir, prior_scale=combine_prior_scale, cmvn_online=cmvn_online))
+        models.append(ModelLoglikes(combine_model, data_dir, prior_scale=combine_prior_scale, cmvn_online=cmvn_online,
+                                    speaker_models=speaker_models[1]))
     for model, what in zip(models, ("CMVN", "CMVN of --combine-model")):
         model.check_front_end()
         logging.getLogger(COMMAND).info("%s: %s", what, model.check_cmvn())
+        if model.speakers() is not None:
+            logging.getLogger(COMMAND).info("%s", model.speakers()[0].describe())
     if combine_model is None:
         return models[0]
     weights = interpolation_weights(combine_weight, [model_acoustic_scale, combine_acoustic_scale])

@@ -71,7 +71,7 @@ def lattice_lm_weight(decode_dir):
     return 1.0 / scales.pop()
 
 
-def _lm_weight(lm_weight, decode_dir):
+def checked_lm_weight(lm_weight, decode_dir):
     """The given LM weight, checked (NaN or infinity would make every cost NaN), or the lattices' own."""
     if lm_weight is None:
         return lattice_lm_weight(decode_dir)
@@ -80,7 +80,7 @@ def _lm_weight(lm_weight, decode_dir):
     return lm_weight
 
 
-def _lattices(decode_dir):
+def read_lattices(decode_dir):
     """(utterance id, lattice array) of each lattice, checked (asrkit.decode.lattice.checked_lattice)."""
     scp = os.path.join(decode_dir, "lat.scp")
     with TableReader(scp) as table:
@@ -103,7 +103,7 @@ def _word_text(ids, words, utterance_id):
 def _begin(decode_dir, words_txt, out_dir, lm_weight):
     """(words, an empty result at the LM weight: the given one or the lattices' own), out_dir made."""
     words = SymbolTable.read(words_txt)
-    result = LatticeDirResult(0, 0, _lm_weight(lm_weight, decode_dir))
+    result = LatticeDirResult(0, 0, checked_lm_weight(lm_weight, decode_dir))
     os.makedirs(out_dir, exist_ok=True)
     return words, result
 
@@ -113,7 +113,7 @@ def write_nbest(decode_dir, words_txt, out_dir, n=10, lm_weight=None):
     words, result = _begin(decode_dir, words_txt, out_dir, lm_weight)
     lm_weight = result.lm_weight
     text, costs = [], []
-    for utterance_id, lattice in _lattices(decode_dir):
+    for utterance_id, lattice in read_lattices(decode_dir):
         result.utterances += 1
         hypotheses = nbest(lattice, n, lm_weight)
         result.empty += not hypotheses
@@ -133,7 +133,7 @@ def write_confidences(decode_dir, words_txt, out_dir, lm_weight=None):
     words, result = _begin(decode_dir, words_txt, out_dir, lm_weight)
     lm_weight = result.lm_weight
     hyps, confidences = [], []
-    for utterance_id, lattice in _lattices(decode_dir):
+    for utterance_id, lattice in read_lattices(decode_dir):
         result.utterances += 1
         best = word_confidences(lattice, lm_weight)
         if best is None:
@@ -167,7 +167,7 @@ def write_rescored(decode_dir, words_txt, old_arpa, new_arpa, out_dir, lm_weight
     arcs_in = arcs_out = 0
     with ShardWriter(shard, config={"acoustic_scale": acoustic_scale, "rescored_from": os.path.abspath(old_arpa),
                                     "rescored_with": os.path.abspath(new_arpa)}) as writer:
-        for utterance_id, lattice in _lattices(decode_dir):
+        for utterance_id, lattice in read_lattices(decode_dir):
             result.utterances += 1
             if prune_beam is not None and len(lattice):
                 lattice = prune(lattice, lm_weight, prune_beam)
@@ -232,7 +232,7 @@ def write_selection(decode_dir, graph_dir, data_dir, out_dir, tree_path=None, lm
     their hypotheses as text and OUT_DIR/utt2confidence; see asrkit.decode.unsupervised_selection.  The tree
     that numbers the lattices' pdfs is tree_path, by default the one of the model the graph was made for."""
     check_output_dir(out_dir, SELECTION_SIGNATURE, (decode_dir, graph_dir, data_dir), "selection")  # before the work
-    lm_weight = _lm_weight(lm_weight, decode_dir)
+    lm_weight = checked_lm_weight(lm_weight, decode_dir)
     words = SymbolTable.read(os.path.join(graph_dir, "words.txt"))
     model_dir = None
     if tree_path is None:
@@ -255,7 +255,7 @@ def write_selection(decode_dir, graph_dir, data_dir, out_dir, tree_path=None, lm
     data = DataDir.load(data_dir)
     known = set(data.utterance_ids)
     candidates, result = [], SelectionResult(0, 0, 0, 0, 0, 0, 0.0, 0.0, lm_weight)
-    for utterance_id, lattice in _lattices(decode_dir):
+    for utterance_id, lattice in read_lattices(decode_dir):
         if utterance_id not in known:
             raise AsrkitError(f"{utterance_id}: a lattice of {decode_dir} that is not an utterance of {data_dir} "
                               "(decode that data dir)")

@@ -105,14 +105,20 @@ class ModelLoglikes:
     appended, extracted from each utterance's own features (before CMVN) as asrkit-extract-ivectors
     and the example servers do, each utterance afresh: an utterance decoded alone sees exactly what
     it sees in a batch.
+
+    With `speaker_models` (an asrkit-adapt dir of this model) each utterance is run with its speaker's
+    adapted weights (read into the same network when the speaker changes; the data dir's utterances are
+    sorted by speaker), and a speaker that was not adapted with the model's own.
     """
 
-    def __init__(self, model_dir, data_dir, num_threads=1, prior_scale=1.0, cmvn_online=None):
+    def __init__(self, model_dir, data_dir, num_threads=1, prior_scale=1.0, cmvn_online=None, speaker_models=None):
         self.model_dir = str(model_dir)
         self.data_dir = str(data_dir)
         self.num_threads = num_threads
         self.prior_scale = float(prior_scale)
         self.cmvn_online = cmvn_online
+        self.speaker_models = None if speaker_models is None else str(speaker_models)
+        self._speakers = None
         self._model = None
         self._features = None
         self._extractor = None
@@ -122,7 +128,8 @@ class ModelLoglikes:
 
     def __getstate__(self):
         return {"model_dir": self.model_dir, "data_dir": self.data_dir, "num_threads": self.num_threads,
-                "prior_scale": self.prior_scale, "cmvn_online": self.cmvn_online, "_model": None, "_features": None,
+                "prior_scale": self.prior_scale, "cmvn_online": self.cmvn_online,
+                "speaker_models": self.speaker_models, "_speakers": None, "_model": None, "_features": None,
                 "_extractor": None, "_data": None, "_normalize": None, "_ivectors": None}
 
     @property
@@ -216,7 +223,28 @@ class ModelLoglikes:
             features = self.ivectors.append(utterance_id, raw, features)
         return features
 
+    def speakers(self):
+        """(SpeakerModels, utt2spk) of --speaker-models, checked; None without."""
+        if self.speaker_models is None:
+            return None
+        if self._speakers is None:
+            from asrkit.adapt.speaker_models import SpeakerModels
+
+            utt2spk = DataDir.load(self.data_dir).utt2spk
+            if not utt2spk:
+                raise AsrkitError(f"{self.data_dir} has no utt2spk: speaker models need each utterance's speaker")
+            self._speakers = (SpeakerModels(self.speaker_models, self.model_dir), utt2spk)
+        return self._speakers
+
+    def _use_speaker_model(self, utterance_id):
+        models, utt2spk = self.speakers()
+        wanted = models.model_of.get(utt2spk.get(utterance_id), self.model_dir)
+        if self.model.weights_dir != wanted:
+            self.model.reload_weights(wanted)
+
     def loglikes(self, utterance_id):
+        if self.speaker_models is not None:
+            self._use_speaker_model(utterance_id)
         loglikes = self.model.log_likelihoods_normalized(self.network_input(utterance_id), self.prior_scale)
         return check_finite(loglikes, utterance_id, f"the output of {self.model_dir}", "log-likelihoods",
                             allow_minus_inf=True)
@@ -232,7 +260,8 @@ class ModelLoglikes:
             ivectors = "" if self.ivectors is None else f", {self.ivectors.describe()}"
         except AsrkitError:
             ivectors = ", i-vector extractor missing"
-        return f"model {self.model_dir} on {self.data_dir} ({source}{priors}, {cmvn}{ivectors})"
+        speakers = "" if self.speaker_models is None else f", speaker models {self.speaker_models}"
+        return f"model {self.model_dir} on {self.data_dir} ({source}{priors}, {cmvn}{ivectors}{speakers})"
 
     def close(self):
         if self._features is not None:

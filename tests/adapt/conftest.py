@@ -1,0 +1,31 @@
+"""A toy task with a trained model and a first pass with lattices: what speaker adaptation starts from."""
+
+import pytest
+
+from asrkit.decode.synthetic import build_toy_task, write_toy_corpus
+
+
+@pytest.fixture(scope="module")
+def first_pass(tmp_path_factory):
+    """The toy task's graph, a small LSTM trained on four speakers, and a first pass with lattices over four new
+    speakers' utterances (each speaker's own offset on every frame: their "voice").  Returns paths."""
+    from asrkit.decode.decode_dir import DecodeOptions, decode_data_dir
+    from asrkit.decode.decoder import DecoderOptions
+    from asrkit.decode.loglikes import ModelLoglikes
+    from asrkit.train.trainer import TrainOptions, train_ce
+
+    root = tmp_path_factory.mktemp("adapt")
+    task = build_toy_task(str(root / "task"))
+    train_dir, ali_dir = write_toy_corpus(str(root / "train"), task, num_utts=40, speaker_shift=1.0)
+    test_dir, _ = write_toy_corpus(str(root / "test"), task, num_utts=16, seed=1, speaker_shift=1.0,
+                                   first_speaker=4)
+    params = {"num_streams": 4, "unroll": 10, "max_steps": 150, "num_epochs": 0, "valid_utts": 0, "log_every": 50,
+              "checkpoint_every": 0, "optimizer": "adam", "learning_rate": 0.01}
+    result = train_ce(train_dir, ali_dir, str(root / "model"), TrainOptions(
+        model_overrides={"num_layers": 2, "num_cells": 16}, params=params))
+    decode_dir = str(root / "decode")
+    options = DecodeOptions(decoder=DecoderOptions(acoustic_scale=0.5), write_lattices=True, lmwt_sweep=False)
+    decode_data_dir(task["graph"], result.model_dir, test_dir, decode_dir, ModelLoglikes(result.model_dir, test_dir),
+                    options)
+    return {"model": result.model_dir, "data": test_dir, "decode": decode_dir, "graph": task["graph"],
+            "root": str(root)}

@@ -19,7 +19,8 @@ LAYERS = [
     ("serving",),
     # recognizer: a model package, its NumPy front end and networks, and decoding with it (no TensorFlow).
     ("recognizer",),
-    ("sequence",),
+    # adapt: speaker adaptation of a trained network from a first pass's lattices (TensorFlow).
+    ("sequence", "adapt"),
     # chain: LF-MMI's phone LM, denominator and numerator graphs and forward-backward, under train.lfmmi.
     ("decode", "tree", "chain"),
     ("nn", "align"),

@@ -22,7 +22,6 @@ dir is built under a temporary name and renamed into place, so a killed run leav
 """
 
 import dataclasses
-import hashlib
 import json
 import logging
 import os
@@ -41,14 +40,13 @@ from asrkit.io.atomic import temporary_name
 from asrkit.io.output_dir import check_output_dir, replace_output_dir
 from asrkit.io.json_file import read_json
 from asrkit.logs import Progress
-from asrkit.nn.model_dir import WEIGHTS_PREFIX
+from asrkit.nn.model_dir import WEIGHTS_PREFIX, weights_digest
 from asrkit.tf_runtime import import_tensorflow
 
 logger = logging.getLogger("asrkit.adapt")
 
 METHODS = ("lhuc", "input", "lhuc+input")
 SIGNATURE = ("adapt.json", "spk2model")
-WEIGHTS = "weights"
 
 
 @dataclasses.dataclass
@@ -81,16 +79,6 @@ class AdaptResult:
     utterances_without_lattice: int
     loss_before: float  # per frame, over the adapted speakers
     loss_after: float
-
-
-def weights_digest(model_dir):
-    """SHA-256 of a model dir's weight files: the identity of the network a speaker's weights were folded from."""
-    digest = hashlib.sha256()
-    weights = os.path.join(model_dir, WEIGHTS)
-    for name in sorted(os.listdir(weights)):
-        with open(os.path.join(weights, name), "rb") as handle:
-            digest.update(name.encode("utf-8") + b"\0" + handle.read())
-    return digest.hexdigest()
 
 
 def posterior_lm_weight(decode_dir, lm_weight):
@@ -138,7 +126,7 @@ def _write_speaker(work_dir, name, model_dir, model, transform):
     """The speaker's model dir: the base model's files, its own weights and transform.npz."""
     tf = import_tensorflow()
     target = os.path.join(work_dir, name)
-    shutil.copytree(model_dir, target, ignore=shutil.ignore_patterns(WEIGHTS))
+    shutil.copytree(model_dir, target, ignore=shutil.ignore_patterns(os.path.dirname(WEIGHTS_PREFIX)))
     tf.train.Checkpoint(net=model.net).write(os.path.join(target, WEIGHTS_PREFIX))
     np.savez(os.path.join(target, "transform.npz"), **transform.state())
 

@@ -16,6 +16,7 @@ import numpy as np
 from asrkit.data.audio import UtteranceAudio
 from asrkit.data.data_dir import DataDir
 from asrkit.data.kaldi_features import refuse_kaldi_features
+from asrkit.decode.speaker_models import SpeakerModels
 from asrkit.errors import AsrkitError
 from asrkit.frontend.apply_cmvn import UtteranceCmvn
 from asrkit.frontend.cmvn import CmvnStats
@@ -228,8 +229,6 @@ class ModelLoglikes:
         if self.speaker_models is None:
             return None
         if self._speakers is None:
-            from asrkit.adapt.speaker_models import SpeakerModels
-
             utt2spk = DataDir.load(self.data_dir).utt2spk
             if not utt2spk:
                 raise AsrkitError(f"{self.data_dir} has no utt2spk: speaker models need each utterance's speaker")

@@ -46,6 +46,7 @@ that the inference path is the same Python as the training path.
   (dict), `cmvn` (CmvnStats), `config` (model.json as a dict).
 """
 
+import hashlib
 import json
 import os
 import shutil
@@ -251,6 +252,17 @@ def read_model_json(model_dir):
         found = config if not isinstance(config, dict) else f"{config.get('format')!r} version {config.get('version')!r}"
         raise AsrkitError(f"{model_dir}/model.json: format {found}, expected {FORMAT_NAME!r} version {FORMAT_VERSION}")
     return config
+
+
+def weights_digest(model_dir):
+    """SHA-256 of a model dir's weight files: which network it holds (a speaker's adapted weights name the one
+    they were folded from, asrkit.adapt)."""
+    digest = hashlib.sha256()
+    weights = os.path.join(os.fspath(model_dir), os.path.dirname(WEIGHTS_PREFIX))
+    for name in sorted(os.listdir(weights)):
+        with open(os.path.join(weights, name), "rb") as handle:
+            digest.update(name.encode("utf-8") + b"\0" + handle.read())
+    return digest.hexdigest()
 
 
 def read_weights_into(net, model_dir):

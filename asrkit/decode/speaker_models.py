@@ -4,14 +4,13 @@ import json
 import os
 
 from asrkit.errors import AsrkitError
+from asrkit.nn.model_dir import weights_digest
 
 
 class SpeakerModels:
     """speaker -> adapted model dir of an asrkit-adapt dir, checked to be folded from `model_dir`'s weights."""
 
     def __init__(self, adapt_dir, model_dir):
-        from asrkit.adapt.adapt_dir import weights_digest
-
         self.adapt_dir = os.fspath(adapt_dir)
         record_path = os.path.join(self.adapt_dir, "adapt.json")
         try:

@@ -52,12 +52,7 @@ class AcousticModel:
                                            lead_scale=combination["model_scale"])
             self.partial_network = self.network.lead()
             self.log_priors = np.zeros(package.num_pdfs, np.float32)
-        self.ivectors = None
-        if package.ivector_dir is not None:
-            # deferred: only a package with an i-vector extractor pays for the extractor's import
-            from asrkit.ivector.append import OnlineIvectorAppender
-
-            self.ivectors = OnlineIvectorAppender.from_dir(package.ivector_dir)
+        self.ivectors = package.ivectors
 
     def stream_network(self, final_pass):
         """The network a stream evaluates: with the "online" final pass (asrkit.recognizer.stream) the one that

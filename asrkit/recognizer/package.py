@@ -59,8 +59,8 @@ from asrkit.errors import AsrkitError
 from asrkit.io.atomic import temporary_name
 from asrkit.io.output_dir import check_output_dir, replace_output_dir
 from asrkit.recognizer.package_checks import (PackageError, check_cmvn, check_combination, check_decode_params,
-                                              check_feature_config, check_files, check_graph, check_network,
-                                              check_priors, read_json, read_npz, read_words)
+                                              check_feature_config, check_files, check_graph, check_ivector_dir,
+                                              check_network, check_priors, read_json, read_npz, read_words)
 
 FORMAT_NAME = "asrkit-recognizer-package"
 FORMAT_VERSION = 1
@@ -316,7 +316,7 @@ class Package:
     """A loaded package; see the module docstring.  Attributes: directory, config (network.json),
     feature_config (FeatureConfig), graph (DecodingGraph), words (list: id -> word), params (decode.json),
     num_pdfs, frame_shift_s, sample_rate, weights, cmvn_stats, log_priors, unseen, align_dir and ivector_dir
-    (None without align/, ivector/)."""
+    (None without align/, ivector/), ivectors (the online i-vectors' appender; None without ivector/)."""
 
     def __init__(self, package_dir):
         self.directory = os.fspath(package_dir)
@@ -332,6 +332,9 @@ class Package:
         align_dir, ivector_dir = self._path("align"), self._path("ivector")
         self.align_dir = align_dir if os.path.isdir(align_dir) else None
         self.ivector_dir = ivector_dir if os.path.isdir(ivector_dir) else None
+        # The online i-vectors' appender (asrkit.ivector.append), or None.
+        self.ivectors = None if self.ivector_dir is None else \
+            check_ivector_dir(self.ivector_dir, self.feature_config.feature_dim)
         self.weights = self._npz("weights.npz")
         feature_dim, self.num_pdfs = self._check_network(self.config, self.weights, "")
         self.cmvn_stats = check_cmvn(self._npz("cmvn.npz"), self.feature_config.feature_dim, self._path("cmvn.npz"))
@@ -356,13 +359,15 @@ class Package:
 
     def _check_network(self, config, weights, subdir):
         """check_network of network.json and weights.npz in subdir; the features they read must be the front
-        end's (and the i-vectors', with ivector/); -> (feature_dim, num_pdfs)."""
+        end's and the i-vectors' (with ivector/); -> (feature_dim, num_pdfs)."""
         where = self._path(subdir, "network.json")
         feature_dim, num_pdfs = check_network(config, weights, where, self._path(subdir, "weights.npz"))
         features = self.feature_config.feature_dim
-        if feature_dim < features or (feature_dim != features and self.ivector_dir is None):
+        ivector_dim = 0 if self.ivectors is None else self.ivectors.ivector_dim
+        if feature_dim != features + ivector_dim:
             raise PackageError(f"{where}: the network reads {feature_dim}-dim features but the front end "
-                               f"(featurize.json) makes {features}" + (" (and i-vectors)" if self.ivector_dir else ""))
+                               f"(featurize.json) makes {features}" + (f" and the i-vectors {ivector_dim}"
+                                                                       if ivector_dim else ""))
         return feature_dim, num_pdfs
 
     def _json(self, name):

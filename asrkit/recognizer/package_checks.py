@@ -327,7 +327,32 @@ def check_graph(arrays, num_pdfs, words, where):
                     raise PackageError(f"{where}: array {kind}_olabel holds word id {unnamed[0]}, which words.txt "
                                        "does not name")
             fields[f"{kind}_{label}"] = values.astype(np.int32)
+    _check_epsilon_cycles(fields["eps_begin"], fields["eps_target"], fields["eps_weight"], where)
     return fields
+
+
+def _check_epsilon_cycles(begin, target, weight, where):
+    """Refuse a cycle of epsilon arcs through a negative weight.  The decoder follows epsilon arcs while a
+    cost improves, so a cycle of negative total weight never ends (a hang).  An HCLG has no epsilon cycles at
+    all, so every negative arc on one (a strongly connected set of states) is refused: only such a cycle can be
+    negative."""
+    # deferred: scipy's sparse graphs (27 ms) are imported by the package loader alone
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    num_states = len(begin) - 1
+    source = np.repeat(np.arange(num_states), np.diff(begin))
+    negative = weight < 0
+    if not negative.any():
+        return
+    arcs = csr_matrix((np.ones(len(source)), (source, target)), shape=(num_states, num_states))
+    _, component = connected_components(arcs, directed=True, connection="strong")
+    on_cycle = negative & (component[source] == component[target])  # a self-loop is a component of its own
+    if on_cycle.any():
+        arc = int(np.argmax(on_cycle))
+        raise PackageError(f"{where}: epsilon arc {arc} (state {source[arc]} to {target[arc]}, weight "
+                           f"{weight[arc]:g}) lies on a cycle of epsilon arcs: with a negative weight the "
+                           "decoder would follow it forever")
 
 
 def check_priors(priors, num_pdfs, where):
@@ -469,3 +494,61 @@ def _dnn_layers(checked, feature_dim):
         checked.take(f"hidden{index}/kernel", (output_dim, units))
         output_dim, index = units, index + 1
     return output_dim
+
+
+IVECTOR_ONLINE = {"ivector_period": 10, "max_count": 0.0, "max_remembered_frames": 1000, "posterior_scale": None}
+MAX_IVECTOR_PERIOD = 10_000
+
+
+def check_ivector_dir(ivector_dir, feature_dim):
+    """ivector/ (asrkit.ivector.append.OnlineIvectorAppender.from_dir): ivector.json's online options in range,
+    its extractor a copy in ivector/ whose arrays are finite, of consistent shapes, over at most `feature_dim`
+    feature dimensions.  Returns the OnlineIvectorAppender."""
+    where = os.path.join(ivector_dir, "ivector.json")
+    config = read_json(where)
+    if sorted(config) != ["extractor", "online"] or not isinstance(config["extractor"], str) or \
+            not isinstance(config["online"], dict) or not set(config["online"]) <= set(IVECTOR_ONLINE):
+        raise PackageError(f"{where}: expected {{'extractor': a file name, 'online': {{options of "
+                           f"{', '.join(IVECTOR_ONLINE)}}}}}, not {str(config)[:120]}")
+    online = IVECTOR_ONLINE | config["online"]
+    integer(online["ivector_period"], "online ivector_period", where, 1, MAX_IVECTOR_PERIOD)
+    real(online["max_count"], "online max_count", where, low=0.0)
+    integer(online["max_remembered_frames"], "online max_remembered_frames", where)
+    if online["posterior_scale"] is not None:
+        real(online["posterior_scale"], "online posterior_scale", where, low=0.0, low_open=True)
+    extractor = os.path.join(ivector_dir, os.path.basename(config["extractor"]))
+    if not os.path.isfile(extractor):
+        raise PackageError(f"{where}: its extractor {os.path.basename(config['extractor'])} is not in {ivector_dir}")
+    _check_extractor(read_npz(extractor), feature_dim, extractor)
+    # deferred: only a package with an i-vector extractor pays for the extractor's import
+    from asrkit.ivector.append import OnlineIvectorAppender
+
+    try:
+        return OnlineIvectorAppender.from_dir(ivector_dir)
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as error:
+        raise PackageError(f"{extractor}: not an i-vector extractor asrkit reads ({type(error).__name__}: "
+                           f"{str(error)[:120]})") from None
+
+
+def _check_extractor(arrays, feature_dim, where):
+    """An extractor's UBM (weights [C], means and variances [C, D]) and T ([C, D, R]): finite, variances
+    positive, weights not negative, D at most feature_dim and its header's config in range."""
+    weights = array(arrays, "weights", "f", (None,), where)
+    means = array(arrays, "means", "f", (len(weights), None), where)
+    array(arrays, "projections", "f", means.shape + (None,), where)
+    if (array(arrays, "variances", "f", means.shape, where) <= 0).any() or (weights < 0).any():
+        raise PackageError(f"{where}: the UBM's variances must be positive and its weights not negative")
+    if not 1 <= means.shape[1] <= feature_dim or len(weights) == 0 or arrays["projections"].shape[2] == 0:
+        raise PackageError(f"{where}: a UBM of {len(weights)} Gaussians over {means.shape[1]} dimensions and "
+                           f"{arrays['projections'].shape[2]}-dim i-vectors, for {feature_dim}-dim features")
+    try:
+        header = json.loads(str(array(arrays, "header", "U", (), where)))
+        posterior = header["config"]["posterior"]
+        use_dims = header["config"].get("use_dims")
+    except (ValueError, RecursionError, KeyError, TypeError, AttributeError) as error:
+        raise PackageError(f"{where}: its header is not an extractor's ({type(error).__name__}: {error})") from None
+    if not isinstance(posterior, dict) or means.shape[1] != (feature_dim if use_dims is None else use_dims):
+        raise PackageError(f"{where}: its header's config does not fit its arrays: {str(header['config'])[:120]}")
+    integer(posterior.get("num_gselect", 5), "the header's num_gselect", where, 1)
+    real(posterior.get("min_post", 0.025), "the header's min_post", where, 0.0, 1.0)
+    real(posterior.get("posterior_scale", 1.0), "the header's posterior_scale", where, low=0.0, low_open=True)

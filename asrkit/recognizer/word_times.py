@@ -12,7 +12,6 @@ an utterance the aligner finds no path for, gets times from the lattice's best p
 word starts, which is only as good as where the graph placed the labels.
 """
 
-import json
 import os
 
 import numpy as np
@@ -23,18 +22,26 @@ from asrkit.align.state_graph import make_state_graph
 from asrkit.align.viterbi import FAILED, ViterbiOptions, align
 from asrkit.decode.word_lattice import state_frames
 from asrkit.hmm.tree import ContextDependency
+from asrkit.recognizer.package_checks import PackageError, read_json, real
 
 
 class WordAligner:
     """Forced alignment of recognised words with a package's align/ (lang files, tree, graph options)."""
 
     def __init__(self, align_dir):
-        self.lang = read_align_lang(align_dir)
-        self.tree = ContextDependency.read(os.path.join(align_dir, "tree.json"))
-        with open(os.path.join(align_dir, "align.json"), encoding="utf-8") as handle:
-            options = json.load(handle)
-        self.self_loop_scale = float(options.get("self_loop_scale", 0.1))
-        self.transition_scale = float(options.get("transition_scale", 1.0))
+        try:
+            self.lang = read_align_lang(align_dir)
+            self.tree = ContextDependency.read(os.path.join(align_dir, "tree.json"))
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as error:
+            # asrkit-align's readers trust a lang dir prepare_lang wrote; a package's copy may be damaged.
+            raise PackageError(f"{align_dir}: the lang files and tree word times are aligned with cannot be read "
+                               f"({type(error).__name__}: {str(error)[:120]}); export the package again") from None
+        if not 0.0 <= self.lang.sil_prob < 1.0:
+            raise PackageError(f"{align_dir}/lang_options.json: sil_prob must be in [0, 1), not {self.lang.sil_prob}")
+        where = os.path.join(align_dir, "align.json")
+        options = read_json(where)
+        self.self_loop_scale = real(options.get("self_loop_scale", 0.1), "self_loop_scale", where, low=0.0)
+        self.transition_scale = real(options.get("transition_scale", 1.0), "transition_scale", where, low=0.0)
 
     def word_frames(self, words, loglikes, acoustic_scale):
         """[(first frame, end frame exclusive)] per word of `words` (strings), or None when they cannot be

@@ -36,7 +36,8 @@ def rewrite_npz(package, name, change):
     with np.load(path) as arrays:
         values = {key: arrays[key] for key in arrays.files}
     values = change(values) or values
-    np.savez(path, **values)
+    with open(path, "wb") as out:  # a name not ending in .npz: savez would add it
+        np.savez(out, **values)
 
 
 def rewrite_json(package, name, change):
@@ -310,3 +311,94 @@ def test_overrides_and_export_are_range_checked_too(package_dir, model_dirs, toy
         with pytest.raises(AsrkitError, match=message):
             write_package(model_dirs["lstm"], toy_task["graph"], str(tmp_path / "p"), params)
         assert not os.path.exists(tmp_path / "p")
+
+
+def test_a_negative_cycle_of_epsilon_arcs_is_refused(package_dir, copy_package):
+    """The decoder follows epsilon arcs while a cost improves: round a negative cycle it never stopped."""
+    with np.load(os.path.join(package_dir, "graph.npz")) as graph:
+        begin, targets = graph["eps_begin"], graph["eps_target"]
+    state = int(np.argmax(np.diff(begin) > 0))  # a state with an epsilon arc
+    arc = int(begin[state])
+    negative = copy_package()
+    rewrite_npz(negative, "graph.npz", at("eps_weight", arc, -5.0))
+    assert load_package(negative).graph.eps_weight[arc] == -5.0  # not on a cycle: an HCLG may have it
+    rewrite_npz(negative, "graph.npz", at("eps_target", arc, state))
+    with pytest.raises(PackageError, match=f"graph.npz: epsilon arc {arc} \\(state {state} to {state}, weight -5\\) "
+                                           "lies on a cycle"):
+        load_package(negative)
+    # Two states: the arc's target leads back by an epsilon arc of its own.
+    two = copy_package()
+    other = int(targets[arc])
+
+    def cycle(values):
+        eps_begin = values["eps_begin"]
+        insert = int(eps_begin[other + 1])
+        for key, value in (("eps_target", state), ("eps_olabel", 0), ("eps_weight", 1.0)):
+            values[key] = np.insert(values[key], insert, value)
+        values["eps_begin"] = eps_begin + (np.arange(len(eps_begin)) > other)
+        values["eps_weight"][arc + (insert <= arc)] = -3.0
+    rewrite_npz(two, "graph.npz", cycle)
+    with pytest.raises(PackageError, match="lies on a cycle of epsilon arcs"):
+        load_package(two)
+
+
+@pytest.fixture(scope="module")
+def ivector_package(ivector_model_dir, toy_task, tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("ivector_package") / "pkg")
+    write_package(ivector_model_dir, toy_task["graph"], path)
+    return path
+
+
+def change_extractor(change):
+    def rewrite(package):
+        rewrite_npz(package, os.path.join("ivector", "final.ie"), change)
+    return rewrite
+
+
+def change_ivector_json(change):
+    def rewrite(package):
+        rewrite_json(package, os.path.join("ivector", "ivector.json"), change)
+    return rewrite
+
+
+@pytest.mark.parametrize("rewrite, message", [
+    (change_ivector_json(lambda c: c["online"].update(ivector_period=0)), "ivector_period must be"),
+    (change_ivector_json(lambda c: c["online"].update(ivector_period=10**12)), "ivector_period must be"),
+    (change_ivector_json(lambda c: c["online"].update(posterior_scale=float("nan"))), "posterior_scale must be"),
+    (change_ivector_json(lambda c: c["online"].update(period=3)), "expected {'extractor'"),
+    (change_ivector_json(setting("online", 3)), "expected {'extractor'"),
+    (change_ivector_json(setting("extractor", "other.ie")), "its extractor other.ie is not in"),
+    (change_extractor(at("variances", (0, 0), -1.0)), "variances must be positive"),
+    (change_extractor(at("projections", (0, 0, 0), float("nan"))), "projections holds 1 NaN"),
+    (change_extractor(lambda e: e.update(means=e["means"][:-1])),
+     "means is .* shape \\(3, 16\\), expected floats of shape 4xn"),
+    (change_extractor(lambda e: e.update(means=np.zeros((4, 40)), variances=np.ones((4, 40)),
+                                         projections=np.zeros((4, 40, 5)))), "over 40 dimensions"),
+    (change_extractor(setting("header", np.array("{"))), "header is not an extractor's"),
+    (change_extractor(lambda e: e.update(projections=e["projections"][:, :, :-1])),
+     "network reads 37-dim features but the front end .* makes 32 and the i-vectors 4"),
+])
+def test_a_damaged_ivector_dir_is_refused(ivector_package, tmp_path, rewrite, message):
+    broken = str(tmp_path / "pkg")
+    shutil.copytree(ivector_package, broken)
+    rewrite(broken)
+    with pytest.raises(PackageError, match=message):
+        load_package(broken)
+
+
+@pytest.mark.parametrize("name, change, message", [
+    ("align.json", setting("self_loop_scale", "x"), "align.json: self_loop_scale must be a finite number"),
+    ("align.json", setting("transition_scale", -1), "align.json: transition_scale must be"),
+    ("tree.json", setting("phones", None), "align: the lang files and tree .* cannot be read \\(TypeError"),
+    ("lang_options.json", setting("sil_prob", 1e12), "lang_options.json: sil_prob must be in \\[0, 1\\)"),
+    ("lang_options.json", setting("sil_prob", "x"), "cannot be read \\(ValueError"),
+])
+def test_a_damaged_align_dir_is_refused_when_word_times_need_it(copy_package, name, change, message):
+    from tests.conftest import speech_like
+
+    broken = copy_package()
+    rewrite_json(broken, os.path.join("align", name), change)
+    recognizer = Recognizer(broken)  # the aligner is read at the first result with word times
+    assert recognizer.transcribe(speech_like(1.0, 8000, seed=0), details=False).words == []
+    with pytest.raises(PackageError, match=message):
+        recognizer.transcribe(speech_like(1.0, 8000, seed=0))

@@ -67,8 +67,29 @@ class _Adam:
             parameters[name] -= o.learning_rate * corrected / scale
 
 
+class NetworkModel:
+    """What SpeakerEstimator needs of a model, for a bare network (a recognizer package's, rebuilt in TensorFlow):
+    its net, dimensions, label delay and posteriors (asrkit.nn.model_dir.AcousticModel has the same)."""
+
+    def __init__(self, net):
+        tf = import_tensorflow()
+        self.net = net
+        self.feature_dim, self.num_pdfs, self.label_delay = int(net.input_dim), int(net.num_pdfs), int(net.label_delay)
+
+        @tf.function(input_signature=[tf.TensorSpec([None, self.feature_dim], tf.float32)])
+        def log_posteriors(extended):
+            return tf.nn.log_softmax(net.sequence_time_major(extended[:, None, :])[:, 0, :])
+
+        self._log_posteriors = log_posteriors
+
+    def log_posteriors_normalized(self, inputs):
+        extended = delay_features(np.asarray(inputs, np.float32), self.label_delay)
+        return self._log_posteriors(extended).numpy()[self.label_delay:]
+
+
 class SpeakerEstimator:
-    """Runs the loss and its gradients in the folded kernels for one AcousticModel (traced once)."""
+    """Runs the loss and its gradients in the folded kernels for one AcousticModel or NetworkModel (traced
+    once)."""
 
     def __init__(self, model, kernels):
         tf = import_tensorflow()

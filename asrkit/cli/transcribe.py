@@ -46,11 +46,23 @@ logger = logging.getLogger(COMMAND)
                    "most), in --format, with times from the input's start; partial hypotheses as they change, "
                    "on stderr ('partial: [key ]words'), or with --format json as JSON lines with is_final false "
                    "on stdout.  Stdin must be at the package's sample rate.")
+@click.option("--adapt", is_flag=True,
+              help="Adapt the package to each speaker across their inputs: all of them are transcribed, the networks "
+                   "fitted to each speaker's first pass (LHUC: asrkit.recognizer.adaptation), then transcribed "
+                   "again; what is written is the second pass.  Speakers from --utt2spk, else all inputs are one "
+                   "speaker (a session).  Not with --streaming.")
+@click.option("--utt2spk", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="With --adapt: 'key speaker' lines (Kaldi's utt2spk), the keys as the outputs name the inputs.")
+@click.option("--adapt-method", type=click.Choice(["lhuc", "input", "lhuc+input"]), default="lhuc",
+              show_default=True, help="With --adapt: LHUC amplitudes, a linear input transform, or both.")
+@click.option("--adapt-min-frames", default=300, show_default=True, type=click.IntRange(min=1),
+              help="With --adapt: a speaker whose first pass gives fewer frames of targets is not adapted.")
 @endpoint_options("With --streaming: ")
 @stream_options("With --streaming: ")
 @asrkit_command(COMMAND)
 def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prior_scale, beam, max_active,
-         max_fail_ratio, streaming, max_utterance_seconds, endpoint_silence, windows, early_endpoints):
+         max_fail_ratio, streaming, adapt, utt2spk, adapt_method, adapt_min_frames, max_utterance_seconds, endpoint_silence, windows,
+         early_endpoints):
     """Transcribe AUDIO files (wav, flac, mp3, ...; any sample rate, resampled; '-' for raw PCM on stdin)
     and the recordings of --scp with PACKAGE (asrkit-export).
 
@@ -58,6 +70,7 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
     """
     # deferred: the recognizer brings numpy, numba and the package loader; --help imports none of them
     from asrkit.decode.word_lattice import MAX_NBEST
+    from asrkit.recognizer.adaptation import SessionOptions
     from asrkit.recognizer.recognizer import Recognizer
     from asrkit.recognizer.resample import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE
     from asrkit.recognizer.stream import default_endpoint, default_final_pass
@@ -77,6 +90,11 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
         raise click.UsageError("'-' (stdin) can be read only once")
     if streaming and nbest > 1:
         raise click.UsageError("--nbest needs the whole recording: it cannot be combined with --streaming")
+    if streaming and adapt:
+        raise click.UsageError("--adapt transcribes every input twice: it cannot be combined with --streaming")
+    if utt2spk and not adapt:
+        raise click.UsageError("--utt2spk says whose inputs are adapted together: give --adapt too")
+    speakers = read_speakers(utt2spk, [key for key, _ in inputs]) if adapt else None
     recognizer = Recognizer(package, lm_weight=lm_weight, prior_scale=prior_scale, beam=beam, max_active=max_active)
     logger.info("%s: %d pdfs, LM weight %g, prior scale %g, beam %g, %s", package, recognizer.package.num_pdfs,
                 recognizer.package.params["lm_weight"], recognizer.package.params["prior_scale"],
@@ -85,7 +103,18 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
     endpoint = default_endpoint(default_final_pass(recognizer), recognizer.package.frame_shift_s,
                                 max_utterance_seconds, endpoint_silence)
     failed, audio_seconds, busy = [], 0.0, 0.0
-    for key, spec in inputs:
+    if adapt:
+        options = SessionOptions(method=adapt_method, min_frames=adapt_min_frames)
+        results, failed, busy = transcribe_adapted(recognizer, inputs, speakers, options, sample_rate, nbest,
+                                                   output_format != "text")
+        for key, _ in inputs:
+            if key in results:
+                audio_seconds += results[key].end - results[key].start
+                write_result(key, results[key], output_format, keyed)
+        inputs_left = []
+    else:
+        inputs_left = inputs
+    for key, spec in inputs_left:
         try:
             if streaming:
                 began = time.monotonic()
@@ -110,6 +139,54 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
         raise AsrkitError(f"{len(failed)} of {len(inputs)} inputs could not be transcribed ({' '.join(failed[:5])}"
                           f"{' ...' if len(failed) > 5 else ''}), more than --max-fail-ratio {max_fail_ratio:g}")
     logger.info(summary_line(COMMAND, "ok", **fields))
+
+
+def read_speakers(utt2spk, keys):
+    """{key: speaker} of the inputs: utt2spk's (every key must have a line), or one speaker for all."""
+    if utt2spk is None:
+        return {key: "session" for key in keys}
+    speakers = {}
+    with open(utt2spk, "rb") as handle:
+        for line_number, line in enumerate(utf8_lines(handle, utt2spk, DataDirError), 1):
+            fields = line.split()
+            if not fields:
+                continue
+            if len(fields) != 2:
+                raise DataDirError("expected 'key speaker'", utt2spk, line_number)
+            speakers[fields[0]] = fields[1]
+    missing = [key for key in keys if key not in speakers]
+    if missing:
+        raise DataDirError(f"no speaker for {len(missing)} input(s), e.g. {missing[0]} (a line per input, keyed as "
+                           "the outputs are)", utt2spk)
+    return {key: speakers[key] for key in keys}
+
+
+def transcribe_adapted(recognizer, inputs, speakers, options, sample_rate, nbest, details):
+    """Each speaker's inputs: a first pass, the networks adapted to it (options: a SessionOptions), the second
+    pass.  Returns ({key: second pass Result}, [keys that failed], busy seconds)."""
+    results, failed, busy = {}, [], 0.0
+    for speaker in sorted(set(speakers.values())):
+        began = time.monotonic()
+        session = recognizer.session(options)
+        added = []
+        for key, spec in inputs:
+            if speakers[key] != speaker:
+                continue
+            try:
+                samples = read_stdin(sample_rate) if spec == "-" else spec
+                session.add(samples, sample_rate=sample_rate if spec == "-" else None, details=False)
+                added.append(key)
+            except AsrkitError as error:
+                failed.append(key)
+                logger.error("%s: %s", key, error)
+        if added:
+            session.adapt()
+            logger.info("speaker %s: %d inputs, %.0f frames of first-pass targets%s", speaker, len(added),
+                        session.frames, "".join(f"; loss per frame {before:.4f} -> {after:.4f}"
+                                                for before, after in session.losses) or " (not adapted)")
+            results.update(zip(added, session.results(nbest=nbest, details=details)))
+        busy += time.monotonic() - began
+    return results, failed, busy
 
 
 def read_wav_scp(path):

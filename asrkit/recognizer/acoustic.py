@@ -59,13 +59,18 @@ class AcousticModel:
         makes the final results, with "batch" partial_network."""
         return self.network if final_pass == "online" else self.partial_network
 
-    def log_likelihoods(self, samples, source="the audio"):
+    def network_input(self, samples, source="the audio"):
+        """[T, input dim] float32: the features of the samples, normalised, with their i-vectors if the network
+        takes them: what the network reads."""
         with np.errstate(over="ignore", invalid="ignore"):  # overflowing samples are refused by name just below
             frames = finite_features(features(self.analysis.config, samples, self.analysis), source)
         normalized = self.cmvn.normalize(frames)
         if self.ivectors is not None and len(frames):
             normalized = self.ivectors.append("audio", frames, normalized)
-        return self.network.log_posteriors(normalized) - self.log_priors
+        return normalized
+
+    def log_likelihoods(self, samples, source="the audio"):
+        return self.network.log_posteriors(self.network_input(samples, source)) - self.log_priors
 
 
 def finite_features(frames, source="the audio"):

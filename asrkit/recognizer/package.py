@@ -101,20 +101,20 @@ def _read_number(path):
         raise AsrkitError(f"{path}: expected a number, found {text[:40]!r}") from None
 
 
-def network_weights(net):
-    """{name: float32 array} of an asrkit.nn network (StackedLstm, ContextDnn, WindowedBlstm), named as above."""
-    weights = {}
+def network_variables(net):
+    """{name: tf.Variable} of an asrkit.nn network (StackedLstm, ContextDnn, WindowedBlstm), named as above."""
+    variables = {}
 
     def lstm(layer, name):
-        weights[f"{name}/kernel"] = layer.kernel.numpy()
-        weights[f"{name}/recurrent_kernel"] = layer.recurrent_kernel.numpy()
-        weights[f"{name}/bias"] = layer.bias.numpy()
+        variables[f"{name}/kernel"] = layer.kernel
+        variables[f"{name}/recurrent_kernel"] = layer.recurrent_kernel
+        variables[f"{name}/bias"] = layer.bias
         if layer.projection is not None:
-            weights[f"{name}/projection"] = layer.projection.numpy()
+            variables[f"{name}/projection"] = layer.projection
 
     def dense(layer, name):
-        weights[f"{name}/kernel"] = layer.kernel.numpy()
-        weights[f"{name}/bias"] = layer.bias.numpy()
+        variables[f"{name}/kernel"] = layer.kernel
+        variables[f"{name}/bias"] = layer.bias
 
     kind = net.registry_name
     if kind == "lstm":
@@ -128,11 +128,22 @@ def network_weights(net):
             lstm(layer.forward, f"blstm{index + 1}/forward")
             lstm(layer.backward, f"blstm{index + 1}/backward")
         if net.mixture is not None:
-            weights["mixture"] = net.mixture.numpy()
+            variables["mixture"] = net.mixture
     else:
         raise AsrkitError(f"cannot export a {kind!r} network")
     dense(net.softmax, "softmax")
-    return {name: np.asarray(value, np.float32) for name, value in weights.items()}
+    return variables
+
+
+def network_weights(net):
+    """{name: float32 array} of an asrkit.nn network, named as network_variables names them."""
+    return {name: np.asarray(variable.numpy(), np.float32) for name, variable in network_variables(net).items()}
+
+
+def assign_network_weights(net, weights):
+    """A package's weights (network_weights' names) into `net`, a network built from the package's config."""
+    for name, variable in network_variables(net).items():
+        variable.assign(weights[name])
 
 
 def _model_arrays(model_dir):

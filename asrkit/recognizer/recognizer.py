@@ -5,6 +5,13 @@
     result = recognizer.transcribe("hello.wav")
     print(result.text, [(w.word, w.start, w.end, w.confidence) for w in result.words])
 
+A speaker's recordings together, adapted to their voice (asrkit.recognizer.adaptation):
+
+    session = recognizer.session()
+    for path in paths:
+        session.add(path)
+    results = session.results()
+
 The utterance's log-likelihoods (asrkit.recognizer.acoustic) are decoded into a lattice with asrkit's
 lattice decoder (asrkit.decode.lattice_faster) at the package's beams and acoustic scale 1 / LM weight,
 again at 4 x the beam when no path reaches a final state (asrkit-decode's retry), keeping the best
@@ -103,6 +110,10 @@ class Recognizer:
         loglikes = self.acoustic.log_likelihoods(samples, os.fsdecode(audio) if is_path else "the samples")
         return self.result(loglikes, nbest=nbest, end=len(samples) / self.sample_rate, details=details)
 
+    def decode(self, loglikes):
+        """The Decoded of [T, num_pdfs] log-likelihoods (lattice, best path, words) with the package's graph."""
+        return decode_loglikes(self.package, loglikes)
+
     def result(self, loglikes, nbest=1, start=0.0, end=None, is_final=True, details=True, decoded=None):
         """The Result of decoding `loglikes` [T, num_pdfs] that start `start` seconds into the audio (decoded: their
         Decoded when already at hand, as a stream's incremental decoder gives it)."""
@@ -140,6 +151,14 @@ class Recognizer:
                 self._silence_pdfs = silence_pdfs_of_package(self.package.directory)
             silence_pdfs = self._silence_pdfs
         return RecognizerStream(self, endpoint, silence_pdfs, final_pass, windows, early_endpoints)
+
+    def session(self, options=None):
+        """A SpeakerSession (asrkit.recognizer.adaptation): recordings of one speaker transcribed, the networks
+        adapted to them, and transcribed again; options, a SessionOptions (None: LHUC, the recipes' settings)."""
+        # deferred: the session's module pulls in the adaptation code, which only a session needs
+        from asrkit.recognizer.adaptation import SpeakerSession
+
+        return SpeakerSession(self, options)
 
     def word_frames(self, words, loglikes, decoded):
         """[(first, end)] frames of the words: forced alignment, or the lattice's label frames without it."""

@@ -1,0 +1,137 @@
+"""Adapting a package to the speaker in front of it: recordings of one voice transcribed twice.
+
+    session = recognizer.session()            # one speaker, or one session of a few voices alike
+    for path in paths:
+        session.add(path)                     # the first pass (its Result is returned)
+    adapted = session.adapt()                 # a Recognizer whose networks fit this voice
+    results = session.results()               # the second pass of every recording added
+
+The first pass's lattices give each frame's pdf posteriors (asrkit.adapt.targets); every network of the
+package (both of a combination) gets LHUC amplitudes (and/or an input transform) fitted to them with the
+rest frozen (asrkit.adapt.estimate), folded into its weights (asrkit.adapt.fold), so the adapted recognizer
+runs the same NumPy networks with other weights.  This is asrkit-adapt's test-time adaptation for files a
+user brings (asrkit-adapt adapts a data dir's speakers for asrkit-decode).  Fitting needs TensorFlow, which
+is imported only here, when a session adapts; recognition alone stays without it.
+"""
+
+import copy
+import dataclasses
+import logging
+
+import numpy as np
+
+from asrkit.errors import AsrkitError
+from asrkit.recognizer.acoustic import AcousticModel
+from asrkit.recognizer.package import assign_network_weights, network_weights
+
+logger = logging.getLogger("asrkit.recognizer")
+
+
+@dataclasses.dataclass
+class SessionOptions:
+    method: str = "lhuc"  # lhuc, input or lhuc+input (asrkit.adapt.adapt_dir.METHODS)
+    iterations: int = 8
+    learning_rate: float = 0.1
+    kld_weight: float = 0.0
+    min_posterior: float = 0.0
+    min_frames: int = 300  # fewer frames of targets and the package stays as it is
+
+
+class SpeakerSession:
+    """Recordings of one speaker: see the module docstring."""
+
+    def __init__(self, recognizer, options=None):
+        self.recognizer = recognizer
+        self.options = options or SessionOptions()
+        self._inputs = []  # (network input [T, D], first-pass Decoded, end seconds)
+        self.adapted = None
+        self.frames = 0.0
+        self.losses = []  # per network: (loss per frame before, after)
+
+    def add(self, audio, sample_rate=None, nbest=1, details=True):
+        """Transcribes one recording (a path or samples, as Recognizer.transcribe) and keeps it for adaptation."""
+        recognizer = self.recognizer
+        samples = recognizer.load_audio(audio, sample_rate)
+        source = audio if isinstance(audio, str) else "the samples"
+        inputs = recognizer.acoustic.network_input(samples, source)
+        loglikes = recognizer.acoustic.network.log_posteriors(inputs) - recognizer.acoustic.log_priors
+        decoded = recognizer.decode(loglikes)
+        self._inputs.append((inputs, decoded, len(samples) / recognizer.sample_rate))
+        return recognizer.result(loglikes, nbest=nbest, end=len(samples) / recognizer.sample_rate, details=details,
+                                 decoded=decoded)
+
+    def adapt(self):
+        """A Recognizer whose networks are fitted to the recordings added (the recognizer itself when their
+        targets are fewer than min_frames)."""
+        targets = self._targets()
+        self.frames = float(sum(target.sum() for target in targets))
+        if self.frames < self.options.min_frames:
+            logger.info("%.0f frames of targets (fewer than %d): not adapted", self.frames, self.options.min_frames)
+            self.adapted = self.recognizer
+            return self.adapted
+        package = copy.copy(self.recognizer.package)
+        package.__dict__.pop("_acoustic_model", None)
+        package.weights = self._fitted(package.config, package.weights, targets)
+        if package.combined is not None:
+            package.combined = dict(package.combined,
+                                    weights=self._fitted(package.combined["config"], package.combined["weights"],
+                                                         targets))
+        adapted = copy.copy(self.recognizer)
+        adapted.package = package
+        adapted.acoustic = package._acoustic_model = AcousticModel(package)
+        self.adapted = adapted
+        return adapted
+
+    def results(self, nbest=1, details=True):
+        """The second pass: every recording added, with the adapted recognizer (adapting first if need be)."""
+        adapted = self.adapted or self.adapt()
+        results = []
+        for inputs, _, end in self._inputs:
+            loglikes = adapted.acoustic.network.log_posteriors(inputs) - adapted.acoustic.log_priors
+            results.append(adapted.result(loglikes, nbest=nbest, end=end, details=details))
+        return results
+
+    def _targets(self):
+        """Dense targets [T, num_pdfs] of every recording: its lattice's frame posteriors."""
+        # deferred: asrkit.adapt brings the lattice posteriors' passes; a recognizer that never adapts skips it
+        from asrkit.adapt.targets import lattice_frame_posteriors
+
+        package = self.recognizer.package
+        lm_weight = float(package.params["lm_weight"])
+        targets = []
+        for inputs, decoded, _ in self._inputs:
+            posteriors = None
+            if decoded.status in ("ok", "retried") and len(decoded.lattice):
+                posteriors = lattice_frame_posteriors(decoded.lattice, lm_weight, len(inputs),
+                                                      self.options.min_posterior)
+            targets.append(np.zeros((len(inputs), package.num_pdfs), np.float32) if posteriors is None
+                           else posteriors.dense(len(inputs), package.num_pdfs))
+        return targets
+
+    def _fitted(self, config, weights, targets):
+        """The weights of one network with this speaker's transform folded in."""
+        # deferred: fitting needs TensorFlow (~6 s), which recognition alone never imports
+        from asrkit.adapt.adapt_dir import METHODS
+        from asrkit.adapt.estimate import (EstimateOptions, NetworkModel, SpeakerData, SpeakerEstimator,
+                                           estimate_transform)
+        from asrkit.adapt.fold import FoldPoints, SpeakerTransform, input_point, lhuc_points
+        from asrkit.nn.registry import build_from_config
+
+        o = self.options
+        if o.method not in METHODS:
+            raise AsrkitError(f"the adaptation method must be one of {', '.join(METHODS)}, not {o.method!r}")
+        net = build_from_config(config["model"], int(config["feature_dim"]), int(config["num_pdfs"]))
+        assign_network_weights(net, weights)
+        feature_config = self.recognizer.package.feature_config
+        points = FoldPoints(lhuc_points(net) if "lhuc" in o.method else [],
+                            input_point(net, feature_config.feature_dim,
+                                        feature_config.feature_dim // feature_config.stack_frames)
+                            if "input" in o.method else None)
+        model = NetworkModel(net)
+        data = SpeakerData([inputs for inputs, _, _ in self._inputs], targets)
+        transform = SpeakerTransform(points)
+        self.losses.append(estimate_transform(transform, SpeakerEstimator(model, points.kernels), data,
+                                              EstimateOptions(o.iterations, o.learning_rate, o.kld_weight)))
+        logger.info("adapted %s over %d recordings, %.0f frames: loss per frame %.4f -> %.4f",
+                    config["model"]["name"], len(self._inputs), self.frames, *self.losses[-1])
+        return network_weights(net)

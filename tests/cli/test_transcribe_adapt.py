@@ -1,0 +1,52 @@
+"""asrkit-transcribe --adapt: each speaker's inputs transcribed, the package adapted to them, transcribed again."""
+
+import json
+
+import soundfile
+from click.testing import CliRunner
+
+from asrkit.cli.transcribe import main
+from tests.conftest import speech_like
+from tests.recognizer.conftest import model_dirs, package_dir, toy_task  # noqa: F401 (fixtures)
+
+
+def _wavs(tmp_path, count=4):
+    paths = []
+    for index in range(count):
+        path = str(tmp_path / f"rec{index}.wav")
+        soundfile.write(path, speech_like(2.0, 8000, seed=30 + index, f0=100.0 + 60 * (index % 2)), 8000,
+                        subtype="PCM_16")
+        paths.append(path)
+    return paths
+
+
+def test_each_speaker_s_inputs_are_adapted_together(package_dir, tmp_path):  # noqa: F811
+    wavs = _wavs(tmp_path)
+    utt2spk = tmp_path / "utt2spk"
+    utt2spk.write_text("".join(f"{path} {'low' if index % 2 == 0 else 'high'}\n" for index, path in enumerate(wavs)))
+    run = CliRunner().invoke(main, [package_dir, *wavs, "--adapt", "--utt2spk", str(utt2spk), "--format", "json",
+                                    "--adapt-min-frames", "50"])
+    assert run.exit_code == 0, run.output
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [line["key"] for line in lines] == wavs  # in the order given, whatever the speakers
+    for speaker in ("high", "low"):
+        assert f"speaker {speaker}: 2 inputs" in run.stderr
+    assert run.stderr.count("frames of first-pass targets; loss per frame") == 2
+    assert "summary: status=ok inputs=4 failed=0" in run.stderr
+
+
+def test_without_a_speaker_map_the_inputs_are_one_session_and_wrong_uses_are_refused(package_dir,  # noqa: F811
+                                                                                      tmp_path):
+    wavs = _wavs(tmp_path, 2)
+    run = CliRunner().invoke(main, [package_dir, *wavs, "--adapt", "--adapt-method", "lhuc+input",
+                                    "--adapt-min-frames", "50"])
+    assert run.exit_code == 0, run.output
+    assert "speaker session: 2 inputs" in run.stderr and len(run.stdout.splitlines()) == 2
+    utt2spk = tmp_path / "utt2spk"
+    utt2spk.write_text(f"{wavs[0]} a\n")
+    missing = CliRunner().invoke(main, [package_dir, *wavs, "--adapt", "--utt2spk", str(utt2spk)])
+    assert missing.exit_code == 1 and f"no speaker for 1 input(s), e.g. {wavs[1]}" in missing.stderr
+    alone = CliRunner().invoke(main, [package_dir, *wavs, "--utt2spk", str(utt2spk)])
+    assert alone.exit_code == 2 and "give --adapt too" in alone.output
+    streaming = CliRunner().invoke(main, [package_dir, *wavs, "--adapt", "--streaming"])
+    assert streaming.exit_code == 2 and "cannot be combined with --streaming" in streaming.output

@@ -1,0 +1,73 @@
+"""A recognizer adapted to the speaker of a session: the first pass's lattices fit LHUC amplitudes, folded into the
+package's weights, and the second pass runs the same NumPy networks with them."""
+
+import numpy as np
+import pytest
+
+from asrkit.recognizer.adaptation import SessionOptions
+from asrkit.recognizer.package import write_package
+from asrkit.recognizer.recognizer import Recognizer
+from tests.conftest import speech_like
+
+COMBINATION = {"weight": 0.4, "model_scale": 0.5, "combine_scale": 1.5, "combine_prior_scale": 0.0}
+
+
+def _recordings(count=3, seconds=2.0):
+    return [speech_like(seconds, 8000, seed=20 + index, f0=180.0).astype(np.float32) for index in range(count)]
+
+
+def test_a_session_fits_the_speaker_and_scales_only_what_the_hidden_units_feed(package_dir):
+    recognizer = Recognizer(package_dir)
+    session = recognizer.session(SessionOptions(min_frames=20, iterations=5))
+    recordings = _recordings()
+    first = [session.add(samples, details=False) for samples in recordings]
+    adapted = session.adapt()
+    assert adapted is not recognizer and len(session.losses) == 1
+    before, after = session.losses[0]
+    assert after < before
+    base, folded = recognizer.package.weights, adapted.package.weights
+    assert sorted(base) == sorted(folded)
+    # LHUC scales the rows of the kernels that read a hidden layer's outputs, nothing else.
+    reading = {"blstm2/forward/kernel", "blstm2/backward/kernel", "softmax/kernel"}
+    for name in sorted(set(base) - reading):
+        np.testing.assert_array_equal(folded[name], base[name], err_msg=name)
+    scales = {name: folded[name].sum(axis=1) / base[name].sum(axis=1) for name in reading}
+    for name in reading:
+        np.testing.assert_allclose(folded[name], base[name] * scales[name][:, None], rtol=1e-4, atol=1e-6)
+        assert np.all((scales[name] > 0) & (scales[name] < 2)) and not np.allclose(scales[name], 1.0)
+    np.testing.assert_allclose(scales["blstm2/forward/kernel"], scales["blstm2/backward/kernel"], rtol=1e-4)
+    # The second pass is the adapted recognizer's transcription; the original recognizer is left as it was.
+    second = session.results(details=False)
+    assert [result.text for result in second] == [adapted.transcribe(samples, details=False).text
+                                                  for samples in recordings]
+    assert [result.text for result in first] == [recognizer.transcribe(samples, details=False).text
+                                                 for samples in recordings]
+    assert recognizer.package.weights is base
+
+
+def test_both_networks_of_a_combination_are_adapted(model_dirs, toy_task, tmp_path):
+    path = str(tmp_path / "combined")
+    write_package(model_dirs["wblstm"], toy_task["graph"], path, {"lm_weight": 1.0, "prior_scale": 0.5,
+                                                                  "combination": COMBINATION}, model_dirs["lstm"])
+    recognizer = Recognizer(path)
+    session = recognizer.session(SessionOptions(min_frames=20, iterations=5, learning_rate=0.02,
+                                                method="lhuc+input"))
+    for samples in _recordings(2):
+        session.add(samples, details=False)
+    adapted = session.adapt()
+    assert len(session.losses) == 2 and all(after < before for before, after in session.losses)
+    for name in ("lstm1/kernel", "lstm2/kernel", "softmax/kernel"):  # the input transform reaches lstm1's
+        assert not np.array_equal(adapted.package.combined["weights"][name],
+                                  recognizer.package.combined["weights"][name]), name
+    assert len(session.results()) == 2
+
+
+def test_too_little_speech_leaves_the_recognizer_as_it_is(package_dir):
+    recognizer = Recognizer(package_dir)
+    session = recognizer.session(SessionOptions(min_frames=10 ** 6))
+    session.add(_recordings(1)[0])
+    assert session.adapt() is recognizer and session.losses == []
+    with pytest.raises(Exception, match="method must be one of"):
+        bad = recognizer.session(SessionOptions(method="fmllr", min_frames=1))
+        bad.add(_recordings(1)[0])
+        bad.adapt()

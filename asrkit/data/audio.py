@@ -473,11 +473,16 @@ def _length_tolerance(sound_file):
 
 def _read_channel(sound_file, frames, options, utterance_id, source):
     """`frames` samples of the wanted channel as float32, copying no more than that channel."""
-    if sound_file.channels == 1:
-        samples = sound_file.read(frames, dtype="float32", always_2d=False)
-    else:
-        interleaved = sound_file.read(frames, dtype="float32", always_2d=True)
-        samples = np.ascontiguousarray(interleaved[:, options.channel])
+    try:
+        if sound_file.channels == 1:
+            samples = sound_file.read(frames, dtype="float32", always_2d=False)
+        else:
+            interleaved = sound_file.read(frames, dtype="float32", always_2d=True)
+            samples = np.ascontiguousarray(interleaved[:, options.channel])
+    except (soundfile.LibsndfileError, RuntimeError) as error:
+        # A header that reads and data that does not (a truncated FLAC: "flac decoder lost sync").
+        raise AudioError(f"cannot be decoded ({error}): the file is damaged or cut off; re-create or re-copy it",
+                         utterance_id, source) from None
     if samples.shape[0] == 0:
         raise AudioError("no samples could be read", utterance_id, source)
     if samples.shape[0] < frames * (1.0 - _length_tolerance(sound_file)):

@@ -36,6 +36,15 @@ def test_reads_flac(tmp_path, tone):
     assert load_recording(path).shape == (4000,)
 
 
+def test_a_flac_whose_frames_do_not_decode_is_an_audio_error(tmp_path, tone):
+    path = tmp_path / "cut.flac"
+    soundfile.write(path, tone(300.0, 2.0), 16000, format="FLAC")
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])  # the header reads, the frames lose sync
+    with pytest.raises(AudioError, match="cut.flac.*cannot be decoded .*damaged or cut off"):
+        load_recording(str(path), AudioOptions())
+
+
 def test_truncated_wav_is_refused_with_sizes(tmp_path, tone, write_wav):
     path = write_wav(tmp_path / "cut.wav", tone(440.0, 1.0))
     with open(path, "rb") as handle:

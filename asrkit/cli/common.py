@@ -89,11 +89,12 @@ def online_cmvn_options(function):
     asrkit.frontend.online_cmvn.OnlineCmvnOptions or None."""
 
     @functools.wraps(function)
-    def wrapper(*args, cmvn_online, cmvn_online_window, cmvn_online_prior_frames, **kwargs):
+    def wrapper(*args, cmvn_online, cmvn_online_window, cmvn_online_prior_frames, cmvn_online_rule, **kwargs):
         # deferred: online_cmvn brings numpy, which --help does not need.
         from asrkit.frontend.online_cmvn import OnlineCmvnOptions
 
-        options = OnlineCmvnOptions(cmvn_online_window, cmvn_online_prior_frames) if cmvn_online else None
+        options = OnlineCmvnOptions(cmvn_online_window, cmvn_online_prior_frames, cmvn_online_rule) \
+            if cmvn_online else None
         return function(*args, cmvn_online=options, **kwargs)
 
     for option in reversed([
@@ -107,7 +108,13 @@ def online_cmvn_options(function):
                           "mean looks back over."),
         click.option("--cmvn-online-prior-frames", default=200, type=click.IntRange(min=0), show_default=True,
                      help="With --cmvn-online, the count the training mean tops the frames seen up to: it weighs "
-                          "this many frames less those seen, and nothing once this many were seen."),
+                          "this many frames less those seen, and nothing once this many were seen (the rule kaldi: "
+                          "at most this many, while the window is not full)."),
+        click.option("--cmvn-online-rule", type=click.Choice(["asrkit", "kaldi"]), default="asrkit",
+                     show_default=True,
+                     help="With --cmvn-online, how the training mean's weight falls: asrkit's, or Kaldi's OnlineCmvn "
+                          "(whose 6-s window and 2-s prior are --cmvn-online-window 200 --cmvn-online-prior-frames "
+                          "67 at 30-ms frames)."),
     ]):
         wrapper = option(wrapper)
     return wrapper

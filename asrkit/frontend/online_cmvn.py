@@ -19,8 +19,9 @@ speaker's first utterance the prior keeps its full 200 frames until n = 400, the
 n = 600, where asrkit's has faded by n = 200 (at the 200th frame, 200 frames' worth against 0 here).
 asrkit keeps its own rule and frame counts: the models trained with online CMN (--cmvn-mean online)
 and their packages record the window and prior frames they were trained with and are decoded with the
-rule they were trained with; Kaldi's rule would change those models' inputs, and which rule decodes
-better has not been measured.
+rule they were trained with.  Kaldi's rule is there too (`rule="kaldi"`, asrkit-decode --cmvn-online-rule kaldi;
+with Kaldi's lengths in 30-ms frames, window 200 and prior_frames 67), for decoding a model trained with the
+speaker mean; egs/voiceover/RESULTS measures the two on dev.
 
 It is the streaming estimate of the per-speaker (or per-utterance) mean that a
 model trained with speaker or utterance CMVN expects, for decoding utterance by
@@ -34,14 +35,29 @@ import numpy as np
 from asrkit.errors import AsrkitError
 
 
+RULES = ("asrkit", "kaldi")
+
+
 @dataclasses.dataclass(frozen=True)
 class OnlineCmvnOptions:
     window: int = 600  # output frames (30 ms by default) the running statistics look back over, the current one too
     prior_frames: int = 200  # the count the training set's statistics top the window's up to (module docstring)
+    rule: str = "asrkit"  # how the prior's weight falls: asrkit's, or Kaldi's OnlineCmvn's (prior_counts)
 
     def __post_init__(self):
-        if self.window < 1 or self.prior_frames < 0:
-            raise ValueError(f"online CMN needs window >= 1 and prior_frames >= 0, not {self}")
+        if self.window < 1 or self.prior_frames < 0 or self.rule not in RULES:
+            raise ValueError(f"online CMN needs window >= 1, prior_frames >= 0 and a rule of {', '.join(RULES)}, "
+                             f"not {self}")
+
+
+def prior_counts(counts, window, prior_frames, rule="asrkit"):
+    """The frames' worth of the training set's statistics added to a window holding `counts` frames: asrkit's
+    rule tops the count up to prior_frames (max(prior_frames - n, 0)); Kaldi's adds min(prior_frames,
+    window - n) while the window is not full (its global frames, for a speaker without earlier utterances)."""
+    counts = np.asarray(counts, np.float64)
+    if rule == "kaldi":
+        return np.clip(window - counts, 0.0, float(prior_frames))
+    return np.maximum(prior_frames - counts, 0.0)
 
 
 def online_moments(features, prior, options=OnlineCmvnOptions()):
@@ -62,8 +78,8 @@ def online_moments(features, prior, options=OnlineCmvnOptions()):
     sums = cumulative[ends] - cumulative[starts]
     sums_squares = cumulative_squares[ends] - cumulative_squares[starts]
     if prior is not None and prior.count > 0:
-        # The prior tops the count up to prior_frames, in proportion to the training set's sums.
-        missing = np.maximum(options.prior_frames - counts, 0.0)
+        # The prior's frames' worth, in proportion to the training set's sums.
+        missing = prior_counts(counts, options.window, options.prior_frames, options.rule)
         weights = (missing / prior.count)[:, None]
         sums = sums + weights * prior.sum
         sums_squares = sums_squares + weights * prior.sum_squares

@@ -26,6 +26,7 @@ import numpy as np
 
 from asrkit.frontend.config import FeatureConfig
 from asrkit.frontend.filterbank import analysis_window, mel_filterbank
+from asrkit.frontend.online_cmvn import prior_counts
 
 
 class Analysis:
@@ -167,7 +168,7 @@ class Cmvn:
     online CMN's options (asrkit.frontend.online_cmvn.OnlineCmvnOptions), but a model trained with online CMN
     (mean_norm "online") keeps those it was trained with (the package's online_window, online_prior_frames)."""
 
-    def __init__(self, stats, online=False, window=600, prior_frames=200, variance_floor=1e-10):
+    def __init__(self, stats, online=False, window=600, prior_frames=200, variance_floor=1e-10, rule="asrkit"):
         self.mean_norm = str(stats["mean_norm"])
         self.var_norm = str(stats["var_norm"])
         count = max(int(stats["count"]), 1)
@@ -179,7 +180,7 @@ class Cmvn:
         self.raw_sum_squares = np.asarray(stats["raw_sum_squares"], np.float64)
         if self.mean_norm == "online" and "online_window" in stats:
             window, prior_frames = int(stats["online_window"]), int(stats["online_prior_frames"])
-        self.window, self.prior_frames, self.variance_floor = window, prior_frames, variance_floor
+        self.window, self.prior_frames, self.variance_floor, self.rule = window, prior_frames, variance_floor, rule
         # Online CMN in batch: asked for, the model's own (trained with it), or the only estimate of a speaker's
         # mean one utterance gives.
         self.online = self.mean_norm != "global" and (online or self.mean_norm in ("speaker", "online"))
@@ -245,7 +246,7 @@ class CmvnStream:
         self._ring[(self._next + np.arange(n - len(kept), n)) % window] = kept
         self._next, self._held = (self._next + n) % window, min(held + n, window)
         self._sum, self._sum_squares = sums[-1], sums_squares[-1]
-        missing = np.maximum(c.prior_frames - counts, 0.0)
+        missing = prior_counts(counts, c.window, c.prior_frames, c.rule)
         weights = (missing / c.raw_count)[:, None]
         sums = sums + weights * c.raw_sum
         sums_squares = sums_squares + weights * c.raw_sum_squares

@@ -103,6 +103,12 @@ def test_decode_cli_with_speaker_cmvn_and_online(trained, tmp_path):
                                 catch_exceptions=False)
     assert online.exit_code == 0, online.output
     assert "CMVN: online CMN (window 600, 2 prior frames)" in online.output and "%WER" in online.output
+    kaldi = CliRunner().invoke(decode_main, args + [str(tmp_path / "kaldi"), "--no-lmwt-sweep", "--acoustic-scale",
+                                                    "0.5", "--cmvn-online", "--cmvn-online-rule", "kaldi",
+                                                    "--cmvn-online-window", "200", "--cmvn-online-prior-frames", "67"],
+                               catch_exceptions=False)
+    assert kaldi.exit_code == 0, kaldi.output
+    assert "CMVN: online CMN (window 200, 67 prior frames, kaldi's rule)" in kaldi.output
     refused = CliRunner().invoke(decode_main, args + [str(tmp_path / "t"), "--loglikes", os.path.join(
         trained["dev"], "feats.scp"), "--cmvn-online"])
     assert refused.exit_code == 2 and "not to --loglikes" in refused.output

@@ -33,6 +33,38 @@ def test_online_moments_against_a_loop(window, prior_frames):
     np.testing.assert_allclose(mean_squares, expected_squares, rtol=1e-10, atol=1e-12)
 
 
+def _kaldi_loop_reference(features, prior, window, prior_frames):
+    """Kaldi's OnlineCmvn on a speaker's first utterance, frame by frame: while the window holds n < window
+    frames, min(prior_frames, window - n) frames' worth of the global statistics are added."""
+    means = []
+    for t in range(len(features)):
+        seen = features[max(0, t - window + 1): t + 1]
+        count, total = len(seen), seen.sum(axis=0)
+        extra = min(prior_frames, window - count) if count < window else 0
+        total = total + extra / prior.count * prior.sum
+        means.append(total / (count + extra))
+    return np.array(means)
+
+
+@pytest.mark.parametrize("window,prior_frames", [(200, 67), (7, 3), (5, 12)])
+def test_kaldis_rule_against_a_loop_and_the_recognizers_stream(window, prior_frames):
+    from asrkit.recognizer.frontend import Cmvn
+
+    rng = np.random.default_rng(window)
+    features = rng.normal(2.0, 1.5, size=(40, 4))
+    prior = Moments.of(rng.normal(-1.0, 1.0, size=(300, 4)))
+    options = OnlineCmvnOptions(window, prior_frames, "kaldi")
+    mean, _ = online_moments(features, prior, options)
+    np.testing.assert_allclose(mean, _kaldi_loop_reference(features, prior, window, prior_frames), rtol=1e-10)
+    stats = {"mean_norm": "speaker", "var_norm": "global", "count": 300, "sum": prior.sum,
+             "sum_squares": prior.sum_squares, "raw_count": prior.count, "raw_sum": prior.sum,
+             "raw_sum_squares": prior.sum_squares}
+    cmvn = Cmvn(stats, window=window, prior_frames=prior_frames, rule="kaldi")
+    stream = cmvn.stream()
+    pieces = np.concatenate([stream.accept(features[:13]), stream.accept(features[13:])])
+    np.testing.assert_allclose(pieces, (features - mean) / cmvn.stddev, rtol=1e-5, atol=1e-5)
+
+
 def test_first_frame_is_mostly_the_training_mean_and_later_frames_the_utterances():
     rng = np.random.default_rng(1)
     features = rng.normal(10.0, 1.0, size=(2000, 2))

@@ -17,6 +17,7 @@ STEPS = sorted(name for name in os.listdir(os.path.join(ROOT, "steps"))
 
 # step -> (its arguments under a directory that holds nothing, the input it must name as missing)
 MISSING = {
+    "adapt_combined.sh": (["graph", "data", "lstm_smbr", "lstm_lfmmi", "combined", "adapted"], "graph/HCLG.fst"),
     "align.sh": (["data", "lang", "mono1/final", "mono_ali1"], "data/feats.scp"),
     "decode.sh": (["graph", "final", "data/test", "decode_test"], "graph/HCLG.fst"),
     "decode_combined.sh": (["graph", "data", "lstm_smbr", "lstm_lfmmi", "combined"], "data/dev/wav.scp"),
@@ -197,6 +198,54 @@ def test_decode_combined_chooses_the_weights_on_dev_and_decodes_test_at_them(tmp
     assert bad.returncode != 0 and "--combine-weights: 1.5 is not a number in [0, 1]" in bad.stderr
 
 
+ADAPT_LAUNCHER = """
+log="$1"; shift
+echo "launch $*" >> "$DECODE_CALLS"
+mkdir -p "$(dirname "$log")" "${@: -1}"
+echo "asrkit-adapt summary: status=ok" > "$log"
+"""
+
+
+def test_adapt_combined_adapts_both_models_to_each_set_and_decodes_test_at_dev_s_weight(tmp_path):
+    steps = tmp_path / "steps"
+    shutil.copytree(os.path.join(ROOT, "steps"), steps)
+    stub(steps, "decode.sh", COMBINED_DECODE_STUB)
+    stub(tmp_path, "launcher", ADAPT_LAUNCHER)
+    data, exp = tmp_path / "data", tmp_path / "exp"
+    combined = exp / "combined"
+    for split in ("dev", "test"):
+        (data / split).mkdir(parents=True)
+        (data / split / "wav.scp").write_text("u1 a.wav\n")
+        (combined / f"decode_{split}").mkdir(parents=True)
+        (combined / f"decode_{split}" / "best_wer").write_text(f"%WER 40 [ 4 / 10 ] {split}\n")
+    (combined / "decode_dev" / "combination_opts").write_text("--combine-model x/final --combine-weight 0.5\n")
+    for model in ("lstm_smbr", "lstm_lfmmi"):
+        (exp / model / "final").mkdir(parents=True)
+    (tmp_path / "graph").mkdir()
+    (tmp_path / "graph" / "HCLG.fst").write_bytes(b"")
+    env = {**os.environ, "DECODE_CALLS": str(tmp_path / "calls")}
+    args = [tmp_path / "graph", data, exp / "lstm_smbr", exp / "lstm_lfmmi", combined, exp / "adapted"]
+    no_lattices = run_step(steps / "adapt_combined.sh", "--cmd", tmp_path / "launcher", *args, env=env)
+    assert no_lattices.returncode == 1 and "decode_dev has no lattices" in no_lattices.stderr
+    for split in ("dev", "test"):
+        (combined / f"decode_{split}" / "lat.scp").write_text("")
+    result = run_step(steps / "adapt_combined.sh", "--cmd", tmp_path / "launcher", "--adapt-opts", "--iterations 4",
+                      *args, env=env)
+    assert result.returncode == 0, result.stderr
+    calls = (tmp_path / "calls").read_text().splitlines()
+    adapted = exp / "adapted"
+    assert [call.split()[-1] for call in calls if call.startswith("launch")] == [
+        f"{adapted}/adapt_lstm_smbr_dev", f"{adapted}/adapt_lstm_lfmmi_dev", f"{adapted}/adapt_lstm_smbr_test",
+        f"{adapted}/adapt_lstm_lfmmi_test"]
+    assert f"asrkit-adapt --iterations 4 {exp}/lstm_lfmmi/final {data}/test {combined}/decode_test" in \
+        " ".join(calls[4].replace("\\", "").split())
+    decodes = [" ".join(call.split()) for call in calls if call.startswith("decode.sh")]
+    assert len(decodes) == 2 and "--lmwt-sweep" in decodes[0] and "--acoustic-scale 1.11111" in decodes[1]
+    assert f"--combine-model x/final --combine-weight 0.5 --speaker-models {adapted}/adapt_lstm_smbr_test " \
+        f"--combine-speaker-models {adapted}/adapt_lstm_lfmmi_test" in decodes[1]
+    assert "test: %WER 30" in result.stderr and "the first pass: %WER 40" in result.stderr
+
+
 def test_make_lang_and_lms_mixes_a_general_lm_over_a_larger_decoding_vocabulary(tmp_path):
     """--mix-lm and --decoding-dict with the real commands: the decoding LM is the transcripts' trigram mixed with
     the general LM over the decoding dictionary's words (lang_decode), pruned into lang_test; the bigram of
@@ -262,11 +311,17 @@ echo "asrkit-decode summary: status=ok"
 """
 
 
-def test_select_warps_decodes_the_first_utterances_of_each_speaker_under_each_factor(make_data_dir, tmp_path):
+def warp_commands(tmp_path):
+    """A directory of stub asrkit-featurize and asrkit-decode for select_warps.sh."""
     commands = tmp_path / "commands"
     commands.mkdir()
     stub(commands, "asrkit-featurize", FEATURIZE_STUB)
     stub(commands, "asrkit-decode", WARP_DECODE_STUB)
+    return commands
+
+
+def test_select_warps_decodes_the_first_utterances_of_each_speaker_under_each_factor(make_data_dir, tmp_path):
+    commands = warp_commands(tmp_path)
     dev = make_data_dir({"a-1": 0.2, "a-2": 0.2, "a-3": 0.2}, name="dev")
     test = make_data_dir({"b-1": 0.2}, name="test")
     (tmp_path / "graph").mkdir()
@@ -300,10 +355,7 @@ def test_select_warps_decodes_the_first_utterances_of_each_speaker_under_each_fa
 
 def test_select_warps_works_on_a_single_data_dir(make_data_dir, tmp_path):
     """One set of one's own to warp: its subset is combined alone (utils/combine_data takes one dir, as Kaldi's)."""
-    commands = tmp_path / "commands"
-    commands.mkdir()
-    stub(commands, "asrkit-featurize", FEATURIZE_STUB)
-    stub(commands, "asrkit-decode", WARP_DECODE_STUB)
+    commands = warp_commands(tmp_path)
     dev = make_data_dir({"a-1": 0.2, "a-2": 0.2, "b-1": 0.2}, name="dev")
     (tmp_path / "graph").mkdir()
     (tmp_path / "graph" / "HCLG.fst").write_text("")

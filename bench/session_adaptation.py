@@ -1,0 +1,83 @@
+"""Recognition adapted to each speaker (asrkit.Recognizer.session) against the package alone, on the same audio.
+
+    .venv/bin/python bench/session_adaptation.py --package P --data D [--method lhuc] [--iterations 8] \
+        [--learning-rate 0.1] [--speakers spk1,spk2]
+
+For every speaker of --data (utt2spk), all their recordings are transcribed by the package (the first pass,
+which is also the package's own result), a session fits the networks to that pass and transcribes them again.
+Printed: each speaker's WER before and after, the totals (Kaldi's %WER lines, against --data's text), and the
+seconds each part took (first pass, fitting, second pass; wall time on this machine, so read them beside the
+machine's load).  What the recipe's stage 12 gains with the data dir's speakers (asrkit-adapt, decoded by
+asrkit-decode) is the reference the issue holds this against.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+def parse_arguments():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--package", required=True)
+    parser.add_argument("--data", required=True, help="a data dir with wav.scp, text and utt2spk")
+    parser.add_argument("--method", default="lhuc", choices=["lhuc", "input", "lhuc+input"])
+    parser.add_argument("--iterations", type=int, default=8)
+    parser.add_argument("--learning-rate", type=float, default=0.1)
+    parser.add_argument("--speakers", default="", help="comma-separated speakers (default: all)")
+    return parser.parse_args()
+
+
+def wer_line(refs, hyps):
+    from asrkit.scoring import score_texts
+    from asrkit.scoring.report import format_wer_line
+
+    scored = score_texts({utt: refs[utt] for utt in hyps}, hyps)
+    return format_wer_line(scored.counts, scored.partial)
+
+
+def main():
+    from asrkit.recognizer.adaptation import SessionOptions
+    from asrkit.recognizer.recognizer import Recognizer
+    from asrkit.scoring import read_kaldi_text, read_utt2spk
+
+    args = parse_arguments()
+    refs = read_kaldi_text(os.path.join(args.data, "text"))
+    utt2spk = read_utt2spk(os.path.join(args.data, "utt2spk"))
+    wav = {}
+    with open(os.path.join(args.data, "wav.scp"), encoding="utf-8") as handle:
+        for line in handle:
+            utterance, spec = line.strip().split(maxsplit=1)
+            wav[utterance] = spec
+    wanted = set(filter(None, args.speakers.split(",")))
+    recognizer = Recognizer(args.package)
+    options = SessionOptions(method=args.method, iterations=args.iterations, learning_rate=args.learning_rate)
+    first, second, seconds = {}, {}, {"first pass": 0.0, "fitting": 0.0, "second pass": 0.0}
+    for speaker in sorted(set(utt2spk.values())):
+        if wanted and speaker not in wanted:
+            continue
+        utterances = sorted(u for u, s in utt2spk.items() if s == speaker)
+        session = recognizer.session(options)
+        started = time.monotonic()
+        for utterance in utterances:
+            first[utterance] = session.add(wav[utterance], details=False).text.split()
+        fitted = time.monotonic()
+        session.adapt()
+        adapted = time.monotonic()
+        for utterance, result in zip(utterances, session.results(details=False)):
+            second[utterance] = result.text.split()
+        done = time.monotonic()
+        for part, elapsed in zip(seconds, (fitted - started, adapted - fitted, done - adapted)):
+            seconds[part] += elapsed
+        print(f"{speaker}: {len(utterances)} utterances; first pass {wer_line(refs, {u: first[u] for u in utterances})}"
+              f"; adapted {wer_line(refs, {u: second[u] for u in utterances})}", flush=True)
+    print(f"all, first pass (the package alone): {wer_line(refs, first)}")
+    print(f"all, adapted to each speaker:        {wer_line(refs, second)}")
+    print("seconds: " + ", ".join(f"{part} {value:.1f}" for part, value in seconds.items()))
+
+
+if __name__ == "__main__":
+    main()

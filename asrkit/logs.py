@@ -10,6 +10,8 @@ import shlex
 import sys
 import time
 
+from asrkit.errors import AsrkitError
+
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
 
@@ -46,6 +48,25 @@ def summary_line(command, status, **fields):
     """One line a script can parse: `<command> summary: status=ok key=value ...`."""
     parts = [f"status={status}"] + [f"{key}={value}" for key, value in fields.items()]
     return f"{command} summary: " + " ".join(parts)
+
+
+def run_script(command, logger, work, verbose=False, **failure_fields):
+    """The main of a script without click (steps/*.py), as asrkit's commands behave; returns its exit status.
+
+    Logging is set up and the command line logged, then work() runs: the fields it returns end an ok summary
+    line (status 0); an AsrkitError or OSError (bad input, a full disk: the user's to fix) is logged without a
+    traceback, with a failed summary line of failure_fields (status 1).  Any other exception is a bug and rises.
+    """
+    setup_logging(verbose)
+    log_command_line(logger)
+    try:
+        fields = work()
+    except (AsrkitError, OSError) as error:
+        logger.error("%s", error)
+        logger.error(summary_line(command, "failed", **failure_fields))
+        return 1
+    logger.info(summary_line(command, "ok", **fields))
+    return 0
 
 
 class Progress:

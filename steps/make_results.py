@@ -13,7 +13,8 @@ Tables 1 and 2) with each run's time to convergence: the wall time of the first
 validation whose held-out frame accuracy is within CONVERGED_WITHIN of the
 run's best.  The pocketsphinx baseline (exp/pocketsphinx/decode_*, written by
 steps/pocketsphinx_decode.py with the same lexicon and trigram LM) gets its rows
-when its stage ran.  Then the WER per test voice (the test set's speakers are
+when its stage ran, and so does Kaldi's (exp/kaldi_<system>/decode_*, written by
+steps/kaldi_baseline.sh).  Then the WER per test voice (the test set's speakers are
 synthesised voices) of every model that decoded test, from each decode's
 score/per_spk.  Last, the LM weight each model's dev sweep chose
 (decode_dev/best_lmwt, decode_dev_noisy/best_lmwt) and the seconds each stage
@@ -53,8 +54,14 @@ ROLES = {
                   "its own dev LM weight, the combination weight and LM weight chosen on dev)",
 }
 MODEL_NAME = re.compile(r"^(" + "|".join(NETWORKS) + r")_(" + "|".join(ROLES) + r")$")
+KALDI_BASELINE = ("Kaldi's mini_librispeech GMM recipe on this recipe's data, lexicon and trigram LM "
+                  "(steps/kaldi_baseline.sh; LM weight and insertion penalty chosen on dev)")
 DESCRIPTIONS = {
     "pocketsphinx": "pocketsphinx 5 en-us acoustic model, this recipe's lexicon and trigram LM",
+    "kaldi_mono": "monophone GMM on MFCC + deltas, " + KALDI_BASELINE,
+    "kaldi_tri1": "triphone GMM on MFCC + deltas, " + KALDI_BASELINE,
+    "kaldi_tri2b": "triphone GMM on LDA+MLLT features, " + KALDI_BASELINE,
+    "kaldi_tri3b": "SAT triphone GMM (LDA+MLLT, per-speaker fMLLR in training and decoding), " + KALDI_BASELINE,
 }
 VOICE_TABLE_SET = "test"
 # wer_per_spk_details.pl's percent row: SPEAKER sys #SENT #WORD Corr Sub Ins Del Err S.Err

@@ -25,6 +25,7 @@ MISSING = {
     "export_package.sh": (["lstm/final", "graph", "lstm/decode_dev", "lstm/package"], "lstm/final"),
     "featurize.sh": (["data/train", "data/dev", "feats"], "data/train/wav.scp"),
     "flat_start.sh": (["data/train", "data/lang", "exp"], "data/train/feats.scp"),
+    "kaldi_baseline.sh": (["data", "dict", "test.arpa", "exp"], "dict/lexicon.txt"),
     "lfmmi.sh": (["data/train", "tree_ali", "graph", "data", "lstm_lfmmi"], "data/train/feats.scp"),
     "make_dict.sh": (["data/train/text", "dict"], "data/train/text"),
     "make_lang_and_lms.sh": (["dict", "data/train", "data/dev", "data"], "dict/lexicon.txt"),

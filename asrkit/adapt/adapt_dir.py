@@ -16,7 +16,12 @@ kernels is written as an ordinary model dir.  Output, OUT_DIR:
   spk0001/ ...         a model dir each (model.json, weights/, priors, ...: asrkit-decode reads it as any
                        other), and transform.npz, the speaker's parameters
 
-A speaker with fewer than `min_frames` frames of targets keeps the unadapted model (not in spk2model).
+A speaker with fewer than `min_frames` frames of targets, or whose first pass is less sure of itself than
+`min_confidence`, keeps the unadapted model (not in spk2model).  The confidence is [McDermott2014]'s, per
+speaker: the mean lattice posterior of the best path's pdf over its speech frames
+(asrkit.decode.unsupervised_selection; silence from the first pass's graph, `graph_dir`).  A model adapted to
+its own first pass learns its errors along with the rest: on egs/voiceover's dev, the characters the first
+pass was surest of gained and the others lost (RESULTS), so dev chooses the floor.
 `asrkit-decode --speaker-models OUT_DIR` decodes each utterance with its speaker's model.  The whole
 dir is built under a temporary name and renamed into place, so a killed run leaves the old one or none.
 """
@@ -34,6 +39,7 @@ from asrkit.adapt.fold import FoldPoints, SpeakerTransform, input_point, lhuc_po
 from asrkit.adapt.targets import lattice_frame_posteriors
 from asrkit.data.data_dir import DataDir
 from asrkit.decode.lattice_dir import checked_lm_weight, read_lattices
+from asrkit.decode.unsupervised_selection import best_path_confidence, mean_confidence
 from asrkit.decode.loglikes import ModelLoglikes
 from asrkit.errors import AsrkitError
 from asrkit.io.atomic import temporary_name
@@ -41,6 +47,7 @@ from asrkit.io.output_dir import check_output_dir, replace_output_dir
 from asrkit.io.json_file import read_json
 from asrkit.logs import Progress
 from asrkit.nn.model_dir import WEIGHTS_PREFIX, weights_digest
+from asrkit.sequence.outer import read_criterion_phones
 from asrkit.tf_runtime import import_tensorflow
 
 logger = logging.getLogger("asrkit.adapt")
@@ -56,6 +63,8 @@ class AdaptOptions:
     lm_weight: float = None  # of the lattice posteriors; default: DECODE_DIR/best_lmwt, else the lattices' own
     min_posterior: float = 0.0  # frames whose best pdf has less are left out
     min_frames: int = 300  # a speaker with fewer frames of targets is not adapted
+    min_confidence: float = 0.0  # nor one whose first pass's mean speech-frame posterior is lower
+    graph_dir: str = None  # the first pass's graph: its phones/silence.txt says which frames are not speech
     num_threads: int = 1
 
     def check(self):
@@ -65,9 +74,9 @@ class AdaptOptions:
         if e.iterations < 1 or not e.learning_rate > 0 or not 0 <= e.kld_weight < 1 or not e.input_l2 >= 0:
             raise AsrkitError(f"adaptation needs iterations >= 1, a positive learning rate, a KLD weight in [0, 1) "
                               f"and a non-negative input penalty: {e}")
-        if not 0 <= self.min_posterior <= 1 or self.min_frames < 1:
-            raise AsrkitError(f"--min-posterior must be in [0, 1] and --min-frames at least 1, not "
-                              f"{self.min_posterior} and {self.min_frames}")
+        if not 0 <= self.min_posterior <= 1 or self.min_frames < 1 or not 0 <= self.min_confidence <= 1:
+            raise AsrkitError(f"--min-posterior and --min-confidence must be in [0, 1] and --min-frames at least 1, "
+                              f"not {self.min_posterior}, {self.min_confidence} and {self.min_frames}")
 
 
 @dataclasses.dataclass
@@ -92,8 +101,8 @@ def posterior_lm_weight(decode_dir, lm_weight):
     return checked_lm_weight(lm_weight, decode_dir)
 
 
-def _speaker_targets(decode_dir, lm_weight, min_posterior, source, utt2spk, num_pdfs):
-    """{speaker: [(utterance id, FramePosteriors)]} and the count of lattices that gave no targets."""
+def _speaker_targets(decode_dir, lm_weight, min_posterior, source, utt2spk, num_pdfs, silence_pdfs=()):
+    """({speaker: [(utterance id, FramePosteriors, Candidate)]}, the count of lattices that gave no targets)."""
     by_speaker, unusable = {}, 0
     for utterance_id, lattice in read_lattices(decode_dir):
         if utterance_id not in utt2spk:
@@ -106,8 +115,16 @@ def _speaker_targets(decode_dir, lm_weight, min_posterior, source, utt2spk, num_
             logger.warning("%s: its lattice gives no targets for its %d frames (no complete path, another length, "
                            "or nothing confident enough); left out", utterance_id, len(inputs))
             continue
-        by_speaker.setdefault(utt2spk[utterance_id], []).append((utterance_id, targets))
+        candidate = best_path_confidence(utterance_id, lattice, lm_weight, silence_pdfs)
+        by_speaker.setdefault(utt2spk[utterance_id], []).append((utterance_id, targets, candidate))
     return by_speaker, unusable
+
+
+def first_pass_silence(graph_dir, model_dir):
+    """The silence pdfs of the first pass's graph (its phones/silence.txt) for the model's tree; none without."""
+    if graph_dir is None:
+        return ()
+    return tuple(int(pdf) for pdf in read_criterion_phones(graph_dir, model_dir, "smbr").silence_pdfs)
 
 
 def _fold_points(model, method, model_dir):
@@ -144,7 +161,7 @@ def adapt_speakers(model_dir, data_dir, decode_dir, out_dir, options=None):
     model = source.model
     lm_weight = posterior_lm_weight(decode_dir, options.lm_weight)
     by_speaker, unusable = _speaker_targets(decode_dir, lm_weight, options.min_posterior, source, data.utt2spk,
-                                            model.num_pdfs)
+                                            model.num_pdfs, first_pass_silence(options.graph_dir, model_dir))
     points = _fold_points(model, options.method, model_dir)
     estimator = SpeakerEstimator(model, points.kernels)
     work_dir = temporary_name(os.path.abspath(out_dir))
@@ -154,7 +171,9 @@ def adapt_speakers(model_dir, data_dir, decode_dir, out_dir, options=None):
         record = {"model_dir": os.path.abspath(model_dir), "weights_sha256": weights_digest(model_dir),
                   "data_dir": os.path.abspath(data_dir), "decode_dir": os.path.abspath(decode_dir),
                   "lm_weight": lm_weight, "method": options.method, "min_posterior": options.min_posterior,
-                  "min_frames": options.min_frames, "estimate": dataclasses.asdict(options.estimate),
+                  "min_frames": options.min_frames, "min_confidence": options.min_confidence,
+                  "graph_dir": options.graph_dir and os.path.abspath(options.graph_dir),
+                  "estimate": dataclasses.asdict(options.estimate),
                   "speakers": summary["speakers"], "utterances_without_lattice": unusable}
         with open(os.path.join(work_dir, "adapt.json"), "w", encoding="utf-8") as out:
             json.dump(record, out, indent=2, sort_keys=True)
@@ -179,14 +198,16 @@ def _adapt_each(by_speaker, source, model, points, estimator, options, work_dir,
     progress = Progress(len(by_speaker), "speakers", logger, unit="spk")
     for speaker in sorted(by_speaker, key=lambda s: s.encode()):
         utterances = by_speaker[speaker]
-        inputs = [source.network_input(utterance_id) for utterance_id, _ in utterances]
+        confidence = mean_confidence([candidate for _, _, candidate in utterances])
+        inputs = [source.network_input(utterance_id) for utterance_id, _, _ in utterances]
         data = SpeakerData(inputs, [targets.dense(len(features), model.num_pdfs)
-                                    for features, (_, targets) in zip(inputs, utterances)])
+                                    for features, (_, targets, _) in zip(inputs, utterances)])
         frames = data.frames
-        if frames < options.min_frames:
-            logger.info("speaker %s: %.0f frames of targets (fewer than %d): not adapted", speaker, frames,
-                        options.min_frames)
-            speakers[speaker] = {"model": None, "frames": frames, "utterances": len(utterances)}
+        if frames < options.min_frames or confidence < options.min_confidence:
+            logger.info("speaker %s: %.0f frames of targets, confidence %.3f (the floors: %d frames, %.3f): not "
+                        "adapted", speaker, frames, confidence, options.min_frames, options.min_confidence)
+            speakers[speaker] = {"model": None, "frames": frames, "utterances": len(utterances),
+                                 "confidence": confidence}
             progress.update(1)
             continue
         points.restore()
@@ -196,9 +217,9 @@ def _adapt_each(by_speaker, source, model, points, estimator, options, work_dir,
         _write_speaker(work_dir, name, model_dir, model, transform)
         lines.append(f"{speaker} {name}\n")
         speakers[speaker] = {"model": name, "frames": frames, "utterances": len(utterances),
-                             "loss_before": before, "loss_after": after}
-        logger.info("speaker %s: %d utterances, %.0f frames: loss per frame %.4f -> %.4f", speaker, len(utterances),
-                    frames, before, after)
+                             "confidence": confidence, "loss_before": before, "loss_after": after}
+        logger.info("speaker %s: %d utterances, %.0f frames, confidence %.3f: loss per frame %.4f -> %.4f", speaker,
+                    len(utterances), frames, confidence, before, after)
         progress.update(1)
     progress.close()
     with open(os.path.join(work_dir, "spk2model"), "w", encoding="utf-8") as out:

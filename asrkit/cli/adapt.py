@@ -34,11 +34,17 @@ COMMAND = "asrkit-adapt"
               help="Leave out frames whose best pdf has less posterior than this (a confidence filter).")
 @click.option("--min-frames", default=300, show_default=True, type=click.IntRange(min=1),
               help="Speakers with fewer frames of targets keep the unadapted model.")
+@click.option("--min-confidence", default=0.0, show_default=True, type=click.FloatRange(0, 1),
+              help="Speakers whose first pass is less sure of itself (the mean lattice posterior of the best path's "
+                   "pdfs over its speech frames) keep the unadapted model.")
+@click.option("--graph", "graph_dir", type=click.Path(exists=True, file_okay=False),
+              help="The first pass's graph dir: its phones/silence.txt tells the speech frames the confidence is "
+                   "taken over (without it, every frame).")
 @click.option("--num-threads", default=1, show_default=True, type=click.IntRange(min=1), help="TensorFlow threads.")
 @options_file
 @asrkit_command(COMMAND)
 def main(model_dir, data_dir, decode_dir, out_dir, method, iterations, learning_rate, kld_weight, input_l2, lm_weight,
-         min_posterior, min_frames, num_threads):
+         min_posterior, min_frames, min_confidence, graph_dir, num_threads):
     """Adapt MODEL_DIR to each speaker of DATA_DIR on the lattices of DECODE_DIR (asrkit-decode
     --write-lattices of DATA_DIR, the first pass) -> OUT_DIR: a model dir per speaker, spk2model and
     adapt.json.  Each speaker's parameters are fitted to the lattices' frame posteriors with the rest of
@@ -52,7 +58,7 @@ def main(model_dir, data_dir, decode_dir, out_dir, method, iterations, learning_
     import_tensorflow(num_threads)
     options = AdaptOptions(method=method, estimate=EstimateOptions(iterations, learning_rate, kld_weight, input_l2),
                            lm_weight=lm_weight, min_posterior=min_posterior, min_frames=min_frames,
-                           num_threads=num_threads)
+                           min_confidence=min_confidence, graph_dir=graph_dir, num_threads=num_threads)
     result = adapt_speakers(model_dir, data_dir, decode_dir, out_dir, options)
     logging.getLogger(COMMAND).info(summary_line(
         COMMAND, "ok", out_dir=result.out_dir, speakers=result.speakers, skipped_speakers=result.skipped_speakers,

@@ -57,11 +57,15 @@ logger = logging.getLogger(COMMAND)
               show_default=True, help="With --adapt: LHUC amplitudes, a linear input transform, or both.")
 @click.option("--adapt-min-frames", default=300, show_default=True, type=click.IntRange(min=1),
               help="With --adapt: a speaker whose first pass gives fewer frames of targets is not adapted.")
+@click.option("--adapt-min-confidence", default=0.0, show_default=True, type=click.FloatRange(0, 1),
+              help="With --adapt: nor one whose first pass is less sure of itself (the mean lattice posterior of "
+                   "its best path's speech frames).")
 @endpoint_options("With --streaming: ")
 @stream_options("With --streaming: ")
 @asrkit_command(COMMAND)
 def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prior_scale, beam, max_active,
-         max_fail_ratio, streaming, adapt, utt2spk, adapt_method, adapt_min_frames, max_utterance_seconds, endpoint_silence, windows,
+         max_fail_ratio, streaming, adapt, utt2spk, adapt_method, adapt_min_frames, adapt_min_confidence,
+         max_utterance_seconds, endpoint_silence, windows,
          early_endpoints):
     """Transcribe AUDIO files (wav, flac, mp3, ...; any sample rate, resampled; '-' for raw PCM on stdin)
     and the recordings of --scp with PACKAGE (asrkit-export).
@@ -104,7 +108,8 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
                                 max_utterance_seconds, endpoint_silence)
     failed, audio_seconds, busy = [], 0.0, 0.0
     if adapt:
-        options = SessionOptions(method=adapt_method, min_frames=adapt_min_frames)
+        options = SessionOptions(method=adapt_method, min_frames=adapt_min_frames,
+                                 min_confidence=adapt_min_confidence)
         results, failed, busy = transcribe_adapted(recognizer, inputs, speakers, options, sample_rate, nbest,
                                                    output_format != "text")
         for key, _ in inputs:
@@ -181,8 +186,8 @@ def transcribe_adapted(recognizer, inputs, speakers, options, sample_rate, nbest
                 logger.error("%s: %s", key, error)
         if added:
             session.adapt()
-            logger.info("speaker %s: %d inputs, %.0f frames of first-pass targets%s", speaker, len(added),
-                        session.frames, "".join(f"; loss per frame {before:.4f} -> {after:.4f}"
+            logger.info("speaker %s: %d inputs, %.0f frames of first-pass targets, confidence %.3f%s", speaker,
+                        len(added), session.frames, session.confidence, "".join(f"; loss per frame {before:.4f} -> {after:.4f}"
                                                 for before, after in session.losses) or " (not adapted)")
             results.update(zip(added, session.results(nbest=nbest, details=details)))
         busy += time.monotonic() - began

@@ -59,6 +59,12 @@ def best_path_confidence(utterance_id, lattice, lm_weight, silence_pdfs=()):
     return Candidate(utterance_id, words, confidence, int(speech.sum()), len(on_path))
 
 
+def mean_confidence(candidates):
+    """The confidence of several utterances together (a speaker's): their speech frames' mean posterior."""
+    frames = sum(candidate.speech_frames for candidate in candidates)
+    return sum(candidate.confidence * candidate.speech_frames for candidate in candidates) / max(frames, 1)
+
+
 @dataclasses.dataclass
 class Selection:
     chosen: list  # Candidates, most confident first

@@ -20,8 +20,10 @@ import logging
 
 import numpy as np
 
+from asrkit.decode.unsupervised_selection import best_path_confidence, mean_confidence
 from asrkit.errors import AsrkitError
 from asrkit.recognizer.acoustic import AcousticModel
+from asrkit.recognizer.endpoint import silence_pdfs_of_package
 from asrkit.recognizer.package import assign_network_weights, network_weights
 
 logger = logging.getLogger("asrkit.recognizer")
@@ -35,6 +37,7 @@ class SessionOptions:
     kld_weight: float = 0.0
     min_posterior: float = 0.0
     min_frames: int = 300  # fewer frames of targets and the package stays as it is
+    min_confidence: float = 0.0  # a first pass less sure of itself (asrkit.adapt.adapt_dir) too
 
 
 class SpeakerSession:
@@ -46,6 +49,7 @@ class SpeakerSession:
         self._inputs = []  # (network input [T, D], first-pass Decoded, end seconds)
         self.adapted = None
         self.frames = 0.0
+        self.confidence = None  # the first pass's mean speech-frame posterior, once adapt() has looked
         self.losses = []  # per network: (loss per frame before, after)
 
     def add(self, audio, sample_rate=None, nbest=1, details=True):
@@ -65,8 +69,10 @@ class SpeakerSession:
         targets are fewer than min_frames)."""
         targets = self._targets()
         self.frames = float(sum(target.sum() for target in targets))
-        if self.frames < self.options.min_frames:
-            logger.info("%.0f frames of targets (fewer than %d): not adapted", self.frames, self.options.min_frames)
+        self.confidence = self._confidence()
+        if self.frames < self.options.min_frames or self.confidence < self.options.min_confidence:
+            logger.info("%.0f frames of targets, confidence %.3f (the floors: %d frames, %.3f): not adapted",
+                        self.frames, self.confidence, self.options.min_frames, self.options.min_confidence)
             self.adapted = self.recognizer
             return self.adapted
         package = copy.copy(self.recognizer.package)
@@ -107,6 +113,15 @@ class SpeakerSession:
             targets.append(np.zeros((len(inputs), package.num_pdfs), np.float32) if posteriors is None
                            else posteriors.dense(len(inputs), package.num_pdfs))
         return targets
+
+    def _confidence(self):
+        """[McDermott2014]'s confidence of the first pass over every recording's speech frames."""
+        package = self.recognizer.package
+        silence = silence_pdfs_of_package(package.directory)
+        lm_weight = float(package.params["lm_weight"])
+        candidates = [best_path_confidence("recording", decoded.lattice, lm_weight, silence)
+                      for _, decoded, _ in self._inputs if len(decoded.lattice)]
+        return mean_confidence([candidate for candidate in candidates if candidate is not None])
 
     def _fitted(self, config, weights, targets):
         """The weights of one network with this speaker's transform folded in."""

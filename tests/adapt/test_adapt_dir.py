@@ -66,6 +66,17 @@ def test_a_speaker_with_too_few_frames_keeps_the_model_and_wrong_inputs_are_refu
                             AdaptOptions(min_frames=10 ** 6))
     assert result.speakers == 0 and result.skipped_speakers == 4
     assert open(tmp_path / "none" / "spk2model").read() == ""
+    # The speakers' first-pass confidence, over speech frames (the graph's silence left out), gates them too.
+    output = _adapt(first_pass, str(tmp_path / "sure"), "--iterations", "1", "--graph", first_pass["graph"])
+    confidences = {speaker: stats["confidence"] for speaker, stats in
+                   json.load(open(tmp_path / "sure" / "adapt.json"))["speakers"].items()}
+    assert sorted(confidences) == ["spk4", "spk5", "spk6", "spk7"] and all(0 < c < 1 for c in confidences.values())
+    floor = sorted(confidences.values())[2]  # the two surest speakers are adapted, the others not
+    output = _adapt(first_pass, str(tmp_path / "surest"), "--iterations", "1", "--graph", first_pass["graph"],
+                    "--min-confidence", f"{floor - 1e-9:.12f}")
+    spk2model = dict(line.split() for line in open(tmp_path / "surest" / "spk2model"))
+    assert sorted(spk2model) == sorted(s for s, c in confidences.items() if c >= floor - 1e-9) and len(spk2model) == 2
+    assert "speakers=2 skipped_speakers=2" in output
     # Speaker models of another model are refused by name.
     other = str(tmp_path / "other_model")
     shutil.copytree(first_pass["model"], other)

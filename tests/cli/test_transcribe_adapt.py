@@ -31,7 +31,11 @@ def test_each_speaker_s_inputs_are_adapted_together(package_dir, tmp_path):  # n
     assert [line["key"] for line in lines] == wavs  # in the order given, whatever the speakers
     for speaker in ("high", "low"):
         assert f"speaker {speaker}: 2 inputs" in run.stderr
-    assert run.stderr.count("frames of first-pass targets; loss per frame") == 2
+    assert run.stderr.count("frames of first-pass targets, confidence ") == 2
+    assert run.stderr.count("; loss per frame") == 2
+    surer = CliRunner().invoke(main, [package_dir, *wavs, "--adapt", "--utt2spk", str(utt2spk), "--adapt-min-frames",
+                                      "50", "--adapt-min-confidence", "1"])
+    assert surer.exit_code == 0 and surer.stderr.count("(not adapted)") == 2, surer.output
     assert "summary: status=ok inputs=4 failed=0" in run.stderr
 
 

@@ -2,7 +2,7 @@
 # steps/kaldi_baseline.sh: Kaldi's own GMM systems (mini_librispeech's mono, tri1, tri2b, tri3b) trained and decoded
 # on a recipe's data with its lexicon and LM, scored by asrkit's scorer: the baseline asrkit's models are read against.
 #
-# Design.  Kaldi is an external tool the user builds (utils/build_kaldi); nothing of it is copied into asrkit.  Its
+# Design.  Kaldi is an external tool the user builds (bin/build-kaldi); nothing of it is copied into asrkit.  Its
 # scripts want a recipe dir as their current directory (steps/ and utils/ by relative path, ./path.sh), so this step
 # makes one, the work dir, with steps/ and utils/ linking into KALDI_ROOT/egs/wsj/s5, local/score.sh linking to
 # Kaldi's steps/score_kaldi.sh, a path.sh and conf/mfcc.conf, and runs every Kaldi script there through --cmd.
@@ -49,12 +49,12 @@ Kaldi's GMM recipe (egs/mini_librispeech/s5) on <data-root>/<train-set>, with <d
 lexicon and LM and scored by asrkit's scorer; the LM weight and insertion penalty are chosen on each dev set of
 --tuned-sets and its test sets read at them.  Kaldi's own recipe dir is <work-dir>.  Stages (--stage, --stop-stage):
 0 the sets' audio as WAV, 1 lang dirs, 2 MFCC and CMVN, 3 mono, 4 tri1, 5 tri2b, 6 tri3b (each trained, aligned,
-decoded).  Build Kaldi first with utils/build_kaldi.
+decoded).  Build Kaldi first with bin/build-kaldi.
 Options:
   --cmd LAUNCHER           how jobs are launched (cmd.sh; default: $cmd)
   --nj N                   parallel jobs, at most a set's speakers (default: $nj)
   --log-dir DIR            the logs of each command (default: <work-dir>/log)
-  --kaldi-root DIR         a Kaldi checkout built by utils/build_kaldi (default: \$KALDI_ROOT)
+  --kaldi-root DIR         a Kaldi checkout built by bin/build-kaldi (default: \$KALDI_ROOT)
   --kaldi-cmd 'CMD'        how Kaldi's scripts run their jobs (their --cmd: run.pl, slurm.pl ...; default: $kaldi_cmd)
   --work-dir DIR           Kaldi's recipe dir: data/, exp/, mfcc/, wav/ (default: <out-dir>/kaldi_work)
   --train-set SET          the training set under <data-root> (default: $train_set)
@@ -112,7 +112,7 @@ for path in egs/wsj/s5/steps/train_sat.sh src/featbin/compute-mfcc-feats src/gmm
             src/latbin/lattice-best-path src/bin/compute-wer src/fstbin/fsttablecompose src/lmbin/arpa2fst \
             tools/openfst/bin/fstcompile; do
   [ -x "$kaldi_root/$path" ] || { echo "$0: --kaldi-root $kaldi_root is not a built Kaldi: $path is missing" \
-                                       "(build it with utils/build_kaldi $kaldi_root)" >&2; exit 1; }
+                                       "(build it with bin/build-kaldi $kaldi_root)" >&2; exit 1; }
 done
 work_dir="$(realpath -m "${work_dir:-$out_dir/kaldi_work}")"
 log_dir="$(realpath -m "${log_dir:-$work_dir/log}")"

@@ -73,31 +73,15 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
     Transcripts go to stdout, logs to stderr.
     """
     # deferred: the recognizer brings numpy, numba and the package loader; --help imports none of them
-    from asrkit.decode.word_lattice import MAX_NBEST
     from asrkit.recognizer.adaptation import SessionOptions
     from asrkit.recognizer.recognizer import Recognizer
-    from asrkit.recognizer.resample import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE
     from asrkit.recognizer.stream import default_endpoint, default_final_pass
 
     start = time.monotonic()
-    if nbest > MAX_NBEST:
-        raise click.BadParameter(f"{nbest} is more than {MAX_NBEST}", param_hint="--nbest")
-    if sample_rate is not None and not MIN_SAMPLE_RATE <= sample_rate <= MAX_SAMPLE_RATE:
-        raise click.BadParameter(f"{sample_rate} Hz: recognition reads {MIN_SAMPLE_RATE} to {MAX_SAMPLE_RATE} Hz",
-                                 param_hint="--sample-rate")
     inputs = [(path, path) for path in audio]
     if scp:
         inputs += read_wav_scp(scp)
-    if not inputs:
-        raise click.UsageError("nothing to transcribe: give AUDIO files, '-' or --scp")
-    if sum(1 for _, spec in inputs if spec == "-") > 1:
-        raise click.UsageError("'-' (stdin) can be read only once")
-    if streaming and nbest > 1:
-        raise click.UsageError("--nbest needs the whole recording: it cannot be combined with --streaming")
-    if streaming and adapt:
-        raise click.UsageError("--adapt transcribes every input twice: it cannot be combined with --streaming")
-    if utt2spk and not adapt:
-        raise click.UsageError("--utt2spk says whose inputs are adapted together: give --adapt too")
+    check_usage(inputs, sample_rate, nbest, streaming, adapt, utt2spk)
     speakers = read_speakers(utt2spk, [key for key, _ in inputs]) if adapt else None
     recognizer = Recognizer(package, lm_weight=lm_weight, prior_scale=prior_scale, beam=beam, max_active=max_active)
     logger.info("%s: %d pdfs, LM weight %g, prior scale %g, beam %g, %s", package, recognizer.package.num_pdfs,
@@ -144,6 +128,28 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
         raise AsrkitError(f"{len(failed)} of {len(inputs)} inputs could not be transcribed ({' '.join(failed[:5])}"
                           f"{' ...' if len(failed) > 5 else ''}), more than --max-fail-ratio {max_fail_ratio:g}")
     logger.info(summary_line(COMMAND, "ok", **fields))
+
+
+def check_usage(inputs, sample_rate, nbest, streaming, adapt, utt2spk):
+    """Refuse, before the package loads, options that cannot work together or values out of range."""
+    from asrkit.decode.word_lattice import MAX_NBEST
+    from asrkit.recognizer.resample import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE
+
+    if nbest > MAX_NBEST:
+        raise click.BadParameter(f"{nbest} is more than {MAX_NBEST}", param_hint="--nbest")
+    if sample_rate is not None and not MIN_SAMPLE_RATE <= sample_rate <= MAX_SAMPLE_RATE:
+        raise click.BadParameter(f"{sample_rate} Hz: recognition reads {MIN_SAMPLE_RATE} to {MAX_SAMPLE_RATE} Hz",
+                                 param_hint="--sample-rate")
+    if not inputs:
+        raise click.UsageError("nothing to transcribe: give AUDIO files, '-' or --scp")
+    if sum(1 for _, spec in inputs if spec == "-") > 1:
+        raise click.UsageError("'-' (stdin) can be read only once")
+    if streaming and nbest > 1:
+        raise click.UsageError("--nbest needs the whole recording: it cannot be combined with --streaming")
+    if streaming and adapt:
+        raise click.UsageError("--adapt transcribes every input twice: it cannot be combined with --streaming")
+    if utt2spk and not adapt:
+        raise click.UsageError("--utt2spk says whose inputs are adapted together: give --adapt too")
 
 
 def read_speakers(utt2spk, keys):

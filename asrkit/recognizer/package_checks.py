@@ -498,6 +498,10 @@ def _dnn_layers(checked, feature_dim):
 
 IVECTOR_ONLINE = {"ivector_period": 10, "max_count": 0.0, "max_remembered_frames": 1000, "posterior_scale": None}
 MAX_IVECTOR_PERIOD = 10_000
+# asrkit-extract-ivectors' ivector.json, which a model dir copies: the two keys read at load, then what the
+# extraction used (kept for the record; recognition extracts online from each utterance and ignores them).
+IVECTOR_CONFIG_KEYS = {"extractor", "online", "ivector_period", "per_frame", "per_speaker", "utts_per_speaker_max",
+                       "ivector_dim"}
 
 
 def check_ivector_dir(ivector_dir, feature_dim):
@@ -506,10 +510,13 @@ def check_ivector_dir(ivector_dir, feature_dim):
     feature dimensions.  Returns the OnlineIvectorAppender."""
     where = os.path.join(ivector_dir, "ivector.json")
     config = read_json(where)
-    if sorted(config) != ["extractor", "online"] or not isinstance(config["extractor"], str) or \
-            not isinstance(config["online"], dict) or not set(config["online"]) <= set(IVECTOR_ONLINE):
+    if not isinstance(config, dict) or not {"extractor", "online"} <= set(config) <= IVECTOR_CONFIG_KEYS or \
+            not isinstance(config["extractor"], str) or not isinstance(config["online"], dict) or \
+            not set(config["online"]) <= set(IVECTOR_ONLINE):
         raise PackageError(f"{where}: expected {{'extractor': a file name, 'online': {{options of "
-                           f"{', '.join(IVECTOR_ONLINE)}}}}}, not {str(config)[:120]}")
+                           f"{', '.join(IVECTOR_ONLINE)}}}}} and at most the extraction's record "
+                           f"({', '.join(sorted(IVECTOR_CONFIG_KEYS - {'extractor', 'online'}))}), "
+                           f"not {str(config)[:120]}")
     online = IVECTOR_ONLINE | config["online"]
     integer(online["ivector_period"], "online ivector_period", where, 1, MAX_IVECTOR_PERIOD)
     real(online["max_count"], "online max_count", where, low=0.0)

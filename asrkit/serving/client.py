@@ -57,9 +57,22 @@ logger = logging.getLogger("asrkit.serving")
 BURST = 16  # messages received between looks at the command queue and the monitor
 MAX_BAD_MESSAGES = 100  # malformed messages tolerated (logged) before the run fails
 HANDSHAKE_FAILURES_TOLERATED = 3  # on an endpoint never verified; ZeroMQ retries every 0.1 s
-# Examples of other shards held in memory while the shard due sends nothing, in queue capacities, before the
-# run fails: a server that is down would otherwise have the others' whole epochs kept for it.
-MAX_HELD_FACTOR = 50
+# Bytes of other shards' examples held in memory while the shard due sends nothing, before the run fails: a
+# server that is down would otherwise have the others' whole epochs kept for it.  Counted in bytes, not examples:
+# a local server restarted after a crash needs tens of seconds (TensorFlow's import, its first lattices), in
+# which servers of short examples send thousands.
+MAX_HELD_BYTES = 2 << 30
+
+
+def _example_bytes(item):
+    """Memory an item of the rotation holds: its example's arrays (0 for a ShardEnd)."""
+    if not isinstance(item, _Received):
+        return 0
+    example = item.example
+    held = example.features.nbytes + example.targets.nbytes
+    if example.outer is not None:
+        held += example.outer.pdfs.nbytes + example.outer.values.nbytes
+    return held
 
 
 class _Failure:
@@ -373,23 +386,25 @@ class ServerExamples:
             yield from (item for item in arrivals if isinstance(item, _Received))
             return
         last_taken = time.monotonic()
+        held_bytes = 0
         for item in arrivals:
             self.rotation.add(item.shard, item)
+            held_bytes += _example_bytes(item)
             # The queue is read again only when the shard due has nothing: the servers' back-pressure holds.
             while (due := self.rotation.take()) is not None:
                 last_taken = time.monotonic()
+                held_bytes -= _example_bytes(due[1])
                 yield due[1]
-            self._check_shard_due(time.monotonic() - last_taken)
+            self._check_shard_due(time.monotonic() - last_taken, held_bytes)
 
-    def _check_shard_due(self, waited):
-        """Fails when the shard due keeps the others waiting too long, or holds too many of theirs in memory."""
-        held = self.rotation.waiting
-        if waited > self.receive_timeout or held > MAX_HELD_FACTOR * self.capacity:
+    def _check_shard_due(self, waited, held_bytes):
+        """Fails when the shard due keeps the others waiting too long, or holds too much of theirs in memory."""
+        if waited > self.receive_timeout or held_bytes > MAX_HELD_BYTES:
             shard = self.rotation.shard_due
             raise AsrkitError(
                 f"the example server of shard {shard}/{self.num_servers} has sent nothing for {waited:.0f} s while "
-                f"the others sent {held} examples, held until its turn; check that it runs (its log: "
-                f"serve.{shard}.log beside the trainer's, for local servers)")
+                f"the others sent {self.rotation.waiting} examples ({held_bytes / 2**20:.0f} MiB), held until its "
+                f"turn; check that it runs (its log: serve.{shard}.log beside the trainer's, for local servers)")
 
     def _arrivals(self):
         """What the receiver queued (_Received, ShardEnd), until the end of every stream."""

@@ -88,7 +88,7 @@ def test_the_example_server_host_killed_and_restarted_resumes_the_training(make_
     assert cluster.kill_host("servers") >= 1
     deadline = time.monotonic() + 240
     while not (lost := re.search(rf"example server {re.escape(endpoint)} disconnected .*\(resume it with (--shard 1/1 "
-                                 r"--start-epoch \d+ --start-after \S+)\)", log_path.read_text())):
+                                 r"--start-epoch \d+ --start-after \S+ --start-index \d+)\)", log_path.read_text())):
         assert trainer.poll() is None and time.monotonic() < deadline, log_path.read_text()[-3000:]
         time.sleep(0.2)
     assert trainer.poll() is None  # waiting for examples
@@ -100,5 +100,5 @@ def test_the_example_server_host_killed_and_restarted_resumes_the_training(make_
     # Both server processes fed the run: the restarted one's id (host:pid:shard) is a second one in the counts.
     received = re.findall(r"received ((?:servers:\d+:1/1=\d+ ?)+)", log)[-1].split()
     assert len(received) == 2, received
-    _shard, _one, _start_epoch, epoch, _start_after, utterance = lost.group(1).split()
+    _shard, _one, _start_epoch, epoch, _start_after, utterance, _start_index, _index = lost.group(1).split()
     assert f"resuming epoch {int(epoch) + 1} after {utterance}:" in (tmp_path / "server.log").read_text()

@@ -35,7 +35,11 @@ def write_random_extractor(root, frames, ivector_dim, seed=0):
     extractor.save(extractor_path)
     config_path = os.path.join(root, "ivector.json")
     with open(config_path, "w") as out:
-        json.dump({"extractor": extractor_path, "online": {"ivector_period": 3}}, out)
+        # as asrkit-extract-ivectors writes it: the extractor, the online options, and the extraction's record
+        json.dump({"extractor": extractor_path, "online": {"ivector_period": 3, "max_count": 0.0,
+                                                            "max_remembered_frames": 1000, "posterior_scale": None},
+                   "ivector_period": 3, "per_frame": False, "per_speaker": False, "utts_per_speaker_max": 0,
+                   "ivector_dim": ivector_dim}, out)
     return [extractor_path, config_path]
 
 

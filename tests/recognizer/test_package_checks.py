@@ -367,6 +367,8 @@ def change_ivector_json(change):
     (change_ivector_json(lambda c: c["online"].update(posterior_scale=float("nan"))), "posterior_scale must be"),
     (change_ivector_json(lambda c: c["online"].update(period=3)), "expected {'extractor'"),
     (change_ivector_json(setting("online", 3)), "expected {'extractor'"),
+    (change_ivector_json(setting("colour", 3)), "expected {'extractor'"),
+    (change_ivector_json(lambda c: c.pop("online")), "expected {'extractor'"),
     (change_ivector_json(setting("extractor", "other.ie")), "its extractor other.ie is not in"),
     (change_extractor(at("variances", (0, 0), -1.0)), "variances must be positive"),
     (change_extractor(at("projections", (0, 0, 0), float("nan"))), "projections holds 1 NaN"),

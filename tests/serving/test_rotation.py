@@ -96,3 +96,31 @@ def test_a_shard_that_keeps_the_others_waiting_is_named(free_endpoint):
         sender.join(10)
         source.close()
         second.close()
+
+
+def test_a_shard_due_that_has_the_others_fill_memory_is_named(free_endpoint, monkeypatch):
+    """The others' examples held for the shard due are bounded in bytes (here a few examples' worth), not time."""
+    monkeypatch.setattr("asrkit.serving.client.MAX_HELD_BYTES", 200)
+    endpoints = [free_endpoint(), free_endpoint()]
+    second, second_messages = _sender(endpoints[1], 2, ["b1", "b2"])
+    source = ServerExamples(HANDSHAKE, endpoints, num_servers=2, receive_timeout=600.0)
+    stop = threading.Event()
+
+    def send():
+        while not stop.is_set():
+            second.send_multipart(second_messages[0])
+            time.sleep(0.05)
+
+    sender = threading.Thread(target=send)
+    began = time.monotonic()
+    try:
+        sender.start()
+        with pytest.raises(AsrkitError, match=r"shard 1/2 has sent nothing for \d+ s while the others sent \d+ "
+                                              r"examples \(0 MiB\), held until its turn"):
+            list(source)
+    finally:
+        stop.set()
+        sender.join(10)
+        source.close()
+        second.close()
+    assert time.monotonic() - began < 60

@@ -1,6 +1,6 @@
 """The Kaldi baseline: steps/kaldi_baseline.sh's arguments and its calls of Kaldi's scripts (stubbed: no Kaldi is
 built here), steps/kaldi_data.py's WAV copies of a data dir, steps/kaldi_results.py's reading of Kaldi's scoring
-output (hand-written in Kaldi's formats), utils/build_kaldi's refusals, and the rows steps/make_results.py prints."""
+output (hand-written in Kaldi's formats), bin/build-kaldi's refusals, and the rows steps/make_results.py prints."""
 
 import argparse
 import os
@@ -16,7 +16,7 @@ from asrkit.errors import AsrkitError
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STEPS = os.path.join(ROOT, "steps")
 STEP = os.path.join(STEPS, "kaldi_baseline.sh")
-BUILD = os.path.join(ROOT, "utils", "build_kaldi")
+BUILD = os.path.join(ROOT, "bin", "build-kaldi")
 if STEPS not in sys.path:
     sys.path.insert(0, STEPS)
 
@@ -122,7 +122,7 @@ def test_a_kaldi_root_without_its_binaries_is_named_before_anything_runs(tmp_pat
     empty = run_step("--kaldi-root", tmp_path / "kaldi", data, dict_dir, arpa, tmp_path / "exp")
     assert empty.returncode == 1, empty.stderr
     assert (f"--kaldi-root {tmp_path}/kaldi is not a built Kaldi: egs/wsj/s5/steps/train_sat.sh is missing (build it "
-            f"with utils/build_kaldi {tmp_path}/kaldi)") in empty.stderr
+            f"with bin/build-kaldi {tmp_path}/kaldi)") in empty.stderr
     unbuilt = fake_kaldi(tmp_path / "unbuilt", leave_out="src/lmbin/arpa2fst")
     partial = run_step(data, dict_dir, arpa, tmp_path / "exp", env={"KALDI_ROOT": unbuilt})
     assert partial.returncode == 1 and "is not a built Kaldi: src/lmbin/arpa2fst is missing" in partial.stderr
@@ -359,7 +359,7 @@ def test_build_kaldi_refuses_without_a_source_a_usable_openfst_or_its_compilers(
                               env=env, timeout=60)
 
     helped = subprocess.run([BUILD, "--help"], capture_output=True, text=True)
-    assert helped.returncode == 0 and helped.stdout.startswith("Usage: utils/build_kaldi [options] <kaldi-root>")
+    assert helped.returncode == 0 and helped.stdout.startswith("Usage: bin/build-kaldi [options] <kaldi-root>")
     assert build().returncode == 1
     nothing = build(tmp_path / "kaldi")
     assert nothing.returncode == 1

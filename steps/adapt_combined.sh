@@ -53,7 +53,8 @@ for split in "$dev_set" "${tests[@]}"; do
 done
 log_dir="${log_dir:-$out_dir/log}"
 steps="$(dirname "$0")"
-adapt_options=()
+# The first pass's graph tells asrkit-adapt the speech frames its --min-confidence is measured over.
+adapt_options=(--graph "$graph_dir")
 [ -n "$adapt_config" ] && adapt_options+=(--config "$adapt_config")
 words_of "$adapt_opts" more_adapt_options
 adapt_options+=("${more_adapt_options[@]}")

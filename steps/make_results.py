@@ -52,6 +52,9 @@ ROLES = {
              "4-gram's denominator graph; uniform priors, {network}_ce's graph)",
     "smbr_lfmmi": "{network}_smbr and {network}_lfmmi combined frame by frame (steps/decode_combined.sh: each at "
                   "its own dev LM weight, the combination weight and LM weight chosen on dev)",
+    "smbr_lfmmi_adapted": "{network}_smbr_lfmmi with both models adapted to each speaker from its first pass "
+                          "(steps/adapt_combined.sh: asrkit-adapt on the first pass's lattices; LM weight chosen "
+                          "on dev)",
 }
 MODEL_NAME = re.compile(r"^(" + "|".join(NETWORKS) + r")_(" + "|".join(ROLES) + r")$")
 KALDI_BASELINE = ("Kaldi's mini_librispeech GMM recipe on this recipe's data, lexicon and trigram LM "
@@ -124,6 +127,8 @@ def comparisons(wers):
         pairs.append((f"{network}_ce_clean", f"{network}_lfmmi", f"LF-MMI relative to clean-only CE{suffix}", ""))
         pairs.append((f"{network}_smbr", f"{network}_smbr_lfmmi", f"sMBR + LF-MMI combined relative to sMBR{suffix}",
                       ""))
+        pairs.append((f"{network}_smbr_lfmmi", f"{network}_smbr_lfmmi_adapted",
+                      f"speaker adaptation relative to the combination's first pass{suffix}", ""))
     for role in ROLES:
         pairs.append((f"lstm_{role}", f"wblstm_{role}", f"windowed BLSTM relative to the LSTM, {role}", ""))
     return [pair for pair in pairs if pair[0] in wers and pair[1] in wers]

@@ -28,8 +28,8 @@ RECIPE = os.path.join(ROOT, "egs", "voiceover")
 def test_tiny_recipe_runs_end_to_end(tmp_path):
     data, exp = tmp_path / "data", tmp_path / "exp"
     command = [os.path.join(RECIPE, "run.sh"), "--size", "tiny", "--data", str(data), "--exp", str(exp),
-               "--ivectors", "true"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+               "--ivectors", "true", "--adapt", "true"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stderr[-3000:]
     speakers = {}
     for split in ("train", "dev", "test"):
@@ -138,4 +138,15 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert len(recognizer.acoustic.network.networks) == 2
     words = recognizer.transcribe(wav).text.split()
     assert words and set(words) <= set(recognizer.package.words)
+    # --adapt true: both networks adapted to each dev and test character from the combination's first pass (its
+    # lattices), the second pass decoded at dev's LM weight and set beside the first in RESULTS.
+    adapted = exp / "wblstm_smbr_lfmmi_adapted"
+    for split in ("dev", "test"):
+        assert (exp / "wblstm_smbr_lfmmi" / f"decode_{split}" / "lat.scp").exists()
+        for model in ("wblstm_smbr", "wblstm_lfmmi"):
+            log = open(exp / "log" / "stage12" / f"adapt_{model}_{split}.log").read()
+            assert "asrkit-adapt summary: status=ok" in log
+            assert (adapted / f"adapt_{model}_{split}" / "adapt.json").exists()
+    assert f"{adapted}/decode_test/score/wer" in results
+    assert "speaker adaptation relative to the combination's first pass" in results
     assert "# stage times (s)" in results

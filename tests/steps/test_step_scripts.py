@@ -238,7 +238,8 @@ def test_adapt_combined_adapts_both_models_to_each_set_and_decodes_test_at_dev_s
     assert [call.split()[-1] for call in calls if call.startswith("launch")] == [
         f"{adapted}/adapt_lstm_smbr_dev", f"{adapted}/adapt_lstm_lfmmi_dev", f"{adapted}/adapt_lstm_smbr_test",
         f"{adapted}/adapt_lstm_lfmmi_test"]
-    assert f"asrkit-adapt --iterations 4 {exp}/lstm_lfmmi/final {data}/test {combined}/decode_test" in \
+    assert f"asrkit-adapt --graph {tmp_path}/graph --iterations 4 {exp}/lstm_lfmmi/final {data}/test " \
+        f"{combined}/decode_test" in \
         " ".join(calls[4].replace("\\", "").split())
     decodes = [" ".join(call.split()) for call in calls if call.startswith("decode.sh")]
     assert len(decodes) == 2 and "--lmwt-sweep" in decodes[0] and "--acoustic-scale 1.11111" in decodes[1]

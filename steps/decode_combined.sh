@@ -76,7 +76,11 @@ for weight in "${weights[@]}"; do
 done
 rm -rf "$out_dir/decode_$dev_set"
 mv "$out_dir/decode_${dev_set}_w$best_weight" "$out_dir/decode_$dev_set"
-sed -i "s#/decode_${dev_set}_w$best_weight/#/decode_$dev_set/#" "$out_dir/decode_$dev_set/best_wer"
+# The moved dir's files that name their own path: the WER line, and the lattices' table (--write-lattices).
+for named in best_wer lat.scp; do
+  [ ! -f "$out_dir/decode_$dev_set/$named" ] ||
+    sed -i "s#/decode_${dev_set}_w$best_weight/#/decode_$dev_set/#" "$out_dir/decode_$dev_set/$named"
+done
 for weight in "${weights[@]}"; do rm -rf "$out_dir/decode_${dev_set}_w$weight"; done
 echo "$best_weight" > "$out_dir/decode_$dev_set/combine_weight"
 # The options that make the chosen combination, for asrkit-export --combine-model (steps/export_package.sh).

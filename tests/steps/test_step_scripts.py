@@ -153,6 +153,7 @@ out="${@: -1}"; mkdir -p "$out"
 case "$*" in *--combine-weight\\ 0.5*) wer=10 ;; *) wer=20 ;; esac
 case "$out" in *decode_dev*) echo 0.9 > "$out/best_lmwt" ;; *) wer=30 ;; esac
 echo "%WER $wer [ 1 / 10 ] $out/wer_0.9" > "$out/best_wer"
+case "$*" in *--write-lattices*) echo "u1 $out/lat.1.h5:/u1" > "$out/lat.scp" ;; esac
 """
 
 
@@ -174,8 +175,8 @@ def test_decode_combined_chooses_the_weights_on_dev_and_decodes_test_at_them(tmp
     env = {**os.environ, "DECODE_CALLS": str(tmp_path / "calls")}
     combined = exp / "combined"
     result = run_step(steps / "decode_combined.sh", "--combine-weights", "0.3 0.5 0.7", "--decode-opts",
-                      "--cmvn-online", tmp_path / "graph", data, exp / "lstm_smbr", exp / "lstm_lfmmi", combined,
-                      env=env)
+                      "--cmvn-online --write-lattices", tmp_path / "graph", data, exp / "lstm_smbr", exp / "lstm_lfmmi",
+                      combined, env=env)
     assert result.returncode == 0, result.stderr
     assert (combined / "decode_dev" / "combine_weight").read_text() == "0.5\n"
     assert (combined / "decode_dev" / "combination_opts").read_text() == \
@@ -183,12 +184,14 @@ def test_decode_combined_chooses_the_weights_on_dev_and_decodes_test_at_them(tmp
         "--combine-acoustic-scale 1.3333333 --combine-prior-scale 1 --combine-weight 0.5\n"
     assert (combined / "decode_dev" / "combine_weight_wers").read_text() == "0.3 20\n0.5 10\n0.7 20\n"
     assert f"{combined}/decode_dev/wer_0.9" in (combined / "decode_dev" / "best_wer").read_text()
+    # The lattices' table names the dir the chosen weight's decode was moved to (what steps/adapt_combined.sh reads).
+    assert (combined / "decode_dev" / "lat.scp").read_text() == f"u1 {combined}/decode_dev/lat.1.h5:/u1\n"
     assert not list(combined.glob("decode_dev_w*"))
     calls = (tmp_path / "calls").read_text().splitlines()
     assert len(calls) == 4  # dev at three weights, then test
     own = (f"--model-acoustic-scale 0.28571429 --prior-scale 0.5 --combine-model {exp}/lstm_lfmmi/final "
            "--combine-acoustic-scale 1.3333333 --combine-prior-scale 1")
-    assert all(f"--decode-opts --cmvn-online {own} " in " ".join(call.split()) for call in calls)
+    assert all(f"--decode-opts --cmvn-online --write-lattices {own} " in " ".join(call.split()) for call in calls)
     assert "--lmwt-sweep" in calls[0] and "--combine-weight 0.3" in calls[0]
     assert calls[3].endswith(f"{exp}/lstm_smbr/final {data}/test {combined}/decode_test")
     assert "--combine-weight 0.5 --acoustic-scale 1.11111 " in calls[3] and "--lmwt-sweep" not in calls[3]

@@ -132,6 +132,7 @@ def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prio
 
 def check_usage(inputs, sample_rate, nbest, streaming, adapt, utt2spk):
     """Refuse, before the package loads, options that cannot work together or values out of range."""
+    # deferred: these modules bring numpy and numba; --help imports none of them
     from asrkit.decode.word_lattice import MAX_NBEST
     from asrkit.recognizer.resample import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE
 

@@ -101,20 +101,19 @@ def online_cmvn_options(function):
         click.option("--cmvn-online", is_flag=True,
                      help="For a model trained with the speaker (or utterance) mean: remove a running mean over "
                           "each utterance's frames so far instead, started from the training set's mean, as when "
-                          "decoding utterance by utterance without the speaker's others (online CMN; its prior "
-                          "fades otherwise than Kaldi's: asrkit.frontend.online_cmvn)."),
-        click.option("--cmvn-online-window", default=600, type=click.IntRange(min=1), show_default=True,
-                     help="With --cmvn-online, the model's frames (30 ms by default: 600 are 18 s) the running "
+                          "decoding utterance by utterance without the speaker's others (online CMN, by default "
+                          "Kaldi's OnlineCmvn at its 6-s window and 2-s prior: asrkit.frontend.online_cmvn)."),
+        click.option("--cmvn-online-window", default=200, type=click.IntRange(min=1), show_default=True,
+                     help="With --cmvn-online, the model's frames (30 ms by default: 200 are 6 s) the running "
                           "mean looks back over."),
-        click.option("--cmvn-online-prior-frames", default=200, type=click.IntRange(min=0), show_default=True,
+        click.option("--cmvn-online-prior-frames", default=67, type=click.IntRange(min=0), show_default=True,
                      help="With --cmvn-online, the count the training mean tops the frames seen up to: it weighs "
                           "this many frames less those seen, and nothing once this many were seen (the rule kaldi: "
                           "at most this many, while the window is not full)."),
-        click.option("--cmvn-online-rule", type=click.Choice(["asrkit", "kaldi"]), default="asrkit",
+        click.option("--cmvn-online-rule", type=click.Choice(["asrkit", "kaldi"]), default="kaldi",
                      show_default=True,
-                     help="With --cmvn-online, how the training mean's weight falls: asrkit's, or Kaldi's OnlineCmvn "
-                          "(whose 6-s window and 2-s prior are --cmvn-online-window 200 --cmvn-online-prior-frames "
-                          "67 at 30-ms frames)."),
+                     help="With --cmvn-online, how the training mean's weight falls: Kaldi's OnlineCmvn's, or "
+                          "asrkit's (that of models trained with --cmvn-mean online, at 600 and 200 frames)."),
     ]):
         wrapper = option(wrapper)
     return wrapper

@@ -39,7 +39,7 @@ class UtteranceCmvn:
             return (f"online CMN as trained (window {options.window}, {options.prior_frames} prior frames), "
                     f"{self.cmvn.var_norm} variance")
         if self.online is not None and self.cmvn.mean_norm != "global":
-            rule = "" if self.online.rule == "asrkit" else f", {self.online.rule}'s rule"
+            rule = f", {self.online.rule}'s rule"
             return (f"online CMN (window {self.online.window}, {self.online.prior_frames} prior frames{rule}), "
                     f"{self.cmvn.var_norm} variance")
         if self.cmvn.mean_norm == "speaker":

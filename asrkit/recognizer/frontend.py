@@ -14,9 +14,8 @@ alone takes longer than the whole transcription of a short file.
   global mean: the training set's mean, batch and streaming alike;
   utterance mean (the recipes' default): in batch the utterance's own mean (what the model was trained
   with, and what asrkit-decode does), in streaming online CMN (asrkit.frontend.online_cmvn: the
-  running mean, started from the training set's, by asrkit's rule, not Kaldi's: the prior tops the
-  window's count up to prior_frames and is gone once that many frames were seen; frames of 30 ms by
-  default), as `asrkit-decode --cmvn-online`;
+  running mean, started from the training set's, by default Kaldi's OnlineCmvn at its 6-s window and
+  2-s prior, 200 and 67 frames of 30 ms), as `asrkit-decode --cmvn-online`;
   speaker mean: online CMN in both (there are no other utterances of the speaker);
   online mean (a model trained with online CMN): online CMN in both, as in training.
   `online=True` forces online CMN in batch too (a recipe that decoded with --cmvn-online).
@@ -26,7 +25,7 @@ import numpy as np
 
 from asrkit.frontend.config import FeatureConfig
 from asrkit.frontend.filterbank import analysis_window, mel_filterbank
-from asrkit.frontend.online_cmvn import prior_counts
+from asrkit.frontend.online_cmvn import STAND_IN, OnlineCmvnOptions, prior_counts
 
 
 class Analysis:
@@ -164,11 +163,13 @@ class FeatureStream:
 class Cmvn:
     """The model's CMVN statistics (asrkit.frontend.cmvn.CmvnStats' sums), applied as the module docstring says.
 
-    stats: dict of arrays as the package's cmvn.npz holds them (asrkit.recognizer.package); window and prior_frames:
-    online CMN's options (asrkit.frontend.online_cmvn.OnlineCmvnOptions), but a model trained with online CMN
-    (mean_norm "online") keeps those it was trained with (the package's online_window, online_prior_frames)."""
+    stats: dict of arrays as the package's cmvn.npz holds them (asrkit.recognizer.package); window, prior_frames
+    and rule: online CMN's options (asrkit.frontend.online_cmvn.OnlineCmvnOptions; by default STAND_IN, Kaldi's
+    OnlineCmvn), but a model trained with online CMN (mean_norm "online") keeps those it was trained with (the
+    package's online_window, online_prior_frames, and asrkit's rule)."""
 
-    def __init__(self, stats, online=False, window=600, prior_frames=200, variance_floor=1e-10, rule="asrkit"):
+    def __init__(self, stats, online=False, window=STAND_IN.window, prior_frames=STAND_IN.prior_frames,
+                 variance_floor=1e-10, rule=STAND_IN.rule):
         self.mean_norm = str(stats["mean_norm"])
         self.var_norm = str(stats["var_norm"])
         count = max(int(stats["count"]), 1)
@@ -180,6 +181,7 @@ class Cmvn:
         self.raw_sum_squares = np.asarray(stats["raw_sum_squares"], np.float64)
         if self.mean_norm == "online" and "online_window" in stats:
             window, prior_frames = int(stats["online_window"]), int(stats["online_prior_frames"])
+            rule = OnlineCmvnOptions.rule  # training's (asrkit.frontend.cmvn writes no rule: asrkit's)
         self.window, self.prior_frames, self.variance_floor, self.rule = window, prior_frames, variance_floor, rule
         # Online CMN in batch: asked for, the model's own (trained with it), or the only estimate of a speaker's
         # mean one utterance gives.
@@ -191,7 +193,8 @@ class Cmvn:
         if self.mean_norm == "global":
             return "global mean and variance"
         if self.online or streaming:
-            return f"online CMN (window {self.window}, {self.prior_frames} prior frames), {self.var_norm} variance"
+            return (f"online CMN (window {self.window}, {self.prior_frames} prior frames, {self.rule}'s rule), "
+                    f"{self.var_norm} variance")
         return "utterance mean, global variance"
 
     def normalize(self, features):
@@ -214,7 +217,7 @@ class CmvnStream:
     """Normalises frames as they arrive: the global statistics, or online CMN's running window mean.
 
     The window's frames are kept in a ring with their sums, so that a piece costs its own frames, not the
-    window's (600 frames: recomputing its sums for every 0.1-s piece was a fifth of a stream's CPU)."""
+    window's (hundreds of frames: recomputing its sums for every 0.1-s piece was a fifth of a stream's CPU)."""
 
     def __init__(self, cmvn):
         self.cmvn = cmvn

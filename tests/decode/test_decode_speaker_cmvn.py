@@ -78,7 +78,7 @@ def test_online_cmn_decodes_one_utterance_at_a_time(trained, tmp_path):
     os.remove(os.path.join(alone, "spk_cmvn.h5"))
     options = OnlineCmvnOptions(window=20, prior_frames=5)
     model = ModelLoglikes(trained["model"], alone, cmvn_online=options)
-    assert "online CMN (window 20, 5 prior frames)" in model.check_cmvn()
+    assert "online CMN (window 20, 5 prior frames, asrkit's rule)" in model.check_cmvn()
     cmvn = model.model.cmvn
     with TableReader(os.path.join(alone, "feats.scp")) as table:
         utterance_id = table.keys()[0]
@@ -102,13 +102,18 @@ def test_decode_cli_with_speaker_cmvn_and_online(trained, tmp_path):
                                                      "0.5", "--cmvn-online", "--cmvn-online-prior-frames", "2"],
                                 catch_exceptions=False)
     assert online.exit_code == 0, online.output
-    assert "CMVN: online CMN (window 600, 2 prior frames)" in online.output and "%WER" in online.output
+    assert "CMVN: online CMN (window 200, 2 prior frames, kaldi's rule)" in online.output and "%WER" in online.output
+    # By default Kaldi's OnlineCmvn at its lengths (STAND_IN); asrkit's rule at its own on request.
     kaldi = CliRunner().invoke(decode_main, args + [str(tmp_path / "kaldi"), "--no-lmwt-sweep", "--acoustic-scale",
-                                                    "0.5", "--cmvn-online", "--cmvn-online-rule", "kaldi",
-                                                    "--cmvn-online-window", "200", "--cmvn-online-prior-frames", "67"],
-                               catch_exceptions=False)
+                                                    "0.5", "--cmvn-online"], catch_exceptions=False)
     assert kaldi.exit_code == 0, kaldi.output
     assert "CMVN: online CMN (window 200, 67 prior frames, kaldi's rule)" in kaldi.output
+    own = CliRunner().invoke(decode_main, args + [str(tmp_path / "own"), "--no-lmwt-sweep", "--acoustic-scale", "0.5",
+                                                  "--cmvn-online", "--cmvn-online-rule", "asrkit",
+                                                  "--cmvn-online-window", "600", "--cmvn-online-prior-frames", "200"],
+                             catch_exceptions=False)
+    assert own.exit_code == 0, own.output
+    assert "CMVN: online CMN (window 600, 200 prior frames, asrkit's rule)" in own.output
     refused = CliRunner().invoke(decode_main, args + [str(tmp_path / "t"), "--loglikes", os.path.join(
         trained["dev"], "feats.scp"), "--cmvn-online"])
     assert refused.exit_code == 2 and "not to --loglikes" in refused.output

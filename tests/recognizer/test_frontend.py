@@ -113,12 +113,13 @@ def test_a_model_trained_with_online_cmn_keeps_its_options():
     stats.online_options = OnlineCmvnOptions(window=300, prior_frames=50)
     arrays.update(online_window=np.array(300), online_prior_frames=np.array(50))  # as asrkit-export writes them
     utterance = np.random.default_rng(5).standard_normal((500, 5)).astype(np.float32) + 1
-    cmvn = Cmvn(arrays)  # the recognizer's defaults (600, 200) give way to the model's
-    assert (cmvn.window, cmvn.prior_frames) == (300, 50)
+    cmvn = Cmvn(arrays)  # the recognizer's defaults (Kaldi's OnlineCmvn, 200 and 67) give way to the model's
+    assert (cmvn.window, cmvn.prior_frames, cmvn.rule) == (300, 50, "asrkit")
     np.testing.assert_allclose(cmvn.normalize(utterance), stats.normalize(utterance), atol=1e-5)
     utterance_arrays = dict(_stats("utterance", "global")[1], online_window=np.array(300),
                             online_prior_frames=np.array(50))
-    assert Cmvn(utterance_arrays).prior_frames == 200  # other models stream with the options given
+    other = Cmvn(utterance_arrays)  # other models stream with the options given, by default STAND_IN
+    assert (other.window, other.prior_frames, other.rule) == (200, 67, "kaldi")
 
 
 @pytest.mark.parametrize("mean_norm,var_norm", [("global", "global"), ("utterance", "global"),
@@ -130,13 +131,13 @@ def test_cmvn_as_trained_and_online(mean_norm, var_norm):
     utterance = np.random.default_rng(4).standard_normal((750, 5)).astype(np.float32) + 1
     options = OnlineCmvnOptions(window=300, prior_frames=50)
     online = normalize_online(stats, utterance, options)
-    cmvn = Cmvn(arrays, window=300, prior_frames=50)
+    cmvn = Cmvn(arrays, window=300, prior_frames=50, rule="asrkit")
     if mean_norm in ("speaker", "online"):
         np.testing.assert_allclose(cmvn.normalize(utterance), online, atol=1e-5)
     else:
         np.testing.assert_allclose(cmvn.normalize(utterance), stats.normalize(utterance), atol=1e-5)
-    np.testing.assert_allclose(Cmvn(arrays, online=True, window=300, prior_frames=50).normalize(utterance),
-                               online, atol=1e-5)
+    forced = Cmvn(arrays, online=True, window=300, prior_frames=50, rule="asrkit")
+    np.testing.assert_allclose(forced.normalize(utterance), online, atol=1e-5)
     stream = cmvn.stream()
     pieces = [stream.accept(utterance[a:b]) for a, b in ((0, 1), (1, 40), (40, 40), (40, 400), (400, 750))]
     np.testing.assert_allclose(np.concatenate(pieces), online, atol=1e-5)

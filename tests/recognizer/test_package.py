@@ -63,7 +63,7 @@ def test_log_likelihoods_match_the_model_dir_path(package_dir, model_dirs):
     (asrkit-decode --cmvn-online); both against TensorFlow's front end and network."""
     from asrkit.frontend.config import FeatureConfig
     from asrkit.frontend.features import FeatureExtractor
-    from asrkit.frontend.online_cmvn import normalize_online
+    from asrkit.frontend.online_cmvn import STAND_IN, normalize_online
     from asrkit.nn.model_dir import load_acoustic_model
 
     package = load_package(package_dir)
@@ -76,7 +76,7 @@ def test_log_likelihoods_match_the_model_dir_path(package_dir, model_dirs):
         ours = log_likelihoods(package, samples)
         seen = ~package.unseen
         np.testing.assert_allclose(ours[:, seen], expected[:, seen], atol=1e-3)
-        online = model.log_likelihoods_normalized(normalize_online(model.cmvn, feats), prior_scale=0.5)
+        online = model.log_likelihoods_normalized(normalize_online(model.cmvn, feats, STAND_IN), prior_scale=0.5)
         stream = AcousticStream(package)
         rng = np.random.default_rng(seed)
         pieces, start = [], 0
@@ -128,7 +128,7 @@ def test_a_model_with_online_ivectors(ivector_model_dir, toy_task, tmp_path):
     """The package carries the extractor; batch and stream append the i-vectors asrkit-decode's path appends."""
     from asrkit.frontend.config import FeatureConfig
     from asrkit.frontend.features import FeatureExtractor
-    from asrkit.frontend.online_cmvn import normalize_online
+    from asrkit.frontend.online_cmvn import STAND_IN, normalize_online
     from asrkit.ivector.append import OnlineIvectorAppender
     from asrkit.nn.model_dir import load_acoustic_model
 
@@ -143,7 +143,8 @@ def test_a_model_with_online_ivectors(ivector_model_dir, toy_task, tmp_path):
     seen = ~package.unseen
     expected = model.log_likelihoods_normalized(appender.append("u", feats, model.cmvn.normalize(feats)))
     np.testing.assert_allclose(log_likelihoods(package, samples)[:, seen], expected[:, seen], atol=1e-3)
-    online = model.log_likelihoods_normalized(appender.append("u", feats, normalize_online(model.cmvn, feats)))
+    normalized = normalize_online(model.cmvn, feats, STAND_IN)
+    online = model.log_likelihoods_normalized(appender.append("u", feats, normalized))
     stream = AcousticStream(package)
     pieces = [stream.accept(samples[start : start + 700]) for start in range(0, len(samples), 700)]
     pieces.append(stream.finish())
@@ -169,7 +170,7 @@ def test_a_combined_package_gives_asrkit_decodes_combination(combined_package, m
     from asrkit.decode.combined_loglikes import interpolation_weights
     from asrkit.frontend.config import FeatureConfig
     from asrkit.frontend.features import FeatureExtractor
-    from asrkit.frontend.online_cmvn import normalize_online
+    from asrkit.frontend.online_cmvn import STAND_IN, normalize_online
     from asrkit.nn.model_dir import load_acoustic_model
     from asrkit.recognizer.acoustic import AcousticModel
 
@@ -186,7 +187,7 @@ def test_a_combined_package_gives_asrkit_decodes_combination(combined_package, m
     seen = ~(package.unseen | package.combined["unseen"])
     np.testing.assert_allclose(log_likelihoods(package, samples)[:, seen], expected[:, seen], atol=1e-3)
     model = AcousticModel(package)
-    normalized = normalize_online(first.cmvn, feats)
+    normalized = normalize_online(first.cmvn, feats, STAND_IN)
     online = model.network.log_posteriors(normalized)
     stream = AcousticStream(package)  # the grid's windows: the batch rows
     rows = [stream.accept(samples[start:start + 700]) for start in range(0, len(samples), 700)]

@@ -27,22 +27,40 @@ def _weights(model_dir):
             if "optimizer" not in name.lower()}
 
 
-def _paused(exp_dir, server):
-    """A thread that stops local server `server` for two seconds once it has started: the other runs far ahead."""
-    def pause():
-        endpoint_file = os.path.join(exp_dir, "servers", f"serve.{server}.endpoint")
+class _Pauser(threading.Thread):
+    """Stops local server `server` for two seconds as soon as it has bound (its endpoint file written), so the
+    other runs far ahead; `paused` says whether it did (a run that ended first would test nothing)."""
+
+    def __init__(self, exp_dir, server, delay=0.0):
+        super().__init__(daemon=True)
+        self.delay = delay
+        self.endpoint_file = os.path.join(exp_dir, "servers", f"serve.{server}.endpoint")
+        self.paused = False
+
+    def run(self):
         deadline = time.monotonic() + 120
-        while not os.path.exists(endpoint_file) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        time.sleep(0.3)
-        pid = json.load(open(endpoint_file))["pid"]
-        os.kill(pid, signal.SIGSTOP)
+        while time.monotonic() < deadline:
+            try:
+                pid = json.load(open(self.endpoint_file))["pid"]
+                break
+            except (OSError, ValueError, KeyError):  # not written yet, or half-written
+                time.sleep(0.005)
+        else:
+            return
+        time.sleep(self.delay)
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except ProcessLookupError:  # it had served everything already
+            return
+        self.paused = True
         time.sleep(2.0)
         os.kill(pid, signal.SIGCONT)
 
-    thread = threading.Thread(target=pause, daemon=True)
-    thread.start()
-    return thread
+
+def _paused(exp_dir, server, delay=0.0):
+    pauser = _Pauser(exp_dir, server, delay)
+    pauser.start()
+    return pauser
 
 
 def _assert_same_weights(first_dir, second_dir):
@@ -53,7 +71,7 @@ def _assert_same_weights(first_dir, second_dir):
 
 
 def test_ce_training_from_two_servers_one_of_them_paused_trains_the_same_model(corpus, tmp_path):
-    data_dir, ali_dir, _ = corpus(num_utts=40)
+    data_dir, ali_dir, _ = corpus(num_utts=120)
     models = []
     for name in ("quiet", "paused"):
         options = TrainOptions(model="lstm", model_overrides={"num_layers": 1, "num_cells": 16, "label_delay": 2},
@@ -61,10 +79,12 @@ def test_ce_training_from_two_servers_one_of_them_paused_trains_the_same_model(c
                                        "log_every": 50, "valid_every": 0, "checkpoint_every": 0,
                                        "learning_rate": 0.1, "valid_utts": 2},
                                example_servers="local:2", server_from_feats=True, server_receive_timeout=120)
-        pauser = _paused(str(tmp_path / name), 1) if name == "paused" else None
+        # Paused once the trainer takes examples, with more than the sockets hold still to send.
+        pauser = _paused(str(tmp_path / name), 1, delay=1.0) if name == "paused" else None
         models.append(train_ce(data_dir, ali_dir, str(tmp_path / name), options).model_dir)
         if pauser is not None:
             pauser.join(10)
+            assert pauser.paused
     _assert_same_weights(*models)
 
 
@@ -79,6 +99,7 @@ def _train(seq_task, exp_dir, pause_server=None, **params):
     result = train_seq(seq_task["data"], seq_task["ali"], seq_task["ce"], seq_task["graph"], exp_dir, options)
     if pauser is not None:
         pauser.join(10)
+        assert pauser.paused
     return result
 
 

@@ -116,6 +116,8 @@ require_choice cmvn_mean utterance speaker global online
 [ -n "$cmvn_variance" ] || { [ "$cmvn_mean" = speaker ] && cmvn_variance=speaker || cmvn_variance=global; }
 require_choice cmvn_variance global speaker
 require_whole_number stage stop_stage nj
+# Stage 12 adapts the combination from its own lattices: refused now, not after the hour of training.
+! $adapt || $combine || { echo "$0: --adapt true adapts the combination: give --combine true" >&2; exit 1; }
 games="${games:-$data/local/games}"
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -364,7 +366,6 @@ fi
 
 if run_stage 12 && $adapt; then
   begin_stage 12 "each character's adapted models, the combination's second pass -> $exp/${am}_smbr_lfmmi_adapted"
-  $combine || { echo "$0: --adapt true adapts the combination: give --combine true" >&2; exit 1; }
   ../../steps/adapt_combined.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage12" --adapt-config conf/adapt.conf \
     --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" \
     "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" "$exp/${am}_lfmmi" "$exp/${am}_smbr_lfmmi" \

@@ -115,6 +115,8 @@ require_choice size tiny small default
 require_choice am wblstm lstm
 require_choice cmvn_mean utterance speaker global online
 require_whole_number stage stop_stage nj seed cmvn_online_prior_frames
+# Stage 12 adapts the combination from its own lattices: refused now, not after the hour of training.
+! $adapt || $combine || { echo "$0: --adapt true adapts the combination: give --combine true" >&2; exit 1; }
 
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
@@ -492,7 +494,6 @@ fi
 
 if run_stage 12 && $adapt; then
   begin_stage 12 "each speaker's adapted models, the combination's second pass -> $exp/${am}_smbr_lfmmi_adapted"
-  $combine || { echo "$0: --adapt true adapts the combination: give --combine true" >&2; exit 1; }
   for pair in $tuned_sets; do
     IFS=: read -r dev_set test_set _ <<< "$pair"
     ../../steps/adapt_combined.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage12" \

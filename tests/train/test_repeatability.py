@@ -28,8 +28,8 @@ def _weights(model_dir):
 
 
 class _Pauser(threading.Thread):
-    """Stops local server `server` for two seconds as soon as it has bound (its endpoint file written), so the
-    other runs far ahead; `paused` says whether it did (a run that ended first would test nothing)."""
+    """Stops local server `server` for two seconds `delay` seconds after it has bound (its endpoint file written),
+    so the other runs far ahead; `paused` says whether it did (a server that had ended first would test nothing)."""
 
     def __init__(self, exp_dir, server, delay=0.0):
         super().__init__(daemon=True)

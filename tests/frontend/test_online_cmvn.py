@@ -101,3 +101,14 @@ def test_online_needs_the_raw_statistics_and_sane_options():
         normalize_online(CmvnStats(2, mean_norm="utterance"), np.zeros((3, 2)))
     with pytest.raises(ValueError, match="window >= 1"):
         OnlineCmvnOptions(0, 10)
+
+
+def test_the_decoders_online_defaults_are_the_stand_in():
+    """asrkit-decode's --cmvn-online-* defaults repeat STAND_IN (click's defaults are written before numpy loads),
+    so the data path and the recognizer normalise alike."""
+    from asrkit.cli.decode import main
+    from asrkit.frontend.online_cmvn import STAND_IN
+
+    defaults = {param.name: param.default for param in main.params}
+    assert (defaults["cmvn_online_window"], defaults["cmvn_online_prior_frames"], defaults["cmvn_online_rule"]) == \
+        (STAND_IN.window, STAND_IN.prior_frames, STAND_IN.rule)

@@ -38,6 +38,19 @@ require_files() {
   done
 }
 
+# require_built_kaldi KALDI_ROOT CALLER_OPTION: KALDI_ROOT holds a Kaldi that bin/build-kaldi built, one of each
+# kind of what steps/kaldi_baseline.sh runs, else an error naming CALLER_OPTION and the first missing file (exit 1):
+# a recipe checks it before its first stage, not after the hour of training.
+require_built_kaldi() {
+  local root="$1" option="$2" path
+  for path in egs/wsj/s5/steps/train_sat.sh src/featbin/compute-mfcc-feats src/gmmbin/gmm-latgen-faster \
+              src/latbin/lattice-best-path src/bin/compute-wer src/fstbin/fsttablecompose src/lmbin/arpa2fst \
+              tools/openfst/bin/fstcompile; do
+    [ -x "$root/$path" ] || { echo "$0: $option $root is not a built Kaldi: $path is missing (build it with" \
+                                   "bin/build-kaldi $root)" >&2; exit 1; }
+  done
+}
+
 # usage_error MESSAGE USAGE: a step's wrong arguments: MESSAGE and the usage on stderr, exit 1.
 usage_error() {
   printf '%s: %s\n%s\n' "$0" "$1" "$2" >&2

@@ -107,13 +107,7 @@ done
 # Kaldi's scripts run in the work dir: every path they are given is absolute.
 data_root="$(realpath -m "$data_root")"; dict_dir="$(realpath -m "$dict_dir")"; arpa="$(realpath -m "$arpa")"
 out_dir="$(realpath -m "$out_dir")"; kaldi_root="$(realpath -m "$kaldi_root")"
-# What the steps below run, one of each kind: a checkout without them has not been built (or not fully).
-for path in egs/wsj/s5/steps/train_sat.sh src/featbin/compute-mfcc-feats src/gmmbin/gmm-latgen-faster \
-            src/latbin/lattice-best-path src/bin/compute-wer src/fstbin/fsttablecompose src/lmbin/arpa2fst \
-            tools/openfst/bin/fstcompile; do
-  [ -x "$kaldi_root/$path" ] || { echo "$0: --kaldi-root $kaldi_root is not a built Kaldi: $path is missing" \
-                                       "(build it with bin/build-kaldi $kaldi_root)" >&2; exit 1; }
-done
+require_built_kaldi "$kaldi_root" --kaldi-root
 work_dir="$(realpath -m "${work_dir:-$out_dir/kaldi_work}")"
 log_dir="$(realpath -m "${log_dir:-$work_dir/log}")"
 steps_dir="$(cd "$(dirname "$0")" && pwd)"

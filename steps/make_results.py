@@ -315,6 +315,31 @@ def read_warps(exp_dir):
     return warps
 
 
+def read_kaldi_times(exp_dir):
+    """system -> [(phase, seconds)] from each exp_dir/kaldi_<system>/times (steps/kaldi_baseline.sh's "PHASE SECONDS"
+    lines: train, align, graph, decode_<set>; a phase run again counts its last run)."""
+    times = {}
+    for path in sorted(glob.glob(os.path.join(exp_dir, "kaldi_*", "times"))):
+        phases = {}
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                fields = line.split()
+                if len(fields) == 2 and fields[1].isdigit():
+                    phases[fields[0]] = int(fields[1])
+        if phases:
+            times[os.path.basename(os.path.dirname(path))] = list(phases.items())
+    return times
+
+
+def write_kaldi_times(out, exp_dir):
+    """Kaldi's time for each phase of each system, beside asrkit's training lines and stage times."""
+    times = read_kaldi_times(exp_dir)
+    if times:
+        out.write("# Kaldi's seconds here (steps/kaldi_baseline.sh, --nj jobs; features and lang dirs not counted): "
+                  + "; ".join(f"{system} " + ", ".join(f"{phase} {seconds}" for phase, seconds in phases)
+                              for system, phases in times.items()) + "\n")
+
+
 def write_unrolling(out, exp_dir, wers):
     """Stage 11's truncated (b, u) runs and the full-unrolling run, one row each."""
     rows, first_config = [], None
@@ -442,6 +467,7 @@ def main():
                   f"{result['seconds']:.0f} s; held-out frame accuracy "
                   f"{'-' if valid is None else f'{valid:.4f}'}{extra}\n")
     write_training_time_comparison(out, args.exp_dir)
+    write_kaldi_times(out, args.exp_dir)
 
     times = read_stage_times(args.exp_dir)
     if times:

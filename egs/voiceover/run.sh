@@ -57,6 +57,10 @@
 #                                formants by about 1.08 to 0.86 of these: the final model's dev 35.12 -> 33.17).
 #                                Stage 9 run again decodes with the warps already there: remove
 #                                data/{dev,test}/spk2warp and run stage 4 to start over
+#     --kaldi-baseline DIR       stage 10 also trains and decodes Kaldi's own GMM systems (mono, tri1, tri2b, tri3b
+#                                with per-speaker fMLLR: steps/kaldi_baseline.sh) on the same narrowband audio,
+#                                lexicon and LM with the Kaldi that bin/build-kaldi built in DIR -> exp/kaldi_*;
+#                                empty: not run (about an hour here) (default: empty)
 #     --adapt true|false         stage 12 adapts both models of the combination to each dev and test character from
 #                                the combination's own first pass (asrkit-adapt: LHUC on conf/adapt.conf, fitted
 #                                to the first pass's lattice posteriors) and decodes them again with them ->
@@ -76,7 +80,8 @@
 #         exp/<am>_ce/decode_*; 8 sMBR sequence training with seq-mode example servers ->
 #         exp/<am>_smbr; 9 its decoding and scoring, and its recognizer package (asrkit-export, the
 #         LM weight and prior scale chosen on dev) -> exp/<am>_smbr/package; 10 baseline: pocketsphinx's stock en-us model
-#         (audio resampled to 16 kHz) with the same lexicon and LM, on test -> exp/pocketsphinx; 11 with --lfmmi
+#         (audio resampled to 16 kHz) with the same lexicon and LM, on test -> exp/pocketsphinx, and with --kaldi-baseline
+#         Kaldi's GMM systems -> exp/kaldi_{mono,tri1,tri2b,tri3b}; 11 with --lfmmi
 #         true the LF-MMI model (steps/lfmmi.sh, multi-style), with --combine true its frame-level
 #         combination with the sMBR model (steps/decode_combined.sh) and the combination's recognizer
 #         package -> exp/<am>_smbr_lfmmi/package; 12 with --adapt true each dev and test character's adapted
@@ -104,6 +109,7 @@ combine=true
 combine_weights="0.5 0.6"
 warps="0.85 0.9 0.95 1 1.05 1.1 1.15"
 adapt=false
+kaldi_baseline=
 external_lm=auto
 
 switch_options=overwrite
@@ -125,6 +131,8 @@ cd "$here"
 . ../../steps/common.sh
 stages_init "$exp/log" "$stage" "$stop_stage"
 echo "$command_line" >&2
+# Stage 10's Kaldi baseline needs a built Kaldi: refused now, not after the hour of training.
+[ -z "$kaldi_baseline" ] || ! run_stage 10 || require_built_kaldi "$kaldi_baseline" --kaldi-baseline
 
 if run_stage 0; then
   begin_stage 0 "set-up: the Python environment and festival"
@@ -333,6 +341,13 @@ if run_stage 10; then
   ../../steps/pocketsphinx_baseline.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage10" \
     --test-sets test "$data" "$decode_dict" "$data/local/lm/test.arpa" \
     "$exp/pocketsphinx"
+  if [ -n "$kaldi_baseline" ]; then
+    # Kaldi hears what asrkit's models hear: the audio at 8 kHz, the same lexicon and decoding LM, its LM weight
+    # and insertion penalty chosen on dev.
+    ../../steps/kaldi_baseline.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage10/kaldi" \
+      --kaldi-root "$kaldi_baseline" --sample-rate 8000 --tuned-sets dev:test "$data" "$decode_dict" \
+      "$data/local/lm/test.arpa" "$exp"
+  fi
 fi
 
 if run_stage 11 && { $lfmmi || $combine; }; then

@@ -33,6 +33,10 @@
 #                                test set from the combination's own first pass (asrkit-adapt, conf/adapt.conf)
 #                                and decodes them again -> exp/<am>_smbr_lfmmi_adapted; needs --combine true
 #                                (default: false: on egs/voiceover's dev it did not pay, 34.50 -> 34.77)
+#     --kaldi-baseline DIR       stage 13 also trains and decodes Kaldi's own GMM systems (mono, tri1, tri2b, tri3b
+#                                with per-speaker fMLLR: steps/kaldi_baseline.sh) on the same audio, lexicon and
+#                                LM with the Kaldi that bin/build-kaldi built in DIR -> exp/kaldi_*; empty: not
+#                                run (default: empty)
 #     --group-comparison true|false   stage 11 also trains the clean-only windowed BLSTM at [Mohamed2015]'s 20+1+20
 #                                and 20+8+20 on the unrolling comparison's subset (default: false)
 #     --am wblstm|lstm           the acoustic network: [Mohamed2015]'s windowed BLSTM or [Variani2017]'s LSTM; its
@@ -75,7 +79,8 @@
 #         20+8+20 -> exp/wblstm_g1, exp/wblstm_g8;
 #         12 with --adapt true each dev and test speaker's adapted models, the combination's second pass
 #         -> exp/<am>_smbr_lfmmi_adapted; 13 baseline: pocketsphinx's stock en-us model decoding test and
-#         test_noisy with the same lexicon and LM -> exp/pocketsphinx; 14 results table -> exp/RESULTS,
+#         test_noisy with the same lexicon and LM -> exp/pocketsphinx, and with --kaldi-baseline Kaldi's GMM
+#         systems -> exp/kaldi_{mono,tri1,tri2b,tri3b}; 14 results table -> exp/RESULTS,
 #         training plots -> exp/*/training.png.
 # Every model is decoded at the LM weight a lattice sweep chose on dev (dev_noisy for test_noisy):
 # decoding parameters are tuned on dev, never on test.
@@ -101,6 +106,7 @@ lfmmi=true
 combine=true
 combine_weights="0.4 0.5 0.6 0.7"
 adapt=false
+kaldi_baseline=
 group_comparison=false
 am=wblstm
 cmvn_mean=utterance
@@ -124,6 +130,8 @@ cd "$here"
 . ../../steps/common.sh
 stages_init "$exp/log" "$stage" "$stop_stage"
 echo "$command_line" >&2
+# Stage 13's Kaldi baseline needs a built Kaldi: refused now, not after the hour of training.
+[ -z "$kaldi_baseline" ] || ! run_stage 13 || require_built_kaldi "$kaldi_baseline" --kaldi-baseline
 
 if run_stage 0; then
   begin_stage 0 "set-up: synthesisers and the Python environment"
@@ -509,6 +517,13 @@ if run_stage 13; then
   # decoding the same audio with the same words and the same trigram LM.
   ../../steps/pocketsphinx_baseline.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage13" \
     --test-sets "test test_noisy" "$data" "$data/local/dict" "$data/local/lm/test.arpa" "$exp/pocketsphinx"
+  if [ -n "$kaldi_baseline" ]; then
+    # Kaldi on the same audio (clean training set, as Kaldi's recipes train), lexicon and LM; test at dev's
+    # LM weight and insertion penalty, test_noisy at dev_noisy's.
+    ../../steps/kaldi_baseline.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage13/kaldi" \
+      --kaldi-root "$kaldi_baseline" --tuned-sets "dev:test dev_noisy:test_noisy" "$data" "$data/local/dict" \
+      "$data/local/lm/test.arpa" "$exp"
+  fi
 fi
 
 if run_stage 14; then

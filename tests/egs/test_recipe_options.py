@@ -18,3 +18,20 @@ def test_adapting_without_the_combination_is_refused_before_training(recipe, tmp
     assert result.returncode == 1
     assert "--adapt true adapts the combination: give --combine true" in result.stderr
     assert not exp.exists() and not data.exists()
+
+
+@pytest.mark.parametrize("recipe", ["voiceover", "voicesearch"])
+def test_a_kaldi_baseline_without_a_built_kaldi_is_refused_before_training(recipe, tmp_path):
+    """The Kaldi baseline runs after every asrkit model has trained: a directory that holds no built Kaldi is named
+    before stage 0, with the first file it lacks."""
+    data, exp, kaldi = tmp_path / "data", tmp_path / "exp", tmp_path / "kaldi"
+    (kaldi / "egs" / "wsj" / "s5" / "steps").mkdir(parents=True)
+    (kaldi / "egs" / "wsj" / "s5" / "steps" / "train_sat.sh").write_text("#!/bin/bash\n")
+    os.chmod(kaldi / "egs" / "wsj" / "s5" / "steps" / "train_sat.sh", 0o755)
+    result = subprocess.run([os.path.join(ROOT, "egs", recipe, "run.sh"), "--kaldi-baseline", str(kaldi),
+                             "--data", str(data), "--exp", str(exp)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert (f"--kaldi-baseline {kaldi} is not a built Kaldi: src/featbin/compute-mfcc-feats is missing (build it "
+            f"with bin/build-kaldi {kaldi})") in result.stderr
+    assert "run.sh --kaldi-baseline" in result.stderr.splitlines()[0]  # the command line comes first
+    assert not exp.exists() and not data.exists()

@@ -4,6 +4,7 @@ output (hand-written in Kaldi's formats), bin/build-kaldi's refusals, and the ro
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 
@@ -196,6 +197,10 @@ def test_the_pipeline_calls_kaldi_s_scripts_in_its_work_dir_and_scores_them_with
     rows = {line.split()[1]: line.split()[2:] for line in table.splitlines() if line.startswith("# kaldi_")}
     assert rows["kaldi_mono"] == ["0.00", "40.00"] and rows["kaldi_tri3b"] == ["0.00", "40.00"]
     assert "# LM weight chosen on dev: kaldi_mono dev 8; kaldi_tri3b dev 8\n" in table
+    seconds = next(line for line in table.splitlines() if line.startswith("# Kaldi's seconds here"))
+    assert re.fullmatch(r"# Kaldi's seconds here \(.*\): kaldi_mono train \d+, align \d+, graph \d+, decode_dev \d+, "
+                        r"decode_test \d+; kaldi_tri1 train \d+, align \d+; kaldi_tri2b train \d+, align \d+; "
+                        r"kaldi_tri3b train \d+, graph \d+, decode_dev \d+, decode_test \d+", seconds)
     # A rerun from stage 6 redoes tri3b only.
     calls.write_text("")
     again = run_step("--cmd", tmp_path / "launcher", "--kaldi-root", kaldi, "--stage", 6, data, dict_dir, arpa, exp,

@@ -111,7 +111,7 @@ begin_stage() {
 run_stage() { [ "$stages_first" -le "$1" ] && [ "$stages_last" -ge "$1" ]; }
 
 # ce_model_options AM CELLS: asrkit-train-ce's --model options of the acoustic network AM, two layers of
-# CELLS cells.  wblstm ([Mohamed2015]) is bidirectional with half the cells per direction, over a 6+5+6
+# CELLS cells (tdnnf: layers of 2 x CELLS units, the config's 8 TDNN-F layers, 240 ms either side).  wblstm ([Mohamed2015]) is bidirectional with half the cells per direction, over a 6+5+6
 # window: at the recipes' 30 ms frames, 180 ms of context either side of groups of 150 ms ([Mohamed2015]'s
 # 20+8+20 at 10 ms frames is 200 ms either side of 80 ms); a group of 5 divides the recipes' --unroll
 # 20.  Clean-only CE on voicesearch, same data and schedule: 8+4+8 test 18.75% at 5,574 frames/s, 6+6+6
@@ -121,7 +121,8 @@ ce_model_options() {
     lstm) echo --model-param num_layers=2 --model-param num_cells="$2" ;;
     wblstm) echo --model wblstm --model-param num_layers=2 --model-param num_cells="$(( $2 / 2 ))" \
                  --model-param context=6 --model-param group=5 ;;
-    *) echo "ce_model_options: unknown acoustic network '$1' (lstm or wblstm)" >&2; return 1 ;;
+    tdnnf) echo --model tdnnf --model-param dim="$(( $2 * 2 ))" ;;
+    *) echo "ce_model_options: unknown acoustic network '$1' (lstm, wblstm or tdnnf)" >&2; return 1 ;;
   esac
 }
 

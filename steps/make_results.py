@@ -36,7 +36,7 @@ MIX_SUMMARY = re.compile(r"mix_lm summary: status=ok .*weights=([0-9.,]+) .*mixt
 UNROLL_MODEL = re.compile(r"^unroll_(b\d+_u\d+|full)$")
 CONVERGED_WITHIN = 0.01  # held-out frame accuracy, absolute
 # The recipes' models are <network>_<role> (run.sh --am): the acoustic networks, and what each role is.
-NETWORKS = {"lstm": "LSTM", "wblstm": "windowed BLSTM"}
+NETWORKS = {"lstm": "LSTM", "wblstm": "windowed BLSTM", "tdnnf": "TDNN-F"}
 ROLES = {
     "ce": "multi-style CE (example server noisifying on the fly)",
     "ce_clean": "clean-only CE ({network}_ce's network and schedule, clean features in-process)",

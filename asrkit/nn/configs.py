@@ -5,7 +5,7 @@ module imports no TensorFlow (the networks' modules do): `--help` stays fast.  a
 at import that CLASS_NAMES are the classes it has.
 """
 
-CLASS_NAMES = ("lstm", "dnn", "wblstm")  # the registry_name of each network class
+CLASS_NAMES = ("lstm", "dnn", "wblstm", "tdnnf")  # the registry_name of each network class
 
 CONFIGS = {
     "recipe": ("lstm", {"num_layers": 2, "num_cells": 256}),

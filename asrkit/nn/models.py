@@ -80,6 +80,11 @@ class AcousticNet(tf.Module):
     def _drop(self, outputs):
         return tf.nn.dropout(outputs, rate=self.dropout) if self.dropout > 0 else outputs
 
+    def apply_constraints(self, step):
+        """After each update (the training steps call it with the step count, from 1): a network with a constraint
+        on its weights moves them towards it here (asrkit.nn.tdnnf's semi-orthogonal bottlenecks)."""
+        return None
+
     @property
     def label_delay(self):
         return self.params.label_delay

@@ -14,6 +14,7 @@ Configs:
 | dnn        | 26 frames, 4 x 1024 ReLU                  | [McDermott2014] (is-IS: 26x40:4x1024) |
 | wblstm     | 20+8+20 window, 2 x BLSTM(128 per direction) | [Mohamed2015]'s network at recipe size |
 | wblstm6x512 | 20+8+20 window, 6 x BLSTM(512 per direction) | [Mohamed2015], Tables 3-6        |
+| tdnnf      | tdnn1, 8 x TDNN-F(512, bottleneck 96), prefinal 256 | Povey et al. 2018 (Kaldi's chain TDNN-F) at recipe size |
 
 Every class is also a config of its own defaults ("lstm"), except where a named
 config has its name ("dnn" is [McDermott2014]'s network).
@@ -26,9 +27,10 @@ to `<exp-dir>/config.json` and to an exported model's `model.json`.
 # imported here for the registry's users.
 from asrkit.nn.configs import CONFIGS, config_names  # noqa: F401
 from asrkit.nn.models import ContextDnn, StackedLstm
+from asrkit.nn.tdnnf import Tdnnf
 from asrkit.nn.wblstm import WindowedBlstm
 
-MODEL_CLASSES = {cls.registry_name: cls for cls in (StackedLstm, ContextDnn, WindowedBlstm)}
+MODEL_CLASSES = {cls.registry_name: cls for cls in (StackedLstm, ContextDnn, WindowedBlstm, Tdnnf)}
 
 
 def model_params(config_name, overrides=None):

@@ -29,6 +29,7 @@ import copy
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from asrkit.nn.tdnnf_spec import RMS_FLOOR, parse_time_strides, tdnnf_context
 from asrkit.recognizer.lstm_kernel import ROWS_APART, run_lstm
 
 ZERO = np.float32(0.0)
@@ -306,7 +307,74 @@ class WindowedBlstmNetwork(Network):
         return np.concatenate([ahead, behind], axis=2)
 
 
-NETWORKS = {"lstm": StackedLstmNetwork, "dnn": ContextDnnNetwork, "wblstm": WindowedBlstmNetwork}
+def _renormalize(outputs):
+    """asrkit.nn.tdnnf.renormalize: each row scaled to unit root mean square."""
+    return outputs / np.sqrt(np.mean(np.square(outputs), axis=-1, keepdims=True) + np.float32(RMS_FLOOR))
+
+
+def _spliced(values, owners, reads, centre):
+    """asrkit.nn.tdnnf._spliced on [N, D] and owners [N]: row i is values[i + r] for each r of reads, zero where
+    its owner is not row i + centre's."""
+    length = len(values) - max(reads)
+    own = owners[centre : centre + length]
+    pieces = [values[read : read + length] * (owners[read : read + length] == own)[:, None].astype(np.float32)
+              if read != centre else values[read : read + length] for read in reads]
+    return np.concatenate(pieces, axis=1) if len(pieces) > 1 else pieces[0]
+
+
+class TdnnfNetwork(Network):
+    """asrkit.nn.tdnnf's TDNN-F: a stream keeps its last C positions (TdnnfStream); several streams' windows run
+    as one sequence, each position owned by its stream (or by none, before an utterance), so that no layer reads
+    across two of them."""
+
+    def __init__(self, config, weights):
+        super().__init__(config, weights)
+        self.first_context = int(self.params["first_context"])
+        self.bypass_scale = np.float32(self.params["bypass_scale"])
+        self.strides = parse_time_strides(self.params["time_strides"])
+        self.tdnn1 = Dense(weights, "tdnn1")
+        self.layers = [(stride, weights[f"tdnnf{index + 2}/linear/kernel"], Dense(weights, f"tdnnf{index + 2}/affine"))
+                       for index, stride in enumerate(self.strides)]
+        self.prefinal = Dense(weights, "prefinal")
+        self.softmax = Dense(weights, "softmax")
+        self.context = tdnnf_context(self.first_context, self.strides)
+
+    def stream(self, windows="grid", tentative_rows=True):
+        """A stream of this network; its rows come as soon as their context is in (no tentative rows)."""
+        check_windows(windows)
+        return TdnnfStream(self)
+
+    def _forward(self, positions, owners):
+        """positions [N, D] owned by `owners` [N] -> log posteriors [N - C, P] of the centres C/2 .. N-1-C/2."""
+        c = self.first_context
+        outputs = _renormalize(np.maximum(self.tdnn1(_spliced(positions, owners, tuple(range(2 * c + 1)), c)), ZERO))
+        owners = owners[c : c + len(outputs)]
+        for stride, linear, affine in self.layers:
+            if stride == 0:
+                outputs = _renormalize(np.maximum(affine(product(outputs, linear)), ZERO)) + \
+                    self.bypass_scale * outputs
+                continue
+            bottleneck = product(_spliced(outputs, owners, (0, stride), stride), linear)
+            hidden = _renormalize(np.maximum(affine(_spliced(bottleneck, owners[stride:], (0, stride), 0)), ZERO))
+            outputs = hidden + self.bypass_scale * outputs[stride : stride + len(hidden)]
+            owners = owners[stride : stride + len(hidden)]
+        return log_softmax(self.softmax(_renormalize(np.maximum(self.prefinal(outputs), ZERO))))
+
+    def _evaluate(self, inputs):
+        """TdnnfStream inputs (window [C + n, D], how many of its first C positions are the utterance's) of several
+        streams -> each stream's n rows: the windows end to end, the first C positions of each owned by no stream
+        unless they are its utterance's, so each stream's rows are its own."""
+        owners = []
+        for number, (window, known) in enumerate(inputs):
+            owners.append(np.concatenate([np.full(self.context - known, -1 - number), np.full(len(window) -
+                                                                                          self.context + known, number)]))
+        rows = self._forward(np.concatenate([window for window, _ in inputs]), np.concatenate(owners))
+        starts = np.cumsum([0] + [len(window) for window, _ in inputs])
+        return [rows[start : start + len(window) - self.context] for start, (window, _) in zip(starts, inputs)]
+
+
+NETWORKS = {"lstm": StackedLstmNetwork, "dnn": ContextDnnNetwork, "wblstm": WindowedBlstmNetwork,
+            "tdnnf": TdnnfNetwork}
 
 
 def load_network(config, weights):
@@ -412,6 +480,25 @@ class ContextStream(_Stream):
         keep = self.network.context_frames - 1
         self.history = window[len(window) - keep :] if keep else window[:0]
         return window
+
+    def _advance(self, rows):
+        return rows
+
+
+class TdnnfStream(_Stream):
+    """The last C positions of the stream, and how many of them are the utterance's (zeros of none before it)."""
+
+    def __init__(self, network):
+        super().__init__(network)
+        self.history = np.zeros((network.context, network.feature_dim), np.float32)
+        self.known = 0
+
+    def _input(self, features):
+        window = np.concatenate([self.history, features])
+        given = (window, self.known)
+        self.history = window[len(window) - self.network.context :]
+        self.known = min(self.known + len(features), self.network.context)
+        return given
 
     def _advance(self, rows):
         return rows

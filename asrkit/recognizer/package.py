@@ -102,7 +102,7 @@ def _read_number(path):
 
 
 def network_variables(net):
-    """{name: tf.Variable} of an asrkit.nn network (StackedLstm, ContextDnn, WindowedBlstm), named as above."""
+    """{name: tf.Variable} of an asrkit.nn network (StackedLstm, ContextDnn, WindowedBlstm, Tdnnf), named as above."""
     variables = {}
 
     def lstm(layer, name):
@@ -129,6 +129,12 @@ def network_variables(net):
             lstm(layer.backward, f"blstm{index + 1}/backward")
         if net.mixture is not None:
             variables["mixture"] = net.mixture
+    elif kind == "tdnnf":
+        dense(net.tdnn1, "tdnn1")
+        for index, layer in enumerate(net.tdnnf):
+            variables[f"tdnnf{index + 2}/linear/kernel"] = layer.linear.kernel
+            dense(layer.affine, f"tdnnf{index + 2}/affine")
+        dense(net.prefinal, "prefinal")
     else:
         raise AsrkitError(f"cannot export a {kind!r} network")
     dense(net.softmax, "softmax")

@@ -26,6 +26,7 @@ import numpy as np
 from asrkit.errors import AsrkitError
 from asrkit.frontend.config import FeatureConfig
 from asrkit.frontend.filterbank import mel_filterbank
+from asrkit.nn.tdnnf_spec import parse_time_strides, tdnnf_context
 from asrkit.recognizer.resample import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE
 
 MAX_JSON_BYTES = 16 << 20
@@ -42,7 +43,7 @@ MEAN_NORMS = ("global", "utterance", "speaker", "online")  # asrkit.frontend.cmv
 VAR_NORMS = ("global", "speaker")
 # Online CMN keeps a ring of this many frames per stream.
 MAX_ONLINE_WINDOW = 1 << 20
-NETWORK_NAMES = ("lstm", "dnn", "wblstm")  # asrkit.recognizer.network.NETWORKS
+NETWORK_NAMES = ("lstm", "dnn", "wblstm", "tdnnf")  # asrkit.recognizer.network.NETWORKS
 
 
 class PackageError(AsrkitError):
@@ -463,6 +464,8 @@ def check_network(config, weights, where, weights_where):
             output_dim = checked.lstm(f"lstm{index + 1}", output_dim)
     elif model["name"] == "dnn":
         output_dim = _dnn_layers(checked, feature_dim)
+    elif model["name"] == "tdnnf":
+        output_dim = _tdnnf_layers(checked, params, feature_dim, where)
     else:
         context = integer(params.get("context"), "params' context", where, 0, MAX_LABEL_DELAY)
         integer(params.get("group"), "params' group", where, 1, MAX_LABEL_DELAY)
@@ -494,6 +497,30 @@ def _dnn_layers(checked, feature_dim):
         checked.take(f"hidden{index}/kernel", (output_dim, units))
         output_dim, index = units, index + 1
     return output_dim
+
+
+def _tdnnf_layers(checked, params, feature_dim, where):
+    """TDNN-F's layers (asrkit.nn.tdnnf): tdnn1 over 2c+1 frames, each TDNN-F layer's bottleneck and affine maps
+    over 2 taps (1 at stride 0), prefinal; -> prefinal's units."""
+    first_context = integer(params.get("first_context"), "params' first_context", where, 0, MAX_LABEL_DELAY)
+    real(params.get("bypass_scale"), "params' bypass_scale", where, low=0.0, high=10.0)
+    try:
+        strides = parse_time_strides(params.get("time_strides"))
+    except ValueError as error:
+        raise PackageError(f"{where}: params' {error}") from None
+    if len(strides) > MAX_LAYERS or tdnnf_context(first_context, strides) > 2 * MAX_LABEL_DELAY:
+        raise PackageError(f"{where}: params' time_strides {params.get('time_strides')!r}: over {MAX_LAYERS} layers "
+                           f"or a context over {2 * MAX_LABEL_DELAY} frames")
+    dim = len(checked.take("tdnn1/bias", (None,)))
+    checked.take("tdnn1/kernel", ((2 * first_context + 1) * feature_dim, dim))
+    for index, stride in enumerate(strides):
+        taps = 2 if stride else 1
+        bottleneck = checked.take(f"tdnnf{index + 2}/linear/kernel", (taps * dim, None)).shape[1]
+        checked.take(f"tdnnf{index + 2}/affine/kernel", (taps * bottleneck, dim))
+        checked.take(f"tdnnf{index + 2}/affine/bias", (dim,))
+    prefinal = len(checked.take("prefinal/bias", (None,)))
+    checked.take("prefinal/kernel", (dim, prefinal))
+    return prefinal
 
 
 IVECTOR_ONLINE = {"ivector_period": 10, "max_count": 0.0, "max_remembered_frames": 1000, "posterior_scale": None}

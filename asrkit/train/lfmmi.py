@@ -37,7 +37,7 @@ Extras as in Kaldi: the leaky HMM (--leaky-hmm-coefficient), the l2 penalty
 on the outputs (--output-l2: 0.5 x c x sum of squared outputs, which keeps
 the unnormalised outputs from drifting) and the cross-entropy regularisation
 (--xent-regularize c, Kaldi's typical 0.1): a second output layer on the
-softmax layer's input (asrkit.nn.models' add_xent_output; lstm, dnn and
+softmax layer's input (asrkit.nn.models' add_xent_output; lstm, dnn, tdnnf and
 wblstm networks), trained with c x the cross-entropy of its softmax against the
 numerator occupation probabilities as soft targets, whose gradient reaches the
 shared layers and so regularises them; the chain outputs get no gradient from
@@ -283,7 +283,7 @@ class LfmmiCriterion(CrossEntropyCriterion):
                 with (distribution.scope() if distribution is not None else contextlib.nullcontext()):
                     net.add_xent_output(self.params.seed)
             except ValueError as error:
-                raise AsrkitError(f"--xent-regularize: {error} (fix: lstm, dnn or wblstm without the mixture of "
+                raise AsrkitError(f"--xent-regularize: {error} (fix: lstm, dnn, tdnnf or wblstm without the mixture of "
                                   "softmaxes, or --xent-regularize 0)") from None
             logger.info("cross-entropy regularisation: a second output layer, weight %g", self.params.xent_regularize)
         steps = super().make_steps(net, optimizer, learning_rate, training_state, distribution)

@@ -127,6 +127,7 @@ class Steps:
         gradients, norm = self._exchange(tape.gradient(loss, self.variables))
         self.optimizer.apply(gradients, self.variables, self.learning_rate(self.state.step))
         self.state.step.assign_add(1)
+        self.net.apply_constraints(self.state.step)
         return norm
 
     def _accumulate(self, loss_sum, count, tape):
@@ -159,6 +160,7 @@ class Steps:
         gradients, norm = self._exchange([accumulator / frames for accumulator in self.accumulators])
         rate = self.learning_rate(self.state.step - 1) * self.rate_factor(windows)
         self.optimizer.apply([gradient * windows for gradient in gradients], self.variables, rate, windows=windows)
+        self.net.apply_constraints(self.state.step)
         for accumulator in self.accumulators:
             accumulator.assign(tf.zeros_like(accumulator))
         self.accumulated_frames.assign(0.0)

@@ -19,7 +19,7 @@
 #     --nj N                     parallel jobs (default: 2)
 #     --data DIR --exp DIR       where data dirs and experiments go (default: data, exp in this directory)
 #     --overwrite                retrain the models from scratch instead of resuming
-#     --am wblstm|lstm           the acoustic network (default: wblstm)
+#     --am wblstm|lstm|tdnnf     the acoustic network (default: wblstm)
 #     --pocketsphinx true|false  stage 8's baseline: pocketsphinx's stock en-us model, same lexicon and LM
 #                                (default: true)
 #
@@ -56,7 +56,7 @@ switch_options=overwrite
 require_no_arguments "$@"
 command_line="$parse_command_line"
 require_choice size tiny default
-require_choice am wblstm lstm
+require_choice am wblstm lstm tdnnf
 require_whole_number stage stop_stage nj
 [ -z "$lm" ] || [ -f "$lm" ] || { echo "$0: --lm $lm: no such file" >&2; exit 2; }
 

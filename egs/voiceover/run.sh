@@ -17,8 +17,9 @@
 #     --exp DIR                  where features, alignments and models go (default: exp, in this directory)
 #     --steel-sky true|false     train on Beneath a Steel Sky's lines too (default: true)
 #     --overwrite                retrain the models from scratch instead of resuming
-#     --am wblstm|lstm           the acoustic network: [Mohamed2015]'s windowed BLSTM or [Variani2017]'s LSTM; its
-#                                models are exp/<am>_ce, <am>_ce_ali, <am>_smbr (default: wblstm)
+#     --am wblstm|lstm|tdnnf     the acoustic network: [Mohamed2015]'s windowed BLSTM, [Variani2017]'s LSTM or the
+#                                factorized TDNN of Kaldi's chain recipes (Povey et al. 2018); its models are
+#                                exp/<am>_ce, <am>_ce_ali, <am>_smbr (default: wblstm)
 #     --cmvn-mean utterance|speaker|global|online   the mean every stage removes from the features: each
 #                                utterance's, each speaker's (character's, over all their lines in the set,
 #                                by utt2spk), the training set's, or online CMN's running mean of the
@@ -116,7 +117,7 @@ switch_options=overwrite
 . "$(dirname "$0")/../../steps/parse_options.sh"
 require_no_arguments "$@"
 command_line="$parse_command_line"
-require_choice am wblstm lstm
+require_choice am wblstm lstm tdnnf
 require_choice size tiny default
 require_choice cmvn_mean utterance speaker global online
 [ -n "$cmvn_variance" ] || { [ "$cmvn_mean" = speaker ] && cmvn_variance=speaker || cmvn_variance=global; }

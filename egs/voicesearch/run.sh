@@ -39,7 +39,8 @@
 #                                run (default: empty)
 #     --group-comparison true|false   stage 11 also trains the clean-only windowed BLSTM at [Mohamed2015]'s 20+1+20
 #                                and 20+8+20 on the unrolling comparison's subset (default: false)
-#     --am wblstm|lstm           the acoustic network: [Mohamed2015]'s windowed BLSTM or [Variani2017]'s LSTM; its
+#     --am wblstm|lstm|tdnnf     the acoustic network: [Mohamed2015]'s windowed BLSTM, [Variani2017]'s LSTM or the
+#                                factorized TDNN of Kaldi's chain recipes (Povey et al. 2018); its
 #                                models are exp/<am>_ce, <am>_smbr, <am>_ce_clean (default: wblstm; the LSTM
 #                                gets twice the CE epochs, the same training time)
 #     --cmvn-mean utterance|speaker|global|online   the mean every stage removes from the features: each
@@ -118,7 +119,7 @@ switch_options=overwrite
 require_no_arguments "$@"
 command_line="$parse_command_line"
 require_choice size tiny small default
-require_choice am wblstm lstm
+require_choice am wblstm lstm tdnnf
 require_choice cmvn_mean utterance speaker global online
 require_whole_number stage stop_stage nj seed cmvn_online_prior_frames
 # Stage 12 adapts the combination from its own lattices: refused now, not after the hour of training.

@@ -84,6 +84,41 @@ def test_windowed_blstm_trains_exports_and_decodes_like_any_network(featurized_c
     assert refused.exit_code == 1 and "group_jitter False vs now True" in refused.output
 
 
+def test_tdnnf_trains_with_its_bottlenecks_held_semi_orthogonal_and_exports(featurized_corpus, tmp_path):
+    """TDNN-F (Povey et al. 2018) through the same command: every 4th step moves each bottleneck towards
+    semi-orthogonality, and the exported model gives log-likelihoods of every frame at its label delay."""
+    import numpy as np
+
+    from asrkit.io.table import TableReader
+    from asrkit.nn.model_dir import load_acoustic_model
+    from asrkit.nn.registry import build_model
+
+    def distance(kernel):
+        """How far M = kernel^T is from M M^T = alpha^2 I (alpha floating), relative."""
+        p = kernel.T @ kernel
+        return np.abs(p / (np.trace(p) / len(p)) - np.eye(len(p))).max()
+
+    data_dir, ali_dir = featurized_corpus({f"spk{s}-{u}": 0.5 + 0.2 * u for s in range(2) for u in range(3)})
+    exp_dir = tmp_path / "exp"
+    overrides = ["dim=24", "bottleneck_dim=6", "prefinal_dim=12", "time_strides=1,0,1"]
+    args = [data_dir, ali_dir, str(exp_dir), "--model", "tdnnf", "--num-streams", "2", "--max-steps", "40",
+            "--unroll", "7", "--num-epochs", "0", "--valid-utts", "1", "--num-threads", "1", "--learning-rate", "0.01",
+            "--optimizer", "adam"] + [word for pair in overrides for word in ("--model-param", pair)]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "asrkit-train-ce summary: status=ok steps=40" in result.output
+    model = load_acoustic_model(exp_dir / "final")
+    assert model.label_delay == 1 + 1 + 1  # C/2: tdnn1's 1, two layers of stride 1
+    initial = build_model("tdnnf", model.feature_dim, model.num_pdfs,
+                          {"dim": 24, "bottleneck_dim": 6, "prefinal_dim": 12, "time_strides": "1,0,1"})
+    for trained, start in zip(model.net.tdnnf, initial.tdnnf):
+        assert distance(trained.linear.kernel.numpy()) < 0.5 * distance(start.linear.kernel.numpy())
+    with TableReader(os.path.join(data_dir, "feats.scp")) as feats:
+        utt, features = next(iter(feats.items()))
+    loglikes = model.log_likelihoods(features)
+    assert loglikes.shape == (len(features), model.num_pdfs) and np.isfinite(loglikes).all()
+
+
 def test_init_model_starts_from_another_runs_weights(featurized_corpus, tmp_path):
     """--init-model: a new run (fresh optimizer and schedule) starts from another run's exported weights; a
     different network is refused before any training."""

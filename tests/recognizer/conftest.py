@@ -103,6 +103,7 @@ NETWORKS = {
     "wblstm": ("wblstm", {"context": 3, "group": 2, "num_layers": 2, "num_cells": 8}),
     "wblstm_mixture": ("wblstm", {"context": 2, "group": 3, "num_layers": 1, "num_cells": 6,
                                   "mixture_softmax": True}),
+    "tdnnf": ("tdnnf", {"dim": 10, "bottleneck_dim": 4, "prefinal_dim": 6, "time_strides": "1,0,2"}),
 }
 
 

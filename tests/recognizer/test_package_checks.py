@@ -404,3 +404,31 @@ def test_a_damaged_align_dir_is_refused_when_word_times_need_it(copy_package, na
     assert recognizer.transcribe(speech_like(1.0, 8000, seed=0), details=False).words == []
     with pytest.raises(PackageError, match=message):
         recognizer.transcribe(speech_like(1.0, 8000, seed=0))
+
+
+@pytest.fixture(scope="module")
+def tdnnf_package(model_dirs, toy_task, tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("tdnnf") / "package")
+    write_package(model_dirs["tdnnf"], toy_task["graph"], path, {"lm_weight": 2.0, "prior_scale": 0.5})
+    return path
+
+
+@pytest.mark.parametrize("name, change, message", [
+    ("weights.npz", lambda w: w.update({"tdnnf3/linear/kernel": w["tdnnf3/linear/kernel"][:-1]}),
+     "tdnnf3/linear/kernel is"),
+    ("weights.npz", lambda w: w.update({"tdnnf4/affine/kernel": w["tdnnf4/affine/kernel"][:, :-1]}),
+     "tdnnf4/affine/kernel is"),
+    ("weights.npz", removing("tdnnf2/affine/bias"), "has no array tdnnf2/affine/bias"),
+    ("weights.npz", lambda w: w.update({"tdnn1/kernel": w["tdnn1/kernel"][1:]}), "tdnn1/kernel is"),
+    ("network.json", lambda c: c["model"]["params"].update(time_strides="1,0"), "does not have: tdnnf4"),
+    ("network.json", lambda c: c["model"]["params"].update(time_strides="1,x"), "params' tdnnf: time_strides"),
+    ("network.json", lambda c: c["model"]["params"].update(time_strides="900,900"), "a context over"),
+    ("network.json", lambda c: c["model"]["params"].update(first_context=2), "tdnn1/kernel is"),
+])
+def test_a_tdnnf_package_loads_and_its_damage_is_named(tdnnf_package, tmp_path, name, change, message):
+    load_package(tdnnf_package)
+    broken = str(tmp_path / "broken")
+    shutil.copytree(tdnnf_package, broken)
+    (rewrite_npz if name.endswith(".npz") else rewrite_json)(broken, name, change)
+    with pytest.raises(PackageError, match=message):
+        load_package(broken)

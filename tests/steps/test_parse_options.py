@@ -91,9 +91,11 @@ def test_ce_schedule_counts_steps_of_b_streams_of_20_frames(tmp_path):
 
 
 def test_ce_model_options_of_each_network(tmp_path):
-    result = run_common(tmp_path, "ce_model_options lstm 256\nce_model_options wblstm 256\nce_model_options gru 8\n")
+    result = run_common(tmp_path, "ce_model_options lstm 256\nce_model_options wblstm 256\nce_model_options tdnnf 256\n"
+                                  "ce_model_options gru 8\n")
     assert result.returncode == 1 and "unknown acoustic network 'gru'" in result.stderr
-    lstm, wblstm = result.stdout.splitlines()
+    lstm, wblstm, tdnnf = result.stdout.splitlines()
+    assert tdnnf == "--model tdnnf --model-param dim=512"
     assert lstm == "--model-param num_layers=2 --model-param num_cells=256"
     assert wblstm.startswith("--model wblstm") and "num_cells=128" in wblstm and "group=5" in wblstm
 

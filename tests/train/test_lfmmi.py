@@ -213,6 +213,24 @@ def test_a_tiny_run_learns_and_exports_uniform_priors(corpus, tmp_path):
     assert json.load(open(tmp_path / "exp" / "config.json"))["train"]["criterion"] == "lfmmi"
 
 
+def test_tdnnf_learns_with_lfmmi_and_its_xent_layer(corpus, tmp_path):
+    """TDNN-F, the network Kaldi's chain recipes train with LF-MMI, here with the cross-entropy regularisation's
+    second output layer on its prefinal layer."""
+    data_dir, ali_dir, utterances = corpus(num_utts=20, num_pdfs=5)
+    den_path = str(tmp_path / "den.npz")
+    label_den_graph([labels for _, labels in utterances.values()], 5).write(den_path)
+    tdnnf = {"dim": 32, "bottleneck_dim": 8, "prefinal_dim": 16, "time_strides": "1,0"}
+
+    def options(**params):
+        chosen = lfmmi_options(den_path, xent_regularize=0.1, **params)
+        return TrainOptions(model="tdnnf", model_overrides=tdnnf, params=chosen.params)
+
+    first = train_ce(data_dir, ali_dir, str(tmp_path / "exp0"), options(max_steps=5))
+    result = train_ce(data_dir, ali_dir, str(tmp_path / "exp"), options(max_steps=100, log_every=20))
+    assert result.steps == 100 and result.loss < 0.5 * first.loss
+    assert result.frame_accuracy > 0.8
+
+
 def test_cli_trains_with_a_den_graph_and_names_what_a_built_one_lacks(corpus, tmp_path):
     from asrkit.cli.train_ce import main
 

@@ -238,14 +238,18 @@ def test_sequence_training_with_full_unrolling(seq_task, tmp_path):
     assert os.path.exists(os.path.join(result.model_dir, "model.json"))
 
 
-def test_smbr_training_of_the_windowed_blstm(seq_task, tmp_path):
-    """[Mohamed2015]'s windowed BLSTM sequence-trains through the same path (lattices from its snapshots, outer
-    derivatives per frame, truncated windows a multiple of its group)."""
+@pytest.mark.parametrize("model, overrides", [
+    ("wblstm", {"context": 3, "group": 2, "num_layers": 1, "num_cells": 16}),
+    ("tdnnf", {"dim": 32, "bottleneck_dim": 8, "prefinal_dim": 16, "time_strides": "1,1"}),
+])
+def test_smbr_training_of_the_windowed_blstm_and_tdnnf(seq_task, tmp_path, model, overrides):
+    """[Mohamed2015]'s windowed BLSTM and TDNN-F sequence-train through the same path (lattices from their
+    snapshots, outer derivatives per frame, truncated windows a multiple of the group, the TDNN-F's context kept
+    across windows)."""
     from asrkit.train.trainer import train_ce
 
-    ce_exp = str(tmp_path / "wblstm_ce")
-    options = TrainOptions(model="wblstm", model_overrides={"context": 3, "group": 2, "num_layers": 1,
-                                                             "num_cells": 16},
+    ce_exp = str(tmp_path / f"{model}_ce")
+    options = TrainOptions(model=model, model_overrides=overrides,
                            params={"num_epochs": 4, "num_streams": 4, "unroll": 10, "optimizer": "adam",
                                    "learning_rate": 0.01, "valid_utts": 2, "log_every": 10})
     ce_model = train_ce(seq_task["data"], seq_task["ali"], ce_exp, options).model_dir

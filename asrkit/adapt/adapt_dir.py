@@ -131,7 +131,10 @@ def _fold_points(model, method, model_dir):
     feature_config = read_json(os.path.join(model_dir, "featurize.json"))
     stacked = int(feature_config.get("stack_frames", 1) or 1)
     feature_dim = int(model.cmvn.dim)
-    lhuc = lhuc_points(model.net) if "lhuc" in method else []
+    try:
+        lhuc = lhuc_points(model.net) if "lhuc" in method else []
+    except ValueError as error:
+        raise AsrkitError(f"{model_dir}: no LHUC: {error}") from None
     try:
         point = input_point(model.net, feature_dim, feature_dim // stacked) if "input" in method else None
     except ValueError as error:

@@ -53,7 +53,10 @@ def _layers(net):
     """(the hidden layers in order, the output layers that read the top one)."""
     hidden = list(getattr(net, "layers", None) or getattr(net, "hidden", None) or [])
     if not hidden:
-        raise ValueError(f"{type(net).__name__}: no hidden layers to adapt")
+        # TDNN-F's layers read their input through two taps and a bypass: a scale folded into the kernels would
+        # leave the bypass unscaled, which is not LHUC; it is not adapted.
+        raise ValueError(f"{type(net).__name__}: no hidden layers to adapt (LHUC and the input transform adapt "
+                         f"lstm, dnn and wblstm networks)")
     outputs = [net.softmax] + ([net.xent_output] if getattr(net, "xent_output", None) is not None else [])
     return hidden, outputs
 

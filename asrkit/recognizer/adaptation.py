@@ -138,10 +138,13 @@ class SpeakerSession:
         net = build_from_config(config["model"], int(config["feature_dim"]), int(config["num_pdfs"]))
         assign_network_weights(net, weights)
         feature_config = self.recognizer.package.feature_config
-        points = FoldPoints(lhuc_points(net) if "lhuc" in o.method else [],
-                            input_point(net, feature_config.feature_dim,
-                                        feature_config.feature_dim // feature_config.stack_frames)
-                            if "input" in o.method else None)
+        try:
+            points = FoldPoints(lhuc_points(net) if "lhuc" in o.method else [],
+                                input_point(net, feature_config.feature_dim,
+                                            feature_config.feature_dim // feature_config.stack_frames)
+                                if "input" in o.method else None)
+        except ValueError as error:
+            raise AsrkitError(f"{self.recognizer.package.directory}: cannot adapt: {error}") from None
         model = NetworkModel(net)
         data = SpeakerData([inputs for inputs, _, _ in self._inputs], targets)
         transform = SpeakerTransform(points)

@@ -92,6 +92,14 @@ def test_the_windowed_blstm_s_lhuc_scales_what_both_directions_of_the_next_layer
     assert points[1].kernels == [net.softmax.kernel] and points[1].size == 10
 
 
+def test_a_tdnnf_is_not_adapted_and_says_which_networks_are():
+    net = build_model("tdnnf", INPUT_DIM, NUM_PDFS, {"dim": 8, "bottleneck_dim": 3, "prefinal_dim": 5,
+                                                     "time_strides": "1"})
+    for points in (lambda: lhuc_points(net), lambda: input_point(net, INPUT_DIM, INPUT_DIM)):
+        with pytest.raises(ValueError, match="Tdnnf: no hidden layers to adapt .*lstm, dnn and wblstm"):
+            points()
+
+
 def test_an_input_that_is_not_whole_base_frames_is_refused():
     with pytest.raises(ValueError, match="not whole base frames of 3"):
         input_point(_net("lstm"), FEATURE_DIM, 3)

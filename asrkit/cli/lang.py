@@ -80,14 +80,19 @@ def make_lm_command(text, arpa, order, method, heldout, kaldi_text, vocabulary, 
 @click.option("--prune-threshold", default=0.0, type=click.FloatRange(min=0),
               help="Prune n-grams whose removal raises perplexity by less than this fraction (Stolcke's relative "
                    "entropy criterion, SRILM's -prune; Kaldi's LibriSpeech LMs use 1e-7 and 3e-7); 0 keeps all.")
+@click.option("--case", type=click.Choice(["upper", "lower"]),
+              help="Fold the LM's words to this case first (pocketsphinx's en-us LM is lower case, Kaldi lexicons "
+                   "often upper case); <s>, </s> and <UNK>-like words are kept.")
 @asrkit_command("format_lm")
-def format_lm_command(lang_dir, arpa, out_lang_dir, prune_threshold):
-    """Copy LANG_DIR to OUT_LANG_DIR with G.fst (and G.arpa) from the ARPA LM ARPA, plain or gzipped.  The LM's
-    words outside LANG_DIR's lexicon are counted, listed in OUT_LANG_DIR/arpa_oovs.txt and mapped to its unknown
-    word (oov.txt).  Kaldi's utils/format_lm.sh without its lexicon argument: words.txt is the lexicon's."""
+def format_lm_command(lang_dir, arpa, out_lang_dir, prune_threshold, case):
+    """Copy LANG_DIR to OUT_LANG_DIR with G.fst (and G.arpa) from the LM ARPA: an ARPA file, plain or gzipped
+    (lines before its \\data\\ are skipped, as Kaldi's arpa2fst skips them), or CMU Sphinx's binary trie
+    (pocketsphinx's .lm.bin).  The LM's words outside LANG_DIR's lexicon are counted, listed in
+    OUT_LANG_DIR/arpa_oovs.txt and mapped to its unknown word (oov.txt).  Kaldi's utils/format_lm.sh without its
+    lexicon argument: words.txt is the lexicon's."""
     from asrkit.graph.format_lm import format_lm  # deferred: numpy and kaldifst, as in prepare_lang
 
-    summary = format_lm(lang_dir, arpa, out_lang_dir, prune_threshold)
+    summary = format_lm(lang_dir, arpa, out_lang_dir, prune_threshold, case)
     logging.getLogger("format_lm").info(summary_line(
         "format_lm", "ok", lang_dir=out_lang_dir, order=summary.order, ngrams_in=",".join(map(str, summary.ngrams_in)),
         ngrams=",".join(map(str, summary.ngrams_out)), oov_words=len(summary.oov_words),

@@ -20,7 +20,7 @@ from asrkit.graph.prepare_lang import LANG_SIGNATURE
 from asrkit.graph.symbols import SymbolTable
 from asrkit.io.atomic import atomic_output, temporary_name
 from asrkit.io.output_dir import check_output_dir, replace_output_dir
-from asrkit.lm.arpa import write_arpa
+from asrkit.lm.arpa import require_sentence_marks, write_arpa
 from asrkit.lm.read_lm import read_lm
 from asrkit.lm.prune import prune_relative_entropy
 from asrkit.lm.unknown_word import map_to_unknown_word
@@ -71,10 +71,12 @@ def _report_oovs(arpa_path, mapping, unknown_word):
                    " ..." if len(words) > 10 else "")
 
 
-def fit_lm_to_lang(arpa_path, lang_dir, prune_threshold=0.0):
-    """(the ARPA's model mapped to the lang dir's vocabulary and pruned, FormatLmSummary)."""
+def fit_lm_to_lang(arpa_path, lang_dir, prune_threshold=0.0, case=None):
+    """(the LM file's model, its words folded to `case` ('upper', 'lower' or None), mapped to the lang dir's
+    vocabulary and pruned, FormatLmSummary)."""
     vocabulary, unknown_word = read_lang_vocabulary(lang_dir)
-    model = read_lm(arpa_path)
+    model = read_lm(arpa_path, case=case)
+    require_sentence_marks({gram[0] for gram in model.ngrams[1]}, arpa_path)
     ngrams_in = _ngram_counts(model)
     logger.info("read %s: order %d, n-grams %s", arpa_path, model.order, ngrams_in)
     mapping = map_to_unknown_word(model, vocabulary, unknown_word)
@@ -91,22 +93,23 @@ def fit_lm_to_lang(arpa_path, lang_dir, prune_threshold=0.0):
     return model, summary
 
 
-def _write_record(work, arpa_path, lang_dir, prune_threshold, summary):
+def _write_record(work, arpa_path, lang_dir, prune_threshold, case, summary):
     with atomic_output(os.path.join(work, "arpa_oovs.txt")) as out:
         out.writelines(word + "\n" for word in summary.oov_words)
     record = {"arpa": os.path.abspath(arpa_path), "lang_dir": os.path.abspath(lang_dir),
-              "prune_threshold": prune_threshold} | dataclasses.asdict(summary) | {"oov_words": len(summary.oov_words)}
+              "prune_threshold": prune_threshold, "case": case} | dataclasses.asdict(summary) | {"oov_words": len(summary.oov_words)}
     with atomic_output(os.path.join(work, "format_lm.json")) as out:
         json.dump(record, out, indent=2, sort_keys=True)
         out.write("\n")
 
 
-def format_lm(lang_dir, arpa_path, out_lang_dir, prune_threshold=0.0):
-    """Write OUT_LANG_DIR: LANG_DIR's files with G.fst and G.arpa from `arpa_path`; returns FormatLmSummary."""
+def format_lm(lang_dir, arpa_path, out_lang_dir, prune_threshold=0.0, case=None):
+    """Write OUT_LANG_DIR: LANG_DIR's files with G.fst and G.arpa from the LM file `arpa_path` (ARPA, plain or
+    gzipped, or CMU Sphinx's binary trie), its words folded to `case` first; returns FormatLmSummary."""
     lang_dir, out_lang_dir = os.fspath(lang_dir), os.fspath(out_lang_dir)
     inputs = (lang_dir, arpa_path)
     check_output_dir(out_lang_dir, LANG_SIGNATURE, inputs, "lang dir")
-    model, summary = fit_lm_to_lang(arpa_path, lang_dir, prune_threshold)
+    model, summary = fit_lm_to_lang(arpa_path, lang_dir, prune_threshold, case)
     os.makedirs(os.path.dirname(os.path.abspath(out_lang_dir)), exist_ok=True)
     work = temporary_name(os.path.abspath(out_lang_dir))
     shutil.rmtree(work, ignore_errors=True)
@@ -116,7 +119,7 @@ def format_lm(lang_dir, arpa_path, out_lang_dir, prune_threshold=0.0):
         _, missing = make_grammar_fst(os.path.join(work, "G.arpa"), work)
         if missing:  # the mapping leaves no word outside words.txt; arpa2fst would drop these silently
             raise AsrkitError(f"words left outside {lang_dir}/words.txt after mapping: {missing[:10]}")
-        _write_record(work, arpa_path, lang_dir, prune_threshold, summary)
+        _write_record(work, arpa_path, lang_dir, prune_threshold, case, summary)
         replace_output_dir(work, out_lang_dir, LANG_SIGNATURE, inputs, "lang dir")
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)

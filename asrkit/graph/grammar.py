@@ -6,40 +6,43 @@ words.txt is skipped (arpa2fst's behaviour); such words are counted first so
 that the user sees how many there are.
 """
 
-import contextlib
 import dataclasses
 import logging
 import os
-import tempfile
-
-import kaldilm
+import subprocess
+import sys
 
 from asrkit.errors import AsrkitError
 from asrkit.graph.symbols import SymbolTable
 from asrkit.io.atomic import atomic_path
-from asrkit.lm.arpa import arpa_words
+from asrkit.lm.arpa import arpa_words, require_sentence_marks
 from asrkit.lm.make_lm import make_lm
 from asrkit.lm.model import BOS, EOS
 
 logger = logging.getLogger("asrkit.grammar")
 
 
-@contextlib.contextmanager
-def _native_stderr_to_log():
-    """kaldilm's C++ code prints progress lines on file descriptor 2; keep them out of the command's log
-    unless --verbose (they are logged at debug level)."""
-    sys_stderr = 2
-    saved = os.dup(sys_stderr)
-    with tempfile.TemporaryFile(mode="w+b") as capture:
-        os.dup2(capture.fileno(), sys_stderr)
-        try:
-            yield
-        finally:
-            os.dup2(saved, sys_stderr)
-            os.close(saved)
-            capture.seek(0)
-            for line in capture.read().decode("utf-8", "replace").splitlines():
-                logger.debug("kaldilm: %s", line)
+# arpa2fst in a child process: Kaldi's code aborts the process on an LM it cannot convert (no <s>, say), which
+# would end the command with signal 6 and nothing printed; the child's messages are logged (at debug level, or
+# in the error when it fails).
+ARPA2FST_CHILD = """
+import sys
+import kaldilm
+kaldilm.arpa2fst(input_arpa=sys.argv[1], output_fst=sys.argv[2], disambig_symbol="#0",
+                 read_symbol_table=sys.argv[3], max_arpa_warnings=0)
+"""
+
+
+def _arpa2fst(arpa_path, output_path, words_txt):
+    completed = subprocess.run([sys.executable, "-c", ARPA2FST_CHILD, os.fspath(arpa_path), output_path, words_txt],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+    messages = completed.stdout.decode("utf-8", "replace").splitlines()
+    for line in messages:
+        logger.debug("kaldilm: %s", line)
+    if completed.returncode != 0 or not os.path.exists(output_path):
+        how = f"signal {-completed.returncode}" if completed.returncode < 0 else f"exit {completed.returncode}"
+        raise AsrkitError(f"kaldilm's arpa2fst could not convert {arpa_path} to an FST ({how}): "
+                          + (" | ".join(messages[-5:]) or "it printed nothing"))
 
 
 def make_grammar_fst(arpa_path, lang_dir, output_path=None):
@@ -48,7 +51,9 @@ def make_grammar_fst(arpa_path, lang_dir, output_path=None):
     table = SymbolTable.read(words_txt)
     if "#0" not in table:
         raise AsrkitError(f"{words_txt} has no #0; it was not written by prepare_lang")
-    missing = [word for word in arpa_words(arpa_path) if word not in table and word not in (BOS, EOS)]
+    words = arpa_words(arpa_path)
+    require_sentence_marks(set(words), arpa_path)
+    missing = [word for word in words if word not in table and word not in (BOS, EOS)]
     if missing:
         logger.warning(
             "%d words of %s are not in %s; n-grams with them are left out of G: %s%s", len(missing), arpa_path,
@@ -56,13 +61,7 @@ def make_grammar_fst(arpa_path, lang_dir, output_path=None):
         )
     output_path = output_path or os.path.join(lang_dir, "G.fst")
     with atomic_path(output_path) as tmp:
-        with _native_stderr_to_log():
-            kaldilm.arpa2fst(
-                input_arpa=os.fspath(arpa_path), output_fst=tmp, disambig_symbol="#0", read_symbol_table=words_txt,
-                max_arpa_warnings=0,
-            )
-        if not os.path.exists(tmp):
-            raise AsrkitError(f"kaldilm could not convert {arpa_path} to an FST")
+        _arpa2fst(arpa_path, tmp, words_txt)
     return output_path, missing
 
 

@@ -3,6 +3,7 @@ the line."""
 
 import contextlib
 import gzip
+import logging
 import math
 import os
 import re
@@ -10,7 +11,10 @@ import re
 from asrkit.errors import AsrkitError
 from asrkit.io.atomic import atomic_output
 from asrkit.io.text_lines import utf8_lines
-from asrkit.lm.model import BackoffModel
+from asrkit.lm.model import BOS, EOS, BackoffModel
+
+
+logger = logging.getLogger("asrkit.arpa")
 
 
 class ArpaError(AsrkitError):
@@ -82,6 +86,14 @@ def arpa_words(path):
     return words
 
 
+def require_sentence_marks(unigram_words, path):
+    """An LM's 1-grams (a set of words) hold <s> and </s>, which Kaldi's arpa2fst needs (it aborts without them)."""
+    missing = [mark for mark in (BOS, EOS) if mark not in unigram_words]
+    if missing:
+        raise ArpaError(f"{path}: no {' or '.join(missing)} among the 1-grams; an ARPA LM needs both (add e.g. "
+                        f"'-99 {BOS}' and a {EOS} 1-gram, or write it with asrkit's make_lm)")
+
+
 def _ngram_line(line, section, path, line_number):
     """(log10 probability, words, backoff or None) of an n-gram line of the `section`-grams.  The log-probability
     must be a finite number <= 0: NaN would reach every rescored cost, a positive one is no probability, and
@@ -104,15 +116,20 @@ def _ngram_line(line, section, path, line_number):
 
 
 def read_arpa(path):
+    """The BackoffModel of an ARPA file.  What stands before its \\data\\ line is skipped, as Kaldi's arpa2fst
+    skips it (pocketsphinx_lm and some toolkits write a preamble there); no \\data\\ at all is an error."""
     path = os.fspath(path)
     declared, ngrams, backoffs = {}, [None], {}
-    section = None
+    section, preamble = None, 0
     with open_arpa(path) as handle:
         for line_number, line in arpa_lines(handle, path):
             if not line:
                 continue
             if line == "\\data\\":
                 section = "data"
+                continue
+            if section is None:
+                preamble += 1
                 continue
             if line == "\\end\\":
                 section = "end"
@@ -138,6 +155,10 @@ def read_arpa(path):
             ngrams[section][words] = prob
             if backoff is not None:
                 backoffs[words] = backoff
+    if section is None:
+        raise ArpaError(f"{path}: no \\data\\ line: not an ARPA LM")
+    if preamble:
+        logger.info("%s: skipped %d lines before \\data\\", path, preamble)
     if section != "end":
         raise ArpaError(f"{path}: no \\end\\ line; the file is truncated")
     order = len(ngrams) - 1

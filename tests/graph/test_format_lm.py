@@ -97,3 +97,50 @@ def test_a_sphinx_trie_lm_into_a_lang_dir(tmp_path, lang_and_arpa):
         trie, pocketsphinx.NGramModel.str_to_type("bin"))
     from_arpa, from_trie = format_lm(lang, plain, tmp_path / "a"), format_lm(lang, trie, tmp_path / "b")
     assert from_trie.oov_words == from_arpa.oov_words and from_trie.ngrams_out == from_arpa.ngrams_out
+
+
+def test_a_preamble_before_data_is_skipped_and_a_file_without_data_is_named(tmp_path, lang_and_arpa):
+    """pocketsphinx_lm and other toolkits write lines before \\data\\; Kaldi's arpa2fst skips them, and so does
+    format_lm."""
+    lang, plain, _ = lang_and_arpa
+    with_preamble = tmp_path / "preamble.arpa"
+    with_preamble.write_text("This is an ARPA LM written by some toolkit.\nngram counts follow\n\n"
+                             + open(plain, encoding="utf-8").read())
+    assert format_lm(lang, with_preamble, tmp_path / "a").ngrams_out == format_lm(lang, plain, tmp_path / "b").ngrams_out
+    no_data = tmp_path / "no_data.arpa"
+    no_data.write_text("just some text\n")
+    with pytest.raises(ArpaError, match="no .data. line: not an ARPA LM"):
+        format_lm(lang, no_data, tmp_path / "c")
+
+
+def test_an_lm_without_sentence_marks_is_named_not_aborted(tmp_path, lang_and_arpa):
+    """Kaldi's arpa2fst aborts the process (signal 6, nothing printed) on an LM without <s>: format_lm names it
+    first, and arpa2fst runs in a child whose failure is an error with its messages."""
+    from asrkit.graph.grammar import make_grammar_fst
+
+    lang, plain, _ = lang_and_arpa
+    no_bos = tmp_path / "no_bos.arpa"
+    no_bos.write_text("\\data\\\nngram 1=3\n\n\\1-grams:\n-0.5 </s>\n-0.5 ALPHA\n-0.5 BRAVO\n\n\\end\\\n")
+    with pytest.raises(ArpaError, match=r"no_bos.arpa: no <s> among the 1-grams"):
+        format_lm(lang, no_bos, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ArpaError, match="no <s> among the 1-grams"):
+        make_grammar_fst(no_bos, lang, str(tmp_path / "G.fst"))
+    # What arpa2fst itself refuses comes back as an error with its message, this process alive.
+    truncated = tmp_path / "truncated.arpa"
+    truncated.write_text(open(plain, encoding="utf-8").read().replace("\\end\\", ""))
+    with pytest.raises(AsrkitError, match=r"kaldilm's arpa2fst could not convert .*truncated.arpa to an FST \("):
+        make_grammar_fst(truncated, lang, str(tmp_path / "G2.fst"))
+    assert not (tmp_path / "G2.fst").exists()
+
+
+def test_case_folds_the_lm_s_words_to_the_lexicon_s(tmp_path, lang_and_arpa):
+    lang, plain, _ = lang_and_arpa
+    lower = tmp_path / "lower.arpa"
+    lower.write_text(open(plain, encoding="utf-8").read().lower())
+    folded = format_lm(lang, lower, tmp_path / "folded", case="upper")
+    assert folded.oov_words == ["HOTEL", "INDIA"]
+    assert folded.ngrams_out == format_lm(lang, plain, tmp_path / "plain").ngrams_out
+    assert json.loads((tmp_path / "folded" / "format_lm.json").read_text())["case"] == "upper"
+    unfolded = format_lm(lang, lower, tmp_path / "unfolded")
+    assert len(unfolded.oov_words) > len(folded.oov_words)

@@ -25,7 +25,8 @@ sys.path.insert(0, os.path.dirname(HERE))  # the asrkit checkout
 
 from asrkit.dictionary.dict_dir import prepare_dict_dir  # noqa: E402
 from asrkit.dictionary.frequent_words import frequent_words  # noqa: E402
-from asrkit.dictionary.letter_to_sound import festival_pronunciations, write_generated_lexicon  # noqa: E402
+from asrkit.dictionary.letter_to_sound import (check_transcripts_spellable, festival_pronunciations,  # noqa: E402
+                                               write_generated_lexicon)
 from asrkit.dictionary.lexicon import read_word_list, word_counts  # noqa: E402
 from asrkit.dictionary.pronunciations import load_pronunciations  # noqa: E402
 from asrkit.errors import AsrkitError  # noqa: E402
@@ -69,6 +70,8 @@ def main(argv=None):
             words += frequent
         generated = {}
         if args.lts:
+            for path in args.text:
+                check_transcripts_spellable(path)
             unknown = sorted({word.upper() for word in words} - set(pronunciations) - {"<UNK>"})
             generated = festival_pronunciations(unknown)
             pronunciations.update({word: [phones] for word, phones in generated.items()})

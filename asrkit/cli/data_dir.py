@@ -10,6 +10,7 @@ from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
 from asrkit.data.data_dir import DataDir
 from asrkit.data.fix import fix_data_dir
 from asrkit.data.split import combine_data_dirs, copy_data_dir, split_data_dir, split_dir_path, subset_data_dir
+from asrkit.data.text_normalize import normalize_data_dir_text
 from asrkit.data.validate import validate_data_dir
 from asrkit.errors import AsrkitError
 from asrkit.logs import summary_line
@@ -51,6 +52,18 @@ def fix_data_dir_command(data_dir):
         removed_utterances=report.total_removed_utterances,
         removed_recordings=report.removed_recordings, removed_speakers=report.removed_speakers,
         duplicate_lines=sum(report.duplicate_lines.values()), backup=report.backup_dir))
+
+
+@click.command("normalize_text", context_settings=CONTEXT_SETTINGS)
+@click.argument("data_dir", type=DATA_DIR)
+@asrkit_command("normalize_text")
+def normalize_text_command(data_dir):
+    """Write DATA_DIR/text's English transcripts out in words a lexicon has: numbers, ordinals, years, money,
+    times, common abbreviations and symbols spelled out, punctuation dropped, upper case (the original is kept in
+    DATA_DIR/.backup/text.unnormalized).  A token that stays unreadable is an error naming the line."""
+    summary = normalize_data_dir_text(data_dir)
+    logging.getLogger("normalize_text").info(summary_line(
+        "normalize_text", "ok", data_dir=data_dir, lines=summary.lines, changed=summary.changed))
 
 
 @click.command("split_data", context_settings=CONTEXT_SETTINGS)

@@ -50,6 +50,20 @@ def _phones(entry, word):
     return tuple(phones)
 
 
+def check_transcripts_spellable(path):
+    """A Kaldi text file whose words letter-to-sound rules can spell (upper-case letters and apostrophes, after
+    upper-casing), else a LetterToSoundError naming the file, line, utterance and word, and the fix."""
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            fields = line.split()
+            for word in fields[1:]:
+                if not _SPELLABLE.match(word.upper()) and word != "<UNK>":
+                    raise LetterToSoundError(
+                        f"{path}:{number}: utterance {fields[0]}: {word!r} is not a word of letters and apostrophes "
+                        f"(fix: utils/normalize_text DATA_DIR writes numbers, symbols and abbreviations out in "
+                        f"words; the librispeech recipe's --normalize-text true does it)")
+
+
 def festival_pronunciations(words, festival="festival"):
     """{WORD: (phone, ...)} for upper-case words of letters and apostrophes, one pronunciation each.
 

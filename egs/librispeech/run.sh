@@ -20,11 +20,15 @@
 #     --data DIR --exp DIR       where data dirs and experiments go (default: data, exp in this directory)
 #     --overwrite                retrain the models from scratch instead of resuming
 #     --am wblstm|lstm|tdnnf     the acoustic network (default: wblstm)
+#     --normalize-text true|false   stage 1 writes numbers, ordinals, years, money, symbols and abbreviations
+#                                out in words (utils/normalize_text): a corpus laid out as LibriSpeech but
+#                                transcribed with digits ("got 00, 10, 28") needs it; LibriSpeech's own text is
+#                                words already and stays as it is (default: true)
 #     --pocketsphinx true|false  stage 8's baseline: pocketsphinx's stock en-us model, same lexicon and LM
 #                                (default: true)
 #
 # Stages: 0 download (archives checked against their MD5, a completion marker each; skipped with --corpus);
-#         1 data dirs -> data/{train,dev} (local/prepare_librispeech.py); 2 dictionary of the training words
+#         1 data dirs -> data/{train,dev} (local/prepare_librispeech.py; utils/normalize_text); 2 dictionary of the training words
 #         only (LibriSpeech's lexicon when present, else CMUdict; festival's letter-to-sound rules for the
 #         rest) -> data/local/dict; 3 lang dir, the decoding LM from --lm or the corpus's 3-gram through
 #         format_lm (OOVs mapped to <UNK>; else a trigram of the training text), the bigram of the training
@@ -50,6 +54,7 @@ exp=exp
 overwrite=false
 am=wblstm
 pocketsphinx=true
+normalize_text=true
 
 switch_options=overwrite
 . "$(dirname "$0")/../../steps/parse_options.sh"
@@ -57,6 +62,7 @@ require_no_arguments "$@"
 command_line="$parse_command_line"
 require_choice size tiny default
 require_choice am wblstm lstm tdnnf
+require_choice normalize_text true false
 require_whole_number stage stop_stage nj
 [ -z "$lm" ] || [ -f "$lm" ] || { echo "$0: --lm $lm: no such file" >&2; exit 2; }
 
@@ -113,6 +119,9 @@ if run_stage 1; then
     [ -d "$corpus_root/$subset" ] || { echo "$0: no $corpus_root/$subset (give --corpus DIR, or run stage 0)" >&2; exit 1; }
     launch "$cpu_cmd" "$logs/stage1/prepare_${pair%%:*}.log" \
       python local/prepare_librispeech.py "$corpus_root/$subset" "$data/${pair%%:*}"
+    if $normalize_text; then
+      launch "$cpu_cmd" "$logs/stage1/normalize_text_${pair%%:*}.log" normalize_text "$data/${pair%%:*}"
+    fi
   done
 fi
 

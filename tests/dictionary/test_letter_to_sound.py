@@ -34,3 +34,12 @@ def test_festival_gives_lexicon_and_rule_pronunciations(tmp_path):
     write_generated_lexicon(path, found)
     lines = path.read_text().splitlines()
     assert lines[0] == "HELLO  HH AH L OW" and len(lines) == 4
+
+
+def test_transcripts_with_digits_are_named_with_their_line_and_the_fix(tmp_path):
+    text = tmp_path / "text"
+    text.write_text("u1 HELLO <UNK> WORLD\nu2 GOT 00 AND 10\n")
+    with pytest.raises(LetterToSoundError, match=r"text:2: utterance u2: '00' is not a word .*utils/normalize_text"):
+        letter_to_sound.check_transcripts_spellable(str(text))
+    text.write_text("u1 HELLO don't\n")
+    letter_to_sound.check_transcripts_spellable(str(text))

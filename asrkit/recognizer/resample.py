@@ -43,17 +43,14 @@ def lowpass(up, down):
     return taps / taps.sum() * up
 
 
-def resample(samples, rate, target_rate):
-    """float32 samples at `rate` -> float32 samples at `target_rate` (ceil(n x up / down) of them)."""
-    samples = np.asarray(samples, np.float32)
-    if rate == target_rate:
-        return samples
+def _polyphase(rate, target_rate):
+    """(up, down, first, phases, phase_taps) of resample_poly(up, down) from `rate` to `target_rate`: output n
+    lies at position (first + n) x down of the input upsampled by `up`, and reads the input samples
+    position // up - lag, lag 0 .. phases - 1, with the taps phase_taps[position % up]."""
     divisor = math.gcd(int(rate), int(target_rate))
     up, down = int(target_rate) // divisor, int(rate) // divisor
     taps = lowpass(up, down)
     half_length = (len(taps) - 1) // 2
-    num_in = len(samples)
-    num_out = -(-num_in * up // down)
     # The filter is delayed by half its length; scipy pads it in front to a whole number of output samples.
     pre_pad = down - half_length % down
     taps = np.concatenate([np.zeros(pre_pad), taps])
@@ -62,7 +59,17 @@ def resample(samples, rate, target_rate):
     # phase_taps[p, i] = taps[p + up * i]: the taps that meet input samples when the output lies at phase p.
     phase_taps = np.zeros(phases * up)
     phase_taps[: len(taps)] = taps
-    phase_taps = phase_taps.reshape(phases, up).T
+    return up, down, first, phases, phase_taps.reshape(phases, up).T
+
+
+def resample(samples, rate, target_rate):
+    """float32 samples at `rate` -> float32 samples at `target_rate` (ceil(n x up / down) of them)."""
+    samples = np.asarray(samples, np.float32)
+    if rate == target_rate:
+        return samples
+    up, down, first, phases, phase_taps = _polyphase(rate, target_rate)
+    num_in = len(samples)
+    num_out = -(-num_in * up // down)
     padded = np.concatenate([np.zeros(phases - 1), samples.astype(np.float64), np.zeros(phases)])
     output = np.empty(num_out, np.float32)
     lags = np.arange(phases)
@@ -72,3 +79,49 @@ def resample(samples, rate, target_rate):
         block = padded[np.minimum(base[:, None] - lags[None, :], len(padded) - 1)]
         output[start : start + len(positions)] = np.einsum("ni,ni->n", phase_taps[positions % up], block)
     return output
+
+
+class StreamResampler:
+    """`resample` over audio that comes in pieces (a stream's): `accept(piece)` gives the output samples whose
+    filter has all its input, `finish()` the rest (the input's end padded with zeros, as resample pads it).
+    Together they are resample() of the whole, to float rounding; only the last `phases` input samples are kept."""
+
+    def __init__(self, rate, target_rate):
+        self.rate, self.target_rate = int(rate), int(target_rate)
+        self.up, self.down, self.first, self.phases, self.phase_taps = _polyphase(rate, target_rate)
+        self.buffer = np.zeros(0, np.float64)
+        self.buffer_start = 0  # the input index of buffer[0]
+        self.received = 0  # input samples so far
+        self.produced = 0  # output samples so far
+
+    def _outputs(self, end):
+        """Output samples produced .. end - 1 from the buffer (zeros outside the input)."""
+        n = np.arange(self.produced, end)
+        positions = (self.first + n) * self.down
+        indices = (positions // self.up)[:, None] - np.arange(self.phases)[None, :]
+        inside = (indices >= 0) & (indices < self.received)
+        values = np.where(inside, self.buffer[np.clip(indices - self.buffer_start, 0, max(len(self.buffer) - 1, 0))]
+                          if len(self.buffer) else 0.0, 0.0)
+        self.produced = end
+        return np.einsum("ni,ni->n", self.phase_taps[positions % self.up], values).astype(np.float32)
+
+    def accept(self, samples):
+        """float32 output samples that the input so far determines."""
+        samples = np.asarray(samples, np.float32)
+        if self.rate == self.target_rate:
+            return samples
+        self.buffer = np.concatenate([self.buffer, samples.astype(np.float64)])
+        self.received += len(samples)
+        ready = max(self.produced, -(-self.received * self.up // self.down) - self.first)
+        output = self._outputs(ready)
+        oldest = max(0, (self.first + self.produced) * self.down // self.up - (self.phases - 1))
+        if oldest > self.buffer_start:
+            self.buffer = self.buffer[oldest - self.buffer_start :]
+            self.buffer_start = oldest
+        return output
+
+    def finish(self):
+        """The output samples after the last accept's, up to ceil(input x up / down)."""
+        if self.rate == self.target_rate:
+            return np.zeros(0, np.float32)
+        return self._outputs(max(self.produced, -(-self.received * self.up // self.down)))

@@ -2,8 +2,12 @@
 
 Protocol (Vosk's server protocol as the model), one recognition stream per connection:
 
-- client -> server, optionally first: a text message `{"config": {"sample_rate": 16000}}`.  The sample
-  rate must be the package's (the server does not resample); other keys are refused.
+- client -> server, optionally first: a text message `{"config": {...}}` with Vosk's keys: `sample_rate` (the
+  stream's rate, 4-192 kHz; other rates than the package's are resampled as it arrives), `words` (0: final
+  results without their "result" list of words; default 1), `max_alternatives` (N > 0: each final result is
+  `{"alternatives": [{"text": ..., "confidence": ...}, ...]}`, the N best, confidence the negated total cost,
+  higher better, as Vosk's).  `phrase_list` (a run-time grammar) is refused by name: packages decode with their
+  own graph.  Other keys are refused.
 - client -> server: binary messages of 16-bit little-endian mono PCM (an even number of bytes each, at
   most --max-message-bytes).
 - server -> client, after each binary message: the final result of every segment an endpoint ended
@@ -16,7 +20,7 @@ Protocol (Vosk's server protocol as the model), one recognition stream per conne
 
 Errors are a text message `{"error": "what was wrong"}` followed by a close with a code saying why:
 1003 for data that is not the protocol (an odd byte count, text that is not a known message, a config
-after audio, another sample rate), 1009 for a message over --max-message-bytes (messages over twice
+after audio, a config value out of range), 1009 for a message over --max-message-bytes (messages over twice
 that are refused by the WebSocket layer itself, with the same code and no JSON), 1008 for a stream
 over --max-stream-seconds of audio or a connection without audio for --idle-timeout seconds (other
 messages do not count), 1013 ("try again later") when --max-connections streams are already open, and
@@ -55,12 +59,18 @@ from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
 from asrkit.errors import AsrkitError
+from asrkit.recognizer.frontend import as_float_samples
+from asrkit.recognizer.resample import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE, StreamResampler
+from asrkit.recognizer.results import Alternative, Result
 from asrkit.recognizer.stream import default_final_pass
 
 logger = logging.getLogger(__name__)
 
 CLOSE_NORMAL, CLOSE_UNSUPPORTED, CLOSE_POLICY, CLOSE_TOO_BIG, CLOSE_INTERNAL, CLOSE_TRY_LATER = \
     1000, 1003, 1008, 1009, 1011, 1013
+# The config message's keys (Vosk's server reads these and "model"; phrase_list is refused by name).
+CONFIG_KEYS = ("sample_rate", "words", "max_alternatives")
+MAX_ALTERNATIVES = 100  # n-best per final result a client may ask for: each costs the lattice's n-best search
 
 
 @dataclasses.dataclass
@@ -124,11 +134,19 @@ def trim_freed_memory():
         return False
 
 
-def final_message(result):
-    """A final Result as the protocol's JSON object."""
-    return {"text": result.text, "result": [{"word": word.word, "start": word.start, "end": word.end,
-                                             "conf": word.confidence} for word in result.words],
-            "start": round(result.start, 3), "end": round(result.end, 3)}
+def final_message(result, words=True, alternatives=0):
+    """A final Result as the protocol's JSON object: with its words (Vosk's "result") unless words is False; as
+    Vosk's {"alternatives": [...]} of the n best when alternatives > 0."""
+    span = {"start": round(result.start, 3), "end": round(result.end, 3)}
+    if alternatives:
+        entries = result.nbest or [Alternative(result.text, 0.0, 0.0, 0.0)]
+        return {"alternatives": [{"text": entry.text, "confidence": round(-entry.cost, 3)}
+                                 for entry in entries[:alternatives]]} | span
+    message = {"text": result.text}
+    if words:
+        message["result"] = [{"word": word.word, "start": word.start, "end": word.end, "conf": word.confidence}
+                             for word in result.words]
+    return message | span
 
 
 class Session:
@@ -141,6 +159,9 @@ class Session:
                                                windows=config.windows, early_endpoints=config.early_endpoints)
         self.samples = 0
         self.configured = False
+        self.words = True
+        self.alternatives = 0
+        self.resampler = None  # a StreamResampler when the client's rate is not the package's
 
     def text(self, message):
         """A text message: returns whether it ends the audio."""
@@ -161,14 +182,35 @@ class Session:
     def configure(self, config):
         if self.samples:
             raise ProtocolError("a config message after audio", CLOSE_UNSUPPORTED)
-        unknown = sorted(set(config) - {"sample_rate"})
+        if "phrase_list" in config:
+            raise ProtocolError("phrase_list: run-time grammars are not served; this package decodes with its own "
+                                "graph", CLOSE_UNSUPPORTED)
+        unknown = sorted(set(config) - set(CONFIG_KEYS))
         if unknown:
-            raise ProtocolError(f"unknown config keys {unknown}: only sample_rate", CLOSE_UNSUPPORTED)
-        rate = self.server.recognizer.sample_rate
-        if "sample_rate" in config and config["sample_rate"] != rate:
-            raise ProtocolError(f"sample_rate {config['sample_rate']!r}: this model takes {rate} Hz audio",
-                                CLOSE_UNSUPPORTED)
+            raise ProtocolError(f"unknown config keys {unknown}: {', '.join(CONFIG_KEYS)}", CLOSE_UNSUPPORTED)
+        if "sample_rate" in config:
+            self.resampler = self._resampler(config["sample_rate"])
+        if "words" in config:
+            if config["words"] not in (0, 1, True, False):
+                raise ProtocolError(f"words {config['words']!r}: 0 or 1", CLOSE_UNSUPPORTED)
+            self.words = bool(config["words"])
+        if "max_alternatives" in config:
+            value = config["max_alternatives"]
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ALTERNATIVES:
+                raise ProtocolError(f"max_alternatives {value!r}: a whole number 0-{MAX_ALTERNATIVES}",
+                                    CLOSE_UNSUPPORTED)
+            self.alternatives = value
+            self.stream.nbest = max(1, value)
         self.configured = True
+
+    def _resampler(self, value):
+        """None for the package's rate, else a StreamResampler from the client's rate to it."""
+        package_rate = self.server.recognizer.sample_rate
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or \
+                not MIN_SAMPLE_RATE <= value <= MAX_SAMPLE_RATE:
+            raise ProtocolError(f"sample_rate {value!r}: a whole number of Hz, {MIN_SAMPLE_RATE}-{MAX_SAMPLE_RATE}",
+                                CLOSE_UNSUPPORTED)
+        return None if int(value) == package_rate else StreamResampler(int(value), package_rate)
 
     def audio(self, message):
         """The int16 samples of a binary message, within the limits."""
@@ -179,9 +221,14 @@ class Session:
             raise ProtocolError(f"binary message of {len(message)} bytes: 16-bit PCM has an even number",
                                 CLOSE_UNSUPPORTED)
         self.samples += len(message) // 2
-        if self.samples > limits.max_stream_seconds * self.server.recognizer.sample_rate:
+        if self.samples > limits.max_stream_seconds * self.client_rate:
             raise ProtocolError(f"stream longer than {limits.max_stream_seconds:g} s", CLOSE_POLICY)
-        return np.frombuffer(message, dtype="<i2")
+        samples = np.frombuffer(message, dtype="<i2")
+        return samples if self.resampler is None else self.resampler.accept(as_float_samples(samples))
+
+    @property
+    def client_rate(self):
+        return self.resampler.rate if self.resampler is not None else self.server.recognizer.sample_rate
 
     def accept(self, samples):
         """The answer to a message's samples, the network evaluated for this stream alone."""
@@ -191,13 +238,18 @@ class Session:
         """The answer to a message, from the network's output for its samples (NetworkBatcher's)."""
         finals = self.stream.end(output)
         if finals:
-            return [final_message(result) for result in finals]
+            return [self.final(result) for result in finals]
         return [{"partial": self.stream.partial().text}]
 
+    def final(self, result):
+        return final_message(result, self.words, self.alternatives)
+
     def finish(self):
-        seconds = round(self.samples / self.server.recognizer.sample_rate, 3)
-        return [final_message(result) for result in self.stream.finish()] or \
-            [{"text": "", "result": [], "start": 0.0, "end": seconds}]
+        seconds = round(self.samples / self.client_rate, 3)
+        finals = self.stream.accept(self.resampler.finish()) if self.resampler is not None else []
+        finals += self.stream.finish()
+        return [self.final(result) for result in finals] or \
+            [self.final(Result("", [], 0.0, seconds))]
 
 
 class NetworkBatcher:

@@ -169,6 +169,7 @@ class RecognizerStream:
         self._segment_first_sample = 0
         self._decoder = self._new_decoder()
         self.finished = False
+        self.nbest = 1  # the alternatives each final Result carries (Result.nbest, with nbest > 1)
 
     def _new_decoder(self):
         return OnlineDecoder(self.package.graph, self.options, keep_rows=True,
@@ -253,11 +254,11 @@ class RecognizerStream:
         if samples is not None and len(samples):
             # A fresh decode of the segment's own rows (batch CMVN): the online decoder's lattice is not used.
             loglikes = self.recognizer.acoustic.log_likelihoods(samples)
-            result = self.recognizer.result(loglikes, start=start, end=end)
+            result = self.recognizer.result(loglikes, nbest=self.nbest, start=start, end=end)
         else:
             loglikes = self._decoder.loglikes()
             decoded = decoded_segment(self._decoder.finalize(), self.package.acoustic_scale)
-            result = self.recognizer.result(loglikes, start=start, end=end, decoded=decoded)
+            result = self.recognizer.result(loglikes, nbest=self.nbest, start=start, end=end, decoded=decoded)
         self.segment_start = self.frames_in
         self._decoder = self._new_decoder()
         return result

@@ -25,3 +25,21 @@ def test_same_rate_and_long_signals():
     assert np.array_equal(resample(signal, 8000, 8000), signal)
     long = np.random.default_rng(0).uniform(-1, 1, 70000).astype(np.float32)  # several output chunks
     np.testing.assert_allclose(resample(long, 11025, 8000), resample_poly(long, 320, 441), atol=2e-6)
+
+
+@pytest.mark.parametrize("rate, target", [(16000, 8000), (44100, 8000), (8000, 16000), (11025, 8000), (8000, 8000)])
+def test_a_stream_in_pieces_resamples_as_the_whole(rate, target):
+    """StreamResampler over pieces of any size (empty ones too) gives resample()'s samples of the whole, keeping
+    only the filter's span of input."""
+    from asrkit.recognizer.resample import StreamResampler
+
+    rng = np.random.default_rng(rate + target)
+    samples = (rng.standard_normal(int(rng.integers(5000, 20000))) * 0.3).astype(np.float32)
+    resampler, pieces, start = StreamResampler(rate, target), [], 0
+    while start < len(samples):
+        size = int(rng.integers(0, 2000))
+        pieces.append(resampler.accept(samples[start : start + size]))
+        start += size
+        assert len(resampler.buffer) <= resampler.phases + size
+    pieces.append(resampler.finish())
+    np.testing.assert_array_equal(np.concatenate(pieces), resample(samples, rate, target))

@@ -98,8 +98,12 @@ def test_segments_come_out_as_the_endpoints_end_them_and_eof_as_text_works(recog
     ([b"\x00\x01\x02"], CLOSE_UNSUPPORTED, "even number"),
     (["hello"], CLOSE_UNSUPPORTED, "not JSON"),
     ([json.dumps({"what": 1})], CLOSE_UNSUPPORTED, "unknown message"),
-    ([json.dumps({"config": {"sample_rate": 16000}})], CLOSE_UNSUPPORTED, "8000 Hz"),
-    ([json.dumps({"config": {"words": True}})], CLOSE_UNSUPPORTED, "unknown config"),
+    ([json.dumps({"config": {"sample_rate": 1}})], CLOSE_UNSUPPORTED, "sample_rate 1: a whole number of Hz"),
+    ([json.dumps({"config": {"sample_rate": "8000"}})], CLOSE_UNSUPPORTED, "a whole number of Hz"),
+    ([json.dumps({"config": {"words": 2}})], CLOSE_UNSUPPORTED, "words 2: 0 or 1"),
+    ([json.dumps({"config": {"max_alternatives": -1}})], CLOSE_UNSUPPORTED, "a whole number 0-100"),
+    ([json.dumps({"config": {"phrase_list": ["one two"]}})], CLOSE_UNSUPPORTED, "phrase_list: run-time grammars"),
+    ([json.dumps({"config": {"model": "x"}})], CLOSE_UNSUPPORTED, "unknown config"),
     ([b"\x00\x00" * 10, json.dumps({"config": {"sample_rate": 8000}})], CLOSE_UNSUPPORTED, "after audio"),
     ([b"\x00" * 3000], CLOSE_TOO_BIG, "at most 2000"),
     ([b"\x00\x00" * 900] * 6, CLOSE_POLICY, "longer than 0.5 s"),
@@ -315,3 +319,33 @@ def test_the_server_trims_the_heap_when_its_last_stream_closes(recognizer, monke
     monkeypatch.setattr(server_module, "trim_freed_memory", lambda: trims.append(1))
     received, code = with_server(recognizer, lambda server: converse(server, [b"\x00\x00" * 800, "EOF"]))
     assert code == CLOSE_NORMAL and trims == [1]
+
+
+def test_a_vosk_client_s_config_is_honoured(recognizer):
+    """What Vosk's test clients send (test_simple.py: the config with the file's sample rate, the audio in 8000-byte
+    messages, then {"eof": 1}), at 16 kHz to an 8-kHz package, with words off, and with alternatives: the results
+    are those of the audio resampled (as asrkit-transcribe resamples a file) recognised at the package's rate."""
+    from asrkit.recognizer.resample import resample
+
+    audio16 = (speech_like(2.0, 16000, seed=5) * 32767).astype("<i2")
+    at_package_rate = resample(audio16.astype(np.float32) / 32768, 16000, 8000)
+    expected = recognizer.transcribe(at_package_rate, nbest=3)
+    assert expected.text
+
+    def messages(config):
+        return ([json.dumps({"config": config})] + chunks(audio16.tobytes(), 8000) + [json.dumps({"eof": 1})])
+
+    plain, code = with_server(recognizer, lambda server: converse(server, messages({"sample_rate": 16000})),
+                              endpoint=EndpointConfig(rules=()))
+    assert code == CLOSE_NORMAL and plain[-1]["text"] == expected.text
+    assert [w["word"] for w in plain[-1]["result"]] == [w.word for w in expected.words]
+    assert plain[-1]["end"] == pytest.approx(2.0)
+    wordless, _ = with_server(recognizer, lambda server: converse(server, messages(
+        {"sample_rate": 16000, "words": 0})), endpoint=EndpointConfig(rules=()))
+    assert wordless[-1]["text"] == expected.text and "result" not in wordless[-1]
+    several, _ = with_server(recognizer, lambda server: converse(server, messages(
+        {"sample_rate": 16000.0, "words": 1, "max_alternatives": 3})), endpoint=EndpointConfig(rules=()))
+    alternatives = several[-1]["alternatives"]
+    assert [entry["text"] for entry in alternatives] == [entry.text for entry in expected.nbest][:3]
+    assert alternatives[0]["text"] == expected.text and len(alternatives) >= 2
+    assert alternatives == sorted(alternatives, key=lambda entry: -entry["confidence"])

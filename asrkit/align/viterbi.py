@@ -13,6 +13,7 @@ Kaldi's gmm-align.
 import dataclasses
 import math
 
+from asrkit import numba_cache  # noqa: F401, I001  (first: where numba caches what it compiles)
 import numba
 import numpy as np
 

@@ -34,6 +34,7 @@ derivatives of log Z of that model.
 same results.
 """
 
+from asrkit import numba_cache  # noqa: F401, I001  (first: where numba caches what it compiles)
 import numba
 import numpy as np
 

@@ -44,6 +44,7 @@ are the decoder's, i.e. scaled; asrkit.decode.decoder unscales them.
 import dataclasses
 import threading
 
+from asrkit import numba_cache  # noqa: F401, I001  (first: where numba caches what it compiles)
 import numba
 import numpy as np
 

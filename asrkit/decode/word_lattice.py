@@ -31,6 +31,7 @@ import dataclasses
 import heapq
 import math
 
+from asrkit import numba_cache  # noqa: F401, I001  (first: where numba caches what it compiles)
 import numba
 import numpy as np
 

@@ -30,11 +30,11 @@ import hashlib
 import logging
 import os
 import platform
-import stat
 import subprocess
 import time
 from pathlib import Path
 
+from asrkit.cache import CacheDirError, cache_root, private_dir
 from asrkit.nn.precision import cpu_flags
 from asrkit.tf_runtime import import_tensorflow
 
@@ -52,30 +52,12 @@ _loaded = {}  # kernel name -> the op library module, or None when it could not 
 _reasons = {}  # kernel name -> why it could not be had
 
 
-class KernelCacheError(RuntimeError):
-    """The kernel cache is not private to this user: nothing in it is loaded."""
+# A kernel cache of another user or writable by others: nothing in it is loaded (asrkit.cache).
+KernelCacheError = CacheDirError
 
 
 def cache_dir():
-    return Path(os.environ.get("ASRKIT_CACHE") or Path.home() / ".cache" / "asrkit") / "kernels"
-
-
-def private_dir(path):
-    """`path`, created 0700 where missing; KernelCacheError unless this user owns it and nobody else may write
-    it (a library and its digest there could be anyone's).  One that others may only read is made 0700."""
-    path = Path(path)
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    status = path.stat()
-    fix = "remove it (the kernels are built again) or set ASRKIT_CACHE to a directory of your own"
-    if status.st_uid != os.geteuid():
-        raise KernelCacheError(f"the kernel cache {path} belongs to user {status.st_uid}, not to this user "
-                               f"({os.geteuid()}); not loading from it: {fix}")
-    if status.st_mode & 0o022:
-        raise KernelCacheError(f"the kernel cache {path} may be written by its group or others (mode "
-                               f"{stat.S_IMODE(status.st_mode):04o}); not loading from it: {fix}")
-    if status.st_mode & 0o077:
-        path.chmod(0o700)
-    return path
+    return cache_root() / "kernels"
 
 
 def source(name):

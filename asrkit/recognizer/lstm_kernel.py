@@ -19,6 +19,7 @@ recipe's shapes streamed (eager windows, 0.1-s pieces) at 0.0211 CPU-s per audio
 row by row; with its AVX-512 kernels (SkylakeX's) 0.0053 and 0.0050.  Above 3 rows the AVX-512 gemm wins.
 """
 
+from asrkit import numba_cache  # noqa: F401, I001  (first: where numba caches what it compiles)
 import numba
 import numpy as np
 # numba's np.dot calls scipy's BLAS (its own OpenBLAS, not NumPy's), which it would load at the first call;

@@ -8,8 +8,7 @@ from asrkit.nn.label_delay import delay_features
 from asrkit.nn.params import Params
 from asrkit.nn.registry import build_model, config_names, model_config, parse_overrides
 from asrkit.examples.messages import Example
-from asrkit.train.examples import ListExamples
-from asrkit.train.truncated_batcher import TruncatedBatcher
+from tests.nn.streaming import stream_windows
 
 
 def test_params_are_declared_once_with_a_description_and_unknown_names_are_refused():
@@ -78,29 +77,11 @@ def test_truncated_unrolling_with_state_saving_equals_full_unrolling(config, ove
         example.targets = np.zeros(len(example.features), np.int32)
     net = build_model(config, dim, 7, overrides)
     delay = net.label_delay
-    batcher = TruncatedBatcher(ListExamples(examples), num_streams=3, unroll=4, feature_dim=dim, label_delay=delay)
-
-    # Run the windows, carrying the state; give every output frame back to its utterance: utterances
-    # start (reset = 1) in the batcher's pull order when read batch by batch, row by row, frame by frame.
-    state = net.zero_state(3)
-    pulled = iter(examples)
-    current = [None] * 3
-    outputs = {example.utterance_id: [] for example in examples}
-    for batch in batcher:
-        logits, state = net.window(batch.features, state, batch.reset)
-        logits = logits.numpy()
-        for row in range(3):
-            for t in range(4):
-                if batch.reset[row, t]:
-                    current[row] = next(pulled).utterance_id
-                if batch.mask[row, t]:
-                    outputs[current[row]].append(logits[row, t])
-    assert next(pulled, None) is None
-
+    outputs, _ = stream_windows(net, examples, streams=3, unroll=4)
     for example in examples:
         extended = delay_features(example.features, delay)
         full = net.sequence(extended[None])[0].numpy()
-        truncated = np.stack(outputs[example.utterance_id])
+        truncated = outputs[example.utterance_id]
         assert truncated.shape == full.shape
         np.testing.assert_allclose(truncated, full, rtol=1e-5, atol=1e-5)
 

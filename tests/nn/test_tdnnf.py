@@ -10,10 +10,9 @@ from asrkit.nn.registry import build_model, model_config
 from asrkit.nn.tdnnf import LinearLayer
 from asrkit.nn.tdnnf_spec import parse_time_strides
 from asrkit.tf_runtime import import_tensorflow
-from asrkit.train.examples import ListExamples
 from asrkit.train.optimizers import Sgd
 from asrkit.train.steps import Steps, TrainingState
-from asrkit.train.truncated_batcher import TruncatedBatcher
+from tests.nn.streaming import stream_windows
 
 tf = import_tensorflow()
 DIM, PDFS = 4, 6
@@ -111,25 +110,10 @@ def test_streaming_windows_equal_each_utterance_alone(strides):
                         np.zeros(1, np.int32)) for index in range(12)]
     for example in examples:
         example.targets = np.zeros(len(example.features), np.int32)
-    batcher = TruncatedBatcher(ListExamples(examples), num_streams=streams, unroll=unroll, feature_dim=DIM,
-                               label_delay=net.label_delay)
-    state = net.zero_state(streams)
-    pulled = iter(examples)
-    current = [None] * streams
-    outputs = {example.utterance_id: [] for example in examples}
-    for batch in batcher:
-        logits, state = net.window(batch.features, state, batch.reset)
-        logits = logits.numpy()
-        for row in range(streams):
-            for t in range(unroll):
-                if batch.reset[row, t]:
-                    current[row] = next(pulled).utterance_id
-                if batch.mask[row, t]:
-                    outputs[current[row]].append(logits[row, t])
-    assert next(pulled, None) is None
+    outputs, _ = stream_windows(net, examples, streams, unroll)
     for example in examples:
         alone = net.sequence(delay_features(example.features, net.label_delay)[None])[0].numpy()[net.label_delay :]
-        streamed = np.stack(outputs[example.utterance_id])[-len(example.features) :]
+        streamed = outputs[example.utterance_id][-len(example.features) :]
         np.testing.assert_allclose(streamed, alone, rtol=1e-5, atol=1e-5)
 
 

@@ -7,8 +7,7 @@ import pytest
 from asrkit.nn.label_delay import delay_features
 from asrkit.nn.registry import build_model, model_config
 from asrkit.examples.messages import Example
-from asrkit.train.examples import ListExamples
-from asrkit.train.truncated_batcher import TruncatedBatcher
+from tests.nn.streaming import stream_windows
 
 DIM, PDFS = 4, 6
 
@@ -67,30 +66,14 @@ def test_streaming_windows_equal_each_utterance_alone(group, mixture):
                         np.zeros(1, np.int32)) for index in range(10)]
     for example in examples:
         example.targets = np.zeros(len(example.features), np.int32)
-    batcher = TruncatedBatcher(ListExamples(examples), num_streams=streams, unroll=unroll, feature_dim=DIM,
-                               label_delay=net.label_delay)
-    state = net.zero_state(streams)
-    pulled = iter(examples)
-    current, offsets = [None] * streams, {}
-    outputs = {example.utterance_id: [] for example in examples}
-    for index, batch in enumerate(batcher):
-        logits, state = net.window(batch.features, state, batch.reset)
-        logits = logits.numpy()
-        for row in range(streams):
-            for t in range(unroll):
-                if batch.reset[row, t]:
-                    current[row] = next(pulled).utterance_id
-                    offsets[current[row]] = (index * unroll + t) % group
-                if batch.mask[row, t]:
-                    outputs[current[row]].append(logits[row, t])
-    assert next(pulled, None) is None
+    outputs, offsets = stream_windows(net, examples, streams, unroll, group)
     assert len(set(offsets.values())) > 1 or group == 1  # several alignments were exercised
     for example in examples:
         offset = offsets[example.utterance_id]
         extended = delay_features(example.features, net.label_delay)
         shifted = np.concatenate([np.zeros((offset, DIM), np.float32), extended])
         alone = net.sequence(shifted[None])[0].numpy()[offset + net.label_delay :]
-        streamed = np.stack(outputs[example.utterance_id])[-len(example.features) :]
+        streamed = outputs[example.utterance_id][-len(example.features) :]
         np.testing.assert_allclose(streamed, alone, rtol=1e-5, atol=1e-5)
 
 

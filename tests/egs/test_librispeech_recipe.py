@@ -10,6 +10,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -253,6 +254,26 @@ def test_without_an_lm_a_trigram_of_the_training_text_and_the_corpus_lexicon(tmp
     assert "\\3-grams:" in (data / "lang_test" / "G.arpa").read_text()
     assert (data / "lang_test" / "arpa_oovs.txt").read_text() == ""
     assert "--pronunciations" in (tmp_path / "exp" / "log" / "stage2" / "prepare_dict.log").read_text()
+
+
+def test_transcripts_with_numbers_are_written_out_or_named_with_their_line(tmp_path):
+    """A corpus in LibriSpeech's layout transcribed with digits ("got 00, 10"): stage 1 writes them out in words
+    (the default); without that, the dictionary stage names the transcript's file, line and the fix."""
+    corpus = make_librispeech(tmp_path)
+    transcript = next((corpus / "train-clean-5").rglob("*.trans.txt"))
+    lines = transcript.read_text().splitlines()
+    utterance = lines[1].split()[0]
+    lines[1] += " GOT 00, 10"
+    transcript.write_text("\n".join(lines) + "\n")
+    written = run_recipe(tmp_path, "--corpus", corpus, "--stop-stage", 2)
+    assert written.returncode == 0, written.stderr[-3000:]
+    text = dict(line.split(maxsplit=1) for line in (tmp_path / "data" / "train" / "text").read_text().splitlines())
+    assert text[utterance].endswith(" GOT ZERO ZERO TEN")
+    assert "normalize_text summary: status=ok" in written.stderr
+    kept = run_recipe(tmp_path / "kept", "--corpus", corpus, "--stop-stage", 2, "--normalize-text", "false")
+    assert kept.returncode != 0
+    assert re.search(r"data/train/text:\d+: utterance " + utterance + r": '00,' is not a word of letters and "
+                     r"apostrophes \(fix: utils/normalize_text", kept.stderr), kept.stderr[-3000:]
 
 
 def test_bad_options_and_a_missing_subset(tmp_path):

@@ -223,16 +223,22 @@ class Session:
         self.samples += len(message) // 2
         if self.samples > limits.max_stream_seconds * self.client_rate:
             raise ProtocolError(f"stream longer than {limits.max_stream_seconds:g} s", CLOSE_POLICY)
-        samples = np.frombuffer(message, dtype="<i2")
-        return samples if self.resampler is None else self.resampler.accept(as_float_samples(samples))
+        return np.frombuffer(message, dtype="<i2")
 
     @property
     def client_rate(self):
         return self.resampler.rate if self.resampler is not None else self.server.recognizer.sample_rate
 
+    def begin(self, samples):
+        """The stream's begin() of a message's samples at the package's rate (resampled here, in the pool: about
+        2 ms a message, too long for the event loop that serves every connection)."""
+        if self.resampler is not None:
+            samples = self.resampler.accept(as_float_samples(samples))
+        return self.stream.begin(samples)
+
     def accept(self, samples):
         """The answer to a message's samples, the network evaluated for this stream alone."""
-        return self.end(self.stream.network.evaluate([self.stream.begin(samples)])[0])
+        return self.end(self.stream.network.evaluate([self.begin(samples)])[0])
 
     def end(self, output):
         """The answer to a message, from the network's output for its samples (NetworkBatcher's)."""
@@ -273,7 +279,8 @@ class NetworkBatcher:
         return self.inputs / self.calls if self.calls else 0.0
 
     async def evaluate(self, stream, samples):
-        """The network's output for `stream`'s samples (what its end() takes)."""
+        """The network's output for the samples of `stream` (anything with begin(), a RecognizerStream's or a
+        Session's), what its end() takes."""
         future = asyncio.get_running_loop().create_future()
         self.waiting.append((stream, samples, future))
         if self._drainer is None:
@@ -406,7 +413,7 @@ class RecognitionServer:
                 if self.batcher is None:
                     answer = await loop.run_in_executor(self.pool, session.accept, samples)
                 else:
-                    output = await self.batcher.evaluate(session.stream, samples)
+                    output = await self.batcher.evaluate(session, samples)
                     answer = await loop.run_in_executor(self.pool, session.end, output)
                 await self._send(connection, answer)
                 deadline = loop.time() + self.config.idle_timeout

@@ -99,7 +99,9 @@ def strategy_options(note=""):
 @click.argument("exp_dir", type=click.Path(file_okay=False))
 @click.option("--model", default="recipe", type=click.Choice(config_names()),
               help="Model config (asrkit.nn.registry): recipe = 2xLSTM(256), lstm5x600/768/1024 as in [Variani2017], "
-                   "dnn as in [McDermott2014] (26 frames, 4x1024); lstm is the LSTM class with its defaults.")
+                   "dnn as in [McDermott2014] (26 frames, 4x1024), wblstm as in [Mohamed2015], tdnnf the "
+                   "factorized TDNN of Kaldi's chain recipes (Povey et al. 2018); lstm is the LSTM class with its "
+                   "defaults.")
 @click.option("--model-param", "model_params", multiple=True, metavar="NAME=VALUE",
               help="Change a model hyperparameter, e.g. --model-param num_cells=512 --model-param projection_dim=256 "
                    "--model-param label_delay=5 (--print-config lists them).")

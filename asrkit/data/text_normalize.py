@@ -46,6 +46,7 @@ TIME = re.compile(r"^(\d{1,2}):(\d{2})$")
 MONEY = re.compile(r"^([$£€])(\d+|\d{1,3}(?:,\d{3})+)(?:\.(\d{2}))?$")
 PERCENT = re.compile(r"^(\d+(?:\.\d+)?)%$")
 PLURAL_NUMBER = re.compile(r"^(\d+)'?S$")  # the 1980s, 90's
+INITIALS = re.compile(r"^(?:[A-Z]\.)+[A-Z]?\.?$")  # U.S., U.S.A: spoken letter by letter
 EDGE_PUNCTUATION = "\"“”‘’«»()[]{}<>,;:!?.…*_/\\|~^`"
 
 
@@ -187,6 +188,9 @@ def normalize_token(token):
             continue
         if WORD.match(piece):
             words.append(piece)
+            continue
+        if INITIALS.match(piece):
+            words.extend(letter for letter in piece if letter != ".")
             continue
         numeric = _numeric(piece.rstrip(".")) if any(c.isdigit() for c in piece) else None
         if numeric is None and piece in SYMBOLS:

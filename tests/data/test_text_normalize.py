@@ -52,6 +52,7 @@ def test_years_read_in_pairs(number, words):
     ("\"Don't,\" said Mrs. O'Brien -- 'twas the sailors' day", "DON'T SAID MISSUS O'BRIEN TWAS THE SAILORS' DAY"),
     ("call 007 in 1066 or 2150", "CALL ZERO ZERO SEVEN IN ONE THOUSAND SIXTY SIX OR TWO THOUSAND ONE HUNDRED FIFTY"),
     ("NO SUCH THING", "NO SUCH THING"),  # "no" without its period is the word
+    ("the U.S. and U.S.A. in the U.K.", "THE U S AND U S A IN THE U K"),
 ])
 def test_transcripts(text, words):
     assert normalize_text(text) == words

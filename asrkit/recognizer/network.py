@@ -366,8 +366,8 @@ class TdnnfNetwork(Network):
         unless they are its utterance's, so each stream's rows are its own."""
         owners = []
         for number, (window, known) in enumerate(inputs):
-            owners.append(np.concatenate([np.full(self.context - known, -1 - number), np.full(len(window) -
-                                                                                          self.context + known, number)]))
+            before = self.context - known  # positions before the utterance: of no stream, -1 - number
+            owners.append(np.concatenate([np.full(before, -1 - number), np.full(len(window) - before, number)]))
         rows = self._forward(np.concatenate([window for window, _ in inputs]), np.concatenate(owners))
         starts = np.cumsum([0] + [len(window) for window, _ in inputs])
         return [rows[start : start + len(window) - self.context] for start, (window, _) in zip(starts, inputs)]

@@ -26,12 +26,18 @@ print("cache dir:", numba_cache.CACHE_DIR)
 """
 
 
-def _run(code, cache, cwd):
+def _environment(cache):
+    """This process's environment with asrkit's cache at `cache`: without the NUMBA_CACHE_DIR that importing
+    asrkit.numba_cache in this test process set (a child would inherit it and use this process's cache)."""
     environment = {key: value for key, value in os.environ.items() if key != "NUMBA_CACHE_DIR"}
     environment["ASRKIT_CACHE"] = str(cache)
     environment["PYTHONPATH"] = ROOT
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, env=environment,
-                          timeout=300)
+    return environment
+
+
+def _run(code, cache, cwd):
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd,
+                          env=_environment(cache), timeout=300)
 
 
 def _compile_one(cache, directory):
@@ -69,8 +75,7 @@ def test_after_the_warm_up_a_first_recognition_compiles_nothing(tmp_path):
     """bin/setup-env's warm-up compiles what recognition calls: a later process recognising with another package
     (the warm-up's own is gone) loads every function from the cache."""
     warm = subprocess.run([sys.executable, "-m", "asrkit.recognizer.warm_up"], capture_output=True, text=True,
-                          env={**os.environ, "ASRKIT_CACHE": str(tmp_path / "cache"), "PYTHONPATH": ROOT},
-                          timeout=1200)
+                          env=_environment(tmp_path / "cache"), timeout=1200)
     assert warm.returncode == 0, warm.stderr
     assert "compiling asrkit's numba functions" in warm.stderr and "asrkit.warm_up: done in" in warm.stderr
     code = ("import logging, sys\n"

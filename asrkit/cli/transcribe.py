@@ -1,7 +1,10 @@
 """asrkit-transcribe: audio files to text, word times and confidences with a recognizer package."""
 
+import contextlib
+import dataclasses
 import json
 import logging
+import os
 import sys
 import time
 
@@ -25,10 +28,15 @@ logger = logging.getLogger(COMMAND)
 @click.option("--sample-rate", type=click.IntRange(min=1), default=None,
               help="Rate of the raw 16-bit little-endian mono PCM read from stdin for AUDIO '-'.  "
                    "[default: the package's]")
-@click.option("--format", "output_format", type=click.Choice(["text", "json", "ctm"]), default="text",
-              help="text: the words ('key words' with several inputs); json: one object per input and line "
-                   "with words, times and confidences; ctm: Kaldi's CTM (key channel start duration word "
-                   "confidence).")
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "ctm", "srt", "vtt"]), default="text",
+              help="text: the words ('key words' with several inputs); json: one object per input (per segment "
+                   "of a long recording) and line with words, times and confidences; ctm: Kaldi's CTM (key channel "
+                   "start duration word confidence); srt, vtt: subtitles (SubRip, WebVTT), cues of two lines "
+                   "of 42 characters at most.")
+@click.option("--output-dir", type=click.Path(file_okay=False), default=None,
+              help="Write each input's transcript to DIR/KEY.txt|json|ctm|srt|vtt (KEY: the file's base name "
+                   "without extension, or the wav.scp key) instead of stdout; inputs whose file is there already "
+                   "are skipped, so a rerun of a killed job finishes the work.")
 @click.option("--nbest", default=1, type=click.IntRange(min=1),
               help="With --format json, the N best distinct word sequences of the lattice too.")
 @click.option("--lm-weight", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -60,74 +68,162 @@ logger = logging.getLogger(COMMAND)
 @click.option("--adapt-min-confidence", default=0.0, show_default=True, type=click.FloatRange(0, 1),
               help="With --adapt: nor one whose first pass is less sure of itself (the mean lattice posterior of "
                    "its best path's speech frames).")
-@endpoint_options("With --streaming: ")
+@endpoint_options("With --streaming, and for a file longer than --max-utterance-seconds (read a block at a time "
+                  "and cut at its pauses, each segment recognised as an utterance): ")
 @stream_options("With --streaming: ")
 @asrkit_command(COMMAND)
-def main(package, audio, scp, sample_rate, output_format, nbest, lm_weight, prior_scale, beam, max_active,
-         max_fail_ratio, streaming, adapt, utt2spk, adapt_method, adapt_min_frames, adapt_min_confidence,
-         max_utterance_seconds, endpoint_silence, windows,
-         early_endpoints):
-    """Transcribe AUDIO files (wav, flac, mp3, ...; any sample rate, resampled; '-' for raw PCM on stdin)
-    and the recordings of --scp with PACKAGE (asrkit-export).
+def main(package, audio, scp, sample_rate, output_format, output_dir, nbest, lm_weight, prior_scale, beam,
+         max_active, max_fail_ratio, streaming, adapt, utt2spk, adapt_method, adapt_min_frames,
+         adapt_min_confidence, max_utterance_seconds, endpoint_silence, windows, early_endpoints):
+    """Transcribe AUDIO files (wav, flac, mp3, ...; any sample rate, resampled; a directory for the audio files
+    in it; '-' for raw PCM on stdin) and the recordings of --scp with PACKAGE (asrkit-export).
 
-    Transcripts go to stdout, logs to stderr.
+    Transcripts go to stdout (or --output-dir), logs to stderr.  A file longer than --max-utterance-seconds
+    is read a block at a time and cut at its pauses (bounded memory), with a progress bar on a terminal.
     """
     # deferred: the recognizer brings numpy, numba and the package loader; --help imports none of them
     from asrkit.recognizer.adaptation import SessionOptions
     from asrkit.recognizer.recognizer import Recognizer
     from asrkit.recognizer.stream import default_endpoint, default_final_pass
+    from asrkit.recognizer.transcripts import keyed_inputs
 
-    start = time.monotonic()
-    inputs = [(path, path) for path in audio]
-    if scp:
-        inputs += read_wav_scp(scp)
+    wall, cpu = time.monotonic(), time.process_time()
+    inputs = keyed_inputs(audio, read_wav_scp(scp) if scp else ())
     check_usage(inputs, sample_rate, nbest, streaming, adapt, utt2spk)
+    check_output(inputs, output_format, output_dir)
+    outputs = Outputs(output_format, output_dir, keyed=output_dir is None and (len(inputs) > 1 or bool(scp)),
+                      line_per_result=streaming)
+    todo = outputs.not_written(inputs)
+    if len(todo) < len(inputs):
+        logger.info("%d of %d inputs have their transcript in %s already: skipped", len(inputs) - len(todo),
+                    len(inputs), output_dir)
     speakers = read_speakers(utt2spk, [key for key, _ in inputs]) if adapt else None
     recognizer = Recognizer(package, lm_weight=lm_weight, prior_scale=prior_scale, beam=beam, max_active=max_active)
     logger.info("%s: %d pdfs, LM weight %g, prior scale %g, beam %g, %s", package, recognizer.package.num_pdfs,
                 recognizer.package.params["lm_weight"], recognizer.package.params["prior_scale"],
                 recognizer.package.params["beam"], recognizer.acoustic.cmvn.describe())
-    keyed = len(inputs) > 1 or bool(scp)
     endpoint = default_endpoint(default_final_pass(recognizer), recognizer.package.frame_shift_s,
                                 max_utterance_seconds, endpoint_silence)
-    failed, audio_seconds, busy = [], 0.0, 0.0
+    run = TranscribeRun(recognizer, outputs, sample_rate, nbest, endpoint, max_utterance_seconds, windows,
+                        early_endpoints)
     if adapt:
         options = SessionOptions(method=adapt_method, min_frames=adapt_min_frames,
                                  min_confidence=adapt_min_confidence)
-        results, failed, busy = transcribe_adapted(recognizer, inputs, speakers, options, sample_rate, nbest,
-                                                   output_format != "text")
-        for key, _ in inputs:
-            if key in results:
-                audio_seconds += results[key].end - results[key].start
-                write_result(key, results[key], output_format, keyed)
-        inputs_left = []
+        audio_seconds, failed = transcribe_adapted(run, todo, {key: speakers[key] for key, _ in todo}, options)
     else:
-        inputs_left = inputs
-    for key, spec in inputs_left:
+        audio_seconds, failed = transcribe_each(run, todo, streaming)
+    cpu_seconds = time.process_time() - cpu
+    fields = {"inputs": len(inputs), "skipped": len(inputs) - len(todo), "failed": len(failed),
+              "audio_seconds": f"{audio_seconds:.2f}",
+              "rtf": f"{cpu_seconds / audio_seconds:.3f}" if audio_seconds else "0",
+              "cpu_seconds": f"{cpu_seconds:.2f}", "wall_seconds": f"{time.monotonic() - wall:.2f}"}
+    if len(failed) > max_fail_ratio * len(todo):
+        raise AsrkitError(f"{len(failed)} of {len(todo)} inputs could not be transcribed ({' '.join(failed[:5])}"
+                          f"{' ...' if len(failed) > 5 else ''}), more than --max-fail-ratio {max_fail_ratio:g}")
+    logger.info(summary_line(COMMAND, "ok", **fields))
+
+
+@dataclasses.dataclass
+class TranscribeRun:
+    """What every input of one asrkit-transcribe is transcribed with."""
+
+    recognizer: object  # asrkit.recognizer.recognizer.Recognizer
+    outputs: object  # Outputs
+    sample_rate: int | None  # of raw PCM on stdin
+    nbest: int
+    endpoint: object  # asrkit.recognizer.endpoint.EndpointConfig of streams and long recordings
+    max_utterance_seconds: float  # a file longer than this is cut at its pauses
+    windows: str | None
+    early_endpoints: bool
+
+
+class Outputs:
+    """Where each input's TranscriptWriter writes: stdout, or DIR/KEY.EXT written under a temporary name and
+    renamed when the input is done (asrkit.io.atomic)."""
+
+    def __init__(self, output_format, output_dir, keyed, line_per_result):
+        # deferred: numpy and the recognizer's modules come with these; --help imports none of them
+        from asrkit.recognizer.transcripts import EXTENSIONS
+
+        self.format, self.directory, self.keyed, self.line_per_result = (output_format, output_dir, keyed,
+                                                                         line_per_result)
+        self.extension = EXTENSIONS[output_format]
+        if output_dir is not None:
+            os.makedirs(output_dir, exist_ok=True)
+
+    def path(self, key):
+        return os.path.join(self.directory, f"{key}.{self.extension}")
+
+    def not_written(self, inputs):
+        """The inputs without a transcript in the output directory (all of them without one)."""
+        if self.directory is None:
+            return list(inputs)
+        return [(key, spec) for key, spec in inputs if not os.path.exists(self.path(key))]
+
+    @contextlib.contextmanager
+    def writer(self, key):
+        """A TranscriptWriter for `key`'s results, closed (and its file renamed into place) on leaving."""
+        from asrkit.io.atomic import atomic_output
+        from asrkit.recognizer.transcripts import TranscriptWriter
+
+        if self.directory is None:
+            writer = TranscriptWriter(sys.stdout, self.format, key, self.keyed, self.line_per_result)
+            yield writer
+            writer.close()
+            return
+        with atomic_output(self.path(key)) as handle:
+            writer = TranscriptWriter(handle, self.format, key, False, self.line_per_result)
+            yield writer
+            writer.close()
+
+
+def check_output(inputs, output_format, output_dir):
+    """Refuse subtitles of several inputs on one stream: they need a file each."""
+    if output_format in ("srt", "vtt") and output_dir is None and len(inputs) > 1:
+        raise click.UsageError(f"--format {output_format} writes one file per input: give --output-dir for "
+                               f"{len(inputs)} inputs")
+
+
+def transcribe_each(run, inputs, streaming):
+    """Each input transcribed into its writer: streamed, cut at pauses (a long file) or whole.  Returns (audio
+    seconds, [keys that failed])."""
+    audio_seconds, failed = 0.0, []
+    for key, spec in inputs:
         try:
-            if streaming:
-                began = time.monotonic()
-                audio_seconds += transcribe_streaming(recognizer, key, spec, sample_rate, output_format, keyed,
-                                                      endpoint, windows, early_endpoints)
-                busy += time.monotonic() - began
-                continue
-            samples = read_stdin(sample_rate) if spec == "-" else spec
-            began = time.monotonic()
-            result = recognizer.transcribe(samples, sample_rate=sample_rate if spec == "-" else None, nbest=nbest,
-                                           details=output_format != "text")
-            busy += time.monotonic() - began
+            with run.outputs.writer(key) as writer:
+                if streaming:
+                    audio_seconds += transcribe_streaming(run, key, spec, writer)
+                    continue
+                audio_seconds += transcribe_file(run, key, spec, writer)
         except AsrkitError as error:
             failed.append(key)
             logger.error("%s: %s", key, error)
-            continue
-        audio_seconds += result.end - result.start
-        write_result(key, result, output_format, keyed)
-    fields = {"inputs": len(inputs), "failed": len(failed), "audio_seconds": f"{audio_seconds:.2f}",
-              "rtf": f"{busy / audio_seconds:.3f}" if audio_seconds else "0", "seconds": f"{time.monotonic() - start:.2f}"}
-    if len(failed) > max_fail_ratio * len(inputs):
-        raise AsrkitError(f"{len(failed)} of {len(inputs)} inputs could not be transcribed ({' '.join(failed[:5])}"
-                          f"{' ...' if len(failed) > 5 else ''}), more than --max-fail-ratio {max_fail_ratio:g}")
-    logger.info(summary_line(COMMAND, "ok", **fields))
+    return audio_seconds, failed
+
+
+def transcribe_file(run, key, spec, writer):
+    """One input transcribed whole, or a segment at a time where it is longer than run.max_utterance_seconds (with
+    a progress bar); returns its seconds."""
+    # deferred: numpy and soundfile come with these; --help imports neither
+    from asrkit.logs import Progress
+    from asrkit.recognizer.long_audio import recording_seconds
+
+    recognizer = run.recognizer
+    seconds = None if spec == "-" else recording_seconds(spec)
+    if seconds is None or seconds <= run.max_utterance_seconds:
+        samples = read_stdin(run.sample_rate) if spec == "-" else spec
+        result = recognizer.transcribe(samples, sample_rate=run.sample_rate if spec == "-" else None,
+                                       nbest=run.nbest, details=writer.needs_words)
+        writer.add(result)
+        return result.end - result.start
+    progress = Progress(round(seconds, 1), key, logger, unit="s")
+    rate = recognizer.sample_rate
+    try:
+        for result in recognizer.segments(spec, run.endpoint, on_piece=lambda n: progress.update(n / rate)):
+            writer.add(result)
+    finally:
+        progress.close()
+    return seconds
 
 
 def check_usage(inputs, sample_rate, nbest, streaming, adapt, utt2spk):
@@ -173,20 +269,19 @@ def read_speakers(utt2spk, keys):
     return {key: speakers[key] for key in keys}
 
 
-def transcribe_adapted(recognizer, inputs, speakers, options, sample_rate, nbest, details):
+def transcribe_adapted(run, inputs, speakers, options):
     """Each speaker's inputs: a first pass, the networks adapted to it (options: a SessionOptions), the second
-    pass.  Returns ({key: second pass Result}, [keys that failed], busy seconds)."""
-    results, failed, busy = {}, [], 0.0
+    pass, written in the inputs' order.  Returns (audio seconds, [keys that failed])."""
+    results, failed = {}, []
     for speaker in sorted(set(speakers.values())):
-        began = time.monotonic()
-        session = recognizer.session(options)
+        session = run.recognizer.session(options)
         added = []
         for key, spec in inputs:
             if speakers[key] != speaker:
                 continue
             try:
-                samples = read_stdin(sample_rate) if spec == "-" else spec
-                session.add(samples, sample_rate=sample_rate if spec == "-" else None, details=False)
+                samples = read_stdin(run.sample_rate) if spec == "-" else spec
+                session.add(samples, sample_rate=run.sample_rate if spec == "-" else None, details=False)
                 added.append(key)
             except AsrkitError as error:
                 failed.append(key)
@@ -196,9 +291,14 @@ def transcribe_adapted(recognizer, inputs, speakers, options, sample_rate, nbest
             logger.info("speaker %s: %d inputs, %.0f frames of first-pass targets, confidence %.3f%s", speaker,
                         len(added), session.frames, session.confidence, "".join(f"; loss per frame {before:.4f} -> {after:.4f}"
                                                 for before, after in session.losses) or " (not adapted)")
-            results.update(zip(added, session.results(nbest=nbest, details=details)))
-        busy += time.monotonic() - began
-    return results, failed, busy
+            results.update(zip(added, session.results(nbest=run.nbest, details=run.outputs.format != "text")))
+    audio_seconds = 0.0
+    for key, _ in inputs:
+        if key in results:
+            audio_seconds += results[key].end - results[key].start
+            with run.outputs.writer(key) as writer:
+                writer.add(results[key])
+    return audio_seconds, failed
 
 
 def read_wav_scp(path):
@@ -228,41 +328,33 @@ def read_stdin(sample_rate):
     return np.frombuffer(data, dtype="<i2").astype(np.int16)
 
 
-def transcribe_streaming(recognizer, key, spec, sample_rate, output_format, keyed, endpoint, windows,
-                         early_endpoints):
-    """Streams one input through recognizer.stream(), writing results as they come; returns its seconds."""
+def transcribe_streaming(run, key, spec, writer):
+    """Streams one input through recognizer.stream(), writing final results as they come (partial ones to stderr,
+    or with --format json to stdout); returns its seconds."""
     # deferred: the recognizer's modules are not needed for --help
     from asrkit.recognizer.stream import pcm_pieces, recognize_pieces, sample_pieces
 
+    recognizer = run.recognizer
     rate = recognizer.sample_rate
     piece = int(0.1 * rate)
     if spec == "-":
-        if sample_rate not in (None, rate):
-            raise AudioError(f"--streaming reads stdin at the package's rate, {rate} Hz, not {sample_rate} "
+        if run.sample_rate not in (None, rate):
+            raise AudioError(f"--streaming reads stdin at the package's rate, {rate} Hz, not {run.sample_rate} "
                              "(resample it before, e.g. with sox)", source="-")
         pieces = pcm_pieces(sys.stdin.buffer, 2 * piece)
     else:
         pieces = sample_pieces(recognizer.load_audio(spec), piece)
-    stream = recognizer.stream(endpoint=endpoint, windows=windows, early_endpoints=early_endpoints)
+    stream = recognizer.stream(endpoint=run.endpoint, windows=run.windows, early_endpoints=run.early_endpoints)
+    keyed = run.outputs.keyed
     for result in recognize_pieces(stream, pieces):
         if result.is_final:
-            write_result(key, result, output_format, keyed)
-        elif output_format == "json":
+            writer.add(result)
+        elif run.outputs.format == "json":
             click.echo(json.dumps({"key": key, **result.to_dict()}))
         else:
             click.echo(f"partial: {key + ' ' if keyed else ''}{result.text}", err=True)
         sys.stdout.flush()
     return stream.samples_in / rate
-
-
-def write_result(key, result, output_format, keyed):
-    if output_format == "json":
-        click.echo(json.dumps({"key": key, **result.to_dict()}))
-    elif output_format == "ctm":
-        for word in result.words:
-            click.echo(f"{key} 1 {word.start:.2f} {word.end - word.start:.2f} {word.word} {word.confidence:.3f}")
-    else:
-        click.echo(f"{key} {result.text}".rstrip() if keyed else result.text)
 
 
 if __name__ == "__main__":

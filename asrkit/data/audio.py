@@ -9,6 +9,7 @@ when asked, otherwise refused.
 
 import collections
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import io
@@ -118,6 +119,28 @@ def load_recording(spec, options=None, utterance_id=None):
         samples = _read_channel(sound_file, sound_file.frames, options, utterance_id, source)
         rate = sound_file.samplerate
     return _to_target_rate(samples, rate, options, utterance_id, source)
+
+
+def recording_blocks(spec, block_seconds, options=None, utterance_id=None):
+    """A recording named by a wav.scp value read a block at a time (a long recording in bounded memory): yields
+    (sample_rate, float32 mono samples of at most block_seconds) at the file's own rate, which the caller
+    resamples.  Checked as load_recording checks the whole (options.sample_rate is not: any rate is read), the
+    length against the header's once the last block is read.  A `command |` entry's output is read whole first,
+    as load_recording reads it."""
+    options = dataclasses.replace(options or AudioOptions(), on_rate_mismatch="resample")
+    with _open_audio(spec, options, utterance_id) as (sound_file, source):
+        _check_format(sound_file, options, utterance_id, source)
+        rate, expected = sound_file.samplerate, sound_file.frames
+        block, total = max(1, round(block_seconds * rate)), 0
+        while True:
+            samples = _read_channel(sound_file, block, options, utterance_id, source, whole=False, offset=total)
+            if not len(samples):
+                break
+            total += len(samples)
+            yield rate, samples
+        if total == 0:
+            raise AudioError("no samples could be read", utterance_id, source)
+        _check_length(total, expected, sound_file, utterance_id, source)
 
 
 def load_utterance_audio(data_dir, utterance_id, options=None, pipe_output=None):
@@ -471,8 +494,10 @@ def _length_tolerance(sound_file):
     return 0.0 if any(tag in head for tag in MP3_LENGTH_TAGS) else ESTIMATED_LENGTH_TOLERANCE
 
 
-def _read_channel(sound_file, frames, options, utterance_id, source):
-    """`frames` samples of the wanted channel as float32, copying no more than that channel."""
+def _read_channel(sound_file, frames, options, utterance_id, source, whole=True, offset=0):
+    """`frames` samples of the wanted channel as float32, copying no more than that channel; whole: the read is
+    the file's (or segment's) whole length, checked against its header (recording_blocks checks the sum);
+    offset: the first sample's index in the file, for the errors."""
     try:
         if sound_file.channels == 1:
             samples = sound_file.read(frames, dtype="float32", always_2d=False)
@@ -483,22 +508,27 @@ def _read_channel(sound_file, frames, options, utterance_id, source):
         # A header that reads and data that does not (a truncated FLAC: "flac decoder lost sync").
         raise AudioError(f"cannot be decoded ({error}): the file is damaged or cut off; re-create or re-copy it",
                          utterance_id, source) from None
-    if samples.shape[0] == 0:
-        raise AudioError("no samples could be read", utterance_id, source)
-    if samples.shape[0] < frames * (1.0 - _length_tolerance(sound_file)):
-        # A cut-off or damaged compressed file (an MP3 whose Xing/Info header gives its length) decodes to
-        # fewer samples than its header promises, without an error from libsndfile.
-        raise AudioError(f"decoded {samples.shape[0]} of the {frames} samples its header promises "
-                         f"({100 * samples.shape[0] / frames:.0f}%, {samples.shape[0] / sound_file.samplerate:.3f} "
-                         f"of {frames / sound_file.samplerate:.3f} s): the file is truncated or corrupt; re-create "
-                         "or re-copy it", utterance_id, source)
+    if whole:
+        if samples.shape[0] == 0:
+            raise AudioError("no samples could be read", utterance_id, source)
+        _check_length(samples.shape[0], frames, sound_file, utterance_id, source)
     finite = np.isfinite(samples)
     if not finite.all():
         # Only floating-point files can hold these; they would become NaN features downstream.
-        first = int(np.argmin(finite))
+        first = offset + int(np.argmin(finite))
         raise AudioError(f"{int((~finite).sum())} samples are NaN or infinite (the first at sample {first}, "
                          f"{first / sound_file.samplerate:.3f} s); fix or remove the recording", utterance_id, source)
     return samples
+
+
+def _check_length(decoded, frames, sound_file, utterance_id, source):
+    """A cut-off or damaged compressed file (an MP3 whose Xing/Info header gives its length) decodes to fewer
+    samples than its header promises, without an error from libsndfile: refused."""
+    if decoded < frames * (1.0 - _length_tolerance(sound_file)):
+        raise AudioError(f"decoded {decoded} of the {frames} samples its header promises "
+                         f"({100 * decoded / frames:.0f}%, {decoded / sound_file.samplerate:.3f} "
+                         f"of {frames / sound_file.samplerate:.3f} s): the file is truncated or corrupt; re-create "
+                         "or re-copy it", utterance_id, source)
 
 
 def _to_target_rate(samples, rate, options, utterance_id, source):

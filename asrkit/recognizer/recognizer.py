@@ -12,6 +12,11 @@ A speaker's recordings together, adapted to their voice (asrkit.recognizer.adapt
         session.add(path)
     results = session.results()
 
+A long recording, cut at its pauses (asrkit.recognizer.long_audio):
+
+    for result in recognizer.segments("meeting.flac"):
+        print(result.start, result.end, result.text)
+
 The utterance's log-likelihoods (asrkit.recognizer.acoustic) are decoded into a lattice with asrkit's
 lattice decoder (asrkit.decode.lattice_faster) at the package's beams and acoustic scale 1 / LM weight,
 again at 4 x the beam when no path reaches a final state (asrkit-decode's retry), keeping the best
@@ -151,6 +156,17 @@ class Recognizer:
                 self._silence_pdfs = silence_pdfs_of_package(self.package.directory)
             silence_pdfs = self._silence_pdfs
         return RecognizerStream(self, endpoint, silence_pdfs, final_pass, windows, early_endpoints)
+
+    def segments(self, audio, endpoint=None, on_piece=None):
+        """A long recording's final Results, one per segment as its pauses cut it (asrkit.recognizer.long_audio:
+        read a block at a time, memory bounded by a segment's): audio, a path or `command |`; endpoint, the
+        stream's EndpointConfig (None: the stream's default, segments of 20 s at most); on_piece(samples) after
+        every block (a progress bar's update)."""
+        # deferred: only long recordings need the block reader
+        from asrkit.recognizer.long_audio import recording_pieces, segment_results
+
+        stream = self.stream(endpoint=endpoint)
+        return segment_results(stream, recording_pieces(os.fsdecode(audio), self.sample_rate), on_piece)
 
     def session(self, options=None):
         """A SpeakerSession (asrkit.recognizer.adaptation): recordings of one speaker transcribed, the networks

@@ -23,12 +23,12 @@ def _wavs(tmp_path, count=4):
 def test_each_speaker_s_inputs_are_adapted_together(package_dir, tmp_path):  # noqa: F811
     wavs = _wavs(tmp_path)
     utt2spk = tmp_path / "utt2spk"
-    utt2spk.write_text("".join(f"{path} {'low' if index % 2 == 0 else 'high'}\n" for index, path in enumerate(wavs)))
+    utt2spk.write_text("".join(f"rec{index} {'low' if index % 2 == 0 else 'high'}\n" for index in range(len(wavs))))
     run = CliRunner().invoke(main, [package_dir, *wavs, "--adapt", "--utt2spk", str(utt2spk), "--format", "json",
                                     "--adapt-min-frames", "50"])
     assert run.exit_code == 0, run.output
     lines = [json.loads(line) for line in run.stdout.splitlines()]
-    assert [line["key"] for line in lines] == wavs  # in the order given, whatever the speakers
+    assert [line["key"] for line in lines] == ["rec0", "rec1", "rec2", "rec3"]  # in the order given
     for speaker in ("high", "low"):
         assert f"speaker {speaker}: 2 inputs" in run.stderr
     assert run.stderr.count("frames of first-pass targets, confidence ") == 2
@@ -36,7 +36,7 @@ def test_each_speaker_s_inputs_are_adapted_together(package_dir, tmp_path):  # n
     surer = CliRunner().invoke(main, [package_dir, *wavs, "--adapt", "--utt2spk", str(utt2spk), "--adapt-min-frames",
                                       "50", "--adapt-min-confidence", "1"])
     assert surer.exit_code == 0 and surer.stderr.count("(not adapted)") == 2, surer.output
-    assert "summary: status=ok inputs=4 failed=0" in run.stderr
+    assert "summary: status=ok inputs=4 skipped=0 failed=0" in run.stderr
 
 
 def test_without_a_speaker_map_the_inputs_are_one_session_and_wrong_uses_are_refused(package_dir,  # noqa: F811
@@ -47,9 +47,9 @@ def test_without_a_speaker_map_the_inputs_are_one_session_and_wrong_uses_are_ref
     assert run.exit_code == 0, run.output
     assert "speaker session: 2 inputs" in run.stderr and len(run.stdout.splitlines()) == 2
     utt2spk = tmp_path / "utt2spk"
-    utt2spk.write_text(f"{wavs[0]} a\n")
+    utt2spk.write_text("rec0 a\n")
     missing = CliRunner().invoke(main, [package_dir, *wavs, "--adapt", "--utt2spk", str(utt2spk)])
-    assert missing.exit_code == 1 and f"no speaker for 1 input(s), e.g. {wavs[1]}" in missing.stderr
+    assert missing.exit_code == 1 and "no speaker for 1 input(s), e.g. rec1" in missing.stderr
     alone = CliRunner().invoke(main, [package_dir, *wavs, "--utt2spk", str(utt2spk)])
     assert alone.exit_code == 2 and "give --adapt too" in alone.output
     streaming = CliRunner().invoke(main, [package_dir, *wavs, "--adapt", "--streaming"])

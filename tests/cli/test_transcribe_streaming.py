@@ -52,7 +52,7 @@ def test_json_lines_carry_partial_and_final_results(package_dir, recording):  # 
     run = CliRunner().invoke(main, [package_dir, path, *STREAMING, "--format", "json"])
     assert run.exit_code == 0, run.output
     lines = [json.loads(line) for line in run.stdout.splitlines()]
-    assert lines == [{"key": path, **result.to_dict()} for result in results]
+    assert lines == [{"key": "long", **result.to_dict()} for result in results]  # keyed by the base name
     assert [line["is_final"] for line in lines].count(True) >= 4
 
 
@@ -77,7 +77,7 @@ def test_windows_picks_where_the_streams_windows_go(package_dir, recording, monk
     run = CliRunner().invoke(main, [package_dir, path, *STREAMING, "--format", "json", "--windows", "grid"])
     assert run.exit_code == 0, run.output
     assert [options["windows"] for options in made] == ["grid"]
-    assert [json.loads(line) for line in run.stdout.splitlines()] == [{"key": path, **r.to_dict()} for r in grid]
+    assert [json.loads(line) for line in run.stdout.splitlines()] == [{"key": "long", **r.to_dict()} for r in grid]
     run = CliRunner().invoke(main, [package_dir, path, *STREAMING, "--no-early-endpoints"])
     assert run.exit_code == 0, run.output
     run = CliRunner().invoke(main, [package_dir, path, *STREAMING, "--windows", "tentative"])

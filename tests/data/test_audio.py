@@ -528,3 +528,30 @@ def test_interleaved_segments_keep_at_most_max_kept_recordings(tmp_path, tone, w
         assert len(reader.outputs) <= 2
     assert reader.commands_run == 6 - 1  # rec2 was still kept when its second segment came
     assert audio.UtteranceAudio(data, interleaved).commands_run == 0
+
+
+def test_blocks_of_a_recording_are_the_whole_read_a_piece_at_a_time(tmp_path, tone, write_wav):
+    path = write_wav(tmp_path / "stereo.wav", np.stack([tone(300.0, 1.05), tone(1200.0, 1.05)], axis=1))
+    blocks = list(audio.recording_blocks(path, 0.25, AudioOptions(channel=1)))
+    assert [rate for rate, _ in blocks] == [16000] * 5 and [len(samples) for _, samples in blocks] == [4000] * 4 + [800]
+    whole = load_recording(path, AudioOptions(channel=1))
+    np.testing.assert_array_equal(np.concatenate([samples for _, samples in blocks]), whole)
+    odd_rate = tmp_path / "odd.flac"
+    soundfile.write(odd_rate, tone(300.0, 0.5), 11025, subtype="PCM_16")  # any rate: the caller resamples
+    assert [rate for rate, _ in audio.recording_blocks(os.fspath(odd_rate), 1.0)] == [11025]
+
+
+def test_blocks_of_a_damaged_recording_are_refused_as_the_whole_is(tmp_path, tone):
+    cut = tmp_path / "cut.flac"
+    soundfile.write(cut, tone(300.0, 2.0), 16000, format="FLAC")
+    cut.write_bytes(cut.read_bytes()[: len(cut.read_bytes()) // 2])
+    with pytest.raises(AudioError, match="cut.flac.*cannot be decoded .*damaged or cut off"):
+        list(audio.recording_blocks(os.fspath(cut), 0.5))
+    late_nan = np.zeros(16000, np.float32)
+    late_nan[12000] = np.nan
+    soundfile.write(tmp_path / "nan.wav", late_nan, 16000, subtype="FLOAT")
+    with pytest.raises(AudioError, match=r"the first at sample 12000, 0.750 s"):  # counted from the file's start
+        list(audio.recording_blocks(os.fspath(tmp_path / "nan.wav"), 0.5))
+    (tmp_path / "empty.wav").write_bytes(b"")
+    with pytest.raises(AudioError, match="empty.wav"):
+        list(audio.recording_blocks(os.fspath(tmp_path / "empty.wav"), 0.5))

@@ -7,6 +7,7 @@ import sys
 import click
 
 from asrkit.errors import AsrkitError
+from asrkit.recognizer.hotwords import DEFAULT_BOOST
 from asrkit.logs import log_command_line, setup_logging, summary_line
 
 # Shown in --help of every command: Lhotse-style defaults in the help text.
@@ -204,3 +205,31 @@ def stream_options(prefix):
                                           "frames whose right context is in (with --windows grid, the "
                                           "segmentation then does not depend on how the audio was cut).")),
     ])
+
+
+def vocabulary_options(function):
+    """--hotwords and --hotwords-boost of the commands that recognise with a package (asrkit-transcribe,
+    asrkit-serve-recognizer): the callback receives them as `hotwords`, a function that biases a Recognizer
+    toward the file's phrases (or returns it as it is without the option)."""
+
+    @functools.wraps(function)
+    def wrapper(*args, hotwords, hotwords_boost, **kwargs):
+        def bias(recognizer):
+            if hotwords is None:
+                return recognizer
+            # deferred: the recognizer's modules bring numpy; --help imports none of them
+            from asrkit.recognizer.hotwords import read_hotwords
+
+            return recognizer.with_hotwords(read_hotwords(hotwords, hotwords_boost))
+
+        return function(*args, hotwords=bias, **kwargs)
+
+    return _apply([
+        click.option("--hotwords", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="Bias recognition toward these phrases: one per line, words separated by spaces, "
+                          "optionally ' :BOOST' (sherpa-onnx's format); each word's graph cost is lowered by its "
+                          "phrase's boost (nats of LM cost).  The words must be in the package (asrkit-export "
+                          "--add-words puts new ones there)."),
+        click.option("--hotwords-boost", default=DEFAULT_BOOST, show_default=True, type=click.FloatRange(min=0.0),
+                     help="The boost of --hotwords lines without one."),
+    ])(wrapper)

@@ -1,6 +1,10 @@
 """asrkit-export: a trained model and its graph as one self-contained recognizer package."""
 
+import contextlib
 import logging
+import os
+import shutil
+import tempfile
 import time
 
 import click
@@ -32,11 +36,17 @@ logger = logging.getLogger(COMMAND)
 @click.option("--cmvn-online", is_flag=True,
               help="Normalise with online CMN in batch transcription too (a model decoded with asrkit-decode "
                    "--cmvn-online); streaming always does, for models trained with the utterance or speaker mean.")
+@click.option("--add-words", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Words the package should know beyond GRAPH_DIR's: one per line, optionally followed by its "
+                   "phones (else festival's letter-to-sound rules pronounce it) and ' :BOOST' (nats added to its "
+                   "log probability; the --hotwords file's syntax).  GRAPH_DIR's lang dir, dictionary and LM "
+                   "(found through its graph_info.json) get them, at the LM's unknown-word probability times "
+                   "e^BOOST, and the graph is made again (as long as utils/mkgraph took).")
 @combination_options
 @asrkit_command(COMMAND)
 def main(model_dir, graph_dir, package_dir, decode_dir, lm_weight, prior_scale, beam, max_active, min_active,
-         lattice_beam, cmvn_online, combine_model, combine_weight, model_acoustic_scale, combine_acoustic_scale,
-         combine_prior_scale):
+         lattice_beam, cmvn_online, add_words, combine_model, combine_weight, model_acoustic_scale,
+         combine_acoustic_scale, combine_prior_scale):
     """Export MODEL_DIR (asrkit-train-ce's final/) with GRAPH_DIR (utils/mkgraph for it) into PACKAGE_DIR.
 
     The package holds the network as NumPy arrays, the front end and CMVN, priors, the graph as arrays, the
@@ -64,7 +74,8 @@ def main(model_dir, graph_dir, package_dir, decode_dir, lm_weight, prior_scale, 
                                  "combine_scale": combine_acoustic_scale, "combine_prior_scale": combine_prior_scale}
         logger.info("combined with %s: weight %g, acoustic scales %g and %g, its prior scale %g", combine_model,
                     combine_weight, model_acoustic_scale, combine_acoustic_scale, combine_prior_scale)
-    written = write_package(model_dir, graph_dir, package_dir, params, combine_model)
+    with words_added(graph_dir, model_dir, add_words, package_dir) as (graph_dir, added):
+        written = write_package(model_dir, graph_dir, package_dir, params, combine_model)
     if written["align"] is not None:
         logger.warning("no forced alignment in the package (%s): word times will come from the lattice",
                        written["align"])
@@ -73,8 +84,30 @@ def main(model_dir, graph_dir, package_dir, decode_dir, lm_weight, prior_scale, 
                              graph_states=written["graph_states"], lm_weight=f"{final['lm_weight']:g}",
                              prior_scale=f"{final['prior_scale']:g}", word_times="lattice" if written["align"]
                              else "alignment", ivectors=str(written["ivectors"]).lower(),
-                             combined=str(combine_model is not None).lower(),
+                             combined=str(combine_model is not None).lower(), added_words=len(added),
                              seconds=f"{time.monotonic() - start:.1f}"))
+
+
+@contextlib.contextmanager
+def words_added(graph_dir, model_dir, words_file, package_dir):
+    """(graph dir, words added): graph_dir as it is without a words file, else a graph with its words made in a
+    scratch directory beside the package, removed on leaving."""
+    if words_file is None:
+        yield graph_dir, []
+        return
+    # deferred: the graph builders bring kaldifst; --help imports none of them
+    from asrkit.graph.add_words import graph_with_words
+
+    parent = os.path.dirname(os.path.abspath(package_dir))
+    os.makedirs(parent, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=".asrkit-add-words-", dir=parent)
+    try:
+        graph, added, had = graph_with_words(graph_dir, model_dir, words_file, work)
+        if had:
+            logger.info("%d words of %s are in the lexicon already: %s", len(had), words_file, " ".join(had[:20]))
+        yield graph, added
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ import signal
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, endpoint_options, stream_options
+from asrkit.cli.common import (CONTEXT_SETTINGS, asrkit_command, endpoint_options, stream_options,
+                               vocabulary_options)
 from asrkit.logs import summary_line
 
 
@@ -44,10 +45,11 @@ from asrkit.logs import summary_line
               help="Override the package's LM weight (acoustic scale 1 / this).")
 @click.option("--beam", type=click.FloatRange(min=0.0, min_open=True), help="Override the package's beam.")
 @click.option("--max-active", type=click.IntRange(min=1), help="Override the package's max-active.")
+@vocabulary_options
 @asrkit_command("asrkit-serve-recognizer")
 def main(package_dir, host, port, allow_remote, max_connections, max_queue, max_message_bytes, max_stream_seconds,
          idle_timeout, send_timeout, workers, max_utterance_seconds, endpoint_silence, final_pass, batch, windows,
-         early_endpoints, lm_weight, beam, max_active):
+         early_endpoints, lm_weight, beam, max_active, hotwords):
     """Serve recognition of PACKAGE_DIR (made by asrkit-export) over WebSockets until SIGINT or SIGTERM.
 
     A client sends binary 16-bit mono PCM at the package's sample rate and {"eof": 1} (or EOF) at the
@@ -65,7 +67,7 @@ def main(package_dir, host, port, allow_remote, max_connections, max_queue, max_
     check_host_allowed(host, allow_remote)  # before loading the package
     # The pool's threads (one per core) are the parallelism: BLAS threads of each on top would oversubscribe.
     threadpool_limits(1)
-    recognizer = Recognizer(package_dir, lm_weight=lm_weight, beam=beam, max_active=max_active)
+    recognizer = hotwords(Recognizer(package_dir, lm_weight=lm_weight, beam=beam, max_active=max_active))
     endpoint = default_endpoint(final_pass or default_final_pass(recognizer), recognizer.package.frame_shift_s,
                                 max_utterance_seconds, endpoint_silence)
     config = ServerConfig(host, port, allow_remote, max_connections, max_queue, max_message_bytes, max_stream_seconds,

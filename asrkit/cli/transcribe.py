@@ -10,7 +10,8 @@ import time
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, endpoint_options, stream_options
+from asrkit.cli.common import (CONTEXT_SETTINGS, asrkit_command, endpoint_options, stream_options,
+                               vocabulary_options)
 from asrkit.errors import AsrkitError, AudioError, DataDirError
 from asrkit.io.text_lines import utf8_lines
 from asrkit.logs import summary_line
@@ -68,13 +69,20 @@ logger = logging.getLogger(COMMAND)
 @click.option("--adapt-min-confidence", default=0.0, show_default=True, type=click.FloatRange(0, 1),
               help="With --adapt: nor one whose first pass is less sure of itself (the mean lattice posterior of "
                    "its best path's speech frames).")
+@click.option("--grammar", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Hear only these phrases (one per line; '[unk]' for anything else), one or more in a row: a "
+                   "grammar built from the package's lexicon and tree before the first input (Vosk's phrase "
+                   "list); words outside the lexicon are pronounced by festival's letter-to-sound rules.")
+@vocabulary_options
 @endpoint_options("With --streaming, and for a file longer than --max-utterance-seconds (read a block at a time "
-                  "and cut at its pauses, each segment recognised as an utterance): ")
+                  "and cut at its quietest moments into segments of 6 s at most, each recognised as an "
+                  "utterance): ")
 @stream_options("With --streaming: ")
 @asrkit_command(COMMAND)
 def main(package, audio, scp, sample_rate, output_format, output_dir, nbest, lm_weight, prior_scale, beam,
          max_active, max_fail_ratio, streaming, adapt, utt2spk, adapt_method, adapt_min_frames,
-         adapt_min_confidence, max_utterance_seconds, endpoint_silence, windows, early_endpoints):
+         adapt_min_confidence, grammar, hotwords, max_utterance_seconds, endpoint_silence, windows,
+         early_endpoints):
     """Transcribe AUDIO files (wav, flac, mp3, ...; any sample rate, resampled; a directory for the audio files
     in it; '-' for raw PCM on stdin) and the recordings of --scp with PACKAGE (asrkit-export).
 
@@ -99,6 +107,9 @@ def main(package, audio, scp, sample_rate, output_format, output_dir, nbest, lm_
                     len(inputs), output_dir)
     speakers = read_speakers(utt2spk, [key for key, _ in inputs]) if adapt else None
     recognizer = Recognizer(package, lm_weight=lm_weight, prior_scale=prior_scale, beam=beam, max_active=max_active)
+    if grammar:
+        recognizer = recognizer.with_phrases(read_phrases(grammar))
+    recognizer = hotwords(recognizer)
     logger.info("%s: %d pdfs, LM weight %g, prior scale %g, beam %g, %s", package, recognizer.package.num_pdfs,
                 recognizer.package.params["lm_weight"], recognizer.package.params["prior_scale"],
                 recognizer.package.params["beam"], recognizer.acoustic.cmvn.describe())
@@ -163,6 +174,7 @@ class Outputs:
     @contextlib.contextmanager
     def writer(self, key):
         """A TranscriptWriter for `key`'s results, closed (and its file renamed into place) on leaving."""
+        # deferred: numpy comes with the recognizer's modules; --help imports none of them
         from asrkit.io.atomic import atomic_output
         from asrkit.recognizer.transcripts import TranscriptWriter
 
@@ -202,11 +214,11 @@ def transcribe_each(run, inputs, streaming):
 
 
 def transcribe_file(run, key, spec, writer):
-    """One input transcribed whole, or a segment at a time where it is longer than run.max_utterance_seconds (with
-    a progress bar); returns its seconds."""
+    """One input transcribed whole, or a segment at a time where it is longer than run.max_utterance_seconds
+    (segments of at most that or long_audio.SEGMENT_SECONDS; a progress bar); returns its seconds."""
     # deferred: numpy and soundfile come with these; --help imports neither
     from asrkit.logs import Progress
-    from asrkit.recognizer.long_audio import recording_seconds
+    from asrkit.recognizer.long_audio import SEGMENT_SECONDS, recording_seconds
 
     recognizer = run.recognizer
     seconds = None if spec == "-" else recording_seconds(spec)
@@ -219,7 +231,9 @@ def transcribe_file(run, key, spec, writer):
     progress = Progress(round(seconds, 1), key, logger, unit="s")
     rate = recognizer.sample_rate
     try:
-        for result in recognizer.segments(spec, run.endpoint, on_piece=lambda n: progress.update(n / rate)):
+        longest = min(run.max_utterance_seconds, SEGMENT_SECONDS)
+        for result in recognizer.segments(spec, longest, run.nbest, writer.needs_words,
+                                          on_piece=lambda n: progress.update(n / rate)):
             writer.add(result)
     finally:
         progress.close()
@@ -299,6 +313,12 @@ def transcribe_adapted(run, inputs, speakers, options):
             with run.outputs.writer(key) as writer:
                 writer.add(results[key])
     return audio_seconds, failed
+
+
+def read_phrases(path):
+    """The phrases of a --grammar file: its non-empty lines."""
+    with open(path, "rb") as handle:
+        return [line.strip() for line in utf8_lines(handle, path, DataDirError) if line.strip()]
 
 
 def read_wav_scp(path):

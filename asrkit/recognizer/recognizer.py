@@ -25,6 +25,8 @@ partial path when even that fails.  From the lattice: the best path, each word's
 best distinct word sequences; word times come from forced alignment (asrkit.recognizer.word_times).
 """
 
+import copy
+import logging
 import os
 
 import numpy as np
@@ -42,6 +44,8 @@ from asrkit.recognizer.resample import check_sample_rate, resample
 from asrkit.recognizer.results import Alternative, Decoded, Result, Word  # noqa: F401 (also imported from here)
 from asrkit.recognizer.stream import RecognizerStream
 from asrkit.recognizer.word_times import WordAligner, frames_to_seconds, lattice_word_frames
+
+logger = logging.getLogger("asrkit.recognizer")
 
 
 def decode_loglikes(package, loglikes):
@@ -157,16 +161,42 @@ class Recognizer:
             silence_pdfs = self._silence_pdfs
         return RecognizerStream(self, endpoint, silence_pdfs, final_pass, windows, early_endpoints)
 
-    def segments(self, audio, endpoint=None, on_piece=None):
-        """A long recording's final Results, one per segment as its pauses cut it (asrkit.recognizer.long_audio:
-        read a block at a time, memory bounded by a segment's): audio, a path or `command |`; endpoint, the
-        stream's EndpointConfig (None: the stream's default, segments of 20 s at most); on_piece(samples) after
-        every block (a progress bar's update)."""
-        # deferred: only long recordings need the block reader
-        from asrkit.recognizer.long_audio import recording_pieces, segment_results
+    def with_hotwords(self, hotwords):
+        """A Recognizer of this package biased toward `hotwords` ([Hotword], asrkit.recognizer.hotwords): the
+        same networks (shared, so its streams batch with this one's), the graph's weights lowered on the
+        hotwords' words."""
+        # deferred: only biased recognition needs the hotwords module
+        from asrkit.recognizer.hotwords import boosted_graph, word_boosts
 
-        stream = self.stream(endpoint=endpoint)
-        return segment_results(stream, recording_pieces(os.fsdecode(audio), self.sample_rate), on_piece)
+        return self._with_graph(boosted_graph(self.package.graph, word_boosts(hotwords, self.package.words)),
+                                self.package.words)
+
+    def with_phrases(self, phrases, pronounce=None):
+        """A Recognizer of this package that hears only `phrases` (strings; "[unk]" for anything else), one or
+        more of them in a row: a grammar built now (asrkit.recognizer.phrase_grammar), the same networks."""
+        # deferred: a grammar's builders bring kaldifst and prepare_lang, which plain recognition never needs
+        from asrkit.recognizer.phrase_grammar import grammar_graph
+
+        graph, words, seconds = grammar_graph(self.package, phrases, pronounce)
+        logger.info("grammar of %d phrases: %d states, %.2f s", len(phrases), graph.num_states, seconds)
+        return self._with_graph(graph, words)
+
+    def _with_graph(self, graph, words):
+        clone = copy.copy(self)
+        clone.package = copy.copy(self.package)
+        clone.package.graph, clone.package.words = graph, words
+        return clone
+
+    def segments(self, audio, max_seconds=None, nbest=1, details=True, on_piece=None):
+        """A long recording's Results, one per segment as its pauses cut it (asrkit.recognizer.long_audio: read a
+        block at a time, memory bounded by a segment's): audio, a path or `command |`; max_seconds, the longest
+        segment (None: long_audio.SEGMENT_SECONDS); nbest and details as transcribe's; on_piece(samples) after
+        every block (a progress bar's)."""
+        # deferred: only long recordings need the block reader
+        from asrkit.recognizer.long_audio import SEGMENT_SECONDS, recording_pieces, segment_results
+
+        return segment_results(self, recording_pieces(os.fsdecode(audio), self.sample_rate),
+                               max_seconds or SEGMENT_SECONDS, nbest, details, on_piece)
 
     def session(self, options=None):
         """A SpeakerSession (asrkit.recognizer.adaptation): recordings of one speaker transcribed, the networks

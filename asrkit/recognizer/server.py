@@ -6,8 +6,9 @@ Protocol (Vosk's server protocol as the model), one recognition stream per conne
   stream's rate, 4-192 kHz; other rates than the package's are resampled as it arrives), `words` (0: final
   results without their "result" list of words; default 1), `max_alternatives` (N > 0: each final result is
   `{"alternatives": [{"text": ..., "confidence": ...}, ...]}`, the N best, confidence the negated total cost,
-  higher better, as Vosk's).  `phrase_list` (a run-time grammar) is refused by name: packages decode with their
-  own graph.  Other keys are refused.
+  higher better, as Vosk's), `phrase_list` (a list of phrases, at most MAX_PHRASES: the stream hears only these,
+  one or more in a row, "[unk]" standing for anything else; a grammar built for it from the package's align/,
+  asrkit.recognizer.phrase_grammar, in the pool).  Other keys are refused.
 - client -> server: binary messages of 16-bit little-endian mono PCM (an even number of bytes each, at
   most --max-message-bytes).
 - server -> client, after each binary message: the final result of every segment an endpoint ended
@@ -60,6 +61,7 @@ from websockets.protocol import State
 
 from asrkit.errors import AsrkitError
 from asrkit.recognizer.frontend import as_float_samples
+from asrkit.recognizer.package_checks import PackageError
 from asrkit.recognizer.resample import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE, StreamResampler
 from asrkit.recognizer.results import Alternative, Result
 from asrkit.recognizer.stream import default_final_pass
@@ -68,8 +70,10 @@ logger = logging.getLogger(__name__)
 
 CLOSE_NORMAL, CLOSE_UNSUPPORTED, CLOSE_POLICY, CLOSE_TOO_BIG, CLOSE_INTERNAL, CLOSE_TRY_LATER = \
     1000, 1003, 1008, 1009, 1011, 1013
-# The config message's keys (Vosk's server reads these and "model"; phrase_list is refused by name).
-CONFIG_KEYS = ("sample_rate", "words", "max_alternatives")
+# The config message's keys (Vosk's server reads these and "model").
+CONFIG_KEYS = ("sample_rate", "words", "max_alternatives", "phrase_list")
+# A phrase list's size: a grammar of this many short phrases builds in a few seconds of a pool thread.
+MAX_PHRASES, MAX_PHRASE_CHARS = 1000, 200
 MAX_ALTERNATIVES = 100  # n-best per final result a client may ask for: each costs the lattice's n-best search
 
 
@@ -162,6 +166,7 @@ class Session:
         self.words = True
         self.alternatives = 0
         self.resampler = None  # a StreamResampler when the client's rate is not the package's
+        self.phrases = None  # a config's phrase list, until use_phrases() makes its grammar
 
     def text(self, message):
         """A text message: returns whether it ends the audio."""
@@ -182,9 +187,6 @@ class Session:
     def configure(self, config):
         if self.samples:
             raise ProtocolError("a config message after audio", CLOSE_UNSUPPORTED)
-        if "phrase_list" in config:
-            raise ProtocolError("phrase_list: run-time grammars are not served; this package decodes with its own "
-                                "graph", CLOSE_UNSUPPORTED)
         unknown = sorted(set(config) - set(CONFIG_KEYS))
         if unknown:
             raise ProtocolError(f"unknown config keys {unknown}: {', '.join(CONFIG_KEYS)}", CLOSE_UNSUPPORTED)
@@ -201,7 +203,33 @@ class Session:
                                     CLOSE_UNSUPPORTED)
             self.alternatives = value
             self.stream.nbest = max(1, value)
+        if "phrase_list" in config:
+            self.phrases = self._phrase_list(config["phrase_list"])
         self.configured = True
+
+    @staticmethod
+    def _phrase_list(value):
+        if not isinstance(value, list) or not 0 < len(value) <= MAX_PHRASES or \
+                not all(isinstance(phrase, str) and len(phrase) <= MAX_PHRASE_CHARS for phrase in value):
+            raise ProtocolError(f"phrase_list: a list of 1-{MAX_PHRASES} strings of at most {MAX_PHRASE_CHARS} "
+                                "characters", CLOSE_UNSUPPORTED)
+        return value
+
+    def use_phrases(self):
+        """The stream made anew with the grammar of the config's phrase list (in the pool: it takes a fraction of a
+        second), the config's other choices kept."""
+        # deferred: the grammar builders (kaldifst) load when a client first sends a phrase list
+        from asrkit.recognizer.phrase_grammar import PhraseListError
+
+        phrases, self.phrases = self.phrases, None
+        try:
+            recognizer = self.server.recognizer.with_phrases(phrases)
+        except (PhraseListError, PackageError) as error:
+            raise ProtocolError(f"phrase_list: {error}", CLOSE_UNSUPPORTED) from None
+        nbest, config = self.stream.nbest, self.server.config
+        self.stream = recognizer.stream(endpoint=config.endpoint, final_pass=config.final_pass,
+                                        windows=config.windows, early_endpoints=config.early_endpoints)
+        self.stream.nbest = nbest
 
     def _resampler(self, value):
         """None for the package's rate, else a StreamResampler from the client's rate to it."""
@@ -404,6 +432,8 @@ class RecognitionServer:
                         await connection.close(CLOSE_NORMAL)
                         self.served += 1
                         return
+                    if session.phrases is not None:
+                        await loop.run_in_executor(self.pool, session.use_phrases)
                     continue
                 samples = session.audio(message)
                 if connection.state is not State.OPEN:

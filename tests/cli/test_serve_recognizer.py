@@ -115,3 +115,10 @@ def test_config_messages_do_not_hold_a_slot_and_deep_json_is_refused(package_dir
         process.kill()
     assert idle == (1008, "no audio for 0.5 s") and nested[0] == 1003 and "not JSON" in nested[1]
     assert "Traceback" not in log and "errors=2" in log
+
+
+def test_hotwords_outside_the_package_are_refused_before_serving(package_dir, tmp_path):  # noqa: F811
+    hotwords = tmp_path / "hotwords.txt"
+    hotwords.write_text("golf :3\nzulu\n")
+    result = CliRunner().invoke(main, [package_dir, "--hotwords", str(hotwords)])
+    assert result.exit_code == 1 and "1 hotword(s) not in the package's vocabulary (zulu)" in result.output

@@ -138,6 +138,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert len(recognizer.acoustic.network.networks) == 2
     words = recognizer.transcribe(wav).text.split()
     assert words and set(words) <= set(recognizer.package.words)
+    _the_package_as_users_run_it(combined_package, data, tmp_path / "users")
     # --adapt true: both networks adapted to each dev and test character from the combination's first pass (its
     # lattices), the second pass decoded at dev's LM weight and set beside the first in RESULTS.
     adapted = exp / "wblstm_smbr_lfmmi_adapted"
@@ -150,3 +151,41 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert f"{adapted}/decode_test/score/wer" in results
     assert "speaker adaptation relative to the combination's first pass" in results
     assert "# stage times (s)" in results
+
+
+def _the_package_as_users_run_it(package, data, work):
+    """The final package on the test set's recordings as issue 59's users run it: joined into one recording cut
+    at its pauses into subtitles, a directory of them to a transcript each, a phrase list with a word festival
+    pronounces, and hotwords."""
+    import numpy as np
+    import soundfile
+    from click.testing import CliRunner
+
+    from asrkit.cli.transcribe import main as transcribe_main
+    from asrkit.recognizer.hotwords import Hotword
+    from asrkit.recognizer.recognizer import Recognizer
+
+    recognizer = Recognizer(str(package))
+    specs = [line.split()[1] for line in open(data / "test" / "wav.scp")][:6]
+    work.mkdir(parents=True, exist_ok=True)
+    joined = work / "joined.wav"
+    soundfile.write(joined, np.concatenate([recognizer.load_audio(spec) for spec in specs]), recognizer.sample_rate)
+    subtitles = CliRunner().invoke(transcribe_main, [str(package), str(joined), "--format", "srt",
+                                                     "--max-utterance-seconds", "5"])
+    assert subtitles.exit_code == 0, subtitles.output
+    cues = subtitles.stdout.strip().split("\n\n")
+    assert len(cues) >= 2 and cues[0].startswith("1\n00:00:0") and " --> " in cues[0]
+    recordings = work / "recordings"
+    recordings.mkdir(parents=True)
+    for spec in specs[:3]:
+        os.symlink(spec, recordings / os.path.basename(spec))
+    run = CliRunner().invoke(transcribe_main, [str(package), str(recordings), "--output-dir", str(work / "out")])
+    assert run.exit_code == 0, run.output
+    assert sorted(os.listdir(work / "out")) == sorted(os.path.basename(spec).rsplit(".", 1)[0] + ".txt"
+                                                       for spec in specs[:3])
+    grammar = recognizer.with_phrases(["the amazon queen", "zorblax", "[unk]"])
+    assert "ZORBLAX" in grammar.package.words  # pronounced by festival's letter-to-sound rules
+    assert set(grammar.transcribe(specs[0]).text.split()) <= {"THE", "AMAZON", "QUEEN", "ZORBLAX", "<UNK>"}
+    known = recognizer.transcribe(specs[0]).text.split()[0]
+    biased = recognizer.with_hotwords([Hotword((known,), 4.0)])
+    assert known in biased.transcribe(specs[0]).text.split()

@@ -5,10 +5,9 @@ import numpy as np
 import pytest
 import soundfile
 
-from asrkit.recognizer.long_audio import recording_pieces, recording_seconds
+from asrkit.recognizer.long_audio import PauseCutter, recording_pieces, recording_seconds
 from asrkit.recognizer.recognizer import Recognizer
 from asrkit.recognizer.resample import resample
-from asrkit.recognizer.stream import default_endpoint, default_final_pass
 from tests.conftest import speech_like
 from tests.recognizer.conftest import model_dirs, package_dir, toy_task  # noqa: F401 (fixtures)
 
@@ -24,6 +23,27 @@ def test_pieces_are_the_recording_resampled_whole(tmp_path):
     assert recording_seconds("cat odd.wav |") is None and recording_seconds(str(tmp_path / "none.wav")) is None
 
 
+def test_the_cutter_cuts_in_pauses_and_at_the_quietest_moment_without_one():
+    rate = 8000
+    speech = [speech_like(seconds, rate, seed=seed) for seed, seconds in enumerate((4.0, 2.0, 9.0))]
+    gap = np.zeros(int(0.4 * rate), np.float32)
+    audio = np.concatenate([speech[0], gap, speech[1], gap, speech[2]])
+    cutter = PauseCutter(rate, max_seconds=6.0)
+    segments = [segment for start in range(0, len(audio), 3000) for segment in cutter.accept(audio[start:start + 3000])]
+    segments += cutter.finish()
+    starts = [first for first, _ in segments]
+    np.testing.assert_array_equal(np.concatenate([samples for _, samples in segments]), audio)
+    assert starts == [0] + list(np.cumsum([len(samples) for _, samples in segments[:-1]]))
+    assert all(len(samples) <= 6.0 * rate for _, samples in segments)
+    gaps = [(len(speech[0]), len(speech[0]) + len(gap)),
+            (len(speech[0]) + len(gap) + len(speech[1]), len(speech[0]) + 2 * len(gap) + len(speech[1]))]
+    # the 2-s stretch after the first gap is too short alone: a segment is at least MIN_SEGMENT_SECONDS
+    assert gaps[0][0] < starts[1] < gaps[0][1] and not any(low < start < high for start in starts[2:]
+                                                          for low, high in gaps[1:])
+    assert len(segments) >= 3  # the 9 s without a pause are cut too
+    assert PauseCutter(rate, 6.0).accept(np.zeros(100, np.float32)) == []
+
+
 def test_segments_cover_the_recording_and_each_is_recognised_as_an_utterance(package_dir, tmp_path):  # noqa: F811
     audio = np.concatenate([speech_like(2.0, 8000, seed=1), np.zeros(12000, np.float32),
                             speech_like(2.5, 8000, seed=2), np.zeros(8000, np.float32),
@@ -31,17 +51,15 @@ def test_segments_cover_the_recording_and_each_is_recognised_as_an_utterance(pac
     path = str(tmp_path / "talk.wav")
     soundfile.write(path, audio, 8000, subtype="FLOAT")
     recognizer = Recognizer(package_dir)
-    endpoint = default_endpoint(default_final_pass(recognizer), recognizer.package.frame_shift_s, 1.5)
     read = []
-    results = list(recognizer.segments(path, endpoint, on_piece=read.append))
+    results = list(recognizer.segments(path, 2.5, on_piece=read.append))
     assert sum(read) == len(audio) and len(read) >= 7
-    assert len(results) >= 4 and all(result.is_final for result in results)  # rule 5 at 1.5 s, in 7 s
+    assert len(results) >= 3 and all(result.is_final for result in results)
     assert results[0].start == 0.0 and results[-1].end == pytest.approx(len(audio) / 8000)
     assert all(after.start == pytest.approx(before.end, abs=1e-6) for before, after in zip(results, results[1:]))
-    if default_final_pass(recognizer) == "batch":
-        for result in results:
-            segment = audio[round(result.start * 8000):round(result.end * 8000)]
-            assert result.text == recognizer.transcribe(segment, sample_rate=8000).text
-    words = [word for result in results for word in result.words]
-    assert all(result.start <= word.start <= word.end <= result.end + 1e-6 for result in results
-               for word in result.words) and len(words) == sum(len(result.text.split()) for result in results)
+    for result in results:
+        segment = audio[round(result.start * 8000):round(result.end * 8000)]
+        alone = recognizer.transcribe(segment, sample_rate=8000)
+        assert result.text == alone.text
+        assert [word.start for word in result.words] == pytest.approx([result.start + word.start
+                                                                       for word in alone.words], abs=1e-3)

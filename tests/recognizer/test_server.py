@@ -102,7 +102,9 @@ def test_segments_come_out_as_the_endpoints_end_them_and_eof_as_text_works(recog
     ([json.dumps({"config": {"sample_rate": "8000"}})], CLOSE_UNSUPPORTED, "a whole number of Hz"),
     ([json.dumps({"config": {"words": 2}})], CLOSE_UNSUPPORTED, "words 2: 0 or 1"),
     ([json.dumps({"config": {"max_alternatives": -1}})], CLOSE_UNSUPPORTED, "a whole number 0-100"),
-    ([json.dumps({"config": {"phrase_list": ["one two"]}})], CLOSE_UNSUPPORTED, "phrase_list: run-time grammars"),
+    ([json.dumps({"config": {"phrase_list": "golf"}})], CLOSE_UNSUPPORTED, "phrase_list: a list of 1-1000 strings"),
+    ([json.dumps({"config": {"phrase_list": ["x" * 201]}})], CLOSE_UNSUPPORTED, "of at most 200 characters"),
+    ([json.dumps({"config": {"phrase_list": ["Z9"]}})], CLOSE_UNSUPPORTED, "phrase_list: no pronunciation for Z9"),
     ([json.dumps({"config": {"model": "x"}})], CLOSE_UNSUPPORTED, "unknown config"),
     ([b"\x00\x00" * 10, json.dumps({"config": {"sample_rate": 8000}})], CLOSE_UNSUPPORTED, "after audio"),
     ([b"\x00" * 3000], CLOSE_TOO_BIG, "at most 2000"),
@@ -349,3 +351,18 @@ def test_a_vosk_client_s_config_is_honoured(recognizer):
     assert [entry["text"] for entry in alternatives] == [entry.text for entry in expected.nbest][:3]
     assert alternatives[0]["text"] == expected.text and len(alternatives) >= 2
     assert alternatives == sorted(alternatives, key=lambda entry: -entry["confidence"])
+
+
+def test_a_vosk_client_s_phrase_list_makes_the_stream_hear_only_its_phrases(recognizer):
+    """Vosk's phrase_list (test_words.py sends it with the sample rate): the stream's results are those of a
+    Recognizer with the same phrases, and the phrases keep the config's other choices (max_alternatives)."""
+    phrases = ["golf alpha", "echo", "[unk]"]
+    audio = pcm(2.0, 3)
+    expected = recognizer.with_phrases(phrases).transcribe(np.frombuffer(audio, "<i2"), nbest=2)
+    config = {"sample_rate": 8000, "phrase_list": phrases, "max_alternatives": 2}
+    messages = [json.dumps({"config": config})] + chunks(audio, 8000) + [json.dumps({"eof": 1})]
+    received, code = with_server(recognizer, lambda server: converse(server, messages),
+                                 endpoint=EndpointConfig(rules=()))
+    assert code == CLOSE_NORMAL
+    assert [entry["text"] for entry in received[-1]["alternatives"]] == [entry.text for entry in expected.nbest][:2]
+    assert set(expected.text.split()) <= {"GOLF", "ALPHA", "ECHO", "<UNK>"}

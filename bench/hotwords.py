@@ -5,11 +5,12 @@ bias costs the other words.
         --words W --dev D --test T [--boosts 0,2,4]
 
 P is a recipe's package; each Q the same model exported with `asrkit-export --add-words` of W (W: the dev and
-test transcripts' words outside P's vocabulary, the characters' names among them), each with its own boost of
-the words' LM probability (NAME says which).  For each data dir (wav.scp, text), the words of W its transcripts
-hold are the hotwords, biased at run time by --boosts (asrkit.recognizer.hotwords).  The package and run-time
+test transcripts' words outside P's vocabulary, the characters' names among them; or bench/names_corpus.py's
+names), each with its own boost of the words' LM probability (NAME says which).  All of W's words are the
+hotwords, biased at run time by --boosts (asrkit.recognizer.hotwords), on every data dir (wav.scp, text).  The package and run-time
 boost are chosen on --dev (the most hotwords recognised among those that keep the other words' WER within 2% of
-P's, then the lowest such WER) and applied to --test.  Printed per set: the hotwords'
+P's, on --dev and on --general-dev, a set of the recipe's everyday speech, then the lowest such WER) and applied
+to --test and --general-test.  Printed per set: the hotwords'
 recall (reference occurrences the hypothesis has at their place in the alignment), and the WER of the other
 words (both sides without the hotwords) against P's, the reference run beside it (target: recall >= 80%, other
 words <= 1.02x P's).
@@ -33,6 +34,8 @@ def parse_arguments():
     parser.add_argument("--dev", required=True)
     parser.add_argument("--test", required=True)
     parser.add_argument("--boosts", default="0,2,4")
+    parser.add_argument("--general-dev", help="a dev set of everyday speech, whose other words must stay within 2%%")
+    parser.add_argument("--general-test", help="its test counterpart, measured at the choice")
     return parser.parse_args()
 
 
@@ -76,38 +79,56 @@ def line(name, result):
     return f"{name:28s} {recall:28s} other words %WER {100 * errors / words:.2f} [ {errors} / {words} ]"
 
 
-def main():
+def evaluate(recognizers, choices, data_dir, hotwords):
+    """{choice: (occurrences, found, errors, words)} of each (package, run-time boost) on a data dir, and
+    "package" for the plain package; prints a line each."""
     from asrkit.recognizer.hotwords import Hotword
+
+    refs, wav = read_set(data_dir)
+    utterances = sorted(refs)
+    held = sorted({word for ref in refs.values() for word in ref if word in hotwords})
+    print(f"{data_dir}: {len(utterances)} utterances, of the {len(hotwords)} hotwords it holds {' '.join(held)}")
+    began = time.process_time()
+    results = {"package": measure(refs, transcribe_all(recognizers["package"], wav, utterances), hotwords)}
+    print("  " + line("the package (reference)", results["package"]), f"({time.process_time() - began:.0f} CPU-s)",
+          flush=True)
+    base = results["package"][2] / results["package"][3]
+    for package, boost in choices:
+        biased = recognizers[package].with_hotwords([Hotword((word,), boost) for word in sorted(hotwords)])
+        result = results[(package, boost)] = measure(refs, transcribe_all(biased, wav, utterances), hotwords)
+        print("  " + line(f"{package}, run-time boost {boost:g}", result),
+              f"other words {result[2] / result[3] / base:.3f}x the package's", flush=True)
+    return results
+
+
+def within(result, reference, tolerance=1.02):
+    return result[2] / result[3] <= tolerance * reference[2] / reference[3]
+
+
+def main():
     from asrkit.recognizer.recognizer import Recognizer
 
     args = parse_arguments()
     with open(args.words, encoding="utf-8") as handle:
-        added = {line.split()[0] for line in handle if line.strip()}
-    plain = Recognizer(args.package)
-    extended = {name: Recognizer(path) for name, path in (entry.split("=", 1) for entry in args.added_package)}
-    chosen = {}
-    for name, data_dir in (("dev", args.dev), ("test", args.test)):
-        refs, wav = read_set(data_dir)
-        hotwords = {word for ref in refs.values() for word in ref if word in added}
-        utterances = sorted(refs)
-        began = time.process_time()
-        base = measure(refs, transcribe_all(plain, wav, utterances), hotwords)
-        print(f"{name}: {len(utterances)} utterances, hotwords {' '.join(sorted(hotwords))}")
-        print("  " + line("the package (reference)", base), f"({time.process_time() - began:.0f} CPU-s)",
-              flush=True)
-        choices = [(package, float(boost)) for package in extended for boost in args.boosts.split(",")] \
-            if name == "dev" else [chosen["choice"]]
-        for package, boost in choices:
-            biased = extended[package].with_hotwords([Hotword((word,), boost) for word in sorted(hotwords)])
-            result = measure(refs, transcribe_all(biased, wav, utterances), hotwords)
-            print("  " + line(f"{package}, run-time boost {boost:g}", result),
-                  f"other words {result[2] / result[3] / (base[2] / base[3]):.3f}x the package's", flush=True)
-            # the most hotwords among the choices that keep the other words within 2% of the package's WER
-            key = (result[2] / result[3] <= 1.02 * base[2] / base[3], result[1], -result[2])
-            if name == "dev" and ("key" not in chosen or key > chosen["key"]):
-                chosen.update(key=key, choice=(package, boost))
-        if name == "dev":
-            print(f"  chosen on dev: {chosen['choice'][0]}, run-time boost {chosen['choice'][1]:g}")
+        hotwords = {line.split()[0] for line in handle if line.strip()}  # a user's list, biased on every set
+    recognizers = {"package": Recognizer(args.package)}
+    recognizers.update({name: Recognizer(path) for name, path in (entry.split("=", 1)
+                                                                  for entry in args.added_package)})
+    choices = [(package, float(boost)) for package in recognizers if package != "package"
+               for boost in args.boosts.split(",")]
+    dev = evaluate(recognizers, choices, args.dev, hotwords)
+    general = evaluate(recognizers, choices, args.general_dev, hotwords) if args.general_dev else None
+
+    def key(choice):
+        # the most hotwords among the choices that keep the other words within 2% of the package's WER
+        return (within(dev[choice], dev["package"]) and (general is None or within(general[choice], general["package"])),
+                dev[choice][1], -dev[choice][2])
+
+    chosen = max(choices, key=key)
+    print(f"chosen on dev: {chosen[0]}, run-time boost {chosen[1]:g}", flush=True)
+    evaluate(recognizers, [chosen], args.test, hotwords)
+    if args.general_test:
+        evaluate(recognizers, [chosen], args.general_test, hotwords)
 
 
 if __name__ == "__main__":

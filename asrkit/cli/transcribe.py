@@ -142,8 +142,8 @@ class TranscribeRun:
     outputs: object  # Outputs
     sample_rate: int | None  # of raw PCM on stdin
     nbest: int
-    endpoint: object  # asrkit.recognizer.endpoint.EndpointConfig of streams and long recordings
-    max_utterance_seconds: float  # a file longer than this is cut at its pauses
+    endpoint: object  # asrkit.recognizer.endpoint.EndpointConfig of --streaming
+    max_utterance_seconds: float  # a file longer than this is cut at its quietest moments
     windows: str | None
     early_endpoints: bool
 

@@ -9,6 +9,7 @@ that the user sees how many there are.
 import dataclasses
 import logging
 import os
+import shutil
 import subprocess
 import sys
 
@@ -67,11 +68,15 @@ def make_grammar_fst(arpa_path, lang_dir, output_path=None):
 
 def make_lang_lm(text_path, arpa_path, lang_dir, order=3, method="kn", heldout_path=None, kaldi_text=False):
     """asrkit.lm.make_lm.make_lm on the lang dir's vocabulary (words.txt) and OOV word (oov.txt), then the lang
-    dir's G.fst from the ARPA; returns make_lm's MakeLmResult with `grammar_fst` set."""
+    dir's G.fst from the ARPA, and a copy of the ARPA as G.arpa (as format_lm leaves one: what G.fst was made
+    from, which lattice rescoring and asrkit-export --add-words read); returns make_lm's MakeLmResult with
+    `grammar_fst` set."""
     with open(os.path.join(lang_dir, "oov.txt"), encoding="utf-8") as handle:
         oov_word = handle.read().split()[0]
     result = make_lm(text_path, arpa_path, order, method, heldout_path, os.path.join(lang_dir, "words.txt"),
                      oov_word, kaldi_text)
+    with atomic_path(os.path.join(lang_dir, "G.arpa")) as copy:
+        shutil.copyfile(arpa_path, copy)
     grammar, _ = make_grammar_fst(arpa_path, lang_dir)
     logger.info("wrote %s", grammar)
     return dataclasses.replace(result, grammar_fst=grammar)

@@ -174,7 +174,7 @@ def _the_package_as_users_run_it(package, data, work):
                                                      "--max-utterance-seconds", "5"])
     assert subtitles.exit_code == 0, subtitles.output
     cues = subtitles.stdout.strip().split("\n\n")
-    assert len(cues) >= 2 and cues[0].startswith("1\n00:00:0") and " --> " in cues[0]
+    assert cues[0].startswith("1\n00:00:") and " --> " in cues[0] and "summary: status=ok" in subtitles.stderr
     recordings = work / "recordings"
     recordings.mkdir(parents=True)
     for spec in specs[:3]:
@@ -186,6 +186,7 @@ def _the_package_as_users_run_it(package, data, work):
     grammar = recognizer.with_phrases(["the amazon queen", "zorblax", "[unk]"])
     assert "ZORBLAX" in grammar.package.words  # pronounced by festival's letter-to-sound rules
     assert set(grammar.transcribe(specs[0]).text.split()) <= {"THE", "AMAZON", "QUEEN", "ZORBLAX", "<UNK>"}
-    known = recognizer.transcribe(specs[0]).text.split()[0]
+    spec, text = next((spec, text) for spec in specs for text in [recognizer.transcribe(spec).text] if text)
+    known = text.split()[0]
     biased = recognizer.with_hotwords([Hotword((known,), 4.0)])
-    assert known in biased.transcribe(specs[0]).text.split()
+    assert known in biased.transcribe(spec).text.split()

@@ -3,6 +3,8 @@ LM's unigrams and the graph made again, and recognition that can then output and
 
 import json
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -63,8 +65,14 @@ def test_the_words_join_the_lexicon_the_lm_and_the_graph(formatted, tmp_path):
     words.write_text("GOLF\n")
     with pytest.raises(AddWordsError, match="every word is in the lexicon"):
         graph_with_words(formatted["graph"], formatted["task"]["model"], str(words), str(tmp_path / "again"))
-    with pytest.raises(AddWordsError, match="the LM \\(G.arpa\\) of .*task/lang is not here"):
-        graph_with_words(formatted["task"]["graph"], formatted["task"]["model"], str(words), str(tmp_path / "w"))
+    bare = tmp_path / "bare_lang"  # a lang dir whose G.fst came from elsewhere, without its ARPA
+    shutil.copytree(formatted["task"]["lang"], bare)
+    (bare / "G.arpa").unlink()
+    (tmp_path / "graph_bare").mkdir()
+    (tmp_path / "graph_bare" / "graph_info.json").write_text(json.dumps({"lang_dir": str(bare)}))
+    with pytest.raises(AddWordsError, match="the LM \\(G.arpa\\) of .*bare_lang is not here"):
+        graph_with_words(str(tmp_path / "graph_bare"), formatted["task"]["model"], str(words), str(tmp_path / "w"))
+    assert (Path(formatted["task"]["lang"]) / "G.arpa").read_text() == open(formatted["task"]["arpa"]).read()
 
 
 def test_export_adds_the_words_and_transcription_can_boost_them(formatted, tmp_path):

@@ -8,9 +8,9 @@ topology; a package exported without align/ cannot build one) as utils/mkgraph b
 over the phrases: a dict dir of the phrases' words alone (prepare_lang), G, then HCLG (asrkit.graph.hclg).  Words
 the lexicon lacks are pronounced by festival's letter-to-sound rules (asrkit.dictionary.letter_to_sound), the
 recipes' pronunciations of words outside CMUdict.  "[unk]" (Vosk's spelling) stands for the package's OOV word
-(<UNK> in the recipes), which absorbs speech outside the phrases.  A few phrases build in a fraction of a second
-(bench: tests/recognizer/test_phrase_grammar.py logs it); the graph's size, and so its time, grows with the
-phrases' words, not with the package's vocabulary.
+(<UNK> in the recipes), which absorbs speech outside the phrases.  On the voiceover package six phrases built in
+0.3 s and 1,000 three-word phrases in 1.9 s (egs/voiceover/RESULTS): the graph's size, and so its time, grows
+with the phrases' words, not with the package's vocabulary, whose lexicon is read only for their lines.
 """
 
 import json

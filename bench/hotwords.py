@@ -7,13 +7,13 @@ bias costs the other words.
 P is a recipe's package; each Q the same model exported with `asrkit-export --add-words` of W (W: the dev and
 test transcripts' words outside P's vocabulary, the characters' names among them; or bench/names_corpus.py's
 names), each with its own boost of the words' LM probability (NAME says which).  All of W's words are the
-hotwords, biased at run time by --boosts (asrkit.recognizer.hotwords), on every data dir (wav.scp, text).  The package and run-time
-boost are chosen on --dev (the most hotwords recognised among those that keep the other words' WER within 2% of
-P's, on --dev and on --general-dev, a set of the recipe's everyday speech, then the lowest such WER) and applied
-to --test and --general-test.  Printed per set: the hotwords'
-recall (reference occurrences the hypothesis has at their place in the alignment), and the WER of the other
-words (both sides without the hotwords) against P's, the reference run beside it (target: recall >= 80%, other
-words <= 1.02x P's).
+hotwords, biased at run time by --boosts (asrkit.recognizer.hotwords), on every data dir (wav.scp, text).  The
+package and run-time boost are chosen on --dev (the most hotwords recognised among those that keep the other
+words' WER within 2% of P's, on --dev and on --general-dev, a set of the recipe's everyday speech, then the
+lowest such WER) and applied to --test and --general-test.  Printed per set: the hotwords' recall (reference
+occurrences the hypothesis has at their place in the alignment), and the WER of the other words (both sides
+without the hotwords) against P's, the reference run beside it (target: recall >= 80%, other words <= 1.02x
+P's).
 """
 
 import argparse
@@ -121,8 +121,9 @@ def main():
 
     def key(choice):
         # the most hotwords among the choices that keep the other words within 2% of the package's WER
-        return (within(dev[choice], dev["package"]) and (general is None or within(general[choice], general["package"])),
-                dev[choice][1], -dev[choice][2])
+        kept = within(dev[choice], dev["package"]) and (general is None or
+                                                         within(general[choice], general["package"]))
+        return kept, dev[choice][1], -dev[choice][2]
 
     chosen = max(choices, key=key)
     print(f"chosen on dev: {chosen[0]}, run-time boost {chosen[1]:g}", flush=True)

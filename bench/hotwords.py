@@ -40,16 +40,11 @@ def parse_arguments():
 
 
 def read_set(data_dir):
+    from asrkit.data.kaldi_files import read_kaldi_map
     from asrkit.scoring import read_kaldi_text
 
-    refs = read_kaldi_text(os.path.join(data_dir, "text"))
-    wav = {}
-    with open(os.path.join(data_dir, "wav.scp"), encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                utterance, spec = line.strip().split(maxsplit=1)
-                wav[utterance] = spec
-    return refs, wav
+    return (read_kaldi_text(os.path.join(data_dir, "text")),
+            read_kaldi_map(os.path.join(data_dir, "wav.scp"), check_sorted=False))
 
 
 def transcribe_all(recognizer, wav, utterances):

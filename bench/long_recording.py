@@ -33,16 +33,6 @@ def parse_arguments():
     return parser.parse_args()
 
 
-def read_scp(path):
-    entries = {}
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                utterance, spec = line.strip().split(maxsplit=1)
-                entries[utterance] = spec
-    return entries
-
-
 def write_concatenation(path, recognizer, utterances, wav, seconds):
     """Utterances back to back (repeated from the first when the set is shorter) into a PCM-16 WAV of at least
     `seconds`, one utterance in memory at a time; returns the utterance ids in the order written."""
@@ -78,13 +68,14 @@ def transcribe_in_a_child(package, path):
 
 
 def main():
+    from asrkit.data.kaldi_files import read_kaldi_map
     from asrkit.recognizer.recognizer import Recognizer
     from asrkit.scoring import read_kaldi_text, score_texts
     from asrkit.scoring.report import format_wer_line
 
     args = parse_arguments()
     refs = read_kaldi_text(os.path.join(args.data, "text"))
-    wav = read_scp(os.path.join(args.data, "wav.scp"))
+    wav = read_kaldi_map(os.path.join(args.data, "wav.scp"), check_sorted=False)
     utterances = sorted(utterance for utterance in wav if utterance in refs)
     if args.max_utterances:
         utterances = utterances[: args.max_utterances]

@@ -318,7 +318,7 @@ def transcribe_adapted(run, inputs, speakers, options):
 def read_phrases(path):
     """The phrases of a --grammar file: its non-empty lines."""
     with open(path, "rb") as handle:
-        return [line.strip() for line in utf8_lines(handle, path, DataDirError) if line.strip()]
+        return [line.strip() for line in utf8_lines(handle, path, AsrkitError) if line.strip()]
 
 
 def read_wav_scp(path):

@@ -33,7 +33,7 @@ from asrkit.graph.dict_dir import read_dict_dir
 from asrkit.graph.format_lm import format_lm
 from asrkit.graph.hclg import GraphOptions, make_graph
 from asrkit.graph.prepare_lang import LangOptions, prepare_lang
-from asrkit.io.text_lines import utf8_lines
+from asrkit.io.text_lines import split_boost, utf8_lines
 from asrkit.lm.arpa import write_arpa
 from asrkit.lm.read_lm import read_lm
 
@@ -50,24 +50,14 @@ def read_words_file(path):
     entries, seen = [], set()
     with open(path, "rb") as handle:
         for number, line in enumerate(utf8_lines(handle, path, AddWordsError), 1):
-            text, boost = line.split("#", 1)[0].strip(), 0.0
-            head, _, given = text.rpartition(" :")
-            if head and given:
-                try:
-                    boost = float(given)
-                except ValueError:
-                    raise AddWordsError(f"{path}:{number}: the boost after ' :' must be a number, not {given!r}") \
-                        from None
-                if not math.isfinite(boost):
-                    raise AddWordsError(f"{path}:{number}: the boost must be finite, not {given}")
-                text = head
+            text, boost = split_boost(line.split("#", 1)[0].strip(), f"{path}:{number}", AddWordsError)
             fields = text.split()
             if not fields:
                 continue
             if fields[0] in seen:
                 raise AddWordsError(f"{path}:{number}: {fields[0]} is listed twice")
             seen.add(fields[0])
-            entries.append((fields[0], tuple(fields[1:]) or None, boost))
+            entries.append((fields[0], tuple(fields[1:]) or None, boost or 0.0))
     if not entries:
         raise AddWordsError(f"{path}: no words")
     return entries

@@ -19,10 +19,9 @@ is a grammar (asrkit.recognizer.phrase_grammar).
 """
 
 import dataclasses
-import math
 
 from asrkit.errors import AsrkitError
-from asrkit.io.text_lines import utf8_lines
+from asrkit.io.text_lines import split_boost, utf8_lines
 
 # sherpa-onnx's --hotwords-score is 1.5 per token of a phrase; a word here is several tokens there.  (This module
 # imports no numpy at its top: the commands' --help reads this.)
@@ -46,16 +45,9 @@ def parse_hotwords(lines, source="hotwords", default_boost=DEFAULT_BOOST):
         text = line.split("#", 1)[0].strip()
         if not text:
             continue
-        boost = default_boost
-        phrase, _, given = text.rpartition(" :")
-        if phrase and given:
-            try:
-                boost = float(given)
-            except ValueError:
-                raise HotwordsError(f"{source}:{number}: the boost after ' :' must be a number, not {given!r}") \
-                    from None
-            text = phrase
-        if not math.isfinite(boost) or boost < 0:
+        text, boost = split_boost(text, f"{source}:{number}", HotwordsError)
+        boost = default_boost if boost is None else boost
+        if boost < 0:
             raise HotwordsError(f"{source}:{number}: a boost must be finite and >= 0, not {boost}")
         hotwords.append(Hotword(tuple(text.split()), boost))
     return hotwords

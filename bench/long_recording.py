@@ -4,8 +4,10 @@ transcribed one by one.
     .venv/bin/python bench/long_recording.py --package P --data D [--minutes 60] [--work DIR]
 
 --data's utterances (wav.scp and text; in utterance order) are transcribed one at a time by the package (the
-per-utterance WER), and written back to back at the package's rate into two WAV files: the first minute, and
---minutes of them (the set repeated when it is shorter).  Each file is transcribed by a fresh
+per-utterance WER), and written one after another at the package's rate into two WAV files: the first minute,
+and --minutes of them (the set repeated when it is shorter), with --pause seconds of a quiet room between two
+utterances (Gaussian noise at --pause-level RMS, -70 dBFS by default; --pause 0: back to back, as clips trimmed
+to their words give nothing to cut at).  Each file is transcribed by a fresh
 `asrkit-transcribe` process (read a block at a time and cut at its pauses: asrkit.recognizer.long_audio), whose
 peak resident memory (the kernel's ru_maxrss of the child) and CPU seconds are printed beside the ratio of the
 long file's to the short one's.  The long file's transcript is scored against the references written in the
@@ -28,19 +30,27 @@ def parse_arguments():
     parser.add_argument("--data", required=True, help="a data dir with wav.scp and text")
     parser.add_argument("--minutes", type=float, default=60.0, help="the long file's length")
     parser.add_argument("--short-minutes", type=float, default=1.0, help="the short file's length")
+    parser.add_argument("--pause", type=float, default=0.3, help="seconds between two utterances (default 0.3)")
+    parser.add_argument("--pause-level", type=float, default=3e-4, help="the pauses' noise, RMS of full scale")
     parser.add_argument("--max-utterances", type=int, default=0, help="the set's first N utterances (0: all)")
     parser.add_argument("--work", default="bench_long_recording", help="where the WAV files are written")
     return parser.parse_args()
 
 
-def write_concatenation(path, recognizer, utterances, wav, seconds):
-    """Utterances back to back (repeated from the first when the set is shorter) into a PCM-16 WAV of at least
-    `seconds`, one utterance in memory at a time; returns the utterance ids in the order written."""
+def write_concatenation(path, recognizer, utterances, wav, seconds, pause=0.0, pause_level=0.0):
+    """Utterances one after another (repeated from the first when the set is shorter), `pause` seconds of noise
+    at RMS pause_level between two, into a PCM-16 WAV of at least `seconds`, one utterance in memory at a time;
+    returns the utterance ids in the order written."""
+    import numpy as np
     import soundfile
 
+    rng = np.random.default_rng(0)
     written, total, index = [], 0.0, 0
     with soundfile.SoundFile(path, "w", recognizer.sample_rate, 1, "PCM_16") as handle:
         while total < seconds:
+            if written and pause > 0:
+                handle.write((pause_level * rng.standard_normal(round(pause * recognizer.sample_rate))))
+                total += pause
             utterance = utterances[index % len(utterances)]
             samples = recognizer.load_audio(wav[utterance])
             handle.write(samples)
@@ -87,7 +97,7 @@ def main():
     rows = []
     for name, minutes in (("short", args.short_minutes), ("long", args.minutes)):
         path = os.path.join(args.work, f"{name}.wav")
-        order = write_concatenation(path, recognizer, utterances, wav, 60 * minutes)
+        order = write_concatenation(path, recognizer, utterances, wav, 60 * minutes, args.pause, args.pause_level)
         text, peak_mib, cpu, wall = transcribe_in_a_child(args.package, path)
         reference = [word for utterance in order for word in refs[utterance]]
         one_by_one = [word for utterance in order for word in hyps[utterance]]
@@ -95,7 +105,7 @@ def main():
         separate = score_texts({name: reference}, {name: one_by_one})
         rows.append((name, minutes, peak_mib, cpu, wall, whole.counts.errors / whole.counts.ref_words,
                      separate.counts.errors / separate.counts.ref_words))
-        print(f"{name}: {len(order)} utterances, {minutes:g} min", flush=True)
+        print(f"{name}: {len(order)} utterances, {minutes:g} min, {args.pause:g} s between them", flush=True)
         print(f"  cut at pauses   {format_wer_line(whole.counts, whole.partial)}")
         print(f"  one by one      {format_wer_line(separate.counts, separate.partial)}")
         print(f"  peak memory {peak_mib:.0f} MiB, {cpu:.0f} CPU-s ({cpu / 60 / minutes:.3f} per audio s), "

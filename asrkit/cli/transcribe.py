@@ -75,8 +75,8 @@ logger = logging.getLogger(COMMAND)
                    "list); words outside the lexicon are pronounced by festival's letter-to-sound rules.")
 @vocabulary_options
 @endpoint_options("With --streaming, and for a file longer than --max-utterance-seconds (read a block at a time "
-                  "and cut at its quietest moments into segments of 6 s at most, each recognised as an "
-                  "utterance): ")
+                  "and cut at its pauses, or at its quietest moments where it pauses for less than 0.2 s, "
+                  "into segments of 6 s at most, each recognised as an utterance): ")
 @stream_options("With --streaming: ")
 @asrkit_command(COMMAND)
 def main(package, audio, scp, sample_rate, output_format, output_dir, nbest, lm_weight, prior_scale, beam,
@@ -143,7 +143,7 @@ class TranscribeRun:
     sample_rate: int | None  # of raw PCM on stdin
     nbest: int
     endpoint: object  # asrkit.recognizer.endpoint.EndpointConfig of --streaming
-    max_utterance_seconds: float  # a file longer than this is cut at its quietest moments
+    max_utterance_seconds: float  # a file longer than this is cut at its pauses
     windows: str | None
     early_endpoints: bool
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from asrkit.recognizer.long_audio import PauseCutter, recording_pieces, recording_seconds
+from asrkit.recognizer.long_audio import PauseCutter, first_pause, recording_pieces, recording_seconds
 from asrkit.recognizer.recognizer import Recognizer
 from asrkit.recognizer.resample import resample
 from tests.conftest import speech_like
@@ -23,7 +23,7 @@ def test_pieces_are_the_recording_resampled_whole(tmp_path):
     assert recording_seconds("cat odd.wav |") is None and recording_seconds(str(tmp_path / "none.wav")) is None
 
 
-def test_the_cutter_cuts_in_pauses_and_at_the_quietest_moment_without_one():
+def test_the_cutter_cuts_in_every_pause_and_at_the_quietest_moment_without_one():
     rate = 8000
     speech = [speech_like(seconds, rate, seed=seed) for seed, seconds in enumerate((4.0, 2.0, 9.0))]
     gap = np.zeros(int(0.4 * rate), np.float32)
@@ -35,13 +35,27 @@ def test_the_cutter_cuts_in_pauses_and_at_the_quietest_moment_without_one():
     np.testing.assert_array_equal(np.concatenate([samples for _, samples in segments]), audio)
     assert starts == [0] + list(np.cumsum([len(samples) for _, samples in segments[:-1]]))
     assert all(len(samples) <= 6.0 * rate for _, samples in segments)
-    gaps = [(len(speech[0]), len(speech[0]) + len(gap)),
-            (len(speech[0]) + len(gap) + len(speech[1]), len(speech[0]) + 2 * len(gap) + len(speech[1]))]
-    # the 2-s stretch after the first gap is too short alone: a segment is at least MIN_SEGMENT_SECONDS
-    assert gaps[0][0] < starts[1] < gaps[0][1] and not any(low < start < high for start in starts[2:]
-                                                          for low, high in gaps[1:])
-    assert len(segments) >= 3  # the 9 s without a pause are cut too
+    # speech_like begins with a tenth of digital silence, which lengthens each gap
+    first_gap = (len(speech[0]), len(speech[0]) + len(gap) + len(speech[1]) // 10)
+    second_end = len(speech[0]) + 2 * len(gap) + len(speech[1])
+    second_gap = (second_end - len(gap), second_end + len(speech[2]) // 10)
+    # both pauses cut, the 2-s phrase between them alone in its segment; the 9 s without a pause are cut too
+    assert first_gap[0] < starts[1] < first_gap[1] and second_gap[0] < starts[2] < second_gap[1]
+    assert len(segments) >= 4 and all(start > second_gap[1] for start in starts[3:])
     assert PauseCutter(rate, 6.0).accept(np.zeros(100, np.float32)) == []
+
+
+def test_a_pause_is_long_enough_quiet_enough_and_late_enough():
+    loud = np.ones(100)
+    power = loud.copy()
+    power[10:40] = 1e-4  # 40 dB down but its middle (25) before min_middle
+    power[50:55] = 1e-4  # too short
+    power[60:70] = 10 ** -2.5  # 25 dB down: speech, not a pause
+    power[80:92] = 1e-4
+    assert first_pause(power, run_frames=10, min_middle=30) == 86
+    assert first_pause(power, run_frames=10, min_middle=20) == 25
+    assert first_pause(power, run_frames=13, min_middle=30) is None
+    assert first_pause(loud, run_frames=1, min_middle=0) is None
 
 
 def test_segments_cover_the_recording_and_each_is_recognised_as_an_utterance(package_dir, tmp_path):  # noqa: F811

@@ -28,6 +28,16 @@ from asrkit.decode.lattice_faster import DecodingGraph
 OK, RETRIED, PARTIAL, FAILED, EMPTY = "ok", "retried", "partial", "failed", "empty"
 
 
+# An utterance whose paths all die before a final state is decoded again at this many times its beam
+# (asrkit-decode, the recognizer and its streams alike).
+RETRY_BEAM_FACTOR = 4.0
+
+
+def retry_beam(beam, retry=None):
+    """The beam of the second pass: `retry` where one is given, else RETRY_BEAM_FACTOR x beam."""
+    return retry if retry is not None else RETRY_BEAM_FACTOR * beam
+
+
 @dataclasses.dataclass
 class DecoderOptions:
     acoustic_scale: float = 0.1
@@ -35,12 +45,12 @@ class DecoderOptions:
     max_active: int = 7000
     min_active: int = 200
     lattice_beam: float = 6.0
-    retry_beam: float | None = None  # None: 4 x beam
+    retry_beam: float | None = None  # None: RETRY_BEAM_FACTOR x beam
     allow_partial: bool = False
 
     @property
     def effective_retry_beam(self):
-        return self.retry_beam if self.retry_beam is not None else 4.0 * self.beam
+        return retry_beam(self.beam, self.retry_beam)
 
 
 @dataclasses.dataclass

@@ -19,8 +19,8 @@ A long recording, cut at its pauses (asrkit.recognizer.long_audio):
 
 The utterance's log-likelihoods (asrkit.recognizer.acoustic) are decoded into a lattice with asrkit's
 lattice decoder (asrkit.decode.lattice_faster) at the package's beams and acoustic scale 1 / LM weight,
-again at 4 x the beam when no path reaches a final state (asrkit-decode's retry), keeping the best
-partial path when even that fails.  From the lattice: the best path, each word's confidence
+again at asrkit.decode.decoder's retry beam (4 x the beam) when no path reaches a final state, as
+asrkit-decode does, keeping the best partial path when even that fails.  From the lattice: the best path, each word's confidence
 (asrkit.decode.word_lattice.word_confidences: the posterior of the word around its time) and the n
 best distinct word sequences; word times come from forced alignment (asrkit.recognizer.word_times).
 """
@@ -32,6 +32,7 @@ import os
 import numpy as np
 
 from asrkit.decode import lattice_faster
+from asrkit.decode.decoder import retry_beam
 from asrkit.decode.word_lattice import MAX_NBEST, word_confidences
 from asrkit.decode.word_lattice import nbest as lattice_nbest
 from asrkit.errors import AsrkitError, AudioError
@@ -56,7 +57,7 @@ def decode_loglikes(package, loglikes):
         return Decoded(np.zeros((0, 6)), 0, np.zeros(0, np.int64), [], "empty")
     costs = -scale * np.asarray(loglikes, np.float32)
     status = "ok"
-    for beam in (float(params["beam"]), 4.0 * float(params["beam"])):
+    for beam in (float(params["beam"]), retry_beam(float(params["beam"]))):
         output = lattice_faster.decode(package.graph, costs, beam=beam, max_active=int(params["max_active"]),
                                        min_active=int(params["min_active"]),
                                        lattice_beam=float(params["lattice_beam"]))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from asrkit.decode.decode_dir import DecodeOptions, decode_data_dir
-from asrkit.decode.decoder import DecoderOptions, GraphDecoder
+from asrkit.decode.decoder import RETRY_BEAM_FACTOR, DecoderOptions, GraphDecoder, retry_beam
 from asrkit.decode.lattice import array_to_lattice, best_path_words
 from asrkit.decode.loglikes import TableLoglikes
 from asrkit.decode.synthetic import (
@@ -196,3 +196,10 @@ def test_no_surviving_path_is_retried_then_reported(task, lattices):
     retried = GraphDecoder.from_file(graph, dataclasses.replace(tight, retry_beam=100.0), lattices=lattices)
     result = retried.decode(matrix)
     assert result.status == "retried" and result.beam == 100.0
+
+
+def test_the_retry_beam_is_one_rule_for_every_decoder():
+    assert retry_beam(10.0) == RETRY_BEAM_FACTOR * 10.0 == 40.0
+    assert retry_beam(10.0, 15.0) == 15.0
+    assert DecoderOptions(beam=3.0).effective_retry_beam == 12.0
+    assert DecoderOptions(beam=3.0, retry_beam=5.0).effective_retry_beam == 5.0

@@ -20,9 +20,9 @@ A long recording, cut at its pauses (asrkit.recognizer.long_audio):
 The utterance's log-likelihoods (asrkit.recognizer.acoustic) are decoded into a lattice with asrkit's
 lattice decoder (asrkit.decode.lattice_faster) at the package's beams and acoustic scale 1 / LM weight,
 again at asrkit.decode.decoder's retry beam (4 x the beam) when no path reaches a final state, as
-asrkit-decode does, keeping the best partial path when even that fails.  From the lattice: the best path, each word's confidence
-(asrkit.decode.word_lattice.word_confidences: the posterior of the word around its time) and the n
-best distinct word sequences; word times come from forced alignment (asrkit.recognizer.word_times).
+asrkit-decode does, keeping the best partial path when even that fails.  From the lattice: the best path,
+each word's confidence (asrkit.decode.word_lattice.word_confidences: the posterior of the word around its
+time) and the n best distinct word sequences; word times come from forced alignment (asrkit.recognizer.word_times).
 """
 
 import copy

@@ -34,7 +34,7 @@ RATE = 16000
 
 def synthesise(engine, voice, text, path):
     """A 16-kHz mono WAV of `text` by the engine's voice."""
-    from asrkit.recognizer.resample import resample
+    from asrkit.inference.resample import resample
 
     with tempfile.TemporaryDirectory() as scratch:
         raw = os.path.join(scratch, "out.wav")

@@ -31,7 +31,7 @@ FRAME_SECONDS = 0.03
 
 
 def package_network(path):
-    from asrkit.recognizer.network import load_network
+    from asrkit.inference.network import load_network
     from asrkit.recognizer.package import load_package
 
     package = load_package(path)
@@ -40,7 +40,7 @@ def package_network(path):
 
 def timed_parts(spent):
     """Wraps the network's parts so that their thread CPU time adds up in `spent`."""
-    import asrkit.recognizer.network as network_module
+    import asrkit.inference.network as network_module
 
     def timed(name, function):
         def wrapper(*args, **kwargs):
@@ -58,7 +58,7 @@ def timed_parts(spent):
 
 def stream_cpu(network, features, piece_frames, windows):
     """Thread CPU seconds of streaming `features` in pieces (tentative rows read after each), then finish()."""
-    from asrkit.recognizer.network import one_blas_thread
+    from asrkit.inference.network import one_blas_thread
 
     stream = network.stream(windows)
     began = time.thread_time()

@@ -102,7 +102,7 @@ def pocketsphinx_stream_cpu(args, utterances, sample_rate):
     import pocketsphinx
 
     from asrkit.data.audio import to_pcm16
-    from asrkit.recognizer.resample import resample
+    from asrkit.inference.resample import resample
 
     options = {"hmm": pocketsphinx.get_model_path("en-us/en-us"), "lm": args.arpa, "dict": args.ps_dict,
                "samprate": 16000, "loglevel": "FATAL"}
@@ -413,7 +413,7 @@ def main():
     parser.add_argument("--final-passes", default="online,batch", help="The stream part's final passes.")
     parser.add_argument("--windows", default="tentative,eager,grid",
                         help="The stream part's placements of a windowed BLSTM's windows "
-                             "(asrkit.recognizer.network.WINDOWS).")
+                             "(asrkit.inference.network.WINDOWS).")
     parser.add_argument("--endpoints", default="early,wait",
                         help="The stream part's endpoint look-ahead: early (rules on the pending frames too), wait.")
     parser.add_argument("--streams", default="4,8,16", help="Comma-separated numbers of concurrent streams.")

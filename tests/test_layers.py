@@ -17,13 +17,15 @@ LAYERS = [
     ("cli",),
     ("train",),
     ("serving",),
-    # recognizer: a model package, its NumPy front end and networks, and decoding with it (no TensorFlow).
+    # recognizer: a model package and recognition with it (no TensorFlow).
     ("recognizer",),
     # adapt: speaker adaptation of a trained network from a first pass's lattices (TensorFlow).
     ("sequence", "adapt"),
     # chain: LF-MMI's phone LM, denominator and numerator graphs and forward-backward, under train.lfmmi.
     ("decode", "tree", "chain"),
-    ("nn", "align"),
+    # inference: the one inference core (NumPy front end and networks, a model dir's checkpoint read without
+    # TensorFlow) that decoding, alignment, export and recognition share.
+    ("nn", "align", "inference"),
     # examples: the messages, alignments and epoch orders the example servers and the trainers share.
     # ivector: i-vector extraction from features, below what may append them to a network's inputs.
     ("frontend", "augment", "graph", "examples", "ivector"),

@@ -27,6 +27,7 @@ dir is built under a temporary name and renamed into place, so a killed run leav
 """
 
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -46,7 +47,7 @@ from asrkit.io.atomic import temporary_name
 from asrkit.io.output_dir import check_output_dir, replace_output_dir
 from asrkit.io.json_file import read_json
 from asrkit.logs import Progress
-from asrkit.nn.model_dir import WEIGHTS_PREFIX, weights_digest
+from asrkit.nn.model_dir import WEIGHTS_PREFIX, load_acoustic_model, weights_digest
 from asrkit.sequence.outer import read_criterion_phones
 from asrkit.tf_runtime import import_tensorflow
 
@@ -151,6 +152,12 @@ def _write_speaker(work_dir, name, model_dir, model, transform):
     np.savez(os.path.join(target, "transform.npz"), **transform.state())
 
 
+def _tensorflow_model(model_dir, num_threads):
+    """The model in TensorFlow, whose speaker parameters adaptation trains, on num_threads threads."""
+    import_tensorflow(num_threads)
+    return load_acoustic_model(model_dir)
+
+
 def adapt_speakers(model_dir, data_dir, decode_dir, out_dir, options=None):
     """See the module docstring."""
     options = options or AdaptOptions()
@@ -159,7 +166,8 @@ def adapt_speakers(model_dir, data_dir, decode_dir, out_dir, options=None):
     data = DataDir.load(data_dir)
     if not data.utt2spk:
         raise AsrkitError(f"{data_dir} has no utt2spk: adaptation is per speaker")
-    source = ModelLoglikes(model_dir, data_dir, num_threads=options.num_threads)
+    source = ModelLoglikes(model_dir, data_dir,
+                           load_model=functools.partial(_tensorflow_model, num_threads=options.num_threads))
     source.check_front_end()
     model = source.model
     lm_weight = posterior_lm_weight(decode_dir, options.lm_weight)

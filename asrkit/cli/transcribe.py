@@ -244,7 +244,7 @@ def check_usage(inputs, sample_rate, nbest, streaming, adapt, utt2spk):
     """Refuse, before the package loads, options that cannot work together or values out of range."""
     # deferred: these modules bring numpy and numba; --help imports none of them
     from asrkit.decode.word_lattice import MAX_NBEST
-    from asrkit.recognizer.resample import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE
+    from asrkit.inference.resample import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE
 
     if nbest > MAX_NBEST:
         raise click.BadParameter(f"{nbest} is more than {MAX_NBEST}", param_hint="--nbest")

@@ -4,8 +4,8 @@ A LoglikeSource gives, per utterance, a float32 matrix [frames, num_pdfs] of
 log-likelihoods log p(x|pdf) up to a constant per frame (for a hybrid model:
 log posterior - log prior), not yet scaled by the acoustic scale.  Two sources:
 a table (asrkit-decode --loglikes) and an exported acoustic model run over a
-data dir's features (ModelLoglikes).  Sources are pickled into the decoding
-jobs, so they hold paths and open files and models lazily.
+data dir's features (ModelLoglikes) by the inference core (asrkit.inference: NumPy, no TensorFlow).
+Sources are pickled into the decoding jobs, so they hold paths and open files and models lazily.
 """
 
 import os
@@ -20,15 +20,13 @@ from asrkit.decode.speaker_models import SpeakerModels
 from asrkit.errors import AsrkitError
 from asrkit.frontend.apply_cmvn import UtteranceCmvn
 from asrkit.frontend.cmvn import CmvnStats
-from asrkit.frontend.config import FeatureConfig
-from asrkit.frontend.features import FeatureExtractor
 from asrkit.frontend.finite import check_finite
 from asrkit.frontend.warp import warped_audio
+from asrkit.inference.frontend import Analysis, features
+from asrkit.inference.model_dir import load_inference_model
 from asrkit.io.json_file import read_json
 from asrkit.io.table import TableReader
 from asrkit.ivector.append import OnlineIvectorAppender
-from asrkit.nn.model_dir import load_acoustic_model
-from asrkit.tf_runtime import import_tensorflow
 
 
 class LoglikeSource(typing.Protocol):
@@ -94,9 +92,10 @@ class ModelLoglikes:
     Features come from the data dir's feats.scp when it has one, checked to be
     made with the model's front end; otherwise they are computed on the fly
     from the audio with the model's own feature config (featurize.json in the
-    model dir), as the example servers do.  The model and the tables are
+    model dir) by the inference core's front end (asrkit.inference.frontend, equal to the example
+    servers' TensorFlow one to float32 rounding).  The model and the tables are
     opened lazily, in the decoding job that uses them.  `prior_scale` scales the log priors that
-    are subtracted from the log posteriors (AcousticModel.log_likelihoods).
+    are subtracted from the log posteriors (asrkit.nn.model_dir.ExportedModel.log_likelihoods).
 
     The features are normalised as the model was trained (its cmvn.h5); with the speaker mean, by
     the speakers' statistics of this data dir (spk_cmvn.h5), or with `cmvn_online` (an
@@ -110,12 +109,17 @@ class ModelLoglikes:
     With `speaker_models` (an asrkit-adapt dir of this model) each utterance is run with its speaker's
     adapted weights (read into the same network when the speaker changes; the data dir's utterances are
     sorted by speaker), and a speaker that was not adapted with the model's own.
+
+    `load_model` (a picklable function of the model dir) gives the model: by default the inference core's
+    (asrkit.inference.model_dir); asrkit-adapt, which trains the model's speaker parameters, gives
+    TensorFlow's.
     """
 
-    def __init__(self, model_dir, data_dir, num_threads=1, prior_scale=1.0, cmvn_online=None, speaker_models=None):
+    def __init__(self, model_dir, data_dir, prior_scale=1.0, cmvn_online=None, speaker_models=None,
+                 load_model=load_inference_model):
         self.model_dir = str(model_dir)
         self.data_dir = str(data_dir)
-        self.num_threads = num_threads
+        self.load_model = load_model
         self.prior_scale = float(prior_scale)
         self.cmvn_online = cmvn_online
         self.speaker_models = None if speaker_models is None else str(speaker_models)
@@ -128,7 +132,7 @@ class ModelLoglikes:
         self._ivectors = None
 
     def __getstate__(self):
-        return {"model_dir": self.model_dir, "data_dir": self.data_dir, "num_threads": self.num_threads,
+        return {"model_dir": self.model_dir, "data_dir": self.data_dir, "load_model": self.load_model,
                 "prior_scale": self.prior_scale, "cmvn_online": self.cmvn_online,
                 "speaker_models": self.speaker_models, "_speakers": None, "_model": None, "_features": None,
                 "_extractor": None, "_data": None, "_normalize": None, "_ivectors": None}
@@ -151,8 +155,7 @@ class ModelLoglikes:
     @property
     def model(self):
         if self._model is None:
-            import_tensorflow(self.num_threads)
-            self._model = load_acoustic_model(self.model_dir)
+            self._model = self.load_model(self.model_dir)
         return self._model
 
     def _feats_scp(self):
@@ -204,16 +207,15 @@ class ModelLoglikes:
                 self._features = TableReader(self._feats_scp())
             return check_finite(self._features[utterance_id], utterance_id, self._feats_scp())
         if self._extractor is None:
-            self._extractor = FeatureExtractor(FeatureConfig.from_dict(self.model.feature_config),
-                                               num_threads=self.num_threads)
+            self._extractor = Analysis(self.model.feature_config)
             data = DataDir.load(self.data_dir)
             # Every utterance of the data dir: a recording whose last segment is another job's stays kept
             # to the end of this job (at most the two at its edges).
             self._data = UtteranceAudio(data, data.utterance_ids, self._extractor.config.audio_options())
         samples = warped_audio(self._data.data_dir, utterance_id, self._data(utterance_id),
                                self._extractor.config.sample_rate)
-        features = self._extractor(samples)
-        return check_finite(features, utterance_id, "the features computed from its audio")
+        computed = features(self._extractor.config, samples, self._extractor)
+        return check_finite(computed, utterance_id, "the features computed from its audio")
 
     def network_input(self, utterance_id):
         """[frames, input dim] float32: the utterance's normalised features, with its i-vectors if the model

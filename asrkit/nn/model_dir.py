@@ -22,13 +22,15 @@ A CTC model (asrkit.train.ctc) has no tree.json: its model.json says `"outputs":
 (output k is phone k of its phones.txt, output 0 the blank), and its priors are label frequencies.
 
 Why a checkpoint plus a JSON config rather than a SavedModel: it is written in
-milliseconds with no tracing (sequence training will publish snapshots every
-few hundred steps in this same layout), it holds plain named arrays that
-`tf.train.load_checkpoint` reads without any asrkit code, and the loader here
-rebuilds the network from the registry (asrkit.nn, not the training code) so
-that the inference path is the same Python as the training path.
+milliseconds with no tracing (sequence training publishes snapshots every
+few hundred steps in this same layout), and it holds plain named arrays that
+`tf.train.load_checkpoint` reads without any asrkit code, and asrkit.inference.checkpoint
+without TensorFlow.
 
-`load_acoustic_model(model_dir)` returns an `AcousticModel` with
+Two runtimes read a model dir, with one interface (ExportedModel): `load_acoustic_model(model_dir)`
+rebuilds the network from the registry in TensorFlow (the trainers' and the example servers' copy), and
+asrkit.inference.model_dir's `load_inference_model(model_dir)` runs it in NumPy (decoding, alignment,
+export: no TensorFlow to start).  Both give
 
 - `log_posteriors(features)`: features [T, D] as stored in feats.scp (CMVN is applied
   here with the model's own copy) -> float32 [T, num_pdfs] log softmax, one dynamic
@@ -46,6 +48,7 @@ that the inference path is the same Python as the training path.
   (dict), `cmvn` (CmvnStats), `config` (model.json as a dict).
 """
 
+import abc
 import hashlib
 import json
 import os
@@ -134,15 +137,13 @@ def write_model_dir(model_dir, net, model_config, pdf_counts, feature_config_pat
     return model_dir
 
 
-class AcousticModel:
-    """A trained network with its priors, CMVN and feature config; see the module docstring."""
+class ExportedModel(abc.ABC):
+    """What every runtime of a model dir shares: model.json, the priors, the front end's config and the CMVN,
+    and the arithmetic on the log posteriors (see the module docstring).  A runtime subclass builds its
+    network and gives `_read_weights(model_dir)` and `log_posteriors_normalized(features)`: AcousticModel here
+    (TensorFlow, for the trainers), asrkit.inference.model_dir.InferenceModel (NumPy, for decoding)."""
 
     def __init__(self, model_dir):
-        # deferred: the registry's networks import TensorFlow (~6 s) at module level; this module is read
-        # without it (decoding from log-likelihood tables, model.json and priors).
-        from asrkit.nn.registry import build_from_config
-
-        tf = import_tensorflow()
         self.model_dir = os.fspath(model_dir)
         self.weights_dir = self.model_dir  # where the weights in use were read from (reload_weights)
         self.config = read_model_json(self.model_dir)
@@ -164,19 +165,14 @@ class AcousticModel:
         with open(os.path.join(self.model_dir, "featurize.json"), encoding="utf-8") as handle:
             self.feature_config = json.load(handle)
         self.cmvn = CmvnStats.read(os.path.join(self.model_dir, "cmvn.h5"))
-        self.net = build_from_config(self.config["model"], self.feature_dim, self.num_pdfs)
-        self._read_weights(self.model_dir)
-        net = self.net
 
-        @tf.function(input_signature=[tf.TensorSpec([None, self.feature_dim], tf.float32)])
-        def utterance_log_posteriors(features):
-            logits = net.sequence_time_major(features[:, None, :])[:, 0, :]
-            return tf.nn.log_softmax(logits)
-
-        self._log_posteriors = utterance_log_posteriors
-
+    @abc.abstractmethod
     def _read_weights(self, model_dir):
-        read_weights_into(self.net, model_dir)
+        """Make the network compute with the weights of model_dir (this network's or a snapshot's)."""
+
+    @abc.abstractmethod
+    def log_posteriors_normalized(self, features):
+        """[T, D] normalised features -> float32 [T, num_pdfs] log softmax, row t frame t."""
 
     def reload_weights(self, model_dir):
         """Read the weights of another export of the same network (a sequence-training snapshot) into
@@ -205,13 +201,6 @@ class AcousticModel:
             raise AsrkitError(f"expected features [frames, {self.feature_dim}], got shape {features.shape}")
         return features
 
-    def log_posteriors_normalized(self, features):
-        features = self._check(features)
-        if len(features) == 0:
-            return np.zeros((0, self.num_pdfs), np.float32)
-        extended = delay_features(features, self.label_delay)
-        return undelay_outputs(self._log_posteriors(extended).numpy(), self.label_delay)
-
     def utterance_cmvn(self, data_dir=None, online=None):
         """The normalisation this model was trained with, for the utterances of `data_dir`
         (asrkit.frontend.apply_cmvn.UtteranceCmvn; online: OnlineCmvnOptions for online CMN)."""
@@ -236,6 +225,38 @@ class AcousticModel:
     def log_likelihoods_normalized(self, features, prior_scale=1.0):
         """log_likelihoods of features already normalised (by utterance_cmvn)."""
         return self.log_posteriors_normalized(features) - self._scaled_log_priors(prior_scale)
+
+
+class AcousticModel(ExportedModel):
+    """A model dir's network in TensorFlow (the trainers' and the example servers' runtime)."""
+
+    def __init__(self, model_dir):
+        # deferred: the registry's networks import TensorFlow (~6 s) at module level; this module is read
+        # without it (decoding from log-likelihood tables, model.json and priors).
+        from asrkit.nn.registry import build_from_config
+
+        super().__init__(model_dir)
+        tf = import_tensorflow()
+        self.net = build_from_config(self.config["model"], self.feature_dim, self.num_pdfs)
+        self._read_weights(self.model_dir)
+        net = self.net
+
+        @tf.function(input_signature=[tf.TensorSpec([None, self.feature_dim], tf.float32)])
+        def utterance_log_posteriors(features):
+            logits = net.sequence_time_major(features[:, None, :])[:, 0, :]
+            return tf.nn.log_softmax(logits)
+
+        self._log_posteriors = utterance_log_posteriors
+
+    def _read_weights(self, model_dir):
+        read_weights_into(self.net, model_dir)
+
+    def log_posteriors_normalized(self, features):
+        features = self._check(features)
+        if len(features) == 0:
+            return np.zeros((0, self.num_pdfs), np.float32)
+        extended = delay_features(features, self.label_delay)
+        return undelay_outputs(self._log_posteriors(extended).numpy(), self.label_delay)
 
 
 def read_model_json(model_dir):

@@ -1,5 +1,6 @@
 """TDNN-F's shape without TensorFlow: the time strides' syntax and the span of context they give, and the
-renormalisation's floor, shared by the network (asrkit.nn.tdnnf) and the recognizer's NumPy forward pass."""
+renormalisation's floor, shared by the network (asrkit.nn.tdnnf) and the inference core's NumPy forward pass
+(asrkit.inference.network)."""
 
 RMS_FLOOR = 1e-8  # of a frame's mean square, in the renormalisation: an all-zero frame stays zero
 

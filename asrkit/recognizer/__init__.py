@@ -1,1 +1,2 @@
-"""Recognition with an exported model package (asrkit-export): NumPy front end and networks, asrkit's decoder."""
+"""Recognition with an exported model package (asrkit-export): the inference core (asrkit.inference) and asrkit's
+decoder."""

@@ -1,11 +1,11 @@
 """From samples to the decoder's log-likelihoods with a package: front end, CMVN, network, priors.
 
 `log_likelihoods(package, samples)` is the batch path (the whole utterance at once: CMVN as the module
-docstring of asrkit.recognizer.frontend says); `AcousticStream(package)` the streaming one, whose rows,
+docstring of asrkit.inference.frontend says); `AcousticStream(package)` the streaming one, whose rows,
 concatenated, equal the batch path's for a model trained with the global mean, and those of online CMN
 otherwise; `AcousticStream(package, windows="eager")` gives a windowed BLSTM's rows sooner, computed in
 other windows than the batch path's, and windows="tentative" the batch path's rows, with eager rows of the
-newest frames as tentative ones (asrkit.recognizer.network.GroupStream); `AcousticStream(package, windows,
+newest frames as tentative ones (asrkit.inference.network.GroupStream); `AcousticStream(package, windows,
 model.partial_network)` the rows of a combination's first network alone, for partial results and endpoints
 where a batch pass makes the final ones (asrkit.recognizer.combination).  Rows are log posteriors minus
 prior_scale x log priors, not multiplied by the acoustic scale (asrkit.nn.model_dir's log_likelihoods); a
@@ -22,9 +22,9 @@ import numpy as np
 
 from asrkit.decode.combined_loglikes import interpolation_weights
 from asrkit.errors import FeatureError
+from asrkit.inference.frontend import Analysis, Cmvn, FeatureStream, features
+from asrkit.inference.network import load_network
 from asrkit.recognizer.combination import CombinedNetwork
-from asrkit.recognizer.frontend import Analysis, Cmvn, FeatureStream, features
-from asrkit.recognizer.network import load_network
 
 
 class AcousticModel:
@@ -129,7 +129,7 @@ class AcousticStream:
 
     def begin(self, samples):
         """Front end and CMVN of the next samples: the network's input they make (None: no new frame), for
-        the shared Network's evaluate (asrkit.recognizer.network), which `end` takes the output of."""
+        the shared Network's evaluate (asrkit.inference.network), which `end` takes the output of."""
         with np.errstate(over="ignore", invalid="ignore"):  # refused by name in _network_input
             new_features = self.features.accept(samples)
         return self.network.begin(self._network_input(new_features)) if len(new_features) else None
@@ -144,7 +144,7 @@ class AcousticStream:
 
     def tentative(self):
         """The log-likelihood rows, after those end() gave, that the network has computed for now (windows
-        "tentative"; none otherwise) and will replace (asrkit.recognizer.network._Stream.tentative)."""
+        "tentative"; none otherwise) and will replace (asrkit.inference.network._Stream.tentative)."""
         return self.network.tentative() - self.log_priors
 
     def pending(self):

@@ -7,7 +7,7 @@ the recognizer decodes
 
 with coefficient_1 = (1 - w) x s_1 and coefficient_2 = w x s_2 (asrkit.decode.combined_loglikes: each model at
 its own acoustic scale s_i, the weight w between them, all chosen on dev), at the package's acoustic scale.
-`CombinedNetwork` is such a sum with a Network's interface (asrkit.recognizer.network): `log_posteriors`,
+`CombinedNetwork` is such a sum with a Network's interface (asrkit.inference.network): `log_posteriors`,
 `stream`, and `evaluate` of several streams' inputs at once (each member's windows of every stream in one
 pass, so a server batches a combination as it batches one network).  Its rows have the priors already
 subtracted; the acoustic model that holds it subtracts none.
@@ -18,7 +18,7 @@ it would for a dozen rows: the windows a stream adds after each piece for partia
 as the grid's windows, and a combination would pay for them once per member.  Two-pass recognisers do the
 same: a cheaper first pass shows the partial results, the second one makes the final ones ("Two-Pass
 End-to-End Speech Recognition", Sainath et al., 2019).  So a combination's tentative rows
-(asrkit.recognizer.network.GroupStream) are the first member's, and `lead()` is the first member alone, for a
+(asrkit.inference.network.GroupStream) are the first member's, and `lead()` is the first member alone, for a
 stream whose final results come from a batch pass (asrkit.recognizer.stream).
 """
 
@@ -65,7 +65,7 @@ class CombinedNetwork:
 
     def stream(self, windows="grid"):
         """The members' streams; with "tentative" windows only the first member computes tentative rows (the
-        others keep what ends their pending() rows as eager ones do: asrkit.recognizer.network.GroupStream)."""
+        others keep what ends their pending() rows as eager ones do: asrkit.inference.network.GroupStream)."""
         return CombinedStream(self, [network.stream(windows, tentative_rows=index == 0)
                                      for index, network in enumerate(self.networks)])
 
@@ -119,7 +119,7 @@ class CombinedStream:
 
     def tentative(self):
         """The first member's rows after the combined ones, on the combination's scale (CombinedNetwork.lead_rows):
-        those it has given and others not yet, then its tentative rows (asrkit.recognizer.network._Stream
+        those it has given and others not yet, then its tentative rows (asrkit.inference.network._Stream
         .tentative)."""
         lead = self.members[0]
         return self.network.lead_rows(np.concatenate([self.waiting[0], lead.tentative()]))

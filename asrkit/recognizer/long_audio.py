@@ -4,7 +4,7 @@
         print(result.start, result.end, result.text)
 
 The recording is read in READ_SECONDS blocks (asrkit.data.audio.recording_blocks), resampled as it comes
-(asrkit.recognizer.resample.StreamResampler) and cut by a PauseCutter into segments of at most max_seconds, each
+(asrkit.inference.resample.StreamResampler) and cut by a PauseCutter into segments of at most max_seconds, each
 recognised as Recognizer.transcribe recognises an utterance, its times counted from the recording's start.
 What is held at any time is one segment and a block, so a 1-hour file needs the memory of a 1-minute one
 (bench/long_recording.py: 1.01x).
@@ -29,7 +29,7 @@ import numpy as np
 import soundfile
 
 from asrkit.data.audio import AudioOptions, is_pipe, recording_blocks
-from asrkit.recognizer.resample import StreamResampler, check_sample_rate
+from asrkit.inference.resample import StreamResampler, check_sample_rate
 
 READ_SECONDS = 1.0
 FRAME_SECONDS = 0.01  # the power of the audio is measured over frames of this length

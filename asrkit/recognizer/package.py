@@ -40,7 +40,7 @@ DNN's `hidden1`..); an LSTM layer's `NAME/kernel` [in, 4H], `NAME/recurrent_kern
 `NAME/bias` [4H] (gates input, forget, candidate, output; the forget bias included) and
 `NAME/projection` [H, P] with LSTMP (`lstm1`..; the windowed BLSTM's `blstm1/forward`,
 `blstm1/backward`..), and the windowed BLSTM's `mixture` [2T+1, num_pdfs] with a mixture of softmaxes.
-asrkit.recognizer.network computes with them.
+asrkit.inference.network computes with them.
 
 Loading the graph from arrays takes milliseconds where parsing HCLG.fst and sorting its arcs
 (DecodingGraph.from_fst) takes about a second per 100k states (bench/transcribe.py measures both).
@@ -153,12 +153,13 @@ def assign_network_weights(net, weights):
 
 
 def _model_arrays(model_dir):
-    """(network.json dict, weights, priors arrays, cmvn arrays) of an exported model dir (needs TensorFlow)."""
-    # deferred: export loads the model with TensorFlow; recognition reads the package without it
+    """(network.json dict, weights, priors arrays, cmvn arrays) of an exported model dir."""
+    # deferred: only export reads a model dir; recognition reads the package alone
     from asrkit.frontend.cmvn import CmvnStats
-    from asrkit.nn.model_dir import UNSEEN_PDF_LOG_PRIOR, load_acoustic_model
+    from asrkit.inference.model_dir import load_inference_model
+    from asrkit.nn.model_dir import UNSEEN_PDF_LOG_PRIOR
 
-    model = load_acoustic_model(model_dir)
+    model = load_inference_model(model_dir)
     if model.config.get("outputs", "pdfs") != "pdfs":
         raise AsrkitError(f"{model_dir} is a {model.config['outputs']} model; packages hold pdf models (a tree's)")
     config = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "model": model.config["model"],
@@ -177,7 +178,7 @@ def _model_arrays(model_dir):
     log_priors = np.log(model.priors).astype(np.float32)
     priors = {"log_priors": np.where(model.unseen, np.float32(UNSEEN_PDF_LOG_PRIOR), log_priors),
               "unseen": model.unseen}
-    return config, network_weights(model.net), priors, cmvn, model.feature_config
+    return config, model.weights, priors, cmvn, model.feature_config
 
 
 def _graph_arrays(graph_dir, num_pdfs):

@@ -26,8 +26,8 @@ import numpy as np
 from asrkit.errors import AsrkitError
 from asrkit.frontend.config import FeatureConfig
 from asrkit.frontend.filterbank import mel_filterbank
+from asrkit.inference.resample import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE
 from asrkit.nn.tdnnf_spec import parse_time_strides, tdnnf_context
-from asrkit.recognizer.resample import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE
 
 MAX_JSON_BYTES = 16 << 20
 MAX_WORDS_BYTES = 1 << 30
@@ -43,7 +43,7 @@ MEAN_NORMS = ("global", "utterance", "speaker", "online")  # asrkit.frontend.cmv
 VAR_NORMS = ("global", "speaker")
 # Online CMN keeps a ring of this many frames per stream.
 MAX_ONLINE_WINDOW = 1 << 20
-NETWORK_NAMES = ("lstm", "dnn", "wblstm", "tdnnf")  # asrkit.recognizer.network.NETWORKS
+NETWORK_NAMES = ("lstm", "dnn", "wblstm", "tdnnf")  # asrkit.inference.network.NETWORKS
 
 
 class PackageError(AsrkitError):
@@ -428,7 +428,7 @@ class _Weights:
         return array(self.weights, name, "f", shape, self.where)
 
     def lstm(self, prefix, input_dim):
-        """An LSTM(P) layer's arrays (asrkit.recognizer.network.Lstm) on input_dim inputs -> its output dim."""
+        """An LSTM(P) layer's arrays (asrkit.inference.network.Lstm) on input_dim inputs -> its output dim."""
         four_cells = len(self.take(f"{prefix}/bias", (None,)))
         if four_cells == 0 or four_cells % 4:
             raise PackageError(f"{self.where}: array {prefix}/bias has {four_cells} values, not 4 x the cells")
@@ -446,7 +446,7 @@ class _Weights:
 
 
 def check_network(config, weights, where, weights_where):
-    """network.json (`config`) and its weights: a network asrkit.recognizer.network runs, each array's shape
+    """network.json (`config`) and its weights: a network asrkit.inference.network runs, each array's shape
     chained from the feature dim to the pdfs, all finite floats, none left over.  Returns (feature_dim, num_pdfs)."""
     model = config.get("model")
     if not isinstance(model, dict) or model.get("name") not in NETWORK_NAMES or not isinstance(model.get("params"),

@@ -36,12 +36,12 @@ from asrkit.decode.decoder import retry_beam
 from asrkit.decode.word_lattice import MAX_NBEST, word_confidences
 from asrkit.decode.word_lattice import nbest as lattice_nbest
 from asrkit.errors import AsrkitError, AudioError
+from asrkit.inference.frontend import as_float_samples
+from asrkit.inference.resample import check_sample_rate, resample
 from asrkit.recognizer.acoustic import acoustic_model
 from asrkit.recognizer.endpoint import silence_pdfs_of_package
-from asrkit.recognizer.frontend import as_float_samples
 from asrkit.recognizer.package import DEFAULT_DECODE_PARAMS, load_package
 from asrkit.recognizer.package_checks import check_decode_params
-from asrkit.recognizer.resample import check_sample_rate, resample
 from asrkit.recognizer.results import Alternative, Decoded, Result, Word  # noqa: F401 (also imported from here)
 from asrkit.recognizer.stream import RecognizerStream
 from asrkit.recognizer.word_times import WordAligner, frames_to_seconds, lattice_word_frames
@@ -104,7 +104,7 @@ class Recognizer:
     def load_audio(self, audio, sample_rate=None):
         """float32 samples at the package's rate from a path (wav, flac, mp3, ...: asrkit.data.audio; also a
         wav.scp entry such as `command |`) or an array (float in [-1, 1) or int16) at sample_rate (None: the
-        package's).  Other rates are resampled as asrkit.data.audio does (asrkit.recognizer.resample)."""
+        package's).  Other rates are resampled as asrkit.data.audio does (asrkit.inference.resample)."""
         if isinstance(audio, (str, bytes)) or hasattr(audio, "__fspath__"):
             return read_audio(os.fsdecode(audio), self.sample_rate)
         rate = check_sample_rate(sample_rate or self.sample_rate, "the samples")

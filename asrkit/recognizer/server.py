@@ -33,7 +33,7 @@ audio goes through the front end and the acoustic network together with the audi
 stream that arrived meanwhile (NetworkBatcher: one network evaluation at a time, the streams' windows
 side by side in its GEMMs, whose per-call cost then serves many), and then through its own stream's
 decoder; a stream's results are the same as without batching, its network's rows to float32 rounding
-(asrkit.recognizer.network.product).
+(asrkit.inference.network.product).
 Each connection has at most one piece of audio being recognised, and the WebSocket layer buffers at
 most --max-queue incoming messages per connection before it stops reading from the socket (TCP
 backpressure slows a client that sends faster than recognition), so memory is bounded by the connection limit.  A client that does not read its
@@ -60,9 +60,9 @@ from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
 from asrkit.errors import AsrkitError
-from asrkit.recognizer.frontend import as_float_samples
+from asrkit.inference.frontend import as_float_samples
+from asrkit.inference.resample import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE, StreamResampler
 from asrkit.recognizer.package_checks import PackageError
-from asrkit.recognizer.resample import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE, StreamResampler
 from asrkit.recognizer.results import Alternative, Result
 from asrkit.recognizer.stream import default_final_pass
 
@@ -92,7 +92,7 @@ class ServerConfig:
     endpoint: object = None  # asrkit.recognizer.endpoint.EndpointConfig; None: Kaldi's rules
     final_pass: str = None  # "online" or "batch" (asrkit.recognizer.stream); None: the stream's default
     batch: bool = True  # evaluate the network of concurrent streams together (NetworkBatcher)
-    windows: str = None  # where a windowed BLSTM's windows go (asrkit.recognizer.network.WINDOWS); None: default
+    windows: str = None  # where a windowed BLSTM's windows go (asrkit.inference.network.WINDOWS); None: default
     early_endpoints: bool = True  # endpoint rules on the frames still pending too (RecognizerStream)
 
 

@@ -19,7 +19,7 @@ trailing silence and the frames still pending in the network could make up a rul
 decoded too, computed as at the end of the audio, and undone unless a rule fires on one
 (OnlineDecoder.try_endpoint).  Without them, and with the grid's windows (or tentative ones), the rules
 see frames that do not depend on how the audio was cut into pieces, and neither does the segmentation.
-With tentative windows (asrkit.recognizer.network.GroupStream), partial() decodes the rows of the newest
+With tentative windows (asrkit.inference.network.GroupStream), partial() decodes the rows of the newest
 frames that the grid has not given yet from a checkpoint and rolls them back
 (OnlineDecoder.partial_after), so a partial result covers what an eager stream's covers while the decoder
 only ever keeps the grid's rows.  A segment's final Result is made as Recognizer.transcribe makes one
@@ -32,7 +32,7 @@ start of the stream, from one of two final passes:
 - "batch": the segment's samples through the batch front end and a fresh decode, i.e. exactly
   Recognizer.transcribe of the segment's audio; it costs a batch transcription of the segment after
   the endpoint.  This is the default for a model trained with the utterance's CMN mean (the recipes'
-  default): streaming can only estimate that mean online (asrkit.recognizer.frontend), and the model
+  default): streaming can only estimate that mean online (asrkit.inference.frontend), and the model
   recognises worse with the estimate (the voiceover recipe's wblstm sMBR model on 20 test
   utterances: 63.9% WER with online CMN against 52.8% with the utterance's mean;
   bench/recognizer_server.py), so the partial results come from online CMN and the final ones from
@@ -51,10 +51,10 @@ import numpy as np
 from asrkit.decode import lattice_faster
 from asrkit.decode.decoder import DecoderOptions
 from asrkit.errors import AudioError
+from asrkit.inference.frontend import as_float_samples
 from asrkit.recognizer.acoustic import AcousticStream
 from asrkit.recognizer.endpoint import (KALDI_MAX_UTTERANCE_LENGTH, EndpointConfig, EndpointDetector,
                                        silence_pdfs_of_package)
-from asrkit.recognizer.frontend import as_float_samples
 from asrkit.recognizer.online_decoder import OnlineDecoder
 from asrkit.recognizer.results import Decoded, Result
 
@@ -135,7 +135,7 @@ class RecognizerStream:
     segment's samples, as Recognizer.transcribe would give it; None: default_final_pass); windows: where a
     windowed BLSTM's windows go, "eager" (each frame as soon as its label delay is in), "grid" (the batch
     network's; rows the batch ones, up to 4 frames later) or "tentative" (the grid's, and the
-    eager rows of the newest frames in partial results), see asrkit.recognizer.network.WINDOWS (None:
+    eager rows of the newest frames in partial results), see asrkit.inference.network.WINDOWS (None:
     default_windows); early_endpoints: whether the rules also look at the frames still pending in the network
     (module docstring)."""
 

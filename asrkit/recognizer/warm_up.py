@@ -44,7 +44,7 @@ def write_toy_package(directory):
     from asrkit.frontend.cmvn import CmvnStats
     from asrkit.nn.model_dir import write_model_dir
     from asrkit.nn.registry import build_model, model_config
-    from asrkit.recognizer.frontend import features
+    from asrkit.inference.frontend import features
     from asrkit.recognizer.package import write_package
 
     task = build_toy_task(os.path.join(directory, "task"))

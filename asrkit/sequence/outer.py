@@ -1,6 +1,7 @@
 """Outer derivatives of one utterance, as an example server computes them ([Variani2017] section 3, [McDermott2014] section 2).
 
-    model snapshot theta' -> log-likelihoods over the whole utterance (one dynamic unroll)
+    model snapshot theta' -> log-likelihoods over the whole utterance (one dynamic unroll, by the
+      inference core: asrkit.inference.model_dir)
       -> lattice with the bigram HCLG (asrkit.decode.lattice_faster)
       -> forward-backward (sMBR: expectation semiring; MMI: log semiring) against the
          numerator alignment -> w(t, k) = d objective / d loglike(t, k)
@@ -25,7 +26,7 @@ from asrkit.errors import AsrkitError
 from asrkit.examples.messages import OuterDerivatives
 from asrkit.hmm.num_pdfs import read_num_pdfs_file
 from asrkit.hmm.tree import ContextDependency
-from asrkit.nn.model_dir import load_acoustic_model
+from asrkit.inference.model_dir import load_inference_model
 from asrkit.sequence import criteria
 from asrkit.sequence.lattice_graph import LatticeGraph
 
@@ -57,7 +58,7 @@ class CriterionOptions:
 class OuterDerivativeComputer:
     """w(t, k) for utterances with one model (refreshed in place by asrkit.sequence.snapshots) and one graph.
 
-    model: an asrkit.nn.model_dir.AcousticModel; decoder: an asrkit.decode.decoder.GraphDecoder made
+    model: an asrkit.nn.model_dir.ExportedModel (load_outer_computer's: the inference core's); decoder: an asrkit.decode.decoder.GraphDecoder made
     with lattices=True and the criterion's acoustic scale; silence: pdf ids of silence (sMBR's
     silence handling); pdf_phones, silence_phones: the phone id of each pdf and the silence phone ids
     (boosted MMI's phone errors; pdf_phones is required for bmmi).
@@ -135,7 +136,9 @@ def load_outer_computer(model_dir, graph_dir, options, decoder_options):
     decoder_options: asrkit.decode.decoder.DecoderOptions; its acoustic scale is set to the criterion's.
     """
     options.check()
-    model = load_acoustic_model(model_dir)
+    # The inference core (NumPy) rather than TensorFlow: the voiceover recipe's BLSTM costs 0.85x the CPU there
+    # (bench/inference_core.py), and a snapshot is read without building anything.
+    model = load_inference_model(model_dir)
     hclg = os.path.join(graph_dir, "HCLG.fst")
     if not os.path.exists(hclg):
         raise AsrkitError(f"{graph_dir} has no HCLG.fst (make the sequence-training graph with utils/mkgraph "

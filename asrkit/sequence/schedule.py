@@ -192,7 +192,8 @@ class ScheduleReader:
 
 
 class ScheduledSnapshots:
-    """Keeps an AcousticModel at the snapshot the schedule gives each example (see the module docstring).
+    """Keeps a model (asrkit.nn.model_dir.ExportedModel) at the snapshot the schedule gives each example (see the
+    module docstring).
 
     `version_for(index)` loads, if need be, the snapshot of example `index` and returns its step (None when a
     stop was requested while waiting for the trainer).

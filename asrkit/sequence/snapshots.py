@@ -91,7 +91,8 @@ def read_latest(root):
 
 
 class SnapshotFollower:
-    """Keeps an AcousticModel at the newest snapshot of `root`, looking at most every `check_seconds`.
+    """Keeps a model (asrkit.nn.model_dir.ExportedModel) at the newest snapshot of `root`, looking at most every
+    `check_seconds`.
 
     `refresh()` returns the version now in use.  Before anything is published the
     model stays at `initial_version` (the CE model the servers start from).

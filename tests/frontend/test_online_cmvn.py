@@ -48,7 +48,7 @@ def _kaldi_loop_reference(features, prior, window, prior_frames):
 
 @pytest.mark.parametrize("window,prior_frames", [(200, 67), (7, 3), (5, 12)])
 def test_kaldis_rule_against_a_loop_and_the_recognizers_stream(window, prior_frames):
-    from asrkit.recognizer.frontend import Cmvn
+    from asrkit.inference.frontend import Cmvn
 
     rng = np.random.default_rng(window)
     features = rng.normal(2.0, 1.5, size=(40, 4))

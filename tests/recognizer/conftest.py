@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from asrkit.decode.synthetic import build_toy_task
-from asrkit.recognizer.network import load_network
+from asrkit.inference.network import load_network
 
 # A small front end at 8 kHz: 16 mel bands, 2 frames stacked, every third kept (32-dim frames every 30 ms).
 FEATURE_CONFIG = {"sample_rate": 8000, "fft_length": 256, "num_mel_bins": 16, "high_freq": 3800.0,
@@ -50,7 +50,7 @@ def make_model_dir(root, task, config, overrides, mean_norm="utterance", seed=0,
     from asrkit.frontend.cmvn import CmvnStats
     from asrkit.nn.model_dir import write_model_dir
     from asrkit.nn.registry import build_model, model_config
-    from asrkit.recognizer.frontend import features
+    from asrkit.inference.frontend import features
     from tests.conftest import speech_like
 
     num_pdfs = int(open(os.path.join(task["graph"], "num_pdfs")).read())
@@ -93,7 +93,7 @@ def random_wblstm(rng, feature_dim=160, cells=128, layers=2, num_pdfs=800):
 
 def assert_same_rows(actual, desired):
     """Network rows computed in different GEMM calls (other rows beside them): the same to float32 rounding,
-    which BLAS may do by the number of rows (asrkit.recognizer.network.product)."""
+    which BLAS may do by the number of rows (asrkit.inference.network.product)."""
     np.testing.assert_allclose(actual, desired, rtol=1e-5, atol=1e-5)
 
 

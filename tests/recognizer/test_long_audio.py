@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import soundfile
 
+from asrkit.inference.resample import resample
 from asrkit.recognizer.long_audio import PauseCutter, first_pause, recording_pieces, recording_seconds
 from asrkit.recognizer.recognizer import Recognizer
-from asrkit.recognizer.resample import resample
 from tests.conftest import speech_like
 from tests.recognizer.conftest import model_dirs, package_dir, toy_task  # noqa: F401 (fixtures)
 

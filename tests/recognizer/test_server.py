@@ -327,7 +327,7 @@ def test_a_vosk_client_s_config_is_honoured(recognizer):
     """What Vosk's test clients send (test_simple.py: the config with the file's sample rate, the audio in 8000-byte
     messages, then {"eof": 1}), at 16 kHz to an 8-kHz package, with words off, and with alternatives: the results
     are those of the audio resampled (as asrkit-transcribe resamples a file) recognised at the package's rate."""
-    from asrkit.recognizer.resample import resample
+    from asrkit.inference.resample import resample
 
     audio16 = (speech_like(2.0, 16000, seed=5) * 32767).astype("<i2")
     at_package_rate = resample(audio16.astype(np.float32) / 32768, 16000, 8000)

@@ -6,7 +6,7 @@ import pytest
 from asrkit.frontend.cmvn import CmvnStats
 from asrkit.frontend.config import FeatureConfig
 from asrkit.frontend.online_cmvn import normalize_online
-from asrkit.recognizer.frontend import Cmvn, FeatureStream, features
+from asrkit.inference.frontend import Cmvn, FeatureStream, features
 from tests.conftest import speech_like
 
 CONFIGS = [

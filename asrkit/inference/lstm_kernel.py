@@ -1,7 +1,7 @@
 """An LSTM(P) layer's recurrence (asrkit.nn.lstm.LstmLayer's arithmetic) compiled with numba, for the NumPy
-networks of asrkit.recognizer.network.
+networks of asrkit.inference.network.
 
-The recognizer's networks are small (128 cells per direction): a step of a streaming window is a [2, 128] x
+The recipes' networks are small (128 cells per direction): a step of a streaming window is a [2, 128] x
 [128, 512] GEMM and a few thousand multiply-adds, so written as NumPy calls, a dozen per step, the calls
 cost three times the arithmetic.  Here the whole loop over steps is one compiled call: the GEMMs are BLAS's,
 through numba's np.dot, and the gate arithmetic is a loop that LLVM vectorizes, which needs a tanh without
@@ -23,11 +23,11 @@ from asrkit import numba_cache  # noqa: F401, I001  (first: where numba caches w
 import numba
 import numpy as np
 # numba's np.dot calls scipy's BLAS (its own OpenBLAS, not NumPy's), which it would load at the first call;
-# loaded here, before asrkit.recognizer.network makes its thread controller, so that the one-BLAS-thread
+# loaded here, before asrkit.inference.network makes its thread controller, so that the one-BLAS-thread
 # limits (one_blas_thread, a server's threadpool_limits) reach it too.
 import scipy.linalg.cython_blas  # noqa: F401
 
-# The most rows a product makes row by row (module docstring); asrkit.recognizer.network.product follows it too.
+# The most rows a product makes row by row (module docstring); asrkit.inference.network.product follows it too.
 ROWS_APART = 3
 
 # tanh(x) ~ x P(x^2) / Q(x^2) on [-CLAMP, CLAMP], +-1 beyond (to float precision); Eigen's coefficients.

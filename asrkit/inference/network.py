@@ -5,7 +5,7 @@ arithmetic is that of asrkit.nn's inference path (`sequence` with the label dela
 asrkit.nn.label_delay: the utterance extended by `label_delay` copies of its last frame, the first
 `label_delay` outputs dropped, so row t is frame t), in float32.  These networks are small enough
 that BLAS's GEMMs on one thread serve well, and NumPy starts in a fraction of the time TensorFlow does;
-an LSTM layer's steps run in one compiled call (asrkit.recognizer.lstm_kernel), where NumPy's calls per
+an LSTM layer's steps run in one compiled call (asrkit.inference.lstm_kernel), where NumPy's calls per
 step cost more than their arithmetic.
 
 - `Network.log_posteriors(features)`: [T, D] normalised features -> [T, num_pdfs] log softmax.
@@ -29,8 +29,8 @@ import copy
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from asrkit.inference.lstm_kernel import ROWS_APART, run_lstm
 from asrkit.nn.tdnnf_spec import RMS_FLOOR, parse_time_strides, tdnnf_context
-from asrkit.recognizer.lstm_kernel import ROWS_APART, run_lstm
 
 ZERO = np.float32(0.0)
 
@@ -49,13 +49,15 @@ def one_blas_thread():
     """A context in which NumPy's BLAS runs on one thread.  These networks' GEMMs are small ([17 x n, 160] x
     [160, 1024] for the recipes' windowed BLSTM); OpenBLAS's threads cost more than they save on them, and on
     a busy machine they wait for each other: a 2.6-s recording took 4.3 s in the network with OpenBLAS's
-    default threads and 0.07 s with one.  A server runs a stream per core instead."""
+    default threads and 0.07 s with one.  A server runs a stream per core instead.  Every pass holds it,
+    the input projection of `begin` included: one GEMM on two threads left OpenBLAS's second thread spinning
+    through the rest of the pass (2x the CPU time of the voiceover recipe's BLSTM for the same wall time)."""
     return _BLAS.limit(limits=1, user_api="blas")
 
 
 def product(inputs, kernel):
     """inputs [..., K] @ kernel [K, N]: up to ROWS_APART rows one by one (BLAS's gemv), more as one gemm, as
-    the LSTM kernel multiplies (asrkit.recognizer.lstm_kernel says why).  A row's sums round differently in
+    the LSTM kernel multiplies (asrkit.inference.lstm_kernel says why).  A row's sums round differently in
     gemv and gemm (OpenBLAS: up to 1e-5 on a row of 128 x 512), and gemm's rounding of a row may depend on
     how many rows there are: not with OpenBLAS's AVX-512 kernels, but with its AVX2 ones (Haswell's) a row
     rounds by the block of rows (12, 8, 4, ...) it falls in, a few 1e-7 relative.  So a stream's rows
@@ -135,7 +137,8 @@ class Network:
         if len(features) == 0:
             return np.zeros((0, self.num_pdfs), np.float32)
         stream = self.stream()
-        return np.concatenate([stream.accept(features), stream.finish()])
+        with one_blas_thread():
+            return np.concatenate([stream.accept(features), stream.finish()])
 
     def evaluate(self, inputs):
         """The outputs of several of this network's streams' `begin` inputs in one pass, in their order (None
@@ -414,7 +417,8 @@ class _Stream:
             return None
         self.positions_in += len(features)
         self.last_frame = features[-1:]
-        return self._input(features)
+        with one_blas_thread():  # a windowed BLSTM's input projection of every new frame is a GEMM
+            return self._input(features)
 
     def end(self, output):
         """Network.evaluate's output for begin's input -> the log-posterior rows that became final."""

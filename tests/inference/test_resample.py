@@ -1,10 +1,10 @@
-"""asrkit.recognizer.resample against scipy.signal.resample_poly, which asrkit.data.audio uses."""
+"""asrkit.inference.resample against scipy.signal.resample_poly, which asrkit.data.audio uses."""
 
 import numpy as np
 import pytest
 from scipy.signal import resample_poly
 
-from asrkit.recognizer.resample import resample
+from asrkit.inference.resample import resample
 from tests.conftest import speech_like
 
 
@@ -31,7 +31,7 @@ def test_same_rate_and_long_signals():
 def test_a_stream_in_pieces_resamples_as_the_whole(rate, target):
     """StreamResampler over pieces of any size (empty ones too) gives resample()'s samples of the whole, keeping
     only the filter's span of input."""
-    from asrkit.recognizer.resample import StreamResampler
+    from asrkit.inference.resample import StreamResampler
 
     rng = np.random.default_rng(rate + target)
     samples = (rng.standard_normal(int(rng.integers(5000, 20000))) * 0.3).astype(np.float32)

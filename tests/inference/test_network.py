@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from asrkit.recognizer.network import load_network
+from asrkit.inference.network import load_network
 from tests.recognizer.conftest import NETWORKS, assert_same_rows, random_wblstm
 
 
@@ -241,8 +241,8 @@ import os
 
 import numpy as np
 from threadpoolctl import threadpool_info
-from asrkit.recognizer.lstm_kernel import run_lstm
-from asrkit.recognizer.network import one_blas_thread
+from asrkit.inference.lstm_kernel import run_lstm
+from asrkit.inference.network import one_blas_thread
 with one_blas_thread():
     run_lstm(np.zeros((2, 40, 32), np.float32), np.zeros((8, 32), np.float32), np.zeros((0, 0), np.float32),
              np.float32(0), np.zeros((40, 8), np.float32), np.zeros((40, 8), np.float32), False,
@@ -259,7 +259,7 @@ with one_blas_thread():
 def test_the_kernels_tanh_and_sigmoid_are_within_float_rounding_of_numpys():
     import numba
 
-    from asrkit.recognizer.lstm_kernel import fast_sigmoid, fast_tanh
+    from asrkit.inference.lstm_kernel import fast_sigmoid, fast_tanh
 
     @numba.njit
     def both(values):

@@ -42,10 +42,14 @@ logger = logging.getLogger(COMMAND)
                    "log probability; the --hotwords file's syntax).  GRAPH_DIR's lang dir, dictionary and LM "
                    "(found through its graph_info.json) get them, at the LM's unknown-word probability times "
                    "e^BOOST, and the graph is made again (as long as utils/mkgraph took).")
+@click.option("--onnx", is_flag=True,
+              help="Also write the acoustic model (the network, or the combination, with its priors) as one ONNX "
+                   "graph, model.onnx: the network's input (normalised features) in, log-likelihoods out, for "
+                   "onnxruntime (asrkit-transcribe --runtime onnx) and other ONNX runtimes.")
 @combination_options
 @asrkit_command(COMMAND)
 def main(model_dir, graph_dir, package_dir, decode_dir, lm_weight, prior_scale, beam, max_active, min_active,
-         lattice_beam, cmvn_online, add_words, combine_model, combine_weight, model_acoustic_scale,
+         lattice_beam, cmvn_online, add_words, onnx, combine_model, combine_weight, model_acoustic_scale,
          combine_acoustic_scale, combine_prior_scale):
     """Export MODEL_DIR (asrkit-train-ce's final/) with GRAPH_DIR (utils/mkgraph for it) into PACKAGE_DIR.
 
@@ -75,7 +79,7 @@ def main(model_dir, graph_dir, package_dir, decode_dir, lm_weight, prior_scale, 
         logger.info("combined with %s: weight %g, acoustic scales %g and %g, its prior scale %g", combine_model,
                     combine_weight, model_acoustic_scale, combine_acoustic_scale, combine_prior_scale)
     with words_added(graph_dir, model_dir, add_words, package_dir) as (graph_dir, added):
-        written = write_package(model_dir, graph_dir, package_dir, params, combine_model)
+        written = write_package(model_dir, graph_dir, package_dir, params, combine_model, onnx=onnx)
     if written["align"] is not None:
         logger.warning("no forced alignment in the package (%s): word times will come from the lattice",
                        written["align"])
@@ -84,7 +88,8 @@ def main(model_dir, graph_dir, package_dir, decode_dir, lm_weight, prior_scale, 
                              graph_states=written["graph_states"], lm_weight=f"{final['lm_weight']:g}",
                              prior_scale=f"{final['prior_scale']:g}", word_times="lattice" if written["align"]
                              else "alignment", ivectors=str(written["ivectors"]).lower(),
-                             combined=str(combine_model is not None).lower(), added_words=len(added),
+                             combined=str(combine_model is not None).lower(), onnx=str(onnx).lower(),
+                             added_words=len(added),
                              seconds=f"{time.monotonic() - start:.1f}"))
 
 

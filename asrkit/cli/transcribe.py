@@ -73,6 +73,9 @@ logger = logging.getLogger(COMMAND)
               help="Hear only these phrases (one per line; '[unk]' for anything else), one or more in a row: a "
                    "grammar built from the package's lexicon and tree before the first input (Vosk's phrase "
                    "list); words outside the lexicon are pronounced by festival's letter-to-sound rules.")
+@click.option("--runtime", type=click.Choice(["numpy", "onnx"]), default="numpy", show_default=True,
+              help="What computes whole utterances' log-likelihoods: asrkit's NumPy networks, or onnxruntime on the "
+                   "package's model.onnx (asrkit-export --onnx).  Streams run the NumPy networks either way.")
 @vocabulary_options
 @endpoint_options("With --streaming, and for a file longer than --max-utterance-seconds (read a block at a time "
                   "and cut at its pauses, or at its quietest moments where it pauses for less than 0.2 s, "
@@ -81,7 +84,7 @@ logger = logging.getLogger(COMMAND)
 @asrkit_command(COMMAND)
 def main(package, audio, scp, sample_rate, output_format, output_dir, nbest, lm_weight, prior_scale, beam,
          max_active, max_fail_ratio, streaming, adapt, utt2spk, adapt_method, adapt_min_frames,
-         adapt_min_confidence, grammar, hotwords, max_utterance_seconds, endpoint_silence, windows,
+         adapt_min_confidence, grammar, runtime, hotwords, max_utterance_seconds, endpoint_silence, windows,
          early_endpoints):
     """Transcribe AUDIO files (wav, flac, mp3, ...; any sample rate, resampled; a directory for the audio files
     in it; '-' for raw PCM on stdin) and the recordings of --scp with PACKAGE (asrkit-export).
@@ -106,7 +109,8 @@ def main(package, audio, scp, sample_rate, output_format, output_dir, nbest, lm_
         logger.info("%d of %d inputs have their transcript in %s already: skipped", len(inputs) - len(todo),
                     len(inputs), output_dir)
     speakers = read_speakers(utt2spk, [key for key, _ in inputs]) if adapt else None
-    recognizer = Recognizer(package, lm_weight=lm_weight, prior_scale=prior_scale, beam=beam, max_active=max_active)
+    recognizer = Recognizer(package, runtime, lm_weight=lm_weight, prior_scale=prior_scale, beam=beam,
+                            max_active=max_active)
     if grammar:
         recognizer = recognizer.with_phrases(read_phrases(grammar))
     recognizer = hotwords(recognizer)

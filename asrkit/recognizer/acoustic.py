@@ -20,39 +20,34 @@ to it only, so the stream recomputes them over the frames so far and takes the n
 
 import numpy as np
 
-from asrkit.decode.combined_loglikes import interpolation_weights
 from asrkit.errors import FeatureError
 from asrkit.inference.frontend import Analysis, Cmvn, FeatureStream, features
-from asrkit.inference.network import load_network
 from asrkit.recognizer.combination import CombinedNetwork
+from asrkit.recognizer.onnx_model import OnnxAcoustic, check_runtime, package_members
 
 
 class AcousticModel:
-    """A package's front end, CMVN and network, built once and shared by every utterance and stream."""
+    """A package's front end, CMVN and network, built once and shared by every utterance and stream; with
+    runtime "onnx", whole utterances' rows come from the package's model.onnx (asrkit.recognizer.onnx_model)."""
 
-    def __init__(self, package, prior_scale=None):
+    def __init__(self, package, runtime="numpy"):
         self.package = package
+        self.runtime = check_runtime(runtime)
         self.analysis = Analysis(package.feature_config)
-        params = package.params
-        self.cmvn = Cmvn(package.cmvn_stats, online=bool(params.get("cmvn_online", False)))
-        self.network = load_network(package.config, package.weights)
-        self.log_priors = package.scaled_log_priors(prior_scale)
+        self.cmvn = Cmvn(package.cmvn_stats, online=bool(package.params.get("cmvn_online", False)))
+        members = package_members(package)
+        self.network, _, self.log_priors = members[0]
         # The network of streams whose rows only make partial results and endpoints: the network itself, or a
         # combination's first member alone (asrkit.recognizer.combination).
         self.partial_network = self.network
-        if package.combined is not None:
+        if len(members) > 1:
             # The second network's rows join the first's before the priors would be subtracted: the
             # combination subtracts each member's own and scales them (asrkit.recognizer.combination).
-            combination = package.params["combination"]
-            weights = interpolation_weights(combination["weight"],
-                                            [combination["model_scale"], combination["combine_scale"]])
-            other = load_network(package.combined["config"], package.combined["weights"])
-            self.network = CombinedNetwork([(self.network, weights[0], self.log_priors),
-                                            (other, weights[1], package.scaled_log_priors(combined=True))],
-                                           lead_scale=combination["model_scale"])
+            self.network = CombinedNetwork(members, lead_scale=package.params["combination"]["model_scale"])
             self.partial_network = self.network.lead()
             self.log_priors = np.zeros(package.num_pdfs, np.float32)
         self.ivectors = package.ivectors
+        self.onnx = OnnxAcoustic(package) if runtime == "onnx" else None
 
     def stream_network(self, final_pass):
         """The network a stream evaluates: with the "online" final pass (asrkit.recognizer.stream) the one that
@@ -70,7 +65,10 @@ class AcousticModel:
         return normalized
 
     def log_likelihoods(self, samples, source="the audio"):
-        return self.network.log_posteriors(self.network_input(samples, source)) - self.log_priors
+        inputs = self.network_input(samples, source)
+        if self.onnx is not None:
+            return self.onnx.log_likelihoods(inputs)
+        return self.network.log_posteriors(inputs) - self.log_priors
 
 
 def finite_features(frames, source="the audio"):
@@ -84,11 +82,11 @@ def finite_features(frames, source="the audio"):
                        f"(the first at frame {int(np.argmin(finite))}): samples far outside [-1, 1]?")
 
 
-def acoustic_model(package):
-    """The package's AcousticModel, made once per package object."""
+def acoustic_model(package, runtime="numpy"):
+    """The package's AcousticModel, made once per package object (and runtime)."""
     model = getattr(package, "_acoustic_model", None)
-    if model is None:
-        model = package._acoustic_model = AcousticModel(package)
+    if model is None or model.runtime != runtime:
+        model = package._acoustic_model = AcousticModel(package, runtime)
     return model
 
 

@@ -34,6 +34,8 @@ NumPy alone (no TensorFlow, no FST parsing), every file, value and array checked
 |                   | lang_options.json, oov.txt, phones/{optional_silence,silence}.txt                  |
 | `ivector/`        | a model trained with online i-vectors: its ivector.json and extractor (an .npz),   |
 |                   | as asrkit.ivector.append.OnlineIvectorAppender.from_dir reads them                 |
+| `model.onnx`      | with asrkit-export --onnx: the acoustic model (network or combination, priors) as  |
+|                   | one ONNX graph, network input to log-likelihoods (asrkit.recognizer.onnx_model)     |
 
 Weight names: a dense layer's `NAME/kernel` [in, out] and `NAME/bias` [out] (`softmax`; the context
 DNN's `hidden1`..); an LSTM layer's `NAME/kernel` [in, 4H], `NAME/recurrent_kernel` [P or H, 4H],
@@ -277,11 +279,12 @@ def _ivector_files(model_dir):
         return config, handle.read()
 
 
-def write_package(model_dir, graph_dir, package_dir, decode_params=None, combine_model_dir=None):
+def write_package(model_dir, graph_dir, package_dir, decode_params=None, combine_model_dir=None, onnx=False):
     """Export a model dir (asrkit-train-ce's final/) and its graph dir into package_dir; returns a dict of what
     was written (`align`: None, or why word times will come from the lattice).  decode_params: values of
     DEFAULT_DECODE_PARAMS' keys to change; with combine_model_dir, a second model combined with the first
-    frame by frame (combined/), its "combination" parameters required."""
+    frame by frame (combined/), its "combination" parameters required; onnx: also the acoustic model as
+    `model.onnx` (asrkit.recognizer.onnx_model)."""
     model_dir, graph_dir = os.fspath(model_dir), os.fspath(graph_dir)
     params = check_decode_params(dict(DEFAULT_DECODE_PARAMS) | dict(decode_params or {}), "the decoding parameters",
                                  DEFAULT_DECODE_PARAMS)
@@ -322,6 +325,11 @@ def write_package(model_dir, graph_dir, package_dir, decode_params=None, combine
         align = _copy_align_files(model_dir, graph_dir, os.path.join(building, "align"))
         if align is not None:
             shutil.rmtree(os.path.join(building, "align"), ignore_errors=True)
+        if onnx:
+            # deferred: onnx_model reads packages, so it imports this module
+            from asrkit.recognizer.onnx_model import write_package_onnx
+
+            write_package_onnx(Package(building))
         replace_output_dir(building, package_dir, PACKAGE_SIGNATURE, inputs, "recognizer package")
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)

@@ -77,9 +77,10 @@ def decode_loglikes(package, loglikes):
 
 class Recognizer:
     """A loaded package, ready to transcribe; param_overrides change decode.json's values (lm_weight,
-    prior_scale, beam, max_active, min_active, lattice_beam, cmvn_online)."""
+    prior_scale, beam, max_active, min_active, lattice_beam, cmvn_online).  runtime "onnx": whole utterances'
+    log-likelihoods from the package's model.onnx on onnxruntime (asrkit.recognizer.onnx_model)."""
 
-    def __init__(self, package_dir, **param_overrides):
+    def __init__(self, package_dir, runtime="numpy", **param_overrides):
         unknown = sorted(set(param_overrides) - set(DEFAULT_DECODE_PARAMS))
         if unknown:
             raise AsrkitError(f"unknown decoding parameters: {', '.join(unknown)}; known: "
@@ -87,7 +88,7 @@ class Recognizer:
         self.package = load_package(package_dir)
         self.package.params.update({key: value for key, value in param_overrides.items() if value is not None})
         check_decode_params(self.package.params, "the decoding parameters", DEFAULT_DECODE_PARAMS)
-        self.acoustic = acoustic_model(self.package)
+        self.acoustic = acoustic_model(self.package, runtime)
         self._aligner = None
 
     @property

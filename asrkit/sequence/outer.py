@@ -130,15 +130,16 @@ class OuterDerivativeComputer:
         return outer
 
 
-def load_outer_computer(model_dir, graph_dir, options, decoder_options):
+def load_outer_computer(model_dir, graph_dir, options, decoder_options, load_model=load_inference_model):
     """An OuterDerivativeComputer from an exported model dir and a graph dir (utils/mkgraph's output).
 
     decoder_options: asrkit.decode.decoder.DecoderOptions; its acoustic scale is set to the criterion's.
+    load_model: the model's runtime.  By default the inference core (NumPy) rather than TensorFlow: the voiceover
+    recipe's BLSTM costs 0.85x the CPU there (bench/inference_core.py), and a snapshot is read without building
+    anything; the trainer's validation, which copies its live variables in, gives TensorFlow's.
     """
     options.check()
-    # The inference core (NumPy) rather than TensorFlow: the voiceover recipe's BLSTM costs 0.85x the CPU there
-    # (bench/inference_core.py), and a snapshot is read without building anything.
-    model = load_inference_model(model_dir)
+    model = load_model(model_dir)
     hclg = os.path.join(graph_dir, "HCLG.fst")
     if not os.path.exists(hclg):
         raise AsrkitError(f"{graph_dir} has no HCLG.fst (make the sequence-training graph with utils/mkgraph "

@@ -59,7 +59,7 @@ from asrkit.decode.decoder import DecoderOptions
 from asrkit.frontend.config import FeatureConfig
 from asrkit.ivector.append import IvectorExamples
 from asrkit.ivector.extract_dir import CONFIG_FILE as IVECTOR_CONFIG_FILE
-from asrkit.nn.model_dir import read_weights_into, write_model_dir
+from asrkit.nn.model_dir import load_acoustic_model, read_weights_into, write_model_dir
 from asrkit.sequence.outer import CriterionOptions, NoLattice, load_outer_computer
 from asrkit.sequence.schedule import ScheduleWriter, scheduled_batches
 from asrkit.sequence.snapshots import SnapshotFollower, publish_snapshot, read_latest
@@ -414,7 +414,7 @@ class SequenceCriterion(Criterion):
             return {}
         if self._valid_computer is None:
             self._valid_computer = load_outer_computer(self.ce_model_dir, self.graph_dir, self.criterion_options(),
-                                                       self.decoder_options())
+                                                       self.decoder_options(), load_model=load_acoustic_model)
             source = TableExamples(self._valid.feats_scp, self._valid.ali_scp,
                                    self._valid.utterance_ids[: self.params.valid_seq_utts], self._cmvn,
                                    num_epochs=1, tolerance=self.params.max_length_mismatch, shuffle=False)

@@ -73,9 +73,10 @@ logger = logging.getLogger(COMMAND)
               help="Hear only these phrases (one per line; '[unk]' for anything else), one or more in a row: a "
                    "grammar built from the package's lexicon and tree before the first input (Vosk's phrase "
                    "list); words outside the lexicon are pronounced by festival's letter-to-sound rules.")
-@click.option("--runtime", type=click.Choice(["numpy", "onnx"]), default="numpy", show_default=True,
+@click.option("--runtime", type=click.Choice(["numpy", "onnx", "onnx-int8"]), default="numpy", show_default=True,
               help="What computes whole utterances' log-likelihoods: asrkit's NumPy networks, or onnxruntime on the "
-                   "package's model.onnx (asrkit-export --onnx).  Streams run the NumPy networks either way.")
+                   "package's model.onnx or its int8 quantization, model.int8.onnx (asrkit-export --onnx writes "
+                   "both).  Streams run the NumPy networks either way.")
 @vocabulary_options
 @endpoint_options("With --streaming, and for a file longer than --max-utterance-seconds (read a block at a time "
                   "and cut at its pauses, or at its quietest moments where it pauses for less than 0.2 s, "

@@ -22,6 +22,8 @@ serves every length:
   owner's positions: positions before the utterance are no one's, so a mask of them is carried alongside.
 """
 
+import json
+
 import numpy as np
 
 from asrkit.inference.network import ContextDnnNetwork, StackedLstmNetwork, TdnnfNetwork, WindowedBlstmNetwork
@@ -108,15 +110,22 @@ def _window_rows(b, count, width, step=1):
     return b.op("Add", [b.op("Unsqueeze", [starts, b.ints([1])]), b.ints(np.arange(width)[None, :])])
 
 
-def _context_dnn(b, network, features):
+def _tail(b, tensor, count):
+    """The last `count` rows of tensor (none for count 0)."""
+    length = b.scalar_of_shape(tensor, 0)
+    return b.op("Slice", [tensor, b.op("Sub", [length, b.ints([count])]), length, b.ints([0])])
+
+
+def _context_dnn(b, network, features, state):
+    """Stacks of the C frames ending at each frame (the C-1 before the chunk: state "history")."""
     c, d = network.context_frames, network.feature_dim
-    padded = b.op("Concat", [b.constant(np.zeros((c - 1, d))), features], axis=0) if c > 1 else features
+    padded = b.op("Concat", [state["history"], features], axis=0)
     rows = b.op("Sub", [b.scalar_of_shape(padded, 0), b.ints([c - 1])])
     stacked = b.op("Reshape", [b.op("Gather", [padded, _window_rows(b, rows, c)], axis=0), b.ints([-1, c * d])])
     outputs = stacked
     for layer in network.hidden:
         outputs = b.relu_dense(outputs, layer)
-    return b.dense(outputs, network.softmax.kernel, network.softmax.bias)
+    return b.dense(outputs, network.softmax.kernel, network.softmax.bias), {"history": _tail(b, padded, c - 1)}
 
 
 def _lstmp_body(layer):
@@ -147,15 +156,16 @@ def _lstmp_body(layer):
         initializer=b.initializers)
 
 
-def _stacked_lstm(b, network, features):
-    outputs = features
-    for layer in network.layers:
+def _stacked_lstm(b, network, features, state):
+    """Each layer's Scan from its state ("cell<l>", "output<l>") over the chunk."""
+    outputs, new_state = features, {}
+    for number, layer in enumerate(network.layers, 1):
         projected = b.op("Unsqueeze", [b.dense(outputs, layer.kernel, layer.bias), b.ints([1])])  # [T, 1, 4H]
-        _, _, steps = b.op("Scan", [b.constant(np.zeros((1, layer.num_cells))),
-                                    b.constant(np.zeros((1, layer.output_dim))), projected],
-                           outputs=3, body=_lstmp_body(layer), num_scan_inputs=1)
+        cell, output, steps = b.op("Scan", [state[f"cell{number}"], state[f"output{number}"], projected],
+                                   outputs=3, body=_lstmp_body(layer), num_scan_inputs=1)
+        new_state.update({f"cell{number}": cell, f"output{number}": output})
         outputs = b.op("Squeeze", [steps, b.ints([1])])  # [T, P]
-    return b.dense(outputs, network.softmax.kernel, network.softmax.bias)
+    return b.dense(outputs, network.softmax.kernel, network.softmax.bias), new_state
 
 
 def _onnx_gates(matrix, cells):
@@ -180,12 +190,12 @@ def _blstm_layer(b, layer, inputs):
     return b.op("Reshape", [ordered, b.ints([0, 0, 2 * cells])])
 
 
-def _windowed_blstm(b, network, features):
-    t, g, d = network.context, network.group, network.feature_dim
-    rows = b.scalar_of_shape(features, 0)
-    groups = b.op("Div", [b.op("Add", [rows, b.ints([g - 1])]), b.ints([g])])
-    padding = b.op("Sub", [b.op("Mul", [groups, b.ints([g])]), rows])
-    positions = b.op("Concat", [b.constant(np.zeros((2 * t, d))), features, _zeros(b, padding, d)], axis=0)
+def _windowed_blstm(b, network, features, state):
+    """The groups whose windows the positions (state "positions", then the chunk) hold whole, G apart from the
+    first position; the positions from the next group's window start are the new state."""
+    t, g = network.context, network.group
+    positions = b.op("Concat", [state["positions"], features], axis=0)
+    groups = b.op("Div", [b.op("Sub", [b.scalar_of_shape(positions, 0), b.ints([2 * t])]), b.ints([g])])
     windows = b.op("Gather", [positions, _window_rows(b, groups, network.window_length, g)], axis=0)  # [n, W, D]
     outputs = b.op("Transpose", [windows], perm=[1, 0, 2])  # [W, n, D]
     for layer in network.layers:
@@ -200,8 +210,21 @@ def _windowed_blstm(b, network, features):
             weighted = b.op("Mul", [span, b.constant(network.mixture[:, None, :])])
             mixed.append(b.op("ReduceSum", [weighted, b.ints([0])], keepdims=1))
         logits = b.op("Concat", mixed, axis=0)  # [G, n, P]
-    flat = b.op("Reshape", [b.op("Transpose", [logits], perm=[1, 0, 2]), b.ints([-1, network.num_pdfs])])
-    return b.op("Slice", [flat, b.ints([0]), rows, b.ints([0])])
+    rows = b.op("Reshape", [b.op("Transpose", [logits], perm=[1, 0, 2]), b.ints([-1, network.num_pdfs])])
+    kept = b.op("Slice", [positions, b.op("Mul", [groups, b.ints([g])]), b.scalar_of_shape(positions, 0),
+                          b.ints([0])])
+    return rows, {"positions": kept}
+
+
+def _whole_windowed_blstm(b, network, features, state):
+    """A whole utterance: zeros after it to a whole group, its rows alone."""
+    g = network.group
+    rows = b.scalar_of_shape(features, 0)
+    padding = b.op("Sub", [b.op("Mul", [b.op("Div", [b.op("Add", [rows, b.ints([g - 1])]), b.ints([g])]),
+                                        b.ints([g])]), rows])
+    padded = b.op("Concat", [features, _zeros(b, padding, network.feature_dim)], axis=0)
+    logits, _ = _windowed_blstm(b, network, padded, state)
+    return b.op("Slice", [logits, b.ints([0]), rows, b.ints([0])]), {}
 
 
 def _renormalized(b, inputs):
@@ -227,13 +250,16 @@ def _spliced(b, values, owned, reads, centre, length):
     return b.op("Concat", pieces, axis=1) if len(pieces) > 1 else pieces[0]
 
 
-def _tdnnf(b, network, features):
-    c, d, context = network.first_context, network.feature_dim, network.context
+def _tdnnf(b, network, features, state):
+    """The chunk's rows, read in the C positions before it (state "history", with "owned": 1 for those of the
+    utterance, 0 before it) and the chunk's own."""
+    c, context = network.first_context, network.context
     rows = b.scalar_of_shape(features, 0)
-    positions = b.op("Concat", [b.constant(np.zeros((context, d))), features], axis=0)
-    owned = b.op("Concat", [b.constant(np.zeros((context, 1))), b.op("Unsqueeze", [b.op(
-        "ConstantOfShape", [rows], value=b.onnx.numpy_helper.from_array(np.ones(1, np.float32))), b.ints([1])])],
-        axis=0)
+    positions = b.op("Concat", [state["history"], features], axis=0)
+    ones = b.op("ConstantOfShape", [b.op("Concat", [rows, b.ints([1])], axis=0)],
+                value=b.onnx.numpy_helper.from_array(np.ones(1, np.float32)))
+    owned_all = b.op("Concat", [state["owned"], ones], axis=0)
+    owned = owned_all
     length = b.op("Sub", [b.scalar_of_shape(positions, 0), b.ints([2 * c])])
     spliced = _spliced(b, positions, owned, tuple(range(2 * c + 1)), c, length)
     outputs = _renormalized(b, b.relu_dense(spliced, network.tdnn1))
@@ -253,17 +279,36 @@ def _tdnnf(b, network, features):
         owned = b.op("Slice", [owned, b.ints([stride]), b.op("Add", [length, b.ints([stride])]), b.ints([0])])
     logits = b.dense(_renormalized(b, b.relu_dense(outputs, network.prefinal)), network.softmax.kernel,
                      network.softmax.bias)
-    return b.op("Slice", [logits, b.ints([0]), rows, b.ints([0])])
+    return logits, {"history": _tail(b, positions, context), "owned": _tail(b, owned_all, context)}
 
 
-BUILDERS = {ContextDnnNetwork: _context_dnn, StackedLstmNetwork: _stacked_lstm, WindowedBlstmNetwork: _windowed_blstm,
-            TdnnfNetwork: _tdnnf}
+def initial_state(network):
+    """{name: array} of a network's streaming state before an utterance (the chunk functions' `state`)."""
+    d = network.feature_dim
+    if isinstance(network, ContextDnnNetwork):
+        return {"history": np.zeros((network.context_frames - 1, d), np.float32)}
+    if isinstance(network, StackedLstmNetwork):
+        state = {}
+        for number, layer in enumerate(network.layers, 1):
+            state[f"cell{number}"] = np.zeros((1, layer.num_cells), np.float32)
+            state[f"output{number}"] = np.zeros((1, layer.output_dim), np.float32)
+        return state
+    if isinstance(network, WindowedBlstmNetwork):
+        return {"positions": np.zeros((2 * network.context, d), np.float32)}
+    return {"history": np.zeros((network.context, d), np.float32),
+            "owned": np.zeros((network.context, 1), np.float32)}
+
+
+CHUNKS = {ContextDnnNetwork: _context_dnn, StackedLstmNetwork: _stacked_lstm, WindowedBlstmNetwork: _windowed_blstm,
+          TdnnfNetwork: _tdnnf}
+WHOLE = {**CHUNKS, WindowedBlstmNetwork: _whole_windowed_blstm}
 
 
 def log_posteriors(b, network, features):
-    """The name of the network's log posteriors [N, P] of `features` [N, D], row t frame t."""
+    """The name of the network's log posteriors [N, P] of a whole utterance's `features` [N, D], row t frame t."""
     extended = _extended(b, features, network.label_delay)
-    logits = BUILDERS[type(network)](b, network, extended)
+    state = {name: b.constant(value, name) for name, value in initial_state(network).items()}
+    logits, _ = WHOLE[type(network)](b, network, extended, state)
     return _undelayed(b, b.op("LogSoftmax", [logits], axis=-1), network.label_delay, b.scalar_of_shape(features, 0))
 
 
@@ -289,3 +334,51 @@ def acoustic_graph(members, name="asrkit"):
     model.ir_version = 8  # what onnxruntime releases since 1.14 read, for opset 17
     onnx.checker.check_model(model)
     return model
+
+
+STREAM_OUTPUT = "log_posteriors"
+STATE_SUFFIX = "_out"
+
+
+def streaming_graph(network, name="asrkit_stream"):
+    """The network's streaming form as an ONNX model: one chunk of features and the state in, the rows the chunk
+    made final and the new state out.
+
+    Inputs: `features` [n, D] and each state tensor of initial_state(network) by its name; outputs:
+    `log_posteriors` [m, P] (log softmax, label delay not undone: see `stream_protocol`) and each state tensor as
+    `<name>_out`.  Metadata (`asrkit.stream`, JSON) holds stream_protocol's numbers for whoever drives it."""
+    onnx = _onnx()
+    b = GraphBuilder()
+    state = {key: key for key in initial_state(network)}
+    logits, new_state = CHUNKS[type(network)](b, network, INPUT_NAME, state)
+    b.nodes.append(onnx.helper.make_node("LogSoftmax", [logits], [STREAM_OUTPUT], axis=-1))
+    for key, value in new_state.items():
+        b.nodes.append(onnx.helper.make_node("Identity", [value], [key + STATE_SUFFIX]))
+    info = onnx.helper.make_tensor_value_info
+    float_type = onnx.TensorProto.FLOAT
+    inputs = [info(INPUT_NAME, float_type, ["frames", network.feature_dim])]
+    outputs = [info(STREAM_OUTPUT, float_type, ["rows", network.num_pdfs])]
+    for key, value in initial_state(network).items():
+        inputs.append(info(key, float_type, [f"{key}_rows", value.shape[1]]))
+        outputs.append(info(key + STATE_SUFFIX, float_type, [f"{key}_rows_out", value.shape[1]]))
+    graph = onnx.helper.make_graph(b.nodes, name, inputs, outputs, initializer=b.initializers)
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", OPSET)], producer_name="asrkit")
+    model.ir_version = 8
+    entry = model.metadata_props.add()
+    entry.key, entry.value = "asrkit.stream", json.dumps(stream_protocol(network))
+    onnx.checker.check_model(model)
+    return model
+
+
+def stream_protocol(network):
+    """What drives a streaming graph (asrkit.recognizer.onnx_model.OnnxStream does): the state's initial shapes (all
+    zeros), the label delay (the first `label_delay` rows are dropped, and at the end of the utterance its last
+    frame is fed `label_delay` more times), and for a windowed BLSTM the group G and the 2T positions before the
+    first group's slots: a chunk is run only when the state's and the chunk's positions make at least 2T + G, and
+    at the end zeros are fed after the last frame's copies up to a whole group, and only the rows of real
+    positions kept (positions - 2T of the state before that last call)."""
+    protocol = {"label_delay": network.label_delay, "feature_dim": network.feature_dim, "num_pdfs": network.num_pdfs,
+                "state": {key: list(value.shape) for key, value in initial_state(network).items()}}
+    if isinstance(network, WindowedBlstmNetwork):
+        protocol.update(group=network.group, left_positions=2 * network.context)
+    return protocol

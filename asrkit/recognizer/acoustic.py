@@ -28,7 +28,8 @@ from asrkit.recognizer.onnx_model import OnnxAcoustic, check_runtime, package_me
 
 class AcousticModel:
     """A package's front end, CMVN and network, built once and shared by every utterance and stream; with
-    runtime "onnx", whole utterances' rows come from the package's model.onnx (asrkit.recognizer.onnx_model)."""
+    runtime "onnx" ("onnx-int8"), whole utterances' rows come from the package's model.onnx (model.int8.onnx) on
+    onnxruntime (asrkit.recognizer.onnx_model)."""
 
     def __init__(self, package, runtime="numpy"):
         self.package = package
@@ -47,7 +48,7 @@ class AcousticModel:
             self.partial_network = self.network.lead()
             self.log_priors = np.zeros(package.num_pdfs, np.float32)
         self.ivectors = package.ivectors
-        self.onnx = OnnxAcoustic(package) if runtime == "onnx" else None
+        self.onnx = OnnxAcoustic(package, int8=runtime == "onnx-int8") if runtime != "numpy" else None
 
     def stream_network(self, final_pass):
         """The network a stream evaluates: with the "online" final pass (asrkit.recognizer.stream) the one that

@@ -1,18 +1,28 @@
-"""A package's acoustic model as one ONNX graph (`model.onnx`), and onnxruntime running it for the recognizer.
+"""A package's acoustic model as ONNX graphs, and onnxruntime running them for the recognizer.
 
-`asrkit-export --onnx` (write_package_onnx) writes `model.onnx` into the package: the network, or a combination's
-networks, from the network's input (the normalised features, with i-vectors appended where the model reads them)
-to log-likelihoods, priors subtracted at decode.json's prior scales (asrkit.inference.onnx_graph).  The package's
-front end and CMVN stay outside the graph, as Kaldi's and sherpa-onnx's models leave their features outside.
-The graph records the prior scales it subtracted (metadata `asrkit.prior_scales`), so a recognizer run at
-another prior scale corrects its rows by the difference of the priors, and the graph need not be rewritten.
+`asrkit-export --onnx` (write_package_onnx) writes into the package:
 
-`OnnxAcoustic(package)` runs it on one onnxruntime thread (as the NumPy core runs on one BLAS thread: a server or
-a recipe runs a stream or a job per core).  A Recognizer with runtime="onnx" uses it for whole utterances; its
-streams run the NumPy core, whose streaming forms equal the batch ones (asrkit.inference.network).
+- `model.onnx`: the network, or a combination's networks, from the network's input (the normalised features,
+  with i-vectors appended where the model reads them) to log-likelihoods, priors subtracted at decode.json's
+  prior scales (asrkit.inference.onnx_graph).  The front end and CMVN stay outside the graph, as Kaldi's and
+  sherpa-onnx's models leave their features outside.  The graph records the prior scales it subtracted
+  (metadata `asrkit.prior_scales`), so a recognizer run at another prior scale corrects its rows by the
+  difference of the priors, and the graph need not be rewritten.
+- `model.int8.onnx`: the same graph with onnxruntime's dynamic int8 quantization: every matrix of weights (the
+  dense layers' and the LSTMs') stored as int8 with a scale, each product's input quantized on the fly.
+- `network.stream.onnx` (in combined/ for a combination's second network): the network's streaming form, a chunk
+  of its input and its state in, the rows made final and the new state out (the recurrent state, or the frames
+  a window or a layer's context still reads); `OnnxStream` drives it, its rows in pieces equal to the whole
+  utterance's.
+
+`OnnxAcoustic(package, int8)` runs a whole-utterance graph on one onnxruntime thread (as the NumPy core runs on
+one BLAS thread: a server or a recipe runs a stream or a job per core).  A Recognizer with runtime "onnx" or
+"onnx-int8" uses it for whole utterances; its streams run the NumPy core, whose streaming forms equal the batch
+ones (asrkit.inference.network).
 """
 
 import json
+import logging
 import os
 
 import numpy as np
@@ -20,12 +30,14 @@ import numpy as np
 from asrkit.decode.combined_loglikes import interpolation_weights
 from asrkit.errors import AsrkitError
 from asrkit.inference.network import load_network
-from asrkit.inference.onnx_graph import INPUT_NAME, acoustic_graph
+from asrkit.inference.onnx_graph import INPUT_NAME, acoustic_graph, streaming_graph
 from asrkit.io.atomic import temporary_name
 
 ONNX_FILE = "model.onnx"
+INT8_FILE = "model.int8.onnx"
+STREAM_FILE = "network.stream.onnx"  # in the package, and in combined/ for a combination's second network
 PRIOR_SCALES_KEY = "asrkit.prior_scales"
-RUNTIMES = ("numpy", "onnx")
+RUNTIMES = ("numpy", "onnx", "onnx-int8")
 
 
 def _prior_scales(package):
@@ -60,18 +72,52 @@ def package_members(package):
     return list(zip(networks, _coefficients(package), _scaled_priors(package, _prior_scales(package))))
 
 
-def write_package_onnx(package):
-    """Writes `model.onnx` of a loaded package (asrkit.recognizer.package.Package) into its directory, atomically;
-    returns its path."""
-    model = acoustic_graph(package_members(package), name="asrkit_acoustic_model")
-    entry = model.metadata_props.add()
-    entry.key, entry.value = PRIOR_SCALES_KEY, json.dumps(_prior_scales(package))
-    path = os.path.join(package.directory, ONNX_FILE)
+class _WithoutAdvice(logging.Filter):
+    def filter(self, record):
+        return "pre-processing before quantization" not in record.getMessage()
+
+
+def _write_model(model, path):
     building = temporary_name(path)
     with open(building, "wb") as out:
         out.write(model.SerializeToString())
     os.replace(building, path)
     return path
+
+
+def write_package_onnx(package):
+    """Writes `model.onnx`, `model.int8.onnx` and each network's `network.stream.onnx` of a loaded package
+    (asrkit.recognizer.package.Package) into its directory, each atomically; returns their paths."""
+    # deferred: the onnx extra, which only an export needs
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    model = acoustic_graph(package_members(package), name="asrkit_acoustic_model")
+    entry = model.metadata_props.add()
+    entry.key, entry.value = PRIOR_SCALES_KEY, json.dumps(_prior_scales(package))
+    path, int8_path = (os.path.join(package.directory, name) for name in (ONNX_FILE, INT8_FILE))
+    building, int8_building = temporary_name(path), temporary_name(int8_path)
+    try:
+        with open(building, "wb") as out:
+            out.write(model.SerializeToString())
+        # Its advice to run its pre-processing (shape inference, graph optimisation) first is for static
+        # quantization's calibration; dynamic quantization of these graphs needs none.
+        quiet = _WithoutAdvice()
+        logging.getLogger().addFilter(quiet)
+        try:
+            quantize_dynamic(building, int8_building, weight_type=QuantType.QInt8)
+        finally:
+            logging.getLogger().removeFilter(quiet)
+        os.replace(int8_building, int8_path)
+        os.replace(building, path)
+    finally:
+        for leftover in (building, int8_building):
+            if os.path.exists(leftover):
+                os.remove(leftover)
+    members = package_members(package)
+    streams = [_write_model(streaming_graph(network), os.path.join(directory, STREAM_FILE))
+               for (network, _, _), directory in zip(members, (package.directory,
+                                                              os.path.join(package.directory, "combined")))]
+    return [path, int8_path] + streams
 
 
 def check_runtime(runtime):
@@ -81,17 +127,18 @@ def check_runtime(runtime):
 
 
 class OnnxAcoustic:
-    """onnxruntime on a package's model.onnx: the network's input [T, D] -> log-likelihoods [T, num_pdfs] at the
-    package's current prior scales."""
+    """onnxruntime on a package's model.onnx (int8: model.int8.onnx): the network's input [T, D] -> log-likelihoods
+    [T, num_pdfs] at the package's current prior scales."""
 
-    def __init__(self, package):
+    def __init__(self, package, int8=False):
         try:
             import onnxruntime  # deferred: an extra (setup.cfg's onnx), and only runtime="onnx" needs it
         except ImportError:
             raise AsrkitError("runtime onnx needs onnxruntime: pip install 'asrkit[onnx]'") from None
-        path = os.path.join(package.directory, ONNX_FILE)
+        name = INT8_FILE if int8 else ONNX_FILE
+        path = os.path.join(package.directory, name)
         if not os.path.isfile(path):
-            raise AsrkitError(f"{package.directory} has no {ONNX_FILE}: export the package with asrkit-export --onnx")
+            raise AsrkitError(f"{package.directory} has no {name}: export the package with asrkit-export --onnx")
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = options.inter_op_num_threads = 1
         try:
@@ -117,3 +164,53 @@ class OnnxAcoustic:
     def log_likelihoods(self, inputs):
         rows = self.session.run(None, {INPUT_NAME: np.ascontiguousarray(inputs, np.float32)})[0]
         return rows - self.correction
+
+
+class OnnxStream:
+    """Drives a network's streaming graph (asrkit.inference.onnx_graph.streaming_graph) through one utterance:
+    `accept(features)` -> the log-posterior rows that became final, `finish()` -> the rest; concatenated, the rows
+    of the whole utterance (row t frame t), as a NumPy network's stream gives them."""
+
+    def __init__(self, session):
+        self.session = session
+        protocol = json.loads(session.get_modelmeta().custom_metadata_map["asrkit.stream"])
+        self.delay = int(protocol["label_delay"])
+        self.num_pdfs = int(protocol["num_pdfs"])
+        self.group = int(protocol.get("group", 0))
+        self.left = int(protocol.get("left_positions", 0))
+        self.state = {key: np.zeros(shape, np.float32) for key, shape in protocol["state"].items()}
+        self.to_skip = self.delay
+        self.last_frame = None
+
+    def _run(self, features):
+        if self.group:
+            buffered = len(self.state["positions"]) + len(features)
+            if (buffered - self.left) // self.group == 0:  # no whole window yet
+                self.state["positions"] = np.concatenate([self.state["positions"], features])
+                return np.zeros((0, self.num_pdfs), np.float32)
+        outputs = self.session.run(None, {INPUT_NAME: features, **self.state})
+        self.state = {key: value for key, value in zip(self.state, outputs[1:])}
+        return outputs[0]
+
+    def _undelay(self, rows):
+        skip = min(self.to_skip, len(rows))
+        self.to_skip -= skip
+        return rows[skip:]
+
+    def accept(self, features):
+        features = np.ascontiguousarray(features, np.float32)
+        if not len(features):
+            return np.zeros((0, self.num_pdfs), np.float32)
+        self.last_frame = features[-1:]
+        return self._undelay(self._run(features))
+
+    def finish(self):
+        if self.last_frame is None:
+            return np.zeros((0, self.num_pdfs), np.float32)
+        tail = np.repeat(self.last_frame, self.delay, axis=0)
+        real = None
+        if self.group:  # zeros up to a whole group; only the real positions' rows
+            real = len(self.state["positions"]) + len(tail) - self.left
+            tail = np.concatenate([tail, np.zeros(((-real) % self.group, tail.shape[1]), np.float32)])
+        rows = self._run(tail) if len(tail) else np.zeros((0, self.num_pdfs), np.float32)
+        return self._undelay(rows[:real] if real is not None else rows)

@@ -35,7 +35,8 @@ NumPy alone (no TensorFlow, no FST parsing), every file, value and array checked
 | `ivector/`        | a model trained with online i-vectors: its ivector.json and extractor (an .npz),   |
 |                   | as asrkit.ivector.append.OnlineIvectorAppender.from_dir reads them                 |
 | `model.onnx`      | with asrkit-export --onnx: the acoustic model (network or combination, priors) as  |
-|                   | one ONNX graph, network input to log-likelihoods (asrkit.recognizer.onnx_model)     |
+|                   | one ONNX graph, network input to log-likelihoods (asrkit.recognizer.onnx_model),   |
+|                   | and `model.int8.onnx`, its weights quantized to int8                               |
 
 Weight names: a dense layer's `NAME/kernel` [in, out] and `NAME/bias` [out] (`softmax`; the context
 DNN's `hidden1`..); an LSTM layer's `NAME/kernel` [in, 4H], `NAME/recurrent_kernel` [P or H, 4H],

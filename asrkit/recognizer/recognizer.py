@@ -77,8 +77,9 @@ def decode_loglikes(package, loglikes):
 
 class Recognizer:
     """A loaded package, ready to transcribe; param_overrides change decode.json's values (lm_weight,
-    prior_scale, beam, max_active, min_active, lattice_beam, cmvn_online).  runtime "onnx": whole utterances'
-    log-likelihoods from the package's model.onnx on onnxruntime (asrkit.recognizer.onnx_model)."""
+    prior_scale, beam, max_active, min_active, lattice_beam, cmvn_online).  runtime "onnx" ("onnx-int8"): whole
+    utterances' log-likelihoods from the package's model.onnx (model.int8.onnx) on onnxruntime
+    (asrkit.recognizer.onnx_model)."""
 
     def __init__(self, package_dir, runtime="numpy", **param_overrides):
         unknown = sorted(set(param_overrides) - set(DEFAULT_DECODE_PARAMS))

@@ -36,3 +36,24 @@ def test_a_combination_is_the_weighted_sum_of_its_members(model_dirs):
     features = np.random.default_rng(5).normal(size=(37, first.feature_dim)).astype(np.float32)
     expected = sum(coefficient * (network.log_posteriors(features) - priors) for network, coefficient, priors in members)
     np.testing.assert_allclose(session.run(None, {INPUT_NAME: features})[0], expected, atol=1e-4, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_streaming_graph_in_pieces_gives_the_whole_utterance_graphs_rows(model_dirs, name):
+    from asrkit.inference.onnx_graph import streaming_graph
+    from asrkit.recognizer.onnx_model import OnnxStream
+
+    network = load_inference_model(model_dirs[name]).network
+    whole = _session(acoustic_graph([(network, 1.0, np.zeros(network.num_pdfs, np.float32))]))
+    streaming = _session(streaming_graph(network))
+    rng = np.random.default_rng(6)
+    for frames, largest_piece in ((1, 1), (4, 2), (9, 1), (40, 7), (53, 20)):
+        features = rng.normal(size=(frames, network.feature_dim)).astype(np.float32)
+        stream, rows, start = OnnxStream(streaming), [], 0
+        while start < frames:
+            size = int(rng.integers(1, largest_piece + 1))
+            rows.append(stream.accept(features[start:start + size]))
+            start += size
+        rows.append(stream.finish())
+        np.testing.assert_allclose(np.concatenate(rows), whole.run(None, {INPUT_NAME: features})[0], atol=1e-4,
+                                   rtol=1e-5, err_msg=f"{name}, {frames} frames")

@@ -41,6 +41,12 @@ results is cut off once a send waits longer than --send-timeout (the WebSocket l
 is full).  A disconnect mid-stream drops the stream at once; nothing of it is kept.
 
 The server binds loopback (127.0.0.1) unless told otherwise; any other address needs allow_remote.
+
+A plain HTTP GET (no WebSocket upgrade) gets the recognition page (asrkit/recognizer/page): `/` and its script,
+AudioWorklet and style sheet, and `/info.json` (the package's name and sample rate).  The page captures the
+microphone (or decodes a picked file) at the model's rate, speaks the protocol above, and shows partial results
+and final ones with each word's confidence.  Browsers allow the microphone on http://localhost (and on https);
+for another machine, serve it behind TLS.
 """
 
 import asyncio
@@ -356,6 +362,28 @@ class NetworkBatcher:
         return [(None, error) if error is not None else (output, None) for output, error in zip(outputs, errors)]
 
 
+PAGE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "page")
+PAGE_FILES = {"/": ("index.html", "text/html; charset=utf-8"), "/index.html": ("index.html", "text/html; charset=utf-8"),
+              "/page.js": ("page.js", "text/javascript; charset=utf-8"),
+              "/capture.js": ("capture.js", "text/javascript; charset=utf-8"),
+              "/page.css": ("page.css", "text/css; charset=utf-8")}
+# The page's own files and its own WebSocket ('self' covers ws: to the same host), no inline script, no other origin.
+PAGE_POLICY = "default-src 'self'"
+
+
+def page_file(path, info):
+    """(body bytes, content type) of the recognition page's file at a request path (its query ignored), `info.json`
+    from the dict `info`; None for any other path."""
+    path = path.split("?", 1)[0]
+    if path == "/info.json":
+        return json.dumps(info).encode("utf-8"), "application/json"
+    if path not in PAGE_FILES:
+        return None
+    name, content_type = PAGE_FILES[path]
+    with open(os.path.join(PAGE_DIR, name), "rb") as handle:
+        return handle.read(), content_type
+
+
 class RecognitionServer:
     """The server over one Recognizer; `await start()` binds (port 0: a free one, then `.port`), `await stop()`."""
 
@@ -388,10 +416,34 @@ class RecognitionServer:
         # message cost the event loop about 90 us (a tenth of its time with 16 streams; bench/recognizer_server.py),
         # and each connection's zlib contexts take about 300 kB.
         self._server = await serve(self.handle, c.host, c.port, max_size=2 * c.max_message_bytes, max_queue=c.max_queue,
-                                   ping_interval=20, ping_timeout=20, close_timeout=5, compression=None)
-        logger.info("listening on ws://%s:%d (%d recognition threads, %s)", c.host, self.port, self.pool._max_workers,
-                    "the network batched across streams" if c.batch else "the network evaluated per stream")
+                                   ping_interval=20, ping_timeout=20, close_timeout=5, compression=None,
+                                   process_request=self._page_request)
+        logger.info("listening on ws://%s:%d (%d recognition threads, %s); the recognition page: http://%s:%d/",
+                    c.host, self.port, self.pool._max_workers,
+                    "the network batched across streams" if c.batch else "the network evaluated per stream",
+                    c.host, self.port)
         return self
+
+    def _page_request(self, connection, request):
+        """A plain HTTP request (no WebSocket upgrade) gets the recognition page's files (asrkit/recognizer/page),
+        or 404; a WebSocket handshake goes on."""
+        if request.headers.get("Upgrade", "").lower() == "websocket":
+            return None
+        info = {"name": os.path.basename(os.path.normpath(self.recognizer.package.directory)),
+                "sample_rate": self.recognizer.sample_rate}
+        found = page_file(request.path, info)
+        if found is None:
+            return connection.respond(404, f"{request.path}: not found; the recognition page is at /\n")
+        body, content_type = found
+        response = connection.respond(200, "")
+        response.body = body
+        for name, value in (("Content-Type", content_type), ("Content-Length", str(len(body))),
+                            ("Cache-Control", "no-cache"), ("Content-Security-Policy", PAGE_POLICY),
+                            ("X-Content-Type-Options", "nosniff")):
+            if name in response.headers:
+                del response.headers[name]
+            response.headers[name] = value
+        return response
 
     async def stop(self):
         self._server.close()

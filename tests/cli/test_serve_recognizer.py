@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import urllib.request
 
 import pytest
 from click.testing import CliRunner
@@ -69,6 +70,8 @@ def test_the_server_process_serves_the_recognizers_results_and_stops_on_sigterm(
     try:
         port = listening_port(process)
         received = asyncio.run(transcribe(port, audio.tobytes()))
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/") as page:  # the recognition page, same port
+            assert b"page.js" in page.read()
         process.send_signal(signal.SIGTERM)
         _, log = process.communicate(timeout=60)
     finally:

@@ -347,8 +347,8 @@ if run_stage 10; then
     --write-lattices true "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr"
   ../../steps/rescore_lm.sh --cmd "$cpu_cmd" --log-dir "$logs/stage10" --sets "${tuned_sets%% *}" \
     "$exp/${am}_ce/graph" "$data/local/lm/test.arpa" "$data/local/lm/fourgram.arpa" "$data" "$exp/${am}_smbr"
-  # The final model as a recognizer package for asrkit-transcribe and asrkit.Recognizer (README: "Using a
-  # trained model"), at the prior scale and LM weight chosen on dev.
+  # The final model as a recognizer package for asrkit-transcribe and asrkit.Recognizer (docs/recognition.md),
+  # at the prior scale and LM weight chosen on dev.
   ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage10" --export-opts "$cmvn_decode_options" \
     "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" "$exp/${am}_smbr/decode_dev" "$exp/${am}_smbr/package"
 fi

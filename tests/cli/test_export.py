@@ -117,9 +117,10 @@ def test_transcribe_errors(exported, tmp_path):
     assert not_package.exit_code == 1 and "not a recognizer package" in not_package.stderr
 
 
-def test_python_api_example_of_the_readme(exported):
-    """The README's example, run as it is written there with the package's path."""
-    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md"), encoding="utf-8").read()
+def test_python_api_example_of_the_manual(exported):
+    """The manual's example (docs/recognition.md), run as it is written there with the package's path."""
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "recognition.md"),
+                  encoding="utf-8").read()
     start = readme.index("```python\nfrom asrkit import Recognizer")
     code = readme[start + len("```python\n") : readme.index("```", start + 10)]
     namespace = {}
@@ -128,7 +129,7 @@ def test_python_api_example_of_the_readme(exported):
     try:
         os.symlink(exported["package"], "exp_package") if not os.path.exists("exp_package") else None
         soundfile.write("hello.wav", speech_like(1.0, 8000, seed=5), 8000, subtype="PCM_16")
-        exec(compile(code.replace("exp/package", "exp_package"), "README.md", "exec"), namespace)
+        exec(compile(code.replace("exp/package", "exp_package"), "docs/recognition.md", "exec"), namespace)
     finally:
         os.chdir(cwd)
     assert isinstance(namespace["result"].text, str)

@@ -152,6 +152,11 @@ def read_wers(exp_dir):
     return table
 
 
+def portable(line, exp_dir):
+    """A %WER line with the exp dir's absolute path written EXP, so RESULTS names no machine's paths."""
+    return line.replace(os.path.abspath(exp_dir).rstrip("/") + "/", "EXP/")
+
+
 def read_json(exp_dir, model, name):
     path = os.path.join(exp_dir, model, name)
     if not os.path.exists(path):
@@ -397,7 +402,8 @@ def main():
               + " (dev's WER is at its own best weight)\n\n")
     for model in sorted(wers):
         for test_set in sorted(wers[model]):
-            out.write(f"{wers[model][test_set][1]}   # {model}: {describe_trained(args.exp_dir, model)}\n")
+            out.write(f"{portable(wers[model][test_set][1], args.exp_dir)}   # {model}: "
+                      f"{describe_trained(args.exp_dir, model)}\n")
     test_sets = sorted({test_set for model in wers.values() for test_set in model})
     out.write("\n# WER (%)\n")
     widths = {test_set: max(14, len(test_set) + 2) for test_set in test_sets}

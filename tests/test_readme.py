@@ -54,3 +54,12 @@ def test_the_manuals_links_point_at_pages_that_exist():
             text = handle.read()
         for target in re.findall(r"\]\(([^)#:]+\.md)\)", text):
             assert os.path.exists(os.path.join(ROOT, os.path.dirname(name), target)), (name, target)
+
+
+def test_results_files_name_no_machines_absolute_paths():
+    for recipe in os.listdir(os.path.join(ROOT, "egs")):
+        path = os.path.join(ROOT, "egs", recipe, "RESULTS")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as handle:
+                for number, line in enumerate(handle, 1):
+                    assert not re.search(r"(^|[\s(=])/(work|tmp|root|home|opt)/", line), f"{path}:{number}: {line}"

@@ -35,6 +35,8 @@ def test_table_and_relative_change(tmp_path):
     lines = result.stdout.splitlines()
     assert "run.sh --size tiny" in lines[0]
     assert sum(line.startswith("%WER") for line in lines) == 3
+    # the decode dirs as EXP/..., not this machine's absolute paths
+    assert "] EXP/lstm_smbr/decode_test/score/wer   # lstm_smbr" in result.stdout and str(tmp_path) not in result.stdout
     table = [line for line in lines if line.startswith("# lstm_smbr ")]
     assert table and table[0].split()[2:] == ["45.00", "-"]
     assert "# sMBR relative to CE: test -10.0%" in result.stdout

@@ -39,11 +39,13 @@ import numpy as np  # noqa: E402
 def server_costs(args):
     from asrkit.decode.decoder import DecoderOptions
     from asrkit.frontend.cmvn import CmvnStats
-    from asrkit.sequence.outer import CriterionOptions, NoLattice, load_outer_computer
+    from asrkit.sequence.options import SequenceOptions
+    from asrkit.sequence.outer import NoLattice, load_outer_computer
     from asrkit.train.examples import TableExamples
     from asrkit.train.training_set import load_training_data
 
-    options = CriterionOptions(args.criterion, args.acoustic_scale, min_posterior=args.min_posterior)
+    options = SequenceOptions(criterion=args.criterion, acoustic_scale=args.acoustic_scale,
+                              min_posterior=args.min_posterior).criterion_options()
     computer = load_outer_computer(args.model_dir, args.graph_dir, options,
                                    DecoderOptions(beam=args.beam, lattice_beam=args.lattice_beam))
     data = load_training_data(args.data_dir, args.ali_dir, None, 0, None, None, 1, 0.5, 1)

@@ -9,6 +9,7 @@ import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
 from asrkit.cli.options_file import options_file
+from asrkit.cli.sequence_options import sequence_options
 from asrkit.logs import summary_line
 from asrkit.serving.security import check_bind_allowed, write_key_pair
 from asrkit.serving.wire import MAX_SHARDS
@@ -112,32 +113,13 @@ def _watch_parent(server, logger):
               help="Seq: the model to start from (asrkit-train-ce's final/).")
 @click.option("--snapshot-dir", type=click.Path(file_okay=False),
               help="Seq: where the trainer publishes snapshots (its <exp-dir>/snapshots); the newest is loaded.")
-@click.option("--snapshot-check-seconds", default=5.0, type=click.FloatRange(min=0.0), show_default=True,
-              help="Seq: how often to look for a newer snapshot (without --snapshot-schedule).")
 @click.option("--snapshot-schedule", is_flag=True,
               help="Seq: decode each example with the snapshot the trainer's schedule (SNAPSHOT_DIR/schedule) gives "
                    "it, rather than the newest: the run then repeats itself whatever the machine's load "
                    "(asrkit.sequence.schedule; asrkit-train-seq's local:N servers use it).")
 @click.option("--graph", "graph_dir", type=click.Path(exists=True, file_okay=False),
               help="Seq: graph dir with the lattice-generation HCLG (utils/mkgraph on the bigram lang dir).")
-@click.option("--criterion", type=click.Choice(["smbr", "mmi", "mmi-fr", "bmmi"]), default="smbr", show_default=True,
-              help="Seq: sequence criterion whose outer derivatives are served.")
-@click.option("--acoustic-scale", default=0.1, type=click.FloatRange(min=0.0, min_open=True), show_default=True,
-              help="Seq: kappa, of the lattice search and of the derivatives.")
-@click.option("--beam", default=13.0, type=click.FloatRange(min=0.0, min_open=True), show_default=True,
-              help="Seq: decoding beam of the lattice generation.")
-@click.option("--lattice-beam", default=6.0, type=click.FloatRange(min=0.0, min_open=True), show_default=True,
-              help="Seq: lattice beam.")
-@click.option("--boost", default=0.1, type=click.FloatRange(min=0.0), show_default=True,
-              help="Seq, bmmi: boosting factor b.")
-@click.option("--frame-rejection", default=1e-3, type=click.FloatRange(min=0.0), show_default=True,
-              help="Seq, mmi-fr: drop frames whose reference pdf has less denominator occupancy than this.")
-@click.option("--min-posterior", default=1e-3, type=click.FloatRange(min=0.0), show_default=True,
-              help="Seq: minimum posterior filtering: drop frames where every |numerator - denominator| "
-                   "occupancy difference is below this (0: keep every frame).")
-@click.option("--one-silence-class/--no-one-silence-class", default=True, show_default=True,
-              help="Seq, sMBR: any silence pdf counts as correct on a silence frame (otherwise silence frames "
-                   "do not count).")
+@sequence_options()
 @click.option("--num-threads", default=1, type=click.IntRange(min=1), help="TensorFlow threads of the front end.")
 @click.option("--log-interval", default=30.0, type=click.FloatRange(min=0.1), help="Seconds between progress lines.")
 @options_file
@@ -145,8 +127,7 @@ def _watch_parent(server, logger):
 def main(data_dir, ali_dir, bind, shard, seed, randomisation, rolling_block_utts, rolling_window_blocks, styles,
          from_feats, targets, cmvn, online_ivectors, utt_list, queue_capacity, num_epochs, start_epoch, start_after,
          start_index, max_utterances, max_length_mismatch, allow_remote, curve_secret_key, endpoint_file,
-         exit_with_parent, mode, model_dir, snapshot_dir, snapshot_check_seconds, snapshot_schedule, graph_dir, criterion, acoustic_scale,
-         beam, lattice_beam, boost, frame_rejection, min_posterior, one_silence_class, num_threads,
+         exit_with_parent, mode, model_dir, snapshot_dir, snapshot_schedule, graph_dir, seq, num_threads,
          log_interval):
     """Serve training examples of DATA_DIR with the targets in ALI_DIR (ali.scp, num_pdfs; or phone_ali.scp).
 
@@ -166,9 +147,7 @@ def main(data_dir, ali_dir, bind, shard, seed, randomisation, rolling_block_utts
     speaker's earlier utterances are not at hand to carry statistics over from.
     """
     # deferred: the server brings numpy, scipy, numba, h5py and the decoder (~2-6 s); --help imports none of it.
-    from asrkit.decode.decoder import DecoderOptions
     from asrkit.examples.randomisation import Randomisation
-    from asrkit.sequence.outer import CriterionOptions
     from asrkit.serving.server import ExampleServer, ServerOptions
 
     logger = logging.getLogger("asrkit-serve-examples")
@@ -183,9 +162,7 @@ def main(data_dir, ali_dir, bind, shard, seed, randomisation, rolling_block_utts
         allow_remote=allow_remote, curve_secret_key=curve_secret_key, endpoint_file=endpoint_file,
         max_length_mismatch=max_length_mismatch, num_threads=num_threads, log_interval=log_interval,
         mode=mode, model_dir=model_dir, snapshot_dir=snapshot_dir, graph_dir=graph_dir,
-        snapshot_check_seconds=snapshot_check_seconds, snapshot_schedule=snapshot_schedule,
-        criterion=CriterionOptions(criterion, acoustic_scale, boost, frame_rejection, min_posterior, one_silence_class),
-        decoder=DecoderOptions(acoustic_scale=acoustic_scale, beam=beam, lattice_beam=lattice_beam),
+        snapshot_schedule=snapshot_schedule, sequence=seq,
     )
     server = ExampleServer(data_dir, ali_dir, options)
 

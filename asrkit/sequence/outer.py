@@ -30,29 +30,10 @@ from asrkit.inference.model_dir import load_inference_model
 from asrkit.sequence import criteria
 from asrkit.sequence.lattice_graph import LatticeGraph
 
-CRITERIA = ("smbr", "mmi", "mmi-fr", "bmmi")
 
 
 class NoLattice(AsrkitError):
     """The decoder found no path through the graph for this utterance (at the retry beam too)."""
-
-
-@dataclasses.dataclass
-class CriterionOptions:
-    criterion: str = "smbr"
-    acoustic_scale: float = 0.1  # kappa, for the lattice and the derivatives alike
-    boost: float = 0.1  # bmmi: b of boosted MMI
-    frame_rejection: float = 1e-3  # mmi-fr: drop frames whose reference pdf has less denominator occupancy
-    min_posterior: float = 1e-3  # drop frames whose every |w(t, k)| / kappa is below this (0: keep all)
-    one_silence_class: bool = True  # sMBR: any silence pdf is correct on a silence frame (Kaldi's option)
-
-    def check(self):
-        if self.criterion not in CRITERIA:
-            raise AsrkitError(f"criterion must be one of {', '.join(CRITERIA)}, not {self.criterion!r}")
-        if self.acoustic_scale <= 0:
-            raise AsrkitError(f"the acoustic scale must be positive, not {self.acoustic_scale}")
-        if self.min_posterior < 0:
-            raise AsrkitError(f"--min-posterior must be >= 0, not {self.min_posterior}")
 
 
 class OuterDerivativeComputer:

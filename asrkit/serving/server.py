@@ -38,12 +38,12 @@ import time
 import numpy as np
 import zmq
 
-from asrkit.decode.decoder import DecoderOptions
 from asrkit.errors import AsrkitError
 from asrkit.examples.randomisation import Randomisation
 from asrkit.io.atomic import atomic_output
 from asrkit.ivector.append import OnlineIvectorAppender
-from asrkit.sequence.outer import CriterionOptions, NoLattice, load_outer_computer
+from asrkit.sequence.options import SequenceOptions
+from asrkit.sequence.outer import NoLattice, load_outer_computer
 from asrkit.sequence.schedule import ScheduledSnapshots
 from asrkit.sequence.snapshots import SnapshotFollower
 from asrkit.serving.producer import ExampleProducer, SkipUtterance
@@ -89,9 +89,7 @@ class ServerOptions:
     model_dir: str = None  # the model the derivatives start from (the CE model), until a snapshot is published
     snapshot_dir: str = None  # where the trainer publishes snapshots (asrkit.sequence.snapshots)
     graph_dir: str = None  # the sequence-training graph (bigram HCLG)
-    criterion: object = None  # asrkit.sequence.outer.CriterionOptions
-    decoder: object = None  # asrkit.decode.decoder.DecoderOptions (beam, lattice beam, ...)
-    snapshot_check_seconds: float = 5.0
+    sequence: object = None  # asrkit.sequence.options.SequenceOptions (the criterion, beams, ...; None: its defaults)
     snapshot_schedule: bool = False  # decode example j with the snapshot <snapshot_dir>/schedule gives it
 
 
@@ -172,8 +170,9 @@ class ExampleServer:
             raise AsrkitError("--mode seq needs --model-dir (the CE model) and --graph (the bigram graph dir)")
         if o.snapshot_schedule and not o.snapshot_dir:
             raise AsrkitError("--snapshot-schedule reads the trainer's schedule in --snapshot-dir: give it")
-        self.outer = load_outer_computer(o.model_dir, o.graph_dir, o.criterion or CriterionOptions(),
-                                         o.decoder or DecoderOptions())
+        sequence = o.sequence or SequenceOptions()
+        self.outer = load_outer_computer(o.model_dir, o.graph_dir, sequence.criterion_options(),
+                                         sequence.decoder_options())
         if self.outer.model.num_pdfs != self.producer.num_pdfs:
             raise AsrkitError(f"the model {o.model_dir} has {self.outer.model.num_pdfs} pdfs, the alignments "
                               f"{self.producer.num_pdfs}")
@@ -185,7 +184,7 @@ class ExampleServer:
         if o.snapshot_schedule:
             self.follower = ScheduledSnapshots(self.outer.model, o.snapshot_dir, o.shard[0], self.stop_requested)
         elif o.snapshot_dir:
-            self.follower = SnapshotFollower(self.outer.model, o.snapshot_dir, o.snapshot_check_seconds)
+            self.follower = SnapshotFollower(self.outer.model, o.snapshot_dir, sequence.snapshot_check_seconds)
             self.follower.refresh(force=True)
         self.loss_totals = {}
         logger.info("sequence training: criterion %s, acoustic scale %g, graph %s, %d silence pdfs; snapshots "

@@ -14,6 +14,7 @@ import math
 
 from asrkit.errors import AsrkitError
 from asrkit.nn.params import Params
+from asrkit.sequence.options import sequence_fields
 
 MODES = ("truncated", "full")
 
@@ -187,22 +188,12 @@ def seq_params():
     p = train_params()
     p.set(optimizer="adam", learning_rate=1e-5, num_epochs=2, valid_every=100, checkpoint_every=100, log_every=20,
           valid_utts=20)
-    p.define("criterion", "smbr", "smbr ([Variani2017]), mmi, mmi-fr (frame rejection) or bmmi (boosted MMI).")
-    p.define("acoustic_scale", 0.1, "kappa: scale of the log-likelihoods in the lattice search and the derivatives.")
-    p.define("boost", 0.1, "bmmi: boosting factor b.")
-    p.define("frame_rejection", 1e-3, "mmi-fr: frames whose reference pdf has less denominator occupancy are "
-             "dropped.")
-    p.define("min_posterior", 1e-3, "Minimum posterior filtering: frames where every numerator - denominator "
-             "occupancy difference is below this are dropped (0: none).")
-    p.define("one_silence_class", True, "sMBR: any silence pdf is correct on a silence frame; otherwise silence "
-             "frames do not count.")
+    for field in sequence_fields():  # the contract with the example servers (asrkit.sequence.options)
+        p.define(field.name, field.default, field.metadata["help"])
     p.define("frame_smoothing", 0.0, "H of frame smoothing (F-smoothing, Su et al. 2013): the trainer maximises "
              "(1 - H) L_AUX + H times the frames' cross-entropy objective against the numerator alignment, which "
              "keeps the model near its CE start when the lattices are poor (0: sequence objective alone).")
-    p.define("beam", 13.0, "Lattice generation: decoding beam.")
-    p.define("lattice_beam", 6.0, "Lattice generation: lattice beam.")
     p.define("snapshot_every", 50, "Publish the live weights as the servers' snapshot every this many steps.")
-    p.define("snapshot_check_seconds", 2.0, "How often servers look for a newer snapshot (without a schedule).")
     p.define("snapshot_lag", 32, "How many examples of its shard a server may make ahead of the trainer's batches: "
              "the schedule (asrkit.sequence.schedule) decodes a shard's example j with the snapshot published before "
              "the batch that took its example j - lag was trained, so the run repeats itself whatever the machine's "

@@ -55,12 +55,12 @@ import numpy as np
 
 from asrkit.errors import AsrkitError
 from asrkit.io.json_file import read_json
-from asrkit.decode.decoder import DecoderOptions
 from asrkit.frontend.config import FeatureConfig
 from asrkit.ivector.append import IvectorExamples
 from asrkit.ivector.extract_dir import CONFIG_FILE as IVECTOR_CONFIG_FILE
 from asrkit.nn.model_dir import load_acoustic_model, read_weights_into, write_model_dir
-from asrkit.sequence.outer import CriterionOptions, NoLattice, load_outer_computer
+from asrkit.sequence.options import SequenceOptions
+from asrkit.sequence.outer import NoLattice, load_outer_computer
 from asrkit.sequence.schedule import ScheduleWriter, scheduled_batches
 from asrkit.sequence.snapshots import SnapshotFollower, publish_snapshot, read_latest
 from asrkit.train.criterion import Criterion
@@ -250,16 +250,17 @@ class SequenceCriterion(Criterion):
         with open(data.feature_config_path, encoding="utf-8") as handle:
             self.frame_shift_ms = FeatureConfig.from_dict(json.load(handle)).output_frame_shift_ms
 
+    def sequence_options(self):
+        """The contract with the example servers (asrkit.sequence.options), from this run's parameters."""
+        return SequenceOptions.from_values(self.params)
+
     def criterion_options(self):
-        p = self.params
-        options = CriterionOptions(p.criterion, p.acoustic_scale, p.boost, p.frame_rejection, p.min_posterior,
-                                   bool(p.one_silence_class))
+        options = self.sequence_options().criterion_options()
         options.check()
         return options
 
     def decoder_options(self):
-        p = self.params
-        return DecoderOptions(acoustic_scale=p.acoustic_scale, beam=p.beam, lattice_beam=p.lattice_beam)
+        return self.sequence_options().decoder_options()
 
     @property
     def result_name(self):
@@ -288,14 +289,8 @@ class SequenceCriterion(Criterion):
         return InProcessSequenceExamples(super().in_process_source(data, cmvn), computer, follower)
 
     def server_options(self):
-        p = self.params
         return ["--mode", "seq", "--model-dir", self.ce_model_dir, "--snapshot-dir", self.snapshot_dir,
-                "--graph", self.graph_dir, "--criterion", p.criterion, "--acoustic-scale", str(p.acoustic_scale),
-                "--beam", str(p.beam), "--lattice-beam", str(p.lattice_beam),
-                "--boost", str(p.boost), "--frame-rejection", str(p.frame_rejection),
-                "--min-posterior", str(p.min_posterior),
-                "--one-silence-class" if p.one_silence_class else "--no-one-silence-class",
-                "--snapshot-check-seconds", str(p.snapshot_check_seconds)] + \
+                "--graph", self.graph_dir, "--seq-options", self.sequence_options().to_json()] + \
             (["--snapshot-schedule"] if self.scheduled else [])
 
     def wrap_source(self, source):

@@ -125,9 +125,11 @@ def _expected_accuracy(task, model_dir, utterances=8):
     from asrkit.decode.decoder import DecoderOptions
     from asrkit.frontend.cmvn import CmvnStats
     from asrkit.io.table import TableReader
-    from asrkit.sequence.outer import CriterionOptions, load_outer_computer
+    from asrkit.sequence.options import SequenceOptions
+    from asrkit.sequence.outer import load_outer_computer
 
-    computer = load_outer_computer(model_dir, task["graph"], CriterionOptions("smbr", 0.5, min_posterior=0.0),
+    options = SequenceOptions(acoustic_scale=0.5, min_posterior=0.0)
+    computer = load_outer_computer(model_dir, task["graph"], options.criterion_options(),
                                    DecoderOptions(beam=12.0, lattice_beam=6.0))
     cmvn = CmvnStats.read(os.path.join(task["data"], "cmvn.h5"))
     objective = frames = 0.0

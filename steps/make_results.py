@@ -157,6 +157,20 @@ def portable(line, exp_dir):
     return line.replace(os.path.abspath(exp_dir).rstrip("/") + "/", "EXP/")
 
 
+def portable_command(command, exp_dir):
+    """The recipe's command line with the exp dir written EXP and every other absolute path by its last part
+    (/home/me/corpora/data -> data, /x/egs/voiceover/run.sh -> run.sh)."""
+    exp = os.path.abspath(exp_dir).rstrip("/")
+    words = []
+    for word in command.split(" "):
+        if word.rstrip("/") == exp:
+            word = "EXP"
+        elif word.startswith("/"):
+            word = os.path.basename(word.rstrip("/")) or word
+        words.append(word)
+    return " ".join(words)
+
+
 def read_json(exp_dir, model, name):
     path = os.path.join(exp_dir, model, name)
     if not os.path.exists(path):
@@ -395,7 +409,8 @@ def main():
     if not wers:
         sys.exit(f"{args.exp_dir}: no */decode_*/best_wer files (run the decoding stages first)")
     out = sys.stdout
-    out.write(f"# egs/{args.recipe} results, {datetime.date.today().isoformat()}: {args.command}\n")
+    out.write(f"# egs/{args.recipe} results, {datetime.date.today().isoformat()}: "
+              f"{portable_command(args.command, args.exp_dir)}\n")
     noisy = any("test_noisy" in sets for sets in wers.values())
     out.write("# WER of best paths with lang_test's trigram LM; each asrkit model decodes test at the LM weight its\n"
               "# sweep on dev chose" + (", test_noisy at dev_noisy's" if noisy else "")

@@ -126,7 +126,7 @@ class ModelLoglikes:
         self._speakers = None
         self._model = None
         self._features = None
-        self._extractor = None
+        self._analysis = None
         self._data = None
         self._normalize = None
         self._ivectors = None
@@ -135,7 +135,7 @@ class ModelLoglikes:
         return {"model_dir": self.model_dir, "data_dir": self.data_dir, "load_model": self.load_model,
                 "prior_scale": self.prior_scale, "cmvn_online": self.cmvn_online,
                 "speaker_models": self.speaker_models, "_speakers": None, "_model": None, "_features": None,
-                "_extractor": None, "_data": None, "_normalize": None, "_ivectors": None}
+                "_analysis": None, "_data": None, "_normalize": None, "_ivectors": None}
 
     @property
     def ivectors(self):
@@ -206,15 +206,15 @@ class ModelLoglikes:
             if self._features is None:
                 self._features = TableReader(self._feats_scp())
             return check_finite(self._features[utterance_id], utterance_id, self._feats_scp())
-        if self._extractor is None:
-            self._extractor = Analysis(self.model.feature_config)
+        if self._analysis is None:
+            self._analysis = Analysis(self.model.feature_config)
             data = DataDir.load(self.data_dir)
             # Every utterance of the data dir: a recording whose last segment is another job's stays kept
             # to the end of this job (at most the two at its edges).
-            self._data = UtteranceAudio(data, data.utterance_ids, self._extractor.config.audio_options())
+            self._data = UtteranceAudio(data, data.utterance_ids, self._analysis.config.audio_options())
         samples = warped_audio(self._data.data_dir, utterance_id, self._data(utterance_id),
-                               self._extractor.config.sample_rate)
-        computed = features(self._extractor.config, samples, self._extractor)
+                               self._analysis.config.sample_rate)
+        computed = features(self._analysis.config, samples, self._analysis)
         return check_finite(computed, utterance_id, "the features computed from its audio")
 
     def network_input(self, utterance_id):

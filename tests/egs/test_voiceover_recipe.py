@@ -116,7 +116,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert results.startswith("# egs/voiceover results")
     assert "# warp factors chosen per speaker (VTLN" in results
     for model in ("wblstm_ce", "wblstm_smbr", "wblstm_lfmmi", "wblstm_smbr_lfmmi", "pocketsphinx"):
-        assert f"{exp}/{model}/decode_test/score/wer" in results
+        assert f"] EXP/{model}/decode_test/score/wer" in results  # the exp dir as EXP: no machine's paths
     # By default the LF-MMI model trains too, and its frame-level combination with the sMBR model is decoded at
     # the combination weight and LM weight dev chose, which test is then decoded at.
     combined = exp / "wblstm_smbr_lfmmi" / "decode_dev"
@@ -148,7 +148,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
             log = open(exp / "log" / "stage12" / f"adapt_{model}_{split}.log").read()
             assert "asrkit-adapt summary: status=ok" in log
             assert (adapted / f"adapt_{model}_{split}" / "adapt.json").exists()
-    assert f"{adapted}/decode_test/score/wer" in results
+    assert f"] EXP/{adapted.name}/decode_test/score/wer" in results
     assert "speaker adaptation relative to the combination's first pass" in results
     assert "# stage times (s)" in results
 

@@ -31,9 +31,9 @@ def test_table_and_relative_change(tmp_path):
         "criterion": "seq", "steps": 20, "frames": 6400, "frames_per_second": 55.5, "t_session": 0.1, "apr": 0.0,
         "seconds": 120.0, "valid_accuracy": 0.5, "valid_metrics": {"seq_objective": 0.25},
         "example_server_count": 2}))
-    result = _make_results(exp, "--command", "run.sh --size tiny")
+    result = _make_results(exp, "--command", f"/somewhere/egs/x/run.sh --size tiny --data /corpora/data --exp {exp}")
     lines = result.stdout.splitlines()
-    assert "run.sh --size tiny" in lines[0]
+    assert lines[0].endswith(": run.sh --size tiny --data data --exp EXP")
     assert sum(line.startswith("%WER") for line in lines) == 3
     # the decode dirs as EXP/..., not this machine's absolute paths
     assert "] EXP/lstm_smbr/decode_test/score/wer   # lstm_smbr" in result.stdout and str(tmp_path) not in result.stdout

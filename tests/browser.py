@@ -39,7 +39,9 @@ class Browser:
 
     def __enter__(self):
         self.profile = tempfile.mkdtemp(prefix="asrkit-chromium-")
+        # --no-sandbox: CI runs as root; --disable-dev-shm-usage: containers' /dev/shm is often too small for it
         arguments = [browser_path(), "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                     "--disable-dev-shm-usage",
                      f"--user-data-dir={self.profile}", "--remote-debugging-port=0",
                      "--use-fake-ui-for-media-stream", "--autoplay-policy=no-user-gesture-required",
                      "--window-size=900,700"]

@@ -49,12 +49,11 @@ def _prior_scales(package):
 
 
 def _scaled_priors(package, scales):
-    """Each member's log priors at `scales` (Package.scaled_log_priors' rule)."""
-    priors = [np.where(package.unseen, package.log_priors, scales[0] * package.log_priors)]
+    """Each member's log priors at `scales`."""
+    priors = [package.scaled_log_priors(scales[0])]
     if package.combined is not None:
-        combined = package.combined
-        priors.append(np.where(combined["unseen"], combined["log_priors"], scales[1] * combined["log_priors"]))
-    return [value.astype(np.float32) for value in priors]
+        priors.append(package.scaled_log_priors(scales[1], combined=True))
+    return priors
 
 
 def _coefficients(package):
@@ -91,7 +90,8 @@ def write_package_onnx(package):
     # deferred: the onnx extra, which only an export needs
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    model = acoustic_graph(package_members(package), name="asrkit_acoustic_model")
+    members = package_members(package)
+    model = acoustic_graph(members, name="asrkit_acoustic_model")
     entry = model.metadata_props.add()
     entry.key, entry.value = PRIOR_SCALES_KEY, json.dumps(_prior_scales(package))
     path, int8_path = (os.path.join(package.directory, name) for name in (ONNX_FILE, INT8_FILE))
@@ -113,7 +113,6 @@ def write_package_onnx(package):
         for leftover in (building, int8_building):
             if os.path.exists(leftover):
                 os.remove(leftover)
-    members = package_members(package)
     streams = [_write_model(streaming_graph(network), os.path.join(directory, STREAM_FILE))
                for (network, _, _), directory in zip(members, (package.directory,
                                                               os.path.join(package.directory, "combined")))]

@@ -6,6 +6,7 @@ import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, combination_options, online_cmvn_options
 from asrkit.cli.options_file import options_file
+from asrkit.decode import defaults
 from asrkit.logs import summary_line
 
 COMMAND = "asrkit-decode"
@@ -22,12 +23,16 @@ COMMAND = "asrkit-decode"
 @click.option("--prior-scale", default=1.0, type=click.FloatRange(min=0),
               help="Scale of the log priors subtracted from the model's log posteriors: 1 is Bayes' rule, 0 uses "
               "the posteriors alone. Not with --loglikes, whose table holds finished log-likelihoods.")
-@click.option("--acoustic-scale", default=0.1, type=click.FloatRange(min=0, min_open=True),
-              help="Scale of the log-likelihoods against the graph costs.")
-@click.option("--beam", default=13.0, type=click.FloatRange(min=0, min_open=True), help="Decoding beam.")
-@click.option("--max-active", default=7000, type=click.IntRange(min=1), help="Most active states per frame.")
-@click.option("--min-active", default=200, type=click.IntRange(min=1), help="Fewest active states per frame.")
-@click.option("--lattice-beam", default=6.0, type=click.FloatRange(min=0, min_open=True),
+@click.option("--acoustic-scale", default=defaults.ACOUSTIC_SCALE, type=click.FloatRange(min=0, min_open=True),
+              show_default="1/3, for 30-ms frames", help="Scale of the log-likelihoods against the graph costs.")
+@click.option("--beam", default=defaults.BEAM, type=click.FloatRange(min=0, min_open=True), show_default=True,
+              help="Decoding beam.")
+@click.option("--max-active", default=defaults.MAX_ACTIVE, type=click.IntRange(min=1), show_default=True,
+              help="Most active states per frame.")
+@click.option("--min-active", default=defaults.MIN_ACTIVE, type=click.IntRange(min=1), show_default=True,
+              help="Fewest active states per frame.")
+@click.option("--lattice-beam", default=defaults.LATTICE_BEAM, type=click.FloatRange(min=0, min_open=True),
+              show_default=True,
               help="Lattice pruning beam (asrkit's lattice decoder).")
 @click.option("--retry-beam", default=None, type=click.FloatRange(min=0, min_open=True),
               help="Beam of the second try when no path survives.  [default: 4 x --beam]")
@@ -43,12 +48,12 @@ COMMAND = "asrkit-decode"
 @click.option("--sweep-method", type=click.Choice(["lattice", "best-path"]), default="lattice", show_default=True,
               help="lattice: best paths of one lattice per utterance (Kaldi's score.sh); "
               "best-path: FasterDecoder again at each acoustic scale 1/LMWT over the same log-likelihoods.")
-@click.option("--min-lmwt", default=7.0, type=click.FloatRange(min=0, min_open=True),
+@click.option("--min-lmwt", default=defaults.MIN_LMWT, type=click.FloatRange(min=0, min_open=True), show_default=True,
               help="Smallest LM weight of the sweep.")
-@click.option("--max-lmwt", default=17.0, type=click.FloatRange(min=0, min_open=True),
+@click.option("--max-lmwt", default=defaults.MAX_LMWT, type=click.FloatRange(min=0, min_open=True), show_default=True,
               help="Largest LM weight of the sweep.")
-@click.option("--lmwt-step", default=1.0, type=click.FloatRange(min=0, min_open=True),
-              help="Step between the LM weights of the sweep.")
+@click.option("--lmwt-step", default=defaults.LMWT_STEP, type=click.FloatRange(min=0, min_open=True),
+              show_default=True, help="Step between the LM weights of the sweep.")
 @combination_options
 @click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
               help="Fail when more than this share of utterances is not decoded.")

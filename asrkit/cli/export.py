@@ -10,6 +10,7 @@ import time
 import click
 
 from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, combination_options
+from asrkit.decode import defaults
 from asrkit.logs import summary_line
 
 COMMAND = "asrkit-export"
@@ -28,10 +29,14 @@ logger = logging.getLogger(COMMAND)
               help="LM weight (the acoustic scale is its inverse).  [default: the decode dir's, else 10]")
 @click.option("--prior-scale", type=click.FloatRange(min=0), default=None,
               help="Scale of the log priors divided out of the posteriors.  [default: the decode dir's, else 1]")
-@click.option("--beam", default=13.0, type=click.FloatRange(min=0, min_open=True), help="Decoding beam.")
-@click.option("--max-active", default=7000, type=click.IntRange(min=1), help="Most active states per frame.")
-@click.option("--min-active", default=200, type=click.IntRange(min=1), help="Fewest active states per frame.")
-@click.option("--lattice-beam", default=6.0, type=click.FloatRange(min=0, min_open=True),
+@click.option("--beam", default=defaults.BEAM, type=click.FloatRange(min=0, min_open=True), show_default=True,
+              help="Decoding beam.")
+@click.option("--max-active", default=defaults.MAX_ACTIVE, type=click.IntRange(min=1), show_default=True,
+              help="Most active states per frame.")
+@click.option("--min-active", default=defaults.MIN_ACTIVE, type=click.IntRange(min=1), show_default=True,
+              help="Fewest active states per frame.")
+@click.option("--lattice-beam", default=defaults.LATTICE_BEAM, type=click.FloatRange(min=0, min_open=True),
+              show_default=True,
               help="Lattice beam (confidences and n-best lists come from the lattice).")
 @click.option("--cmvn-online", is_flag=True,
               help="Normalise with online CMN in batch transcription too (a model decoded with asrkit-decode "
@@ -69,7 +74,7 @@ def main(model_dir, graph_dir, package_dir, decode_dir, lm_weight, prior_scale, 
         params.update(decode_params_from_dir(decode_dir))
         logger.info("from %s: LM weight %g, prior scale %g", decode_dir, params["lm_weight"], params["prior_scale"])
     elif lm_weight is None:
-        logger.warning("no --decode-dir and no --lm-weight: LM weight 10 (acoustic scale 0.1, asrkit-decode's "
+        logger.warning(f"no --decode-dir and no --lm-weight: LM weight {defaults.LM_WEIGHT:g} (asrkit-decode's "
                        "default), which is rarely the best; pass the dev decode dir")
     params.update({key: value for key, value in (("lm_weight", lm_weight), ("prior_scale", prior_scale))
                    if value is not None})

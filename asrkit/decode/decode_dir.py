@@ -13,7 +13,7 @@ Decode dir layout (Kaldi's names where Kaldi has them):
 
 The LM-weight sweep scores the 1-best at LMWT = --min-lmwt, + --lmwt-step, ..,
 --max-lmwt.  An LM weight w corresponds to the acoustic scale 1/w (Kaldi's
-convention), e.g. --acoustic-scale 0.1 ~ LMWT 10.  Two ways (sweep_method):
+convention), e.g. --acoustic-scale 0.5 ~ LMWT 2.  Two ways (sweep_method):
 - "lattice", Kaldi's local/score.sh: the best path of one lattice per utterance
   under LMWT x graph + acoustic.  Decoding uses asrkit's lattice decoder
   (asrkit.decode.lattice_faster) and keeps the lattices in memory (they are
@@ -34,6 +34,7 @@ import time
 
 from asrkit.data.data_dir import DataDir
 from asrkit.data.kaldi_files import c_sorted
+from asrkit.decode import defaults
 from asrkit.decode.decoder import DecoderOptions, EMPTY, FAILED, GraphDecoder, PARTIAL, RETRIED
 from asrkit.decode.lattice import best_path_words
 from asrkit.errors import AsrkitError, AudioError, FeatureError
@@ -59,9 +60,9 @@ class DecodeOptions:
     scoring: bool = True
     lmwt_sweep: bool = True
     sweep_method: str = "lattice"  # or "best-path" (module docstring)
-    min_lmwt: float = 7
-    max_lmwt: float = 17
-    lmwt_step: float = 1
+    min_lmwt: float = defaults.MIN_LMWT
+    max_lmwt: float = defaults.MAX_LMWT
+    lmwt_step: float = defaults.LMWT_STEP
     max_fail_ratio: float = 0.05
 
     def lm_weights(self):

@@ -22,7 +22,7 @@ import kaldi_decoder
 import kaldifst
 import numpy as np
 
-from asrkit.decode import lattice_faster
+from asrkit.decode import defaults, lattice_faster
 from asrkit.decode.lattice_faster import DecodingGraph
 
 OK, RETRIED, PARTIAL, FAILED, EMPTY = "ok", "retried", "partial", "failed", "empty"
@@ -40,11 +40,11 @@ def retry_beam(beam, retry=None):
 
 @dataclasses.dataclass
 class DecoderOptions:
-    acoustic_scale: float = 0.1
-    beam: float = 13.0
-    max_active: int = 7000
-    min_active: int = 200
-    lattice_beam: float = 6.0
+    acoustic_scale: float = defaults.ACOUSTIC_SCALE
+    beam: float = defaults.BEAM
+    max_active: int = defaults.MAX_ACTIVE
+    min_active: int = defaults.MIN_ACTIVE
+    lattice_beam: float = defaults.LATTICE_BEAM
     retry_beam: float | None = None  # None: RETRY_BEAM_FACTOR x beam
     allow_partial: bool = False
 

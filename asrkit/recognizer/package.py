@@ -56,6 +56,7 @@ import shutil
 
 import numpy as np
 
+from asrkit.decode import defaults
 from asrkit.decode.combined_loglikes import check_same_tree
 from asrkit.decode.lattice_faster import DecodingGraph
 from asrkit.errors import AsrkitError
@@ -67,8 +68,9 @@ from asrkit.recognizer.package_checks import (PackageError, check_cmvn, check_co
 
 FORMAT_NAME = "asrkit-recognizer-package"
 FORMAT_VERSION = 1
-DEFAULT_DECODE_PARAMS = {"lm_weight": 10.0, "prior_scale": 1.0, "beam": 13.0, "max_active": 7000,
-                         "min_active": 200, "lattice_beam": 6.0, "cmvn_online": False, "chosen_on": None,
+DEFAULT_DECODE_PARAMS = {"lm_weight": defaults.LM_WEIGHT, "prior_scale": 1.0, "beam": defaults.BEAM,
+                         "max_active": defaults.MAX_ACTIVE, "min_active": defaults.MIN_ACTIVE,
+                         "lattice_beam": defaults.LATTICE_BEAM, "cmvn_online": False, "chosen_on": None,
                          "combination": None}
 # decode.json's "combination" of a package with a second network (combined/): the weight w of the second model,
 # each model's own acoustic scale, the second's prior scale (package_checks.COMBINATION_KEYS;

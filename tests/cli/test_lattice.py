@@ -33,7 +33,8 @@ def test_nbest_lists_start_with_the_one_best_and_hold_distinct_sequences(decoded
     graph, decode_dir = decoded
     result = run("nbest", "-n", "4", graph, decode_dir, tmp_path / "nbest")
     assert result.exit_code == 0, result.output
-    assert "asrkit-lattice nbest summary: status=ok utterances=3 without_path=0 n=4 lm_weight=10" in result.stderr
+    # the lattices' own LM weight by default: 1 / asrkit-decode's default acoustic scale
+    assert "asrkit-lattice nbest summary: status=ok utterances=3 without_path=0 n=4 lm_weight=3" in result.stderr
     nbest = lines(tmp_path / "nbest" / "nbest.txt")
     hyps = lines(decode_dir / "hyp.txt")
     for utterance_id, text in REFERENCES.items():
@@ -80,7 +81,7 @@ def test_rescore_writes_a_decode_dir_that_nbest_reads_again(decoded, tmp_path):
     result = run("rescore", "--old-lm", tmp_path / "old.arpa", "--new-lm", tmp_path / "new.arpa", "--prune-beam", "5",
                  graph, decode_dir, out)
     assert result.exit_code == 0, result.output
-    assert "asrkit-lattice rescore summary: status=ok utterances=3 without_path=0 lm_weight=10" in result.stderr
+    assert "asrkit-lattice rescore summary: status=ok utterances=3 without_path=0 lm_weight=3" in result.stderr
     assert lines(out / "hyp.txt") == REFERENCES and (out / "lat.scp").exists()
     again = run("nbest", "-n", "2", graph, out, tmp_path / "nbest")
     assert again.exit_code == 0, again.output

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from asrkit.decode import defaults
 from asrkit.errors import AsrkitError
 from asrkit.recognizer.hotwords import DEFAULT_BOOST
 from asrkit.logs import log_command_line, setup_logging, summary_line
@@ -171,6 +172,21 @@ def _apply(options):
         return function
 
     return decorate
+
+
+def search_options(lattice_beam_help):
+    """The decoder's search limits (--beam, --max-active, --min-active, --lattice-beam) at asrkit.decode.defaults'
+    values, for the commands that decode or set a package's decoding."""
+    return _apply([
+        click.option("--beam", default=defaults.BEAM, type=click.FloatRange(min=0, min_open=True), show_default=True,
+                     help="Decoding beam."),
+        click.option("--max-active", default=defaults.MAX_ACTIVE, type=click.IntRange(min=1), show_default=True,
+                     help="Most active states per frame."),
+        click.option("--min-active", default=defaults.MIN_ACTIVE, type=click.IntRange(min=1), show_default=True,
+                     help="Fewest active states per frame."),
+        click.option("--lattice-beam", default=defaults.LATTICE_BEAM, type=click.FloatRange(min=0, min_open=True),
+                     show_default=True, help=lattice_beam_help),
+    ])
 
 
 def endpoint_options(prefix):

@@ -4,7 +4,8 @@ import logging
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, combination_options, online_cmvn_options
+from asrkit.cli.common import (CONTEXT_SETTINGS, asrkit_command, combination_options, online_cmvn_options,
+                               search_options)
 from asrkit.cli.options_file import options_file
 from asrkit.decode import defaults
 from asrkit.logs import summary_line
@@ -25,15 +26,7 @@ COMMAND = "asrkit-decode"
               "the posteriors alone. Not with --loglikes, whose table holds finished log-likelihoods.")
 @click.option("--acoustic-scale", default=defaults.ACOUSTIC_SCALE, type=click.FloatRange(min=0, min_open=True),
               show_default="1/3, for 30-ms frames", help="Scale of the log-likelihoods against the graph costs.")
-@click.option("--beam", default=defaults.BEAM, type=click.FloatRange(min=0, min_open=True), show_default=True,
-              help="Decoding beam.")
-@click.option("--max-active", default=defaults.MAX_ACTIVE, type=click.IntRange(min=1), show_default=True,
-              help="Most active states per frame.")
-@click.option("--min-active", default=defaults.MIN_ACTIVE, type=click.IntRange(min=1), show_default=True,
-              help="Fewest active states per frame.")
-@click.option("--lattice-beam", default=defaults.LATTICE_BEAM, type=click.FloatRange(min=0, min_open=True),
-              show_default=True,
-              help="Lattice pruning beam (asrkit's lattice decoder).")
+@search_options("Lattice pruning beam (asrkit's lattice decoder).")
 @click.option("--retry-beam", default=None, type=click.FloatRange(min=0, min_open=True),
               help="Beam of the second try when no path survives.  [default: 4 x --beam]")
 @click.option("--allow-partial", is_flag=True,

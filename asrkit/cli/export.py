@@ -9,7 +9,7 @@ import time
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, combination_options
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, combination_options, search_options
 from asrkit.decode import defaults
 from asrkit.logs import summary_line
 
@@ -29,15 +29,7 @@ logger = logging.getLogger(COMMAND)
               help="LM weight (the acoustic scale is its inverse).  [default: the decode dir's, else 10]")
 @click.option("--prior-scale", type=click.FloatRange(min=0), default=None,
               help="Scale of the log priors divided out of the posteriors.  [default: the decode dir's, else 1]")
-@click.option("--beam", default=defaults.BEAM, type=click.FloatRange(min=0, min_open=True), show_default=True,
-              help="Decoding beam.")
-@click.option("--max-active", default=defaults.MAX_ACTIVE, type=click.IntRange(min=1), show_default=True,
-              help="Most active states per frame.")
-@click.option("--min-active", default=defaults.MIN_ACTIVE, type=click.IntRange(min=1), show_default=True,
-              help="Fewest active states per frame.")
-@click.option("--lattice-beam", default=defaults.LATTICE_BEAM, type=click.FloatRange(min=0, min_open=True),
-              show_default=True,
-              help="Lattice beam (confidences and n-best lists come from the lattice).")
+@search_options("Lattice beam (confidences and n-best lists come from the lattice).")
 @click.option("--cmvn-online", is_flag=True,
               help="Normalise with online CMN in batch transcription too (a model decoded with asrkit-decode "
                    "--cmvn-online); streaming always does, for models trained with the utterance or speaker mean.")

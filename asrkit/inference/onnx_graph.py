@@ -14,9 +14,9 @@ serves every length:
 - the stacked LSTM(P) steps through the utterance with a Scan whose body is one LSTMP step (ONNX's LSTM operator
   has no projection), gates in asrkit's order (input, forget, candidate, output), the cell clipped if the model
   clips it;
-- the windowed BLSTM ("Long short-term memory recurrent neural network architectures for large scale acoustic
-  modeling"-style BLSTM in windows, [Mohamed2015]) gathers windows of 2T + G positions G apart from the features
-  between 2T zero frames and zeros to a whole group, and runs each layer as ONNX's bidirectional LSTM operator
+- the windowed BLSTM ("Deep Bi-Directional Recurrent Networks over Spectral Windows", Mohamed et al., 2015:
+  [Mohamed2015]) gathers windows of 2T + G positions G apart from the features between 2T zero frames and zeros
+  to a whole group, and runs each layer as ONNX's bidirectional LSTM operator
   over the windows as a batch (its gates reordered to ONNX's input, output, forget, cell);
 - the TDNN-F splices each layer's inputs at its time stride, reading zeros where asrkit's stream reads another
   owner's positions: positions before the utterance are no one's, so a mask of them is carried alongside.

@@ -4,7 +4,7 @@ import logging
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, option_group
 from asrkit.cli.options_file import options_file
 from asrkit.logs import summary_line
 
@@ -28,25 +28,28 @@ COMMAND = "asrkit-align"
 @click.option("--prior-scale", default=1.0, type=click.FloatRange(min=0),
               help="Scale of the log priors subtracted from the model's log posteriors: 1 is Bayes' rule, 0 uses "
               "the posteriors alone. Not with --loglikes, whose table holds finished log-likelihoods.")
-@click.option("--acoustic-scale", default=0.1, type=click.FloatRange(min=0, min_open=True),
-              help="Scale of the log-likelihoods against the graph and transition costs.")
-@click.option("--self-loop-scale", default=0.1, type=click.FloatRange(min=0),
-              help="Scale of self-loop and leaving log-probabilities (Kaldi's align_si.sh uses 0.1).")
-@click.option("--transition-scale", default=1.0, type=click.FloatRange(min=0),
-              help="Scale of the other transition log-probabilities.")
-@click.option("--beam", default=10.0, type=click.FloatRange(min=0, min_open=True), help="Viterbi beam.")
-@click.option("--retry-beam", default=40.0, type=click.FloatRange(min=0, min_open=True),
-              help="Beam of the second pass for an utterance whose path falls outside --beam.")
+@option_group("scales", [
+    click.option("--acoustic-scale", default=0.1, type=click.FloatRange(min=0, min_open=True),
+                 help="Scale of the log-likelihoods against the graph and transition costs."),
+    click.option("--self-loop-scale", default=0.1, type=click.FloatRange(min=0),
+                 help="Scale of self-loop and leaving log-probabilities (Kaldi's align_si.sh uses 0.1)."),
+    click.option("--transition-scale", default=1.0, type=click.FloatRange(min=0),
+                 help="Scale of the other transition log-probabilities."),
+    click.option("--beam", default=10.0, type=click.FloatRange(min=0, min_open=True), help="Viterbi beam."),
+    click.option("--retry-beam", default=40.0, type=click.FloatRange(min=0, min_open=True),
+                 help="Beam of the second pass for an utterance whose path falls outside --beam."),
+])
 @click.option("--map-oov", is_flag=True,
               help="Align out-of-vocabulary words as the lang dir's OOV word (oov.txt) instead of skipping the "
               "utterance.")
-@click.option("-j", "--nj", default=1, type=click.IntRange(min=1), help="Number of parallel jobs.")
-@click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
-              help="Fail when more than this share of utterances cannot be aligned.")
+@option_group("jobs", [
+    click.option("-j", "--nj", default=1, type=click.IntRange(min=1), help="Number of parallel jobs."),
+    click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
+                 help="Fail when more than this share of utterances cannot be aligned."),
+])
 @options_file
 @asrkit_command(COMMAND)
-def main(directories, flat_start, silence_by_energy, loglikes_scp, prior_scale, acoustic_scale, self_loop_scale,
-         transition_scale, beam, retry_beam, map_oov, nj, max_fail_ratio):
+def main(directories, flat_start, silence_by_energy, loglikes_scp, prior_scale, scales, map_oov, jobs):
     """Align DATA_DIR (text, utt2num_frames) with the lexicon of LANG_DIR into ALI_DIR.
 
     \b
@@ -79,9 +82,10 @@ def main(directories, flat_start, silence_by_energy, loglikes_scp, prior_scale, 
         if not click.Path(exists=True, file_okay=False).convert(directory, None, None):
             raise click.UsageError(f"{directory} is not a directory")
     options = AlignOptions(
-        viterbi=ViterbiOptions(acoustic_scale=acoustic_scale, beam=beam, retry_beam=max(beam, retry_beam)),
-        self_loop_scale=self_loop_scale, transition_scale=transition_scale, nj=nj, map_oov=map_oov,
-        max_fail_ratio=max_fail_ratio, speech_span=SpeechSpanOptions() if silence_by_energy else None,
+        viterbi=ViterbiOptions(acoustic_scale=scales.acoustic_scale, beam=scales.beam,
+                               retry_beam=max(scales.beam, scales.retry_beam)),
+        self_loop_scale=scales.self_loop_scale, transition_scale=scales.transition_scale, map_oov=map_oov,
+        **jobs.as_dict(), speech_span=SpeechSpanOptions() if silence_by_energy else None,
     )
     if flat_start:
         data_dir, lang_dir, ali_dir = directories

@@ -3,6 +3,7 @@
 import functools
 import logging
 import sys
+import types
 
 import click
 
@@ -123,21 +124,20 @@ def online_cmvn_options(function):
 
 def combination_options(function):
     """--combine-model and the numbers of its frame-by-frame combination with the command's model (asrkit-decode,
-    asrkit-export; asrkit.decode.combined_loglikes); the numbers are refused without --combine-model."""
+    asrkit-export; asrkit.decode.combined_loglikes), as one argument `combination`; the numbers are refused without
+    --combine-model."""
 
     @functools.wraps(function)
-    def wrapper(*args, combine_model, model_acoustic_scale, combine_acoustic_scale, combine_prior_scale, **kwargs):
-        if combine_model is None:
-            for name, value in (("--model-acoustic-scale", model_acoustic_scale),
-                                ("--combine-acoustic-scale", combine_acoustic_scale),
-                                ("--combine-prior-scale", combine_prior_scale)):
+    def wrapper(*args, combination, **kwargs):
+        if combination.combine_model is None:
+            for name, value in (("--model-acoustic-scale", combination.model_acoustic_scale),
+                                ("--combine-acoustic-scale", combination.combine_acoustic_scale),
+                                ("--combine-prior-scale", combination.combine_prior_scale)):
                 if value != 1.0:
                     raise click.UsageError(f"{name} applies to a combination of models: give --combine-model")
-        return function(*args, combine_model=combine_model, model_acoustic_scale=model_acoustic_scale,
-                        combine_acoustic_scale=combine_acoustic_scale, combine_prior_scale=combine_prior_scale,
-                        **kwargs)
+        return function(*args, combination=combination, **kwargs)
 
-    for option in reversed([
+    return option_group("combination", [
         click.option("--combine-model", type=click.Path(exists=True, file_okay=False), default=None,
                      help="A second acoustic model of the same tree, combined with MODEL_DIR frame by frame: the "
                           "decoder reads (1 - W) x S1 x MODEL_DIR's + W x S2 x its log-likelihoods (W "
@@ -152,9 +152,40 @@ def combination_options(function):
                      show_default=True, help="S2: --combine-model's own acoustic scale (1 / its dev LM weight)."),
         click.option("--combine-prior-scale", default=1.0, type=click.FloatRange(min=0), show_default=True,
                      help="--prior-scale of --combine-model."),
-    ]):
-        wrapper = option(wrapper)
-    return wrapper
+    ])(wrapper)
+
+
+class OptionGroup(types.SimpleNamespace):
+    """The values of one group of a command's options, an attribute per option (its click parameter name)."""
+
+    def as_dict(self):
+        return dict(vars(self))
+
+
+def _parameter_names(options):
+    """The click parameter names that `options` (option decorators, composite ones too) declare, in order."""
+    def probe():
+        pass
+
+    for option in reversed(options):
+        probe = option(probe)
+    return [param.name for param in reversed(getattr(probe, "__click_params__", [])) if param.expose_value]
+
+
+def option_group(name, options):
+    """Decorator: click `options` (applied in the order listed, in --help too); the command receives their values
+    as one argument `name`, an OptionGroup, so that a command of many options keeps a short signature."""
+    names = _parameter_names(options)
+
+    def decorate(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            group = OptionGroup(**{key: kwargs.pop(key) for key in names})
+            return function(*args, **{name: group}, **kwargs)
+
+        return apply_options(options)(wrapper)
+
+    return decorate
 
 
 def _helped(prefix, text):
@@ -163,7 +194,7 @@ def _helped(prefix, text):
     return text[0].upper() + text[1:]
 
 
-def _apply(options):
+def apply_options(options):
     """A decorator applying click options in the order listed (in --help too)."""
 
     def decorate(function):
@@ -176,8 +207,8 @@ def _apply(options):
 
 def search_options(lattice_beam_help):
     """The decoder's search limits (--beam, --max-active, --min-active, --lattice-beam) at asrkit.decode.defaults'
-    values, for the commands that decode or set a package's decoding."""
-    return _apply([
+    values, for the commands that decode or set a package's decoding (option_group makes them one argument)."""
+    return apply_options([
         click.option("--beam", default=defaults.BEAM, type=click.FloatRange(min=0, min_open=True), show_default=True,
                      help="Decoding beam."),
         click.option("--max-active", default=defaults.MAX_ACTIVE, type=click.IntRange(min=1), show_default=True,
@@ -192,7 +223,7 @@ def search_options(lattice_beam_help):
 def endpoint_options(prefix):
     """--max-utterance-seconds and --endpoint-silence of the commands that stream: Kaldi's endpoint rules 5 and 2
     (asrkit.recognizer.endpoint), their help after `prefix` ("" or "With ...: ")."""
-    return _apply([
+    return apply_options([
         click.option("--max-utterance-seconds", default=20.0, type=click.FloatRange(min=0.0, min_open=True),
                      help=_helped(prefix, "a segment ends after this long whatever was said (endpoint rule 5).")),
         click.option("--endpoint-silence", type=click.FloatRange(min=0.0, min_open=True), default=None,
@@ -206,7 +237,7 @@ def endpoint_options(prefix):
 def stream_options(prefix):
     """--windows and --early-endpoints of the commands that stream (asrkit-transcribe --streaming,
     asrkit-serve-recognizer; asrkit.recognizer.stream), their help after `prefix` ("" or "With ...: ")."""
-    return _apply([
+    return apply_options([
         click.option("--windows", type=click.Choice(["eager", "grid", "tentative"]), default=None,
                      help=_helped(prefix, "where a windowed BLSTM's windows go: eager, each frame as soon as its "
                                           "label delay is in; grid, the batch network's (up to 4 frames later; rows "
@@ -240,7 +271,7 @@ def vocabulary_options(function):
 
         return function(*args, hotwords=bias, **kwargs)
 
-    return _apply([
+    return apply_options([
         click.option("--hotwords", type=click.Path(exists=True, dir_okay=False), default=None,
                      help="Bias recognition toward these phrases: one per line, words separated by spaces, "
                           "optionally ' :BOOST' (sherpa-onnx's format); each word's graph cost is lowered by its "

@@ -5,7 +5,7 @@ import logging
 import click
 
 from asrkit.cli.common import (CONTEXT_SETTINGS, asrkit_command, combination_options, online_cmvn_options,
-                               search_options)
+                               option_group, search_options)
 from asrkit.cli.options_file import options_file
 from asrkit.decode import defaults
 from asrkit.logs import summary_line
@@ -24,45 +24,51 @@ COMMAND = "asrkit-decode"
 @click.option("--prior-scale", default=1.0, type=click.FloatRange(min=0),
               help="Scale of the log priors subtracted from the model's log posteriors: 1 is Bayes' rule, 0 uses "
               "the posteriors alone. Not with --loglikes, whose table holds finished log-likelihoods.")
-@click.option("--acoustic-scale", default=defaults.ACOUSTIC_SCALE, type=click.FloatRange(min=0, min_open=True),
-              show_default="1/3, for 30-ms frames", help="Scale of the log-likelihoods against the graph costs.")
-@search_options("Lattice pruning beam (asrkit's lattice decoder).")
-@click.option("--retry-beam", default=None, type=click.FloatRange(min=0, min_open=True),
-              help="Beam of the second try when no path survives.  [default: 4 x --beam]")
-@click.option("--allow-partial", is_flag=True,
-              help="Keep the best partial path when no final state is reached even at the retry beam.")
-@click.option("-j", "--nj", default=1, type=click.IntRange(min=1), help="Number of parallel jobs.")
-@click.option("--write-lattices", is_flag=True, help="Write lattices to DECODE_DIR/lat.JOB.h5 and lat.scp.")
-@click.option("--skip-scoring", is_flag=True, help="Do not score even when DATA_DIR has a text file.")
-@click.option("--lmwt-sweep/--no-lmwt-sweep", default=True,
-              help="Score the 1-best at every LM weight of the sweep and report the best (a sweep chooses "
-              "the weight: run it on dev, decode test at the weight dev chose); without it the FasterDecoder "
-              "1-best at --acoustic-scale is scored.")
-@click.option("--sweep-method", type=click.Choice(["lattice", "best-path"]), default="lattice", show_default=True,
-              help="lattice: best paths of one lattice per utterance (Kaldi's score.sh); "
-              "best-path: FasterDecoder again at each acoustic scale 1/LMWT over the same log-likelihoods.")
-@click.option("--min-lmwt", default=defaults.MIN_LMWT, type=click.FloatRange(min=0, min_open=True), show_default=True,
-              help="Smallest LM weight of the sweep.")
-@click.option("--max-lmwt", default=defaults.MAX_LMWT, type=click.FloatRange(min=0, min_open=True), show_default=True,
-              help="Largest LM weight of the sweep.")
-@click.option("--lmwt-step", default=defaults.LMWT_STEP, type=click.FloatRange(min=0, min_open=True),
-              show_default=True, help="Step between the LM weights of the sweep.")
+@option_group("decoder", [
+    click.option("--acoustic-scale", default=defaults.ACOUSTIC_SCALE, type=click.FloatRange(min=0, min_open=True),
+                 show_default="1/3, for 30-ms frames", help="Scale of the log-likelihoods against the graph costs."),
+    search_options("Lattice pruning beam (asrkit's lattice decoder)."),
+    click.option("--retry-beam", default=None, type=click.FloatRange(min=0, min_open=True),
+                 help="Beam of the second try when no path survives.  [default: 4 x --beam]"),
+    click.option("--allow-partial", is_flag=True,
+                 help="Keep the best partial path when no final state is reached even at the retry beam."),
+])
+@option_group("jobs", [
+    click.option("-j", "--nj", default=1, type=click.IntRange(min=1), help="Number of parallel jobs."),
+    click.option("--write-lattices", is_flag=True, help="Write lattices to DECODE_DIR/lat.JOB.h5 and lat.scp."),
+    click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
+                 help="Fail when more than this share of utterances is not decoded."),
+])
+@option_group("scoring", [
+    click.option("--skip-scoring", is_flag=True, help="Do not score even when DATA_DIR has a text file."),
+    click.option("--lmwt-sweep/--no-lmwt-sweep", default=True,
+                 help="Score the 1-best at every LM weight of the sweep and report the best (a sweep chooses "
+                 "the weight: run it on dev, decode test at the weight dev chose); without it the FasterDecoder "
+                 "1-best at --acoustic-scale is scored."),
+    click.option("--sweep-method", type=click.Choice(["lattice", "best-path"]), default="lattice",
+                 show_default=True,
+                 help="lattice: best paths of one lattice per utterance (Kaldi's score.sh); "
+                 "best-path: FasterDecoder again at each acoustic scale 1/LMWT over the same log-likelihoods."),
+    click.option("--min-lmwt", default=defaults.MIN_LMWT, type=click.FloatRange(min=0, min_open=True),
+                 show_default=True, help="Smallest LM weight of the sweep."),
+    click.option("--max-lmwt", default=defaults.MAX_LMWT, type=click.FloatRange(min=0, min_open=True),
+                 show_default=True, help="Largest LM weight of the sweep."),
+    click.option("--lmwt-step", default=defaults.LMWT_STEP, type=click.FloatRange(min=0, min_open=True),
+                 show_default=True, help="Step between the LM weights of the sweep."),
+])
 @combination_options
-@click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
-              help="Fail when more than this share of utterances is not decoded.")
 @online_cmvn_options
-@click.option("--speaker-models", type=click.Path(exists=True, file_okay=False), metavar="ADAPT_DIR",
-              help="Decode each utterance with its speaker's model adapted from MODEL_DIR (asrkit-adapt's output "
-                   "dir); speakers it did not adapt use MODEL_DIR.")
-@click.option("--combine-speaker-models", type=click.Path(exists=True, file_okay=False), metavar="ADAPT_DIR",
-              help="The same for --combine-model: its speakers' adapted models (asrkit-adapt of that model).")
+@option_group("speakers", [
+    click.option("--speaker-models", type=click.Path(exists=True, file_okay=False), metavar="ADAPT_DIR",
+                 help="Decode each utterance with its speaker's model adapted from MODEL_DIR (asrkit-adapt's output "
+                      "dir); speakers it did not adapt use MODEL_DIR."),
+    click.option("--combine-speaker-models", type=click.Path(exists=True, file_okay=False), metavar="ADAPT_DIR",
+                 help="The same for --combine-model: its speakers' adapted models (asrkit-adapt of that model)."),
+])
 @options_file
 @asrkit_command(COMMAND)
-def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, acoustic_scale, beam, max_active,
-         min_active, lattice_beam, retry_beam, allow_partial, nj, write_lattices, skip_scoring, lmwt_sweep,
-         sweep_method, min_lmwt, max_lmwt, lmwt_step, combine_model, combine_weight, model_acoustic_scale,
-         combine_acoustic_scale, combine_prior_scale, max_fail_ratio, cmvn_online, speaker_models,
-         combine_speaker_models):
+def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, decoder, jobs, scoring, combination,
+         cmvn_online, speakers):
     """Decode DATA_DIR with the graph GRAPH_DIR (utils/mkgraph) for the model MODEL_DIR into DECODE_DIR.
 
     MODEL_DIR is an exported acoustic model (asrkit-train-ce's final/, with the tree.json the
@@ -82,17 +88,11 @@ def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, 
     from asrkit.decode.decode_dir import DecodeOptions, decode_data_dir
     from asrkit.decode.decoder import DecoderOptions
 
-    options = DecodeOptions(
-        decoder=DecoderOptions(acoustic_scale=acoustic_scale, beam=beam, max_active=max_active,
-                               min_active=min_active, lattice_beam=lattice_beam, retry_beam=retry_beam,
-                               allow_partial=allow_partial),
-        nj=nj, write_lattices=write_lattices, scoring=not skip_scoring, lmwt_sweep=lmwt_sweep,
-        sweep_method=sweep_method, min_lmwt=min_lmwt, max_lmwt=max_lmwt, lmwt_step=lmwt_step,
-        max_fail_ratio=max_fail_ratio,
-    )
-    source = _loglike_source(model_dir, data_dir, loglikes_scp, prior_scale, cmvn_online, combine_model,
-                             combine_weight, model_acoustic_scale, combine_acoustic_scale, combine_prior_scale,
-                             (speaker_models, combine_speaker_models))
+    sweep = scoring.as_dict()
+    options = DecodeOptions(decoder=DecoderOptions(**decoder.as_dict()), scoring=not sweep.pop("skip_scoring"),
+                            **jobs.as_dict(), **sweep)
+    source = _loglike_source(model_dir, data_dir, loglikes_scp, prior_scale, cmvn_online, combination,
+                             (speakers.speaker_models, speakers.combine_speaker_models))
     result = decode_data_dir(graph_dir, model_dir, data_dir, decode_dir, source, options)
     if result.wer_line:
         click.echo(result.wer_line)
@@ -110,10 +110,12 @@ def main(graph_dir, model_dir, data_dir, decode_dir, loglikes_scp, prior_scale, 
     logging.getLogger(COMMAND).info(summary_line(COMMAND, "ok", **fields))
 
 
-def _loglike_source(model_dir, data_dir, loglikes_scp, prior_scale, cmvn_online, combine_model, combine_weight,
-                    model_acoustic_scale, combine_acoustic_scale, combine_prior_scale, speaker_models=(None, None)):
-    """The decoder's LoglikeSource: the table, the model, or the model combined with --combine-model; each model
-    with its speakers' adapted weights when `speaker_models` (--speaker-models, --combine-speaker-models) says."""
+def _loglike_source(model_dir, data_dir, loglikes_scp, prior_scale, cmvn_online, combination,
+                    speaker_models=(None, None)):
+    """The decoder's LoglikeSource: the table, the model, or the model combined with --combine-model (the
+    `combination` group of combination_options); each model with its speakers' adapted weights when
+    `speaker_models` (--speaker-models, --combine-speaker-models) says."""
+    combine_model = combination.combine_model
     # deferred: as main's, the library code away from --help.
     from asrkit.decode.combined_loglikes import CombinedLoglikes, check_same_tree, interpolation_weights
     from asrkit.decode.loglikes import ModelLoglikes, TableLoglikes
@@ -135,8 +137,8 @@ def _loglike_source(model_dir, data_dir, loglikes_scp, prior_scale, cmvn_online,
                             speaker_models=speaker_models[0])]
     if combine_model is not None:
         check_same_tree(model_dir, combine_model)
-        models.append(ModelLoglikes(combine_model, data_dir, prior_scale=combine_prior_scale, cmvn_online=cmvn_online,
-                                    speaker_models=speaker_models[1]))
+        models.append(ModelLoglikes(combine_model, data_dir, prior_scale=combination.combine_prior_scale,
+                                    cmvn_online=cmvn_online, speaker_models=speaker_models[1]))
     for model, what in zip(models, ("CMVN", "CMVN of --combine-model")):
         model.check_front_end()
         logging.getLogger(COMMAND).info("%s: %s", what, model.check_cmvn())
@@ -144,7 +146,8 @@ def _loglike_source(model_dir, data_dir, loglikes_scp, prior_scale, cmvn_online,
             logging.getLogger(COMMAND).info("%s", model.speakers()[0].describe())
     if combine_model is None:
         return models[0]
-    weights = interpolation_weights(combine_weight, [model_acoustic_scale, combine_acoustic_scale])
+    weights = interpolation_weights(combination.combine_weight,
+                                    [combination.model_acoustic_scale, combination.combine_acoustic_scale])
     source = CombinedLoglikes(models, weights)
     source.num_pdfs()  # models of different pdf counts are refused here, naming both
     logging.getLogger(COMMAND).info("combination: %s", source.describe())

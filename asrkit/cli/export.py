@@ -9,7 +9,7 @@ import time
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, combination_options, search_options
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, combination_options, option_group, search_options
 from asrkit.decode import defaults
 from asrkit.logs import summary_line
 
@@ -29,7 +29,7 @@ logger = logging.getLogger(COMMAND)
               help="LM weight (the acoustic scale is its inverse).  [default: the decode dir's, else 10]")
 @click.option("--prior-scale", type=click.FloatRange(min=0), default=None,
               help="Scale of the log priors divided out of the posteriors.  [default: the decode dir's, else 1]")
-@search_options("Lattice beam (confidences and n-best lists come from the lattice).")
+@option_group("search", [search_options("Lattice beam (confidences and n-best lists come from the lattice).")])
 @click.option("--cmvn-online", is_flag=True,
               help="Normalise with online CMN in batch transcription too (a model decoded with asrkit-decode "
                    "--cmvn-online); streaming always does, for models trained with the utterance or speaker mean.")
@@ -45,9 +45,8 @@ logger = logging.getLogger(COMMAND)
                    "onnxruntime (asrkit-transcribe --runtime onnx) and other ONNX runtimes.")
 @combination_options
 @asrkit_command(COMMAND)
-def main(model_dir, graph_dir, package_dir, decode_dir, lm_weight, prior_scale, beam, max_active, min_active,
-         lattice_beam, cmvn_online, add_words, onnx, combine_model, combine_weight, model_acoustic_scale,
-         combine_acoustic_scale, combine_prior_scale):
+def main(model_dir, graph_dir, package_dir, decode_dir, lm_weight, prior_scale, search, cmvn_online, add_words, onnx,
+         combination):
     """Export MODEL_DIR (asrkit-train-ce's final/) with GRAPH_DIR (utils/mkgraph for it) into PACKAGE_DIR.
 
     The package holds the network as NumPy arrays, the front end and CMVN, priors, the graph as arrays, the
@@ -60,8 +59,7 @@ def main(model_dir, graph_dir, package_dir, decode_dir, lm_weight, prior_scale, 
     from asrkit.recognizer.package import decode_params_from_dir, write_package
 
     start = time.monotonic()
-    params = {"beam": beam, "max_active": max_active, "min_active": min_active, "lattice_beam": lattice_beam,
-              "cmvn_online": cmvn_online}
+    params = {**search.as_dict(), "cmvn_online": cmvn_online}
     if decode_dir:
         params.update(decode_params_from_dir(decode_dir))
         logger.info("from %s: LM weight %g, prior scale %g", decode_dir, params["lm_weight"], params["prior_scale"])
@@ -70,11 +68,14 @@ def main(model_dir, graph_dir, package_dir, decode_dir, lm_weight, prior_scale, 
                        "default), which is rarely the best; pass the dev decode dir")
     params.update({key: value for key, value in (("lm_weight", lm_weight), ("prior_scale", prior_scale))
                    if value is not None})
+    combine_model = combination.combine_model
     if combine_model is not None:
-        params["combination"] = {"weight": combine_weight, "model_scale": model_acoustic_scale,
-                                 "combine_scale": combine_acoustic_scale, "combine_prior_scale": combine_prior_scale}
+        params["combination"] = {"weight": combination.combine_weight, "model_scale": combination.model_acoustic_scale,
+                                 "combine_scale": combination.combine_acoustic_scale,
+                                 "combine_prior_scale": combination.combine_prior_scale}
         logger.info("combined with %s: weight %g, acoustic scales %g and %g, its prior scale %g", combine_model,
-                    combine_weight, model_acoustic_scale, combine_acoustic_scale, combine_prior_scale)
+                    combination.combine_weight, combination.model_acoustic_scale, combination.combine_acoustic_scale,
+                    combination.combine_prior_scale)
     with words_added(graph_dir, model_dir, add_words, package_dir) as (graph_dir, added):
         written = write_package(model_dir, graph_dir, package_dir, params, combine_model, onnx=onnx)
     if written["align"] is not None:

@@ -6,7 +6,7 @@ import logging
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, audio_options
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, audio_options, option_group
 from asrkit.cli.options_file import options_file
 from asrkit.errors import AsrkitError
 from asrkit.frontend.cmvn import MEAN_NORMS, VAR_NORMS
@@ -42,33 +42,38 @@ def feature_options(function):
               help="JSON feature config (e.g. a data dir's or a model's featurize.json), read first; the feature "
                    "options below override it.")
 @click.option("--print-config", is_flag=True, help="Print the effective feature config as JSON and exit.")
-@click.option("-j", "--nj", default=1, type=click.IntRange(min=1), help="Number of parallel jobs.")
-@click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
-              help="Fail when more than this share of utterances cannot be featurized.")
-@click.option("--compute-cmvn/--no-compute-cmvn", default=False,
-              help="Also write mean/variance statistics to <data-dir>/cmvn.h5.")
-@click.option("--cmvn-mean", type=click.Choice(MEAN_NORMS), default="global", show_default=True,
-              help="The mean every stage removes: the training set's (global), each utterance's own (utterance) or "
-                   "each speaker's (speaker, by utt2spk; the statistics are then of mean-removed frames), or "
-                   "online CMN's running mean of the utterance's frames so far, in training as in decoding (online).  "
-                   "With "
-                   "speaker, DATA_DIR/spk_cmvn.h5 gets its speakers' sums even without --compute-cmvn: featurize "
-                   "dev and test sets with it too.")
-@click.option("--cmvn-variance", type=click.Choice(VAR_NORMS), default="global", show_default=True,
-              help="With --compute-cmvn, the standard deviation every stage divides by: the training set's "
-                   "(of mean-removed frames; global) or each speaker's own (speaker; needs --cmvn-mean speaker).")
-@click.option("--cmvn-online-window", default=600, type=click.IntRange(min=1), show_default=True,
-              help="With --cmvn-mean online, the output frames (30 ms by default: 600 are 18 s) the running mean "
-                   "looks back over (recorded in cmvn.h5).")
-@click.option("--cmvn-online-prior-frames", default=200, type=click.IntRange(min=0), show_default=True,
-              help="With --cmvn-mean online, how many frames' worth of the training set's mean the running mean "
-                   "starts from, less one per frame seen (recorded in cmvn.h5; unlike Kaldi's --global-frames, "
-                   "which stays whole until the window is nearly full: asrkit.frontend.online_cmvn).")
+@option_group("jobs", [
+    click.option("-j", "--nj", default=1, type=click.IntRange(min=1), help="Number of parallel jobs."),
+    click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
+                 help="Fail when more than this share of utterances cannot be featurized."),
+    click.option("--batch-seconds", default=60.0, type=click.FloatRange(min=1),
+                 help="Audio per TensorFlow batch (padded), in seconds."),
+    click.option("--num-threads", default=1, type=click.IntRange(min=1), help="TensorFlow threads per job."),
+    click.option("--overwrite", is_flag=True, help="Recompute shards that an earlier run finished."),
+])
+@option_group("cmvn", [
+    click.option("--compute-cmvn/--no-compute-cmvn", default=False,
+                 help="Also write mean/variance statistics to <data-dir>/cmvn.h5."),
+    click.option("--cmvn-mean", type=click.Choice(MEAN_NORMS), default="global", show_default=True,
+                 help="The mean every stage removes: the training set's (global), each utterance's own (utterance) or "
+                      "each speaker's (speaker, by utt2spk; the statistics are then of mean-removed frames), or "
+                      "online CMN's running mean of the utterance's frames so far, in training as in decoding "
+                      "(online).  "
+                      "With "
+                      "speaker, DATA_DIR/spk_cmvn.h5 gets its speakers' sums even without --compute-cmvn: featurize "
+                      "dev and test sets with it too."),
+    click.option("--cmvn-variance", type=click.Choice(VAR_NORMS), default="global", show_default=True,
+                 help="With --compute-cmvn, the standard deviation every stage divides by: the training set's "
+                      "(of mean-removed frames; global) or each speaker's own (speaker; needs --cmvn-mean speaker)."),
+    click.option("--cmvn-online-window", default=600, type=click.IntRange(min=1), show_default=True,
+                 help="With --cmvn-mean online, the output frames (30 ms by default: 600 are 18 s) the running mean "
+                      "looks back over (recorded in cmvn.h5)."),
+    click.option("--cmvn-online-prior-frames", default=200, type=click.IntRange(min=0), show_default=True,
+                 help="With --cmvn-mean online, how many frames' worth of the training set's mean the running mean "
+                      "starts from, less one per frame seen (recorded in cmvn.h5; unlike Kaldi's --global-frames, "
+                      "which stays whole until the window is nearly full: asrkit.frontend.online_cmvn)."),
+])
 @audio_options
-@click.option("--batch-seconds", default=60.0, type=click.FloatRange(min=1),
-              help="Audio per TensorFlow batch (padded), in seconds.")
-@click.option("--num-threads", default=1, type=click.IntRange(min=1), help="TensorFlow threads per job.")
-@click.option("--overwrite", is_flag=True, help="Recompute shards that an earlier run finished.")
 @click.option("--out-data-dir", type=click.Path(file_okay=False),
               help="Copy DATA_DIR's tables here (without feats.scp, cmvn.scp and utt2num_frames) and write asrkit's "
                    "features into the copy, leaving DATA_DIR as it is: for a Kaldi data dir with Kaldi's own features, "
@@ -76,9 +81,7 @@ def feature_options(function):
 @feature_options
 @options_file
 @asrkit_command("asrkit-featurize")
-def main(data_dir, feat_dir, feature_config_file, print_config, nj, max_fail_ratio, compute_cmvn, cmvn_mean, cmvn_variance,
-         cmvn_online_window, cmvn_online_prior_frames, audio, batch_seconds, num_threads, overwrite, out_data_dir,
-         **feature_values):
+def main(data_dir, feat_dir, feature_config_file, print_config, jobs, cmvn, audio, out_data_dir, **feature_values):
     """Featurize DATA_DIR into a sharded table in FEAT_DIR.
 
     Writes FEAT_DIR/feats.JOB.h5, DATA_DIR/feats.scp, DATA_DIR/utt2num_frames,
@@ -106,10 +109,8 @@ def main(data_dir, feat_dir, feature_config_file, print_config, nj, max_fail_rat
 
     logger = logging.getLogger("asrkit-featurize")
     options = FeaturizeOptions(
-        nj=nj, max_fail_ratio=max_fail_ratio, compute_cmvn=compute_cmvn, cmvn_mean=cmvn_mean,
-        cmvn_variance=cmvn_variance, cmvn_online=OnlineCmvnOptions(cmvn_online_window, cmvn_online_prior_frames),
-        batch_seconds=batch_seconds,
-        num_threads=num_threads, overwrite=overwrite,
+        **jobs.as_dict(), compute_cmvn=cmvn.compute_cmvn, cmvn_mean=cmvn.cmvn_mean, cmvn_variance=cmvn.cmvn_variance,
+        cmvn_online=OnlineCmvnOptions(cmvn.cmvn_online_window, cmvn.cmvn_online_prior_frames),
         audio=audio(config.sample_rate),
     )
     if out_data_dir:

@@ -4,7 +4,7 @@ import logging
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, audio_options
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, audio_options, option_group
 from asrkit.cli.options_file import options_file
 from asrkit.logs import summary_line
 
@@ -30,23 +30,26 @@ def _named_paths(values, option):
               help="A noise list for styles with noise type 'list' (adds to or replaces the config's).")
 @click.option("--rir-list", "rir_lists", multiple=True, metavar="NAME=WAV_SCP",
               help="A list of measured RIRs for styles with reverb type 'list'.")
-@click.option("--utt-suffix", default="", help="Appended to utterance ids (speakers unchanged).")
-@click.option("--id-prefix", default="",
-              help="Prepended to utterance and speaker ids (keeps speaker ids prefixes of utterance ids).")
-@click.option("--audio-dir", type=click.Path(file_okay=False), default=None,
-              help="Where the audio shards go. [default: OUT_DATA_DIR/audio]")
-@click.option("--audio-format", type=click.Choice(["wav", "flac"]), default="wav", help="16-bit audio files.")
-@click.option("-j", "--nj", default=1, type=click.IntRange(min=1), help="Number of parallel jobs.")
-@click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
-              help="Fail when more than this share of utterances is missing from the output (failed or silent).")
-@click.option("--babble-pool-size", default=100, type=click.IntRange(min=1),
-              help="Utterances of the data dir held in memory to make babble from.")
+@option_group("output", [
+    click.option("--utt-suffix", default="", help="Appended to utterance ids (speakers unchanged)."),
+    click.option("--id-prefix", default="",
+                 help="Prepended to utterance and speaker ids (keeps speaker ids prefixes of utterance ids)."),
+    click.option("--audio-dir", type=click.Path(file_okay=False), default=None,
+                 help="Where the audio shards go. [default: OUT_DATA_DIR/audio]"),
+    click.option("--audio-format", type=click.Choice(["wav", "flac"]), default="wav", help="16-bit audio files."),
+])
+@option_group("jobs", [
+    click.option("-j", "--nj", default=1, type=click.IntRange(min=1), help="Number of parallel jobs."),
+    click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
+                 help="Fail when more than this share of utterances is missing from the output (failed or silent)."),
+    click.option("--babble-pool-size", default=100, type=click.IntRange(min=1),
+                 help="Utterances of the data dir held in memory to make babble from."),
+    click.option("--overwrite", is_flag=True, help="Redo utterances that an earlier run finished."),
+])
 @audio_options
-@click.option("--overwrite", is_flag=True, help="Redo utterances that an earlier run finished.")
 @options_file
 @asrkit_command("asrkit-noisify")
-def main(data_dir, out_data_dir, styles_file, print_styles, seed, noise_lists, rir_lists, utt_suffix, id_prefix,
-         audio_dir, audio_format, nj, max_fail_ratio, babble_pool_size, audio, overwrite):
+def main(data_dir, out_data_dir, styles_file, print_styles, seed, noise_lists, rir_lists, output, jobs, audio):
     """Noisify DATA_DIR into OUT_DATA_DIR: VTLP, simulated rooms and noise, one style per utterance.
 
     Writes audio shards (AUDIO_DIR/shard.JOB/<utt>.wav), a data dir with wav.scp, text, utt2spk, spk2utt,
@@ -67,11 +70,7 @@ def main(data_dir, out_data_dir, styles_file, print_styles, seed, noise_lists, r
         click.echo(config.to_json())
         return
     logger = logging.getLogger("asrkit-noisify")
-    options = NoisifyOptions(
-        seed=seed, nj=nj, max_fail_ratio=max_fail_ratio, utt_suffix=utt_suffix, id_prefix=id_prefix,
-        audio_dir=audio_dir, audio_format=audio_format, babble_pool_size=babble_pool_size, overwrite=overwrite,
-        audio=audio(),
-    )
+    options = NoisifyOptions(seed=seed, **output.as_dict(), **jobs.as_dict(), audio=audio())
     result = noisify_data_dir(data_dir, out_data_dir, config, options)
     real_time = result.audio_seconds / max(result.wall_seconds, 1e-9)
     logger.info(summary_line(

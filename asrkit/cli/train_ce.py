@@ -5,7 +5,7 @@ import logging
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.cli.common import CONTEXT_SETTINGS, apply_options, asrkit_command, option_group
 from asrkit.cli.options_file import options_file
 from asrkit.errors import AsrkitError
 from asrkit.logs import command_line, summary_line
@@ -39,76 +39,80 @@ def training_options(params_function, choices=None):
 
 
 def input_options(function):
-    """The options asrkit-train-ce and asrkit-train-seq share: CMVN, held-out data, resume, example servers,
-    threads."""
-    options = [
-        click.option("--cmvn", type=click.Path(exists=True, dir_okay=False),
-                     help="CMVN statistics to normalise with [default: <data-dir>/cmvn.h5]."),
-        click.option("--valid-data-dir", type=click.Path(exists=True, file_okay=False),
-                     help="A featurized held-out data dir (instead of holding out --valid-utts of the training set)."),
-        click.option("--valid-ali-dir", type=click.Path(exists=True, file_okay=False),
-                     help="Alignments of --valid-data-dir [default: ALI_DIR]."),
+    """The options asrkit-train-ce and asrkit-train-seq share: the data (as one argument `inputs`: CMVN, held-out
+    data), --resume, and the example servers (as one argument `servers`)."""
+    return apply_options([
+        option_group("inputs", [
+            click.option("--cmvn", type=click.Path(exists=True, dir_okay=False),
+                         help="CMVN statistics to normalise with [default: <data-dir>/cmvn.h5]."),
+            click.option("--valid-data-dir", type=click.Path(exists=True, file_okay=False),
+                         help="A featurized held-out data dir (instead of holding out --valid-utts of the training "
+                              "set)."),
+            click.option("--valid-ali-dir", type=click.Path(exists=True, file_okay=False),
+                         help="Alignments of --valid-data-dir [default: ALI_DIR]."),
+        ]),
         click.option("--resume/--no-resume", default=True,
                      help="Continue from the latest checkpoint in EXP_DIR/checkpoints (weights, optimizer, step, "
                           "input position); --no-resume starts again and moves old checkpoints aside."),
-        click.option("--example-servers", metavar="local:N|ADDRESS,...",
-                     help="Pull examples from example servers instead of reading the tables in-process: local:N "
-                          "starts N asrkit-serve-examples processes (in the trainer's mode: seq for asrkit-train-seq) "
-                          "over shards of the training set (logs in EXP_DIR/log/serve.N.log; one that dies is "
-                          "restarted), or give the tcp:// addresses of servers started elsewhere."),
-        click.option("--server-public-key", type=click.Path(exists=True, dir_okay=False),
-                     help="CURVE public key file (.key) of the example servers (those started with "
-                          "--curve-secret-key)."),
-        click.option("--server-styles", type=click.Path(exists=True, dir_okay=False),
-                     help="local:N servers noisify on the fly with this style config (asrkit-noisify's --styles "
-                          "format)."),
-        click.option("--server-from-feats", is_flag=True,
-                     help="local:N servers read DATA_DIR/feats.scp instead of featurizing the audio."),
-        click.option("--num-threads", default=0, type=click.IntRange(min=0),
-                     help="TensorFlow intra- and inter-op threads (0: TensorFlow's choice, all cores)."),
-    ]
-    for option in reversed(options):
-        function = option(function)
-    return function
+        option_group("servers", [
+            click.option("--example-servers", metavar="local:N|ADDRESS,...",
+                         help="Pull examples from example servers instead of reading the tables in-process: local:N "
+                              "starts N asrkit-serve-examples processes (in the trainer's mode: seq for "
+                              "asrkit-train-seq) over shards of the training set (logs in EXP_DIR/log/serve.N.log; "
+                              "one that dies is restarted), or give the tcp:// addresses of servers started "
+                              "elsewhere."),
+            click.option("--server-public-key", type=click.Path(exists=True, dir_okay=False),
+                         help="CURVE public key file (.key) of the example servers (those started with "
+                              "--curve-secret-key)."),
+            click.option("--server-styles", type=click.Path(exists=True, dir_okay=False),
+                         help="local:N servers noisify on the fly with this style config (asrkit-noisify's --styles "
+                              "format)."),
+            click.option("--server-from-feats", is_flag=True,
+                         help="local:N servers read DATA_DIR/feats.scp instead of featurizing the audio."),
+        ]),
+    ])(function)
 
 
 def strategy_options(note=""):
-    """--strategy and --cluster (asrkit.train.distribute), shared by asrkit-train-ce and asrkit-train-seq;
-    `note` ends the --strategy help with what a trainer adds to it."""
-
-    def decorate(function):
-        function = click.option(
-            "--cluster", "cluster_file", type=click.Path(exists=True, dir_okay=False),
-            help="JSON cluster file in TF_CONFIG's format: {\"cluster\": {\"chief\": [...], \"worker\": "
-                 "[\"host:port\", ...], \"ps\": [...]}, \"task\": {\"type\": \"worker\", \"index\": 0}} "
-                 "[default: the TF_CONFIG environment variable].")(function)
-        return click.option(
+    """--strategy and --cluster (asrkit.train.distribute) and --num-threads, shared by asrkit-train-ce and
+    asrkit-train-seq as one argument `parallelism`; `note` ends the --strategy help with what a trainer adds to
+    it."""
+    return option_group("parallelism", [
+        click.option(
             "--strategy", default="local", type=click.Choice(("local", "multiworker", "ps")),
             help="local: one process. multiworker: synchronous data parallelism over the workers of the cluster "
                  "(MultiWorkerMirroredStrategy; worker i of N reads every N-th utterance, or its own "
                  "--example-servers; worker 0 writes EXP_DIR). ps: asynchronous SGD with parameter servers "
                  "(ParameterServerStrategy; the chief task trains, worker and ps tasks only serve; needs "
-                 "--mode full)." + (f" {note}" if note else ""))(function)
-
-    return decorate
+                 "--mode full)." + (f" {note}" if note else "")),
+        click.option(
+            "--cluster", "cluster", type=click.Path(exists=True, dir_okay=False),
+            help="JSON cluster file in TF_CONFIG's format: {\"cluster\": {\"chief\": [...], \"worker\": "
+                 "[\"host:port\", ...], \"ps\": [...]}, \"task\": {\"type\": \"worker\", \"index\": 0}} "
+                 "[default: the TF_CONFIG environment variable]."),
+        click.option("--num-threads", default=0, type=click.IntRange(min=0),
+                     help="TensorFlow intra- and inter-op threads (0: TensorFlow's choice, all cores)."),
+    ])
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("data_dir", type=click.Path(exists=True, file_okay=False))
 @click.argument("ali_dir", type=click.Path(exists=True, file_okay=False))
 @click.argument("exp_dir", type=click.Path(file_okay=False))
-@click.option("--model", default="recipe", type=click.Choice(config_names()),
-              help="Model config (asrkit.nn.registry): recipe = 2xLSTM(256), lstm5x600/768/1024 as in [Variani2017], "
-                   "dnn as in [McDermott2014] (26 frames, 4x1024), wblstm as in [Mohamed2015], tdnnf the "
-                   "factorized TDNN of Kaldi's chain recipes (Povey et al. 2018); lstm is the LSTM class with its "
-                   "defaults.")
-@click.option("--model-param", "model_params", multiple=True, metavar="NAME=VALUE",
-              help="Change a model hyperparameter, e.g. --model-param num_cells=512 --model-param projection_dim=256 "
-                   "--model-param label_delay=5 (--print-config lists them).")
-@click.option("--init-model", type=click.Path(exists=True, file_okay=False),
-              help="Start from the weights of this exported model (another run's final/) of the same network "
-                   "(same --model and --model-param), e.g. multi-style training continuing a clean-only model; "
-                   "the optimizer, the schedule and the priors start afresh.")
+@option_group("network", [
+    click.option("--model", default="recipe", type=click.Choice(config_names()),
+                 help="Model config (asrkit.nn.registry): recipe = 2xLSTM(256), lstm5x600/768/1024 as in "
+                      "[Variani2017], dnn as in [McDermott2014] (26 frames, 4x1024), wblstm as in [Mohamed2015], "
+                      "tdnnf the factorized TDNN of Kaldi's chain recipes (Povey et al. 2018); lstm is the LSTM "
+                      "class with its defaults."),
+    click.option("--model-param", "model_params", multiple=True, metavar="NAME=VALUE",
+                 help="Change a model hyperparameter, e.g. --model-param num_cells=512 --model-param "
+                      "projection_dim=256 --model-param label_delay=5 (--print-config lists them)."),
+    click.option("--init-model", type=click.Path(exists=True, file_okay=False),
+                 help="Start from the weights of this exported model (another run's final/) of the same network "
+                      "(same --model and --model-param), e.g. multi-style training continuing a clean-only model; "
+                      "the optimizer, the schedule and the priors start afresh."),
+])
 @input_options
 @strategy_options()
 @click.option("--online-ivector-dir", type=click.Path(exists=True, file_okay=False),
@@ -120,27 +124,28 @@ def strategy_options(note=""):
 @training_options(ce_params)
 @options_file
 @asrkit_command("asrkit-train-ce")
-def main(data_dir, ali_dir, exp_dir, model, model_params, init_model, cmvn, valid_data_dir, valid_ali_dir, resume,
-         example_servers, server_public_key, server_styles, server_from_feats, num_threads, strategy, cluster_file,
-         online_ivector_dir, print_config, **train_values):
+def main(data_dir, ali_dir, exp_dir, network, inputs, resume, servers, parallelism, online_ivector_dir, print_config,
+         **train_values):
     """Train an acoustic network with cross-entropy on DATA_DIR's features and ALI_DIR's alignments.
 
     DATA_DIR is featurized (feats.scp, conf/featurize.json, cmvn.h5); ALI_DIR holds ali.scp and
-    num_pdfs (with --criterion ctc: phone_ali.scp and phones.txt).  Writes EXP_DIR/config.json, checkpoints/, tensorboard/ and the exported model final/.
+    num_pdfs (with --criterion ctc: phone_ali.scp and phones.txt).  Writes EXP_DIR/config.json,
+    checkpoints/, tensorboard/ and the exported model final/.
     """
     # deferred: these import TensorFlow (~6 s) at module level; --help must not wait for it.
     from asrkit.nn.registry import model_config, parse_overrides
     from asrkit.train.distribute import end_chief_process, serve_forever, serves_only
     from asrkit.train.trainer import TrainOptions, train_ce
 
-    import_tensorflow(num_threads or None)
+    import_tensorflow(parallelism.num_threads or None)
     logger = logging.getLogger("asrkit-train-ce")
-    serving = None if print_config else serves_only(strategy, cluster_file)
+    strategy, model = parallelism.strategy, network.model
+    serving = None if print_config else serves_only(strategy, parallelism.cluster)
     if serving is not None:
         serve_forever(serving)  # a worker or ps task of --strategy ps: the chief sends it the steps
         return
     try:
-        overrides = parse_overrides(model_params, model)
+        overrides = parse_overrides(network.model_params, model)
         train_overrides = {name: value for name, value in train_values.items() if value is not None}
         if print_config:
             click.echo(json.dumps({"model": model_config(model, overrides),
@@ -148,12 +153,10 @@ def main(data_dir, ali_dir, exp_dir, model, model_params, init_model, cmvn, vali
             return
     except (KeyError, ValueError) as error:
         raise AsrkitError(str(error.args[0]) if error.args else str(error)) from None
-    options = TrainOptions(model=model, model_overrides=overrides, params=train_overrides, cmvn=cmvn,
-                           valid_data_dir=valid_data_dir, valid_ali_dir=valid_ali_dir, resume=resume,
-                           command_line=command_line(), example_servers=example_servers,
-                           server_public_key=server_public_key, server_styles=server_styles,
-                           server_from_feats=server_from_feats, init_model=init_model, strategy=strategy,
-                           cluster=cluster_file, online_ivector_dir=online_ivector_dir)
+    options = TrainOptions(model=model, model_overrides=overrides, params=train_overrides, **inputs.as_dict(),
+                           resume=resume, command_line=command_line(), **servers.as_dict(),
+                           init_model=network.init_model, strategy=strategy, cluster=parallelism.cluster,
+                           online_ivector_dir=online_ivector_dir)
     result = train_ce(data_dir, ali_dir, exp_dir, options)
     logger.info(summary_line(
         "asrkit-train-ce", "ok", steps=result.steps, epochs=result.epochs, frames=result.frames,

@@ -31,9 +31,8 @@ from asrkit.train.params import seq_params
 @training_options(seq_params, {"criterion": ("smbr", "mmi", "mmi-fr", "bmmi")})
 @options_file
 @asrkit_command("asrkit-train-seq")
-def main(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, cmvn, valid_data_dir, valid_ali_dir, resume,
-         example_servers, server_public_key, server_styles, server_from_feats, num_threads, strategy, cluster_file,
-         online_ivector_dir, print_config, **train_values):
+def main(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, inputs, resume, servers, parallelism, online_ivector_dir,
+         print_config, **train_values):
     """Sequence-train the model in CE_MODEL_DIR (asrkit-train-ce's final/) on DATA_DIR with ALI_DIR's alignments
     as the numerator and lattices from GRAPH_DIR (utils/mkgraph with the bigram lang dir).
 
@@ -48,9 +47,10 @@ def main(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, cmvn, valid_data_d
     from asrkit.train.seq_trainer import train_seq
     from asrkit.train.trainer import TrainOptions
 
-    import_tensorflow(num_threads or None)
+    import_tensorflow(parallelism.num_threads or None)
     logger = logging.getLogger("asrkit-train-seq")
-    serving = None if print_config else serves_only(strategy, cluster_file)
+    strategy = parallelism.strategy
+    serving = None if print_config else serves_only(strategy, parallelism.cluster)
     if serving is not None:
         serve_forever(serving)  # a worker or ps task of --strategy ps: the chief sends it the steps
         return
@@ -61,11 +61,9 @@ def main(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, cmvn, valid_data_d
         except KeyError as error:
             raise AsrkitError(str(error.args[0])) from None
         return
-    options = TrainOptions(params=train_overrides, cmvn=cmvn, valid_data_dir=valid_data_dir,
-                           valid_ali_dir=valid_ali_dir, resume=resume, command_line=command_line(),
-                           example_servers=example_servers, server_public_key=server_public_key,
-                           server_styles=server_styles, server_from_feats=server_from_feats, strategy=strategy,
-                           cluster=cluster_file, online_ivector_dir=online_ivector_dir)
+    options = TrainOptions(params=train_overrides, **inputs.as_dict(), resume=resume, command_line=command_line(),
+                           **servers.as_dict(), strategy=strategy, cluster=parallelism.cluster,
+                           online_ivector_dir=online_ivector_dir)
     result = train_seq(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, options)
     logger.info(summary_line(
         "asrkit-train-seq", "ok", steps=result.steps, epochs=result.epochs, frames=result.frames,

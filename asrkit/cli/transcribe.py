@@ -10,7 +10,7 @@ import time
 
 import click
 
-from asrkit.cli.common import (CONTEXT_SETTINGS, asrkit_command, endpoint_options, stream_options,
+from asrkit.cli.common import (CONTEXT_SETTINGS, asrkit_command, endpoint_options, option_group, stream_options,
                                vocabulary_options)
 from asrkit.errors import AsrkitError, AudioError, DataDirError
 from asrkit.io.text_lines import utf8_lines
@@ -24,28 +24,36 @@ logger = logging.getLogger(COMMAND)
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("package", type=click.Path(exists=True, file_okay=False))
 @click.argument("audio", nargs=-1)
-@click.option("--scp", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="A Kaldi wav.scp ('utt path' or 'utt command |' per line) of recordings to transcribe too.")
-@click.option("--sample-rate", type=click.IntRange(min=1), default=None,
-              help="Rate of the raw 16-bit little-endian mono PCM read from stdin for AUDIO '-'.  "
-                   "[default: the package's]")
-@click.option("--format", "output_format", type=click.Choice(["text", "json", "ctm", "srt", "vtt"]), default="text",
-              help="text: the words ('key words' with several inputs); json: one object per input (per segment "
-                   "of a long recording) and line with words, times and confidences; ctm: Kaldi's CTM (key channel "
-                   "start duration word confidence); srt, vtt: subtitles (SubRip, WebVTT), cues of two lines "
-                   "of 42 characters at most.")
-@click.option("--output-dir", type=click.Path(file_okay=False), default=None,
-              help="Write each input's transcript to DIR/KEY.txt|json|ctm|srt|vtt (KEY: the file's base name "
-                   "without extension, or the wav.scp key) instead of stdout; inputs whose file is there already "
-                   "are skipped, so a rerun of a killed job finishes the work.")
-@click.option("--nbest", default=1, type=click.IntRange(min=1),
-              help="With --format json, the N best distinct word sequences of the lattice too.")
-@click.option("--lm-weight", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="LM weight instead of the package's.")
-@click.option("--prior-scale", type=click.FloatRange(min=0), default=None, help="Prior scale instead of the package's.")
-@click.option("--beam", type=click.FloatRange(min=0, min_open=True), default=None, help="Beam instead of the package's.")
-@click.option("--max-active", type=click.IntRange(min=1), default=None,
-              help="Most active states per frame instead of the package's.")
+@option_group("inputs", [
+    click.option("--scp", type=click.Path(exists=True, dir_okay=False), default=None,
+                 help="A Kaldi wav.scp ('utt path' or 'utt command |' per line) of recordings to transcribe too."),
+    click.option("--sample-rate", type=click.IntRange(min=1), default=None,
+                 help="Rate of the raw 16-bit little-endian mono PCM read from stdin for AUDIO '-'.  "
+                      "[default: the package's]"),
+])
+@option_group("output", [
+    click.option("--format", "output_format", type=click.Choice(["text", "json", "ctm", "srt", "vtt"]), default="text",
+                 help="text: the words ('key words' with several inputs); json: one object per input (per segment "
+                      "of a long recording) and line with words, times and confidences; ctm: Kaldi's CTM (key channel "
+                      "start duration word confidence); srt, vtt: subtitles (SubRip, WebVTT), cues of two lines "
+                      "of 42 characters at most."),
+    click.option("--output-dir", type=click.Path(file_okay=False), default=None,
+                 help="Write each input's transcript to DIR/KEY.txt|json|ctm|srt|vtt (KEY: the file's base name "
+                      "without extension, or the wav.scp key) instead of stdout; inputs whose file is there already "
+                      "are skipped, so a rerun of a killed job finishes the work."),
+    click.option("--nbest", default=1, type=click.IntRange(min=1),
+                 help="With --format json, the N best distinct word sequences of the lattice too."),
+])
+@option_group("decoding", [
+    click.option("--lm-weight", type=click.FloatRange(min=0, min_open=True), default=None,
+                 help="LM weight instead of the package's."),
+    click.option("--prior-scale", type=click.FloatRange(min=0), default=None,
+                 help="Prior scale instead of the package's."),
+    click.option("--beam", type=click.FloatRange(min=0, min_open=True), default=None,
+                 help="Beam instead of the package's."),
+    click.option("--max-active", type=click.IntRange(min=1), default=None,
+                 help="Most active states per frame instead of the package's."),
+])
 @click.option("--max-fail-ratio", default=0.0, type=click.FloatRange(0, 1),
               help="Fail (exit 1) when more than this share of the inputs cannot be read; the others are "
                    "transcribed either way.")
@@ -55,20 +63,22 @@ logger = logging.getLogger(COMMAND)
                    "most), in --format, with times from the input's start; partial hypotheses as they change, "
                    "on stderr ('partial: [key ]words'), or with --format json as JSON lines with is_final false "
                    "on stdout.  Stdin must be at the package's sample rate.")
-@click.option("--adapt", is_flag=True,
-              help="Adapt the package to each speaker across their inputs: all of them are transcribed, the networks "
-                   "fitted to each speaker's first pass (LHUC: asrkit.recognizer.adaptation), then transcribed "
-                   "again; what is written is the second pass.  Speakers from --utt2spk, else all inputs are one "
-                   "speaker (a session).  Not with --streaming.")
-@click.option("--utt2spk", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="With --adapt: 'key speaker' lines (Kaldi's utt2spk), the keys as the outputs name the inputs.")
-@click.option("--adapt-method", type=click.Choice(["lhuc", "input", "lhuc+input"]), default="lhuc",
-              show_default=True, help="With --adapt: LHUC amplitudes, a linear input transform, or both.")
-@click.option("--adapt-min-frames", default=300, show_default=True, type=click.IntRange(min=1),
-              help="With --adapt: a speaker whose first pass gives fewer frames of targets is not adapted.")
-@click.option("--adapt-min-confidence", default=0.0, show_default=True, type=click.FloatRange(0, 1),
-              help="With --adapt: nor one whose first pass is less sure of itself (the mean lattice posterior of "
-                   "its best path's speech frames).")
+@option_group("adaptation", [
+    click.option("--adapt", is_flag=True,
+                 help="Adapt the package to each speaker across their inputs: all of them are transcribed, the "
+                      "networks fitted to each speaker's first pass (LHUC: asrkit.recognizer.adaptation), then "
+                      "transcribed again; what is written is the second pass.  Speakers from --utt2spk, else all "
+                      "inputs are one speaker (a session).  Not with --streaming."),
+    click.option("--utt2spk", type=click.Path(exists=True, dir_okay=False), default=None,
+                 help="With --adapt: 'key speaker' lines (Kaldi's utt2spk), the keys as the outputs name the inputs."),
+    click.option("--adapt-method", type=click.Choice(["lhuc", "input", "lhuc+input"]), default="lhuc",
+                 show_default=True, help="With --adapt: LHUC amplitudes, a linear input transform, or both."),
+    click.option("--adapt-min-frames", default=300, show_default=True, type=click.IntRange(min=1),
+                 help="With --adapt: a speaker whose first pass gives fewer frames of targets is not adapted."),
+    click.option("--adapt-min-confidence", default=0.0, show_default=True, type=click.FloatRange(0, 1),
+                 help="With --adapt: nor one whose first pass is less sure of itself (the mean lattice posterior of "
+                      "its best path's speech frames)."),
+])
 @click.option("--grammar", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Hear only these phrases (one per line; '[unk]' for anything else), one or more in a row: a "
                    "grammar built from the package's lexicon and tree before the first input (Vosk's phrase "
@@ -78,15 +88,15 @@ logger = logging.getLogger(COMMAND)
                    "package's model.onnx or its int8 quantization, model.int8.onnx (asrkit-export --onnx writes "
                    "both).  Streams run the NumPy networks either way.")
 @vocabulary_options
-@endpoint_options("With --streaming, and for a file longer than --max-utterance-seconds (read a block at a time "
-                  "and cut at its pauses, or at its quietest moments where it pauses for less than 0.2 s, "
-                  "into segments of 6 s at most, each recognised as an utterance): ")
-@stream_options("With --streaming: ")
+@option_group("segmenting", [
+    endpoint_options("With --streaming, and for a file longer than --max-utterance-seconds (read a block at a time "
+                     "and cut at its pauses, or at its quietest moments where it pauses for less than 0.2 s, "
+                     "into segments of 6 s at most, each recognised as an utterance): "),
+    stream_options("With --streaming: "),
+])
 @asrkit_command(COMMAND)
-def main(package, audio, scp, sample_rate, output_format, output_dir, nbest, lm_weight, prior_scale, beam,
-         max_active, max_fail_ratio, streaming, adapt, utt2spk, adapt_method, adapt_min_frames,
-         adapt_min_confidence, grammar, runtime, hotwords, max_utterance_seconds, endpoint_silence, windows,
-         early_endpoints):
+def main(package, audio, inputs, output, decoding, max_fail_ratio, streaming, adaptation, grammar, runtime, hotwords,
+         segmenting):
     """Transcribe AUDIO files (wav, flac, mp3, ...; any sample rate, resampled; a directory for the audio files
     in it; '-' for raw PCM on stdin) and the recordings of --scp with PACKAGE (asrkit-export).
 
@@ -100,18 +110,18 @@ def main(package, audio, scp, sample_rate, output_format, output_dir, nbest, lm_
     from asrkit.recognizer.transcripts import keyed_inputs
 
     wall, cpu = time.monotonic(), time.process_time()
+    scp, sample_rate, adapt = inputs.scp, inputs.sample_rate, adaptation.adapt
     inputs = keyed_inputs(audio, read_wav_scp(scp) if scp else ())
-    check_usage(inputs, sample_rate, nbest, streaming, adapt, utt2spk)
-    check_output(inputs, output_format, output_dir)
-    outputs = Outputs(output_format, output_dir, keyed=output_dir is None and (len(inputs) > 1 or bool(scp)),
-                      line_per_result=streaming)
+    check_usage(inputs, sample_rate, output.nbest, streaming, adapt, adaptation.utt2spk)
+    check_output(inputs, output.output_format, output.output_dir)
+    outputs = Outputs(output.output_format, output.output_dir,
+                      keyed=output.output_dir is None and (len(inputs) > 1 or bool(scp)), line_per_result=streaming)
     todo = outputs.not_written(inputs)
     if len(todo) < len(inputs):
         logger.info("%d of %d inputs have their transcript in %s already: skipped", len(inputs) - len(todo),
-                    len(inputs), output_dir)
-    speakers = read_speakers(utt2spk, [key for key, _ in inputs]) if adapt else None
-    recognizer = Recognizer(package, runtime, lm_weight=lm_weight, prior_scale=prior_scale, beam=beam,
-                            max_active=max_active)
+                    len(inputs), output.output_dir)
+    speakers = read_speakers(adaptation.utt2spk, [key for key, _ in inputs]) if adapt else None
+    recognizer = Recognizer(package, runtime, **decoding.as_dict())
     if grammar:
         recognizer = recognizer.with_phrases(read_phrases(grammar))
     recognizer = hotwords(recognizer)
@@ -119,12 +129,12 @@ def main(package, audio, scp, sample_rate, output_format, output_dir, nbest, lm_
                 recognizer.package.params["lm_weight"], recognizer.package.params["prior_scale"],
                 recognizer.package.params["beam"], recognizer.acoustic.cmvn.describe())
     endpoint = default_endpoint(default_final_pass(recognizer), recognizer.package.frame_shift_s,
-                                max_utterance_seconds, endpoint_silence)
-    run = TranscribeRun(recognizer, outputs, sample_rate, nbest, endpoint, max_utterance_seconds, windows,
-                        early_endpoints)
+                                segmenting.max_utterance_seconds, segmenting.endpoint_silence)
+    run = TranscribeRun(recognizer, outputs, sample_rate, output.nbest, endpoint, segmenting.max_utterance_seconds,
+                        segmenting.windows, segmenting.early_endpoints)
     if adapt:
-        options = SessionOptions(method=adapt_method, min_frames=adapt_min_frames,
-                                 min_confidence=adapt_min_confidence)
+        options = SessionOptions(method=adaptation.adapt_method, min_frames=adaptation.adapt_min_frames,
+                                 min_confidence=adaptation.adapt_min_confidence)
         audio_seconds, failed = transcribe_adapted(run, todo, {key: speakers[key] for key, _ in todo}, options)
     else:
         audio_seconds, failed = transcribe_each(run, todo, streaming)
@@ -307,9 +317,9 @@ def transcribe_adapted(run, inputs, speakers, options):
                 logger.error("%s: %s", key, error)
         if added:
             session.adapt()
+            losses = "".join(f"; loss per frame {before:.4f} -> {after:.4f}" for before, after in session.losses)
             logger.info("speaker %s: %d inputs, %.0f frames of first-pass targets, confidence %.3f%s", speaker,
-                        len(added), session.frames, session.confidence, "".join(f"; loss per frame {before:.4f} -> {after:.4f}"
-                                                for before, after in session.losses) or " (not adapted)")
+                        len(added), session.frames, session.confidence, losses or " (not adapted)")
             results.update(zip(added, session.results(nbest=run.nbest, details=run.outputs.format != "text")))
     audio_seconds = 0.0
     for key, _ in inputs:

@@ -1,5 +1,6 @@
 """`--example-servers local:N | ADDRESS,...` turned into an example source for the trainer."""
 
+import dataclasses
 import logging
 import os
 
@@ -9,9 +10,20 @@ from asrkit.serving.local import LocalServers, parse_server_spec
 logger = logging.getLogger("asrkit.serving")
 
 
-def open_example_servers(spec, expected, exp_dir, data_dir, ali_dir, train_utterance_ids, num_epochs=0, seed=1,
-                         server_public_key=None, server_options=(), capacity=64, receive_timeout=300.0,
-                         max_restarts=5):
+@dataclasses.dataclass(frozen=True)
+class StreamOptions:
+    """How the trainer's client takes examples from its servers, and what its local:N servers are started with."""
+
+    num_epochs: int = 0  # local servers' passes over their shards; remote ones end the stream only with theirs
+    seed: int = 1
+    server_public_key: str = None  # CURVE public key file of remote servers
+    server_options: tuple = ()  # more asrkit-serve-examples arguments for local servers
+    capacity: int = 64  # messages the client queues (asrkit.serving.client)
+    receive_timeout: float = 300.0  # seconds without an example before the client gives up
+    max_restarts: int = 5  # of a local server that dies
+
+
+def open_example_servers(spec, expected, exp_dir, data_dir, ali_dir, train_utterance_ids, stream=StreamOptions()):
     """A ServerExamples; with local:N also the N servers, started on its first iteration, stopped on close.
 
     Local servers serve exactly the training utterances the trainer kept (written to
@@ -22,18 +34,19 @@ def open_example_servers(spec, expected, exp_dir, data_dir, ali_dir, train_utter
     if kind == "remote":
         logger.info("pulling examples from %d example servers: %s", len(value), ", ".join(value))
         # Remote servers end the stream only if they were started with --num-epochs.
-        return ServerExamples(expected, value, server_public_key, capacity,
-                              expected_servers=len(value) if num_epochs else None, receive_timeout=receive_timeout,
-                              num_servers=len(value))
+        return ServerExamples(expected, value, stream.server_public_key, stream.capacity,
+                              expected_servers=len(value) if stream.num_epochs else None,
+                              receive_timeout=stream.receive_timeout, num_servers=len(value))
     server_dir = os.path.join(exp_dir, "servers")
     os.makedirs(server_dir, exist_ok=True)
     utt_list = os.path.join(server_dir, "train_utts")
     with open(utt_list, "w", encoding="utf-8") as out:
         out.writelines(f"{utterance_id}\n" for utterance_id in train_utterance_ids)
-    client = ServerExamples(expected, (), None, capacity, expected_servers=value if num_epochs else None,
-                            receive_timeout=receive_timeout, num_servers=value)
-    args = ["--utt-list", utt_list, "--seed", str(seed), "--num-epochs", str(num_epochs or 0)]
-    servers = LocalServers(client, value, data_dir, ali_dir, exp_dir, args + list(server_options), max_restarts)
+    client = ServerExamples(expected, (), None, stream.capacity, expected_servers=value if stream.num_epochs else None,
+                            receive_timeout=stream.receive_timeout, num_servers=value)
+    args = ["--utt-list", utt_list, "--seed", str(stream.seed), "--num-epochs", str(stream.num_epochs or 0)]
+    servers = LocalServers(client, value, data_dir, ali_dir, exp_dir, args + list(stream.server_options),
+                           stream.max_restarts)
     client.add_starter(servers.start)
     client.add_closer(servers.stop)
     client.local_servers = servers

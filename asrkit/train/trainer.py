@@ -53,7 +53,7 @@ from asrkit.nn.model_dir import read_model_json, write_model_dir
 from asrkit.nn.pipeline import layer_devices as pipeline_layer_devices
 from asrkit.nn.precision import set_precision
 from asrkit.nn.registry import build_from_config, model_config
-from asrkit.serving.connect import open_example_servers
+from asrkit.serving.connect import StreamOptions, open_example_servers
 from asrkit.serving.producer import read_feature_config
 from asrkit.serving.wire import Handshake
 from asrkit.train.bucket_batcher import BucketBatcher
@@ -344,11 +344,10 @@ def _server_source(options, params, data, data_dir, ali_dir, exp_dir, criterion)
         server_options += ["--cmvn", os.path.abspath(options.cmvn)]
     if options.online_ivector_dir:
         server_options += ["--online-ivectors", os.path.abspath(options.online_ivector_dir)]
-    return open_example_servers(
-        options.example_servers, expected, exp_dir, data_dir, ali_dir, data.train.utterance_ids,
-        num_epochs=params.num_epochs, seed=params.seed, server_public_key=options.server_public_key,
-        server_options=server_options, receive_timeout=options.server_receive_timeout,
-    )
+    stream = StreamOptions(num_epochs=params.num_epochs, seed=params.seed, server_public_key=options.server_public_key,
+                           server_options=tuple(server_options), receive_timeout=options.server_receive_timeout)
+    return open_example_servers(options.example_servers, expected, exp_dir, data_dir, ali_dir,
+                                data.train.utterance_ids, stream)
 
 
 def _model_parallel_devices(params, net_config, strategy):

@@ -83,7 +83,7 @@ def test_a_restarted_server_leaves_every_utterance_consumed_exactly_once(corpus,
     the process, as the sockets' buffers make happen by chance under load."""
     from collections import Counter
 
-    from asrkit.serving.connect import open_example_servers
+    from asrkit.serving.connect import StreamOptions, open_example_servers
     from asrkit.serving.wire import EXAMPLE_KIND, Handshake, decode_example
 
     # Large enough examples (60 x 200 floats) and shards (300 each) that a server cannot have sent its whole shard
@@ -92,8 +92,8 @@ def test_a_restarted_server_leaves_every_utterance_consumed_exactly_once(corpus,
     # whole shard.
     data_dir, ali_dir, utterances = corpus(num_utts=600, dim=200, min_frames=55, max_frames=60)
     source = open_example_servers("local:2", Handshake(200, 5, 30.0), str(tmp_path / "exp"), data_dir, ali_dir,
-                                  sorted(utterances), num_epochs=1, server_options=["--from-feats"], capacity=8,
-                                  receive_timeout=120)
+                                  sorted(utterances), StreamOptions(num_epochs=1, server_options=("--from-feats",),
+                                                                    capacity=8, receive_timeout=120))
     accept, replace_server = source._accept, source.replace_server
     killed, replaced = [], threading.Event()
 

@@ -82,7 +82,7 @@ decode() {
 
 decode "$dev_set" "$sweep_opts"
 lmwt="$(cat "$out_dir/decode_$dev_set/best_lmwt")"
-scale="$(awk -v weight="$lmwt" 'BEGIN { print 1 / weight }')"
+scale="$(acoustic_scale "$lmwt")"
 echo "$dev_set: $(cat "$out_dir/decode_$dev_set/best_wer") (speakers adapted; the first pass:" \
      "$(cat "$combined_dir/decode_$dev_set/best_wer"))" >&2
 for split in "${tests[@]}"; do

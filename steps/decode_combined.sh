@@ -49,7 +49,7 @@ log_dir="${log_dir:-$out_dir/log}"
 steps="$(dirname "$0")"
 
 # A model's own acoustic scale (1 / the LM weight dev chose for it alone) and prior scale (1 where none was chosen).
-own_scale() { awk '{ printf "%.8g\n", 1 / $1 }' "$1/decode_$dev_set/best_lmwt"; }
+own_scale() { acoustic_scale "$1/decode_$dev_set/best_lmwt"; }
 own_prior() { if [ -f "$1/decode_$dev_set/prior_scale" ]; then cat "$1/decode_$dev_set/prior_scale"; else echo 1; fi; }
 combination="--model-acoustic-scale $(own_scale "$model_dir") --prior-scale $(own_prior "$model_dir")"
 combination+=" --combine-model $other_dir/final --combine-acoustic-scale $(own_scale "$other_dir")"
@@ -87,7 +87,7 @@ echo "$best_weight" > "$out_dir/decode_$dev_set/combine_weight"
 echo "$combination --combine-weight $best_weight" > "$out_dir/decode_$dev_set/combination_opts"
 printf '%s\n' "${tried[@]}" > "$out_dir/decode_$dev_set/combine_weight_wers"  # each weight tried: its best %WER
 lmwt="$(cat "$out_dir/decode_$dev_set/best_lmwt")"
-scale="$(awk -v weight="$lmwt" 'BEGIN { print 1 / weight }')"
+scale="$(acoustic_scale "$lmwt")"
 for split in "${tests[@]}"; do
   decode "$split" "decode_$split" --combine-weight "$best_weight" --acoustic-scale "$scale"
   echo "$split: $(cat "$out_dir/decode_$split/best_wer") (combination weight $best_weight and LM weight $lmwt" \

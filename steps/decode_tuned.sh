@@ -84,7 +84,7 @@ for entry in "${entries[@]}"; do
     decode "$dev" "decode_$dev" "$sweep_opts" --prior-scale "$best_prior"
   fi
   weight="$(cat "$model_dir/decode_$dev/best_lmwt")"
-  scale="$(awk -v weight="$weight" 'BEGIN { print 1 / weight }')"
+  scale="$(acoustic_scale "$weight")"
   for split in $(echo "${entry#*:}" | tr : ' '); do
     decode "$split" "decode_$split" --acoustic-scale "$scale" --prior-scale "$best_prior" $lattices
     echo "$split: $(cat "$model_dir/decode_$split/best_wer") (LM weight $weight chosen on $dev, prior scale" \

@@ -8,8 +8,17 @@ log-likelihood stands for three of them: the LM weights dev chooses for asrkit's
 Kaldi's: they bound costs per frame, and the recipes tune them on dev (egs/voiceover/conf/decode.conf).
 """
 
+
+
+def acoustic_scale_of(lm_weight):
+    """The acoustic scale that decodes as LM weight `lm_weight` does (Kaldi's convention: a path costs graph +
+    acoustic / LM weight), the one conversion of asrkit's Python code and, through utils/acoustic_scale, of its
+    scripts, so that a recipe's decodes and its package use the same number to the last bit."""
+    return 1.0 / float(lm_weight)
+
+
 LM_WEIGHT = 3.0
-ACOUSTIC_SCALE = 1.0 / LM_WEIGHT
+ACOUSTIC_SCALE = acoustic_scale_of(LM_WEIGHT)
 BEAM = 13.0
 MAX_ACTIVE = 7000
 MIN_ACTIVE = 200

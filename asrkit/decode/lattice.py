@@ -17,6 +17,7 @@ import math
 import kaldifst
 import numpy as np
 
+from asrkit.decode.defaults import acoustic_scale_of
 from asrkit.decode.lattice_faster import best_path
 from asrkit.errors import AsrkitError
 
@@ -114,7 +115,7 @@ def best_path_words(lattice, lm_weight):
     """
     if not is_topological(lattice):
         raise ValueError("the lattice's states are not numbered topologically (as asrkit's decoder writes them)")
-    best = best_path(lattice, acoustic_scale=1.0 / lm_weight)
+    best = best_path(lattice, acoustic_scale=acoustic_scale_of(lm_weight))
     return best[0] if best is not None else None
 
 

@@ -33,6 +33,7 @@ from asrkit.data.data_dir import DataDir
 from asrkit.data.kaldi_files import write_kaldi_map
 from asrkit.data.split import subset_data_dir
 from asrkit.data.validate import validate_data_dir
+from asrkit.decode.defaults import acoustic_scale_of
 from asrkit.decode.lattice import checked_acoustic_scale, checked_lattice
 from asrkit.decode.lattice_faster import best_path
 from asrkit.decode.lm_rescore import LmCosts, rescore
@@ -156,7 +157,7 @@ def write_rescored(decode_dir, words_txt, old_arpa, new_arpa, out_dir, lm_weight
     as a decode dir in out_dir; see the module docstring.  With prune_beam, each lattice is first pruned
     to the paths within that beam of its best at lm_weight (Kaldi's lattice-prune before lmrescore): the
     expansion by LM history grows with the lattice's depth."""
-    acoustic_scale = 1.0 / lattice_lm_weight(decode_dir)  # of the input, kept by the output
+    acoustic_scale = acoustic_scale_of(lattice_lm_weight(decode_dir))  # of the input, kept by the output
     words, result = _begin(decode_dir, words_txt, out_dir, lm_weight or 1.0 / acoustic_scale)
     lm_weight = result.lm_weight
     costs = LmCosts(read_arpa(old_arpa), read_arpa(new_arpa), lm_scale)
@@ -180,7 +181,7 @@ def write_rescored(decode_dir, words_txt, old_arpa, new_arpa, out_dir, lm_weight
                                   f"{new_arpa})")
             arcs_in, arcs_out = arcs_in + len(lattice), arcs_out + len(rescored)
             writer.write(utterance_id, rescored, attrs={"start": 0})
-            best = best_path(rescored, acoustic_scale=1.0 / lm_weight) if len(rescored) else None
+            best = best_path(rescored, acoustic_scale=acoustic_scale_of(lm_weight)) if len(rescored) else None
             if best is None:
                 result.empty += 1
                 continue

@@ -22,6 +22,7 @@ import dataclasses
 
 import numpy as np
 
+from asrkit.decode.defaults import acoustic_scale_of
 from asrkit.decode.lattice_faster import best_path_rows
 from asrkit.decode.word_lattice import arc_posteriors, state_frames
 
@@ -37,7 +38,7 @@ class Candidate:
 
 def best_path_confidence(utterance_id, lattice, lm_weight, silence_pdfs=()):
     """The Candidate of one lattice, or None when it has no complete path."""
-    path = best_path_rows(lattice, graph_scale=1.0, acoustic_scale=1.0 / lm_weight)
+    path = best_path_rows(lattice, graph_scale=1.0, acoustic_scale=acoustic_scale_of(lm_weight))
     if not len(path):
         return None
     posteriors, _ = arc_posteriors(lattice, lm_weight)

@@ -422,7 +422,7 @@ class Package:
 
     @property
     def acoustic_scale(self):
-        return 1.0 / float(self.params["lm_weight"])
+        return defaults.acoustic_scale_of(self.params["lm_weight"])
 
     def scaled_log_priors(self, prior_scale=None, combined=False):
         """The log priors log-likelihoods subtract: prior_scale x log priors (decode.json's scale by default), the

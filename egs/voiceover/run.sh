@@ -318,7 +318,7 @@ if run_stage 9; then
   # and dev and test are featurized again with them.  On the fresh run's models the factors chosen so (from 10
   # lines a character) were those the final model's own per-character WER would pick on dev (RESULTS).
   if [ "$warps" != none ]; then
-    smbr_scales="--acoustic-scale $(awk '{ printf "%.8g", 1 / $1 }' "$exp/${am}_smbr/decode_dev/best_lmwt")"
+    smbr_scales="--acoustic-scale $(acoustic_scale "$exp/${am}_smbr/decode_dev/best_lmwt")"
     [ -f "$exp/${am}_smbr/decode_dev/prior_scale" ] \
       && smbr_scales+=" --prior-scale $(cat "$exp/${am}_smbr/decode_dev/prior_scale")"
     ../../steps/select_warps.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage9" --warps "$warps" \

@@ -43,6 +43,10 @@ MISSING = {
 }
 
 
+# What a recipe's path.sh puts first on PATH: the environment's commands and utils/ (utils/acoustic_scale).
+RECIPE_PATH = f"{BIN}:{ROOT}/utils:{os.environ['PATH']}"
+
+
 def run_step(path, *args, cwd=None, env=None):
     return subprocess.run([path, *map(str, args)], capture_output=True, text=True, timeout=60, cwd=cwd, env=env)
 
@@ -125,7 +129,7 @@ def test_decode_tuned_chooses_the_prior_scale_and_lm_weight_on_dev_and_decodes_t
     (model / "final").mkdir(parents=True)
     (tmp_path / "graph").mkdir()
     (tmp_path / "graph" / "HCLG.fst").write_bytes(b"")
-    env = {**os.environ, "DECODE_CALLS": str(tmp_path / "calls")}
+    env = {**os.environ, "DECODE_CALLS": str(tmp_path / "calls"), "PATH": RECIPE_PATH}
     result = run_step(steps / "decode_tuned.sh", "--prior-scales", "1 0.5", "--decode-opts", "--cmvn-online",
                       "--tuned-sets", "dev:test dev_noisy:test_noisy", tmp_path / "graph", data, model, env=env)
     assert result.returncode == 0, result.stderr
@@ -172,7 +176,7 @@ def test_decode_combined_chooses_the_weights_on_dev_and_decodes_test_at_them(tmp
     (exp / "lstm_smbr" / "decode_dev" / "prior_scale").write_text("0.5\n")
     (tmp_path / "graph").mkdir()
     (tmp_path / "graph" / "HCLG.fst").write_bytes(b"")
-    env = {**os.environ, "DECODE_CALLS": str(tmp_path / "calls")}
+    env = {**os.environ, "DECODE_CALLS": str(tmp_path / "calls"), "PATH": RECIPE_PATH}
     combined = exp / "combined"
     result = run_step(steps / "decode_combined.sh", "--combine-weights", "0.3 0.5 0.7", "--decode-opts",
                       "--cmvn-online --write-lattices", tmp_path / "graph", data, exp / "lstm_smbr", exp / "lstm_lfmmi",
@@ -180,8 +184,8 @@ def test_decode_combined_chooses_the_weights_on_dev_and_decodes_test_at_them(tmp
     assert result.returncode == 0, result.stderr
     assert (combined / "decode_dev" / "combine_weight").read_text() == "0.5\n"
     assert (combined / "decode_dev" / "combination_opts").read_text() == \
-        f"--model-acoustic-scale 0.28571429 --prior-scale 0.5 --combine-model {exp}/lstm_lfmmi/final " \
-        "--combine-acoustic-scale 1.3333333 --combine-prior-scale 1 --combine-weight 0.5\n"
+        f"--model-acoustic-scale {1 / 3.5!r} --prior-scale 0.5 --combine-model {exp}/lstm_lfmmi/final " \
+        f"--combine-acoustic-scale {1 / 0.75!r} --combine-prior-scale 1 --combine-weight 0.5\n"
     assert (combined / "decode_dev" / "combine_weight_wers").read_text() == "0.3 20\n0.5 10\n0.7 20\n"
     assert f"{combined}/decode_dev/wer_0.9" in (combined / "decode_dev" / "best_wer").read_text()
     # The lattices' table names the dir the chosen weight's decode was moved to (what steps/adapt_combined.sh reads).
@@ -189,12 +193,12 @@ def test_decode_combined_chooses_the_weights_on_dev_and_decodes_test_at_them(tmp
     assert not list(combined.glob("decode_dev_w*"))
     calls = (tmp_path / "calls").read_text().splitlines()
     assert len(calls) == 4  # dev at three weights, then test
-    own = (f"--model-acoustic-scale 0.28571429 --prior-scale 0.5 --combine-model {exp}/lstm_lfmmi/final "
-           "--combine-acoustic-scale 1.3333333 --combine-prior-scale 1")
+    own = (f"--model-acoustic-scale {1 / 3.5!r} --prior-scale 0.5 --combine-model {exp}/lstm_lfmmi/final "
+           f"--combine-acoustic-scale {1 / 0.75!r} --combine-prior-scale 1")
     assert all(f"--decode-opts --cmvn-online --write-lattices {own} " in " ".join(call.split()) for call in calls)
     assert "--lmwt-sweep" in calls[0] and "--combine-weight 0.3" in calls[0]
     assert calls[3].endswith(f"{exp}/lstm_smbr/final {data}/test {combined}/decode_test")
-    assert "--combine-weight 0.5 --acoustic-scale 1.11111 " in calls[3] and "--lmwt-sweep" not in calls[3]
+    assert f"--combine-weight 0.5 --acoustic-scale {1 / 0.9!r} " in calls[3] and "--lmwt-sweep" not in calls[3]
     assert "(combination weight 0.5 and LM weight 0.9 chosen on dev)" in result.stderr
     assert "--combine-weights 0.3\\ 0.5\\ 0.7" in (combined / "log" / "decode_combined.options").read_text()
     bad = run_step(steps / "decode_combined.sh", "--combine-weights", "0.5 1.5", tmp_path / "graph", data,
@@ -227,7 +231,7 @@ def test_adapt_combined_adapts_both_models_to_each_set_and_decodes_test_at_dev_s
         (exp / model / "final").mkdir(parents=True)
     (tmp_path / "graph").mkdir()
     (tmp_path / "graph" / "HCLG.fst").write_bytes(b"")
-    env = {**os.environ, "DECODE_CALLS": str(tmp_path / "calls")}
+    env = {**os.environ, "DECODE_CALLS": str(tmp_path / "calls"), "PATH": RECIPE_PATH}
     args = [tmp_path / "graph", data, exp / "lstm_smbr", exp / "lstm_lfmmi", combined, exp / "adapted"]
     no_lattices = run_step(steps / "adapt_combined.sh", "--cmd", tmp_path / "launcher", *args, env=env)
     assert no_lattices.returncode == 1 and "decode_dev has no lattices" in no_lattices.stderr
@@ -245,7 +249,7 @@ def test_adapt_combined_adapts_both_models_to_each_set_and_decodes_test_at_dev_s
         f"{combined}/decode_test" in \
         " ".join(calls[4].replace("\\", "").split())
     decodes = [" ".join(call.split()) for call in calls if call.startswith("decode.sh")]
-    assert len(decodes) == 2 and "--lmwt-sweep" in decodes[0] and "--acoustic-scale 1.11111" in decodes[1]
+    assert len(decodes) == 2 and "--lmwt-sweep" in decodes[0] and f"--acoustic-scale {1 / 0.9!r} " in decodes[1] + " "
     assert f"--combine-model x/final --combine-weight 0.5 --speaker-models {adapted}/adapt_lstm_smbr_test " \
         f"--combine-speaker-models {adapted}/adapt_lstm_lfmmi_test" in decodes[1]
     assert "test: %WER 30" in result.stderr and "the first pass: %WER 40" in result.stderr

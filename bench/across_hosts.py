@@ -39,9 +39,9 @@ from serve import make_corpus  # noqa: E402
 PORT = 5555
 CONSUMER = """
 import sys, time, zmq
-from asrkit.serving.security import make_curve_client
+from asrkit.example_servers.security import make_curve_client
 import numpy as np
-from asrkit.serving.wire import EXAMPLE_KIND, Handshake, decode_example, encode_example
+from asrkit.example_servers.wire import EXAMPLE_KIND, Handshake, decode_example, encode_example
 # Decoding once first: the first decode pays for TensorFlow's protobuf set-up, which is not the server's time.
 decode_example(encode_example("u", np.zeros((2, 2), np.float32), np.zeros(2, np.int32), 0, "s", (1, 1),
                               Handshake(2, 2, 30.0))[1])

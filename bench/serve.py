@@ -39,7 +39,7 @@ STYLES = os.path.join(ROOT, "egs", "voicesearch", "conf", "noise_styles.json")
 
 
 def bench_wire(repeats=50):
-    from asrkit.serving.wire import Handshake, decode_example, encode_example
+    from asrkit.example_servers.wire import Handshake, decode_example, encode_example
     from asrkit.tf_runtime import import_tensorflow
 
     import_tensorflow()
@@ -124,7 +124,7 @@ def cpu_seconds(pid):
 def bench_server(data_dir, ali_dir, num_utts, styles, label):
     import zmq
 
-    from asrkit.serving.wire import EXAMPLE_KIND, decode_example
+    from asrkit.example_servers.wire import EXAMPLE_KIND, decode_example
 
     context = zmq.Context.instance()
     with tempfile.TemporaryDirectory() as scratch:

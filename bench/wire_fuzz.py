@@ -2,7 +2,7 @@
 """Structured fuzz of every wire message type through the trainer's receiver (issue #42 item 3).
 
 CE and seq examples, the handshake fields they carry, end messages and the multipart framing, each a valid
-message with one to three fields made hostile (tests/serving/wire_fuzzer.py, which the test suite runs on 10^4
+message with one to three fields made hostile (tests/example_servers/wire_fuzzer.py, which the test suite runs on 10^4
 messages). Prints the outcome counts: `crashed` (an exception other than WireError) and `meaningless` (accepted
 although no asrkit server can mean it) must both be 0; a few of each kind of failure are shown.
 
@@ -17,7 +17,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "serving"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "example_servers"))
 
 import wire_fuzzer  # noqa: E402  (after the path above)
 

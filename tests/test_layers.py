@@ -16,7 +16,8 @@ ROOT = os.path.dirname(os.path.abspath(asrkit.__file__))
 LAYERS = [
     ("cli",),
     ("train",),
-    ("serving",),
+    # example_servers: the training example servers, their wire protocol and the trainers' client.
+    ("example_servers",),
     # recognizer: a model package and recognition with it (no TensorFlow).
     ("recognizer",),
     # adapt: speaker adaptation of a trained network from a first pass's lattices (TensorFlow).
@@ -26,9 +27,9 @@ LAYERS = [
     # inference: the one inference core (NumPy front end and networks, a model dir's checkpoint read without
     # TensorFlow) that decoding, alignment, export and recognition share.
     ("nn", "align", "inference"),
-    # examples: the messages, alignments and epoch orders the example servers and the trainers share.
+    # training_examples: the messages, alignments and epoch orders the example servers and the trainers share.
     # ivector: i-vector extraction from features, below what may append them to a network's inputs.
-    ("frontend", "augment", "graph", "examples", "ivector"),
+    ("frontend", "augment", "graph", "training_examples", "ivector"),
     ("data", "lm", "hmm", "dictionary", "scoring"),
     # parallel: running a stage's jobs in or out of this process, on io and logs.
     ("io", "launch", "parallel"),
@@ -142,9 +143,9 @@ def test_the_checks_catch_a_circle_and_an_upward_import():
     graph = {"asrkit.a": [("asrkit.b", 1)], "asrkit.b": [("asrkit.c", 3)], "asrkit.c": [("asrkit.a", 9)]}
     assert find_circle(graph) == ["asrkit.a", "asrkit.b", "asrkit.c", "asrkit.a"]
     assert find_circle({"asrkit.a": [("asrkit.b", 1)], "asrkit.b": []}) is None
-    graph = {"asrkit.serving.client": [("asrkit.train.examples", 25), ("asrkit.errors", 24)],
-             "asrkit.train.trainer": [("asrkit.serving.client", 7)]}
-    assert upward_imports(graph) == ["asrkit.serving.client (line 25) imports asrkit.train.examples"]
+    graph = {"asrkit.example_servers.client": [("asrkit.train.examples", 25), ("asrkit.errors", 24)],
+             "asrkit.train.trainer": [("asrkit.example_servers.client", 7)]}
+    assert upward_imports(graph) == ["asrkit.example_servers.client (line 25) imports asrkit.train.examples"]
     assert layer_of("asrkit.parallel") == "parallel" and layer_of("asrkit") == "asrkit"
 
 

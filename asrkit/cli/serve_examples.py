@@ -11,8 +11,8 @@ from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, option_group
 from asrkit.cli.options_file import options_file
 from asrkit.cli.sequence_options import sequence_options
 from asrkit.logs import summary_line
-from asrkit.serving.security import check_bind_allowed, write_key_pair
-from asrkit.serving.wire import MAX_SHARDS
+from asrkit.example_servers.security import check_bind_allowed, write_key_pair
+from asrkit.example_servers.wire import MAX_SHARDS
 from asrkit.tf_runtime import import_tensorflow
 
 
@@ -70,7 +70,7 @@ def _watch_parent(server, logger):
                  help="Seed of the epoch orders and of the noisification."),
     click.option("--randomisation", type=click.Choice(["shuffle", "rolling"]), default="shuffle", show_default=True,
                  help="Epoch order: a permutation of the shard, or [Mohamed2015]'s rolling window over blocks of "
-                 "--rolling-block-utts consecutive utterances (asrkit.examples.randomisation)."),
+                 "--rolling-block-utts consecutive utterances (asrkit.training_examples.randomisation)."),
     click.option("--rolling-block-utts", default=450, show_default=True, type=click.IntRange(min=1),
                  help="Rolling randomisation: utterances per block."),
     click.option("--rolling-window-blocks", default=20, show_default=True, type=click.IntRange(min=1),
@@ -151,8 +151,8 @@ def main(data_dir, ali_dir, socket, stream, examples, sequence, seq, exit_with_p
     speaker's earlier utterances are not at hand to carry statistics over from.
     """
     # deferred: the server brings numpy, scipy, numba, h5py and the decoder (~2-6 s); --help imports none of it.
-    from asrkit.examples.randomisation import Randomisation
-    from asrkit.serving.server import ExampleServer, ServerOptions
+    from asrkit.training_examples.randomisation import Randomisation
+    from asrkit.example_servers.server import ExampleServer, ServerOptions
 
     logger = logging.getLogger("asrkit-serve-examples")
     check_bind_allowed(socket.bind, socket.allow_remote, socket.curve_secret_key)  # before the slow start-up

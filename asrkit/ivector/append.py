@@ -15,7 +15,7 @@ import os
 import numpy as np
 
 from asrkit.errors import IvectorError
-from asrkit.examples.mapped import MappedExamples
+from asrkit.training_examples.mapped import MappedExamples
 from asrkit.io.table import TableReader
 from asrkit.io.json_file import read_json
 from asrkit.ivector.extract_dir import CONFIG_FILE, TABLE_NAME

@@ -23,7 +23,7 @@ import numpy as np
 
 from asrkit.decode.decoder import FAILED, GraphDecoder
 from asrkit.errors import AsrkitError
-from asrkit.examples.messages import OuterDerivatives
+from asrkit.training_examples.messages import OuterDerivatives
 from asrkit.hmm.num_pdfs import read_num_pdfs_file
 from asrkit.hmm.tree import ContextDependency
 from asrkit.inference.model_dir import load_inference_model

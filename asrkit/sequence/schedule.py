@@ -6,7 +6,7 @@ the trainer: two runs with the same data, options and seed train different
 models when the machine's load differs.  Here the snapshot of each example is
 fixed by the trainer's progress in examples instead of by the clock.
 
-The trainer takes its servers' examples in a fixed turn (asrkit.serving.rotation)
+The trainer takes its servers' examples in a fixed turn (asrkit.example_servers.rotation)
 and, as its batcher takes each example, appends to `<snapshot-dir>/schedule`
 the shard it came from and the batch it went into:
 

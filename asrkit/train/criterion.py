@@ -15,7 +15,7 @@ import json
 import logging
 
 from asrkit.errors import AsrkitError
-from asrkit.examples.randomisation import Randomisation
+from asrkit.training_examples.randomisation import Randomisation
 from asrkit.frontend.config import FeatureConfig
 from asrkit.nn.model_dir import read_model_json, read_weights_into
 from asrkit.train.examples import TableExamples
@@ -27,7 +27,7 @@ logger = logging.getLogger("asrkit.train")
 
 
 def randomisation_of(params):
-    """The epoch order that params ask for (asrkit.examples.randomisation)."""
+    """The epoch order that params ask for (asrkit.training_examples.randomisation)."""
     return Randomisation(params.randomisation, params.rolling_block_utts, params.rolling_window_blocks)
 
 
@@ -60,8 +60,8 @@ class Criterion(abc.ABC):
     """
 
     name = None  # the criterion's name in logs and checks ("ce", "ctc", "seq")
-    server_mode = "ce"  # the example servers' --mode (asrkit.serving.wire.Handshake)
-    targets = "pdfs"  # which alignments are the targets (asrkit.examples.alignments.alignment_targets)
+    server_mode = "ce"  # the example servers' --mode (asrkit.example_servers.wire.Handshake)
+    targets = "pdfs"  # which alignments are the targets (asrkit.training_examples.alignments.alignment_targets)
     model_outputs = None  # model.json's "outputs" when they are not the tree's pdfs
     context_files = ("tree.json", "phones.txt")  # copied from the alignment dir into the exported model
 

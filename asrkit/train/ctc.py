@@ -28,7 +28,7 @@ import logging
 import numpy as np
 
 from asrkit.errors import AsrkitError
-from asrkit.examples.alignments import fit_alignment, read_alignment
+from asrkit.training_examples.alignments import fit_alignment, read_alignment
 from asrkit.graph.ctc_topology import BLANK
 from asrkit.graph.graph_dir import CTC_OUTPUTS
 from asrkit.io.table import TableReader

@@ -1,10 +1,10 @@
 """Example sources that read the tables in-process, or hold examples in memory.
 
-An example (asrkit.examples.messages.Example) is one utterance: (utterance id,
+An example (asrkit.training_examples.messages.Example) is one utterance: (utterance id,
 features [T, D] float32 already CMVN-normalised, targets [T] int32 pdf ids).
 The batchers (truncated_batcher, bucket_batcher) consume any iterable of
 examples; this module provides the one that reads the feature and alignment
-tables in-process.  The example servers' client (asrkit.serving.client, a
+tables in-process.  The example servers' client (asrkit.example_servers.client, a
 ZeroMQ socket yielding decoded SequenceExamples) is a second source with the
 same iteration protocol:
 
@@ -23,9 +23,9 @@ import os
 import numpy as np
 
 from asrkit.errors import AsrkitError
-from asrkit.examples.alignments import fit_alignment, read_alignment
-from asrkit.examples.messages import Example
-from asrkit.examples.randomisation import Randomisation
+from asrkit.training_examples.alignments import fit_alignment, read_alignment
+from asrkit.training_examples.messages import Example
+from asrkit.training_examples.randomisation import Randomisation
 from asrkit.frontend.apply_cmvn import UtteranceCmvn
 from asrkit.io.table import TableReader
 
@@ -34,7 +34,7 @@ class TableExamples:
     """Examples read from a feats table and an ali table, epoch after epoch in a seeded shuffled order.
 
     The order of epoch e is drawn from (seed, e) alone (a permutation, or [Mohamed2015]'s rolling-window
-    randomisation: asrkit.examples.randomisation), so a position (epoch, index) is all the state a
+    randomisation: asrkit.training_examples.randomisation), so a position (epoch, index) is all the state a
     resumed run needs.
     """
 

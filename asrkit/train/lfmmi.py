@@ -20,7 +20,7 @@ free where the window cuts the utterance; frames without a target (padding,
 label delay) are left out of the chunk.
 
 What the example servers send for LF-MMI is therefore a CE example (mode
-"ce" of asrkit.serving.wire): the features, noisified and featurized on the
+"ce" of asrkit.example_servers.wire): the features, noisified and featurized on the
 fly, and the frame-level pdf alignment, re-timed when the style changed the
 speed.  The numerator is a function of that alignment and the trainer's
 tolerances, so it is built here rather than sent: the wire keeps its bounded,

@@ -74,7 +74,7 @@ def train_params():
     p.define("seed", 1, "Seed of the data order and of the held-out selection.")
     p.define("randomisation", "shuffle", "Epoch order of the training utterances (tables and example servers): "
              "shuffle (a permutation) or rolling ([Mohamed2015]'s rolling window over blocks of consecutive "
-             "utterances; asrkit.examples.randomisation).")
+             "utterances; asrkit.training_examples.randomisation).")
     p.define("rolling_block_utts", 450, "Rolling randomisation: utterances per block (450 of 2 s: the paper's "
              "15 minutes).")
     p.define("rolling_window_blocks", 20, "Rolling randomisation: blocks in the window; each emits 1/this of itself "

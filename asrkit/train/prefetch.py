@@ -9,7 +9,7 @@ exception in the thread is re-raised in the consumer.
 import queue
 import threading
 
-from asrkit.examples.queues import put_unless_stopped
+from asrkit.training_examples.queues import put_unless_stopped
 
 _END = object()
 

@@ -21,7 +21,7 @@ differs is the SequenceCriterion here (an asrkit.train.criterion.Criterion):
   snapshot is its step; with `snapshot_lag` (the default) which snapshot a
   server decodes each example with is fixed by the trainer's schedule
   (asrkit.sequence.schedule), not by how fast the server ran, and the
-  servers' examples are taken in a fixed turn (asrkit.serving.rotation), so
+  servers' examples are taken in a fixed turn (asrkit.example_servers.rotation), so
   the same data, options and seed train the same model whatever the load;
 - staleness: each frame's derivatives carry the snapshot step they were made
   with; frames staler than `max_staleness` steps are dropped, and the

@@ -24,7 +24,7 @@ import zlib
 import numpy as np
 
 from asrkit.errors import AsrkitError
-from asrkit.examples.mapped import MappedExamples
+from asrkit.training_examples.mapped import MappedExamples
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,7 +3,7 @@
     train_ce(data_dir, ali_dir, exp_dir, TrainOptions(...)) -> TrainResult
 
 Reads the feature and alignment tables directly (asrkit.train.examples), or, with
-`example_servers`, pulls examples from example servers (asrkit.serving: `local:N`
+`example_servers`, pulls examples from example servers (asrkit.example_servers: `local:N`
 starts N servers over shards of the training set, restarts one that dies and
 stops them at the end; otherwise a comma-separated list of addresses), batches
 them with truncated unrolling and state saving (default) or full unrolling with
@@ -53,9 +53,9 @@ from asrkit.nn.model_dir import read_model_json, write_model_dir
 from asrkit.nn.pipeline import layer_devices as pipeline_layer_devices
 from asrkit.nn.precision import set_precision
 from asrkit.nn.registry import build_from_config, model_config
-from asrkit.serving.connect import StreamOptions, open_example_servers
-from asrkit.serving.producer import read_feature_config
-from asrkit.serving.wire import Handshake
+from asrkit.example_servers.connect import StreamOptions, open_example_servers
+from asrkit.example_servers.producer import read_feature_config
+from asrkit.example_servers.wire import Handshake
 from asrkit.train.bucket_batcher import BucketBatcher
 from asrkit.train.criterion import CrossEntropyCriterion
 from asrkit.train.cross_entropy import describe as describe_frame_loss
@@ -330,7 +330,7 @@ def _result(loop, data, params, model_dir, started, valid_accuracy, valid_metric
 
 
 def _server_source(options, params, data, data_dir, ali_dir, exp_dir, criterion):
-    """The example-server source (asrkit.serving) for --example-servers."""
+    """The example-server source (asrkit.example_servers) for --example-servers."""
     expected = Handshake(data.input_dim, data.num_pdfs, read_feature_config(data_dir).output_frame_shift_ms,
                          criterion.server_mode)
     server_options = ["--max-length-mismatch", str(params.max_length_mismatch), "--randomisation",

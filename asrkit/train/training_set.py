@@ -7,7 +7,7 @@ is skipped, counted and named in the log when it has no alignment, when its
 alignment length differs from its frame count by more than `tolerance` frames
 (default 1: a one-frame difference at the end is trimmed or padded by repeating
 the last label), or when it holds a pdf id outside [0, num_pdfs) (for CTC's
-phone targets, also phone 0, the blank: asrkit.examples.alignments.target_problem).  More than
+phone targets, also phone 0, the blank: asrkit.training_examples.alignments.target_problem).  More than
 `max_skip_ratio` skipped fails the run.
 """
 
@@ -18,7 +18,7 @@ import os
 import numpy as np
 
 from asrkit.errors import AsrkitError
-from asrkit.examples.alignments import alignment_targets, fit_alignment, read_alignment, require_file, target_problem
+from asrkit.training_examples.alignments import alignment_targets, fit_alignment, read_alignment, require_file, target_problem
 from asrkit.frontend.apply_cmvn import read_speaker_cmvn
 from asrkit.frontend.cmvn import CmvnStats
 from asrkit.io.table import TableReader

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from asrkit.cli.serve_examples import main
 from asrkit.frontend.featurize import FeaturizeOptions, featurize_data_dir
 from asrkit.io.table import ShardWriter, TableReader, write_scp
-from asrkit.serving.client import ServerExamples
-from asrkit.serving.wire import Handshake
+from asrkit.example_servers.client import ServerExamples
+from asrkit.example_servers.wire import Handshake
 
 NUM_PDFS = 4
 
@@ -75,8 +75,8 @@ def test_serves_and_ends_with_a_summary(served_dirs):
 
 
 def test_rolling_randomisation_serves_the_orders_it_draws(served_dirs):
-    from asrkit.serving.server import epoch_order
-    from asrkit.examples.randomisation import Randomisation
+    from asrkit.example_servers.server import epoch_order
+    from asrkit.training_examples.randomisation import Randomisation
 
     _, received = serve_two_epochs(served_dirs, "--randomisation", "rolling", "--rolling-block-utts", "2",
                                    "--rolling-window-blocks", "2")
@@ -139,8 +139,8 @@ def test_write_key_pair(tmp_path):
 
 def test_train_ce_pulls_from_a_remote_curve_server(served_dirs, tmp_path):
     from asrkit.cli.train_ce import main as train_ce_main
-    from asrkit.serving.security import write_key_pair
-    from asrkit.serving.server import ExampleServer, ServerOptions
+    from asrkit.example_servers.security import write_key_pair
+    from asrkit.example_servers.server import ExampleServer, ServerOptions
 
     data_dir, ali_dir = served_dirs
     public, secret = write_key_pair(str(tmp_path / "keys"))
@@ -176,7 +176,7 @@ def test_seq_mode_needs_a_model_and_a_graph(served_dirs, tmp_path):
 
 def test_online_ivectors_are_appended_to_what_is_served(served_dirs, train_ivectors, tmp_path):
     from asrkit.ivector.append import OnlineIvectorAppender
-    from asrkit.serving.producer import ExampleProducer
+    from asrkit.example_servers.producer import ExampleProducer
 
     data_dir, ali_dir = served_dirs
     extractor_dir, ivector_dir = train_ivectors(data_dir)

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from asrkit.serving.wire import Handshake, encode_example
+from asrkit.example_servers.wire import Handshake, encode_example
 from training_hosts import asrkit_command, start_server, write_key_pair
 
 # Real daemons (sshd, Slurm) and processes on namespace hosts take seconds a test: with the slow ones.

@@ -7,7 +7,7 @@ from asrkit.nn.dnn import parse_dnn_spec
 from asrkit.nn.label_delay import delay_features
 from asrkit.nn.params import Params
 from asrkit.nn.registry import build_model, config_names, model_config, parse_overrides
-from asrkit.examples.messages import Example
+from asrkit.training_examples.messages import Example
 from tests.nn.streaming import stream_windows
 
 

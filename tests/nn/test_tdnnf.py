@@ -4,7 +4,7 @@ layer against Kaldi's description, and the semi-orthogonal constraint."""
 import numpy as np
 import pytest
 
-from asrkit.examples.messages import Example
+from asrkit.training_examples.messages import Example
 from asrkit.nn.label_delay import delay_features
 from asrkit.nn.registry import build_model, model_config
 from asrkit.nn.tdnnf import LinearLayer

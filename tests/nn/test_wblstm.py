@@ -6,7 +6,7 @@ import pytest
 
 from asrkit.nn.label_delay import delay_features
 from asrkit.nn.registry import build_model, model_config
-from asrkit.examples.messages import Example
+from asrkit.training_examples.messages import Example
 from tests.nn.streaming import stream_windows
 
 DIM, PDFS = 4, 6

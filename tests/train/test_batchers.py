@@ -5,8 +5,8 @@ import pytest
 
 from asrkit.nn.label_delay import NO_LABEL, delay_features, delay_targets, undelay_outputs
 from asrkit.train.bucket_batcher import BucketBatcher
-from asrkit.examples.alignments import fit_alignment
-from asrkit.examples.messages import Example
+from asrkit.training_examples.alignments import fit_alignment
+from asrkit.training_examples.messages import Example
 from asrkit.train.examples import ListExamples
 from asrkit.train.truncated_batcher import TruncatedBatcher
 

@@ -230,9 +230,9 @@ def test_resume_keeps_the_criterion(tmp_path):
 def test_phone_zero_the_blank_is_refused_as_a_target_naming_the_utterance(corpus):
     """#42 item 8: phone 0 is phones.txt's <eps>, CTC's blank; an alignment that makes it a frame's target is
     refused (skipped and named, counted against --max-skip-ratio) in the trainer's tables and by the servers."""
-    from asrkit.examples.alignments import target_problem
+    from asrkit.training_examples.alignments import target_problem
     from asrkit.io.table import ShardWriter, write_scp
-    from asrkit.serving.producer import ExampleProducer, SkipUtterance
+    from asrkit.example_servers.producer import ExampleProducer, SkipUtterance
     from asrkit.train.training_set import load_training_data
 
     data_dir, ali_dir, utterances = corpus(num_utts=12)

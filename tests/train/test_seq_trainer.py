@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from asrkit.errors import AsrkitError
-from asrkit.examples.messages import Example, OuterDerivatives
+from asrkit.training_examples.messages import Example, OuterDerivatives
 from asrkit.train.examples import ListExamples
 from asrkit.train.seq_trainer import StalenessFilter, frame_smoothed, snapshots_stalled, train_seq
 from asrkit.train.trainer import TrainOptions

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from asrkit.errors import AsrkitError
-from asrkit.examples.messages import Example
+from asrkit.training_examples.messages import Example
 from asrkit.train.examples import ListExamples
 from asrkit.train.spec_augment import AugmentedExamples, SpecAugment
 from asrkit.train.trainer import TrainOptions, train_ce

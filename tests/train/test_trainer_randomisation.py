@@ -1,4 +1,4 @@
-"""Training with [Mohamed2015]'s rolling-window randomisation (asrkit.examples.randomisation) resumes exactly."""
+"""Training with [Mohamed2015]'s rolling-window randomisation (asrkit.training_examples.randomisation) resumes exactly."""
 
 import numpy as np
 import pytest

@@ -83,12 +83,12 @@ def test_a_restarted_server_leaves_every_utterance_consumed_exactly_once(corpus,
     the process, as the sockets' buffers make happen by chance under load."""
     from collections import Counter
 
-    from asrkit.serving.connect import StreamOptions, open_example_servers
-    from asrkit.serving.wire import EXAMPLE_KIND, Handshake, decode_example
+    from asrkit.example_servers.connect import StreamOptions, open_example_servers
+    from asrkit.example_servers.wire import EXAMPLE_KIND, Handshake, decode_example
 
     # Large enough examples (60 x 200 floats) and shards (300 each) that a server cannot have sent its whole shard
     # into the sockets' buffers when it is killed.  A queue capacity of 8: while shard 1's replacement starts, the
-    # trainer holds shard 2's examples for their turn, up to 50 capacities (asrkit.serving.client), more than its
+    # trainer holds shard 2's examples for their turn, up to 50 capacities (asrkit.example_servers.client), more than its
     # whole shard.
     data_dir, ali_dir, utterances = corpus(num_utts=600, dim=200, min_frames=55, max_frames=60)
     source = open_example_servers("local:2", Handshake(200, 5, 30.0), str(tmp_path / "exp"), data_dir, ali_dir,

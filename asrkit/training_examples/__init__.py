@@ -6,7 +6,7 @@
 - randomisation: the epoch orders of the training utterances (tables and servers alike)
 - queues: a bounded-queue put that a stopping consumer cannot leave hanging
 
-asrkit.serving (servers, their wire format and the trainer's client),
+asrkit.example_servers (servers, their wire format and the trainer's client),
 asrkit.sequence (outer derivatives) and asrkit.train (table sources, batchers,
 the loop) all build on these; nothing here imports them.
 """

@@ -4,8 +4,8 @@ import dataclasses
 
 import numpy as np
 
-from asrkit.examples.mapped import MappedExamples
-from asrkit.examples.messages import Example
+from asrkit.training_examples.mapped import MappedExamples
+from asrkit.training_examples.messages import Example
 
 
 class Source:

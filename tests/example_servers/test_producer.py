@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from asrkit.serving.producer import ExampleProducer, SkipUtterance
+from asrkit.example_servers.producer import ExampleProducer, SkipUtterance
 
 
 def _styles(tmp_path, speed):

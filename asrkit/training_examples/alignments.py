@@ -1,7 +1,7 @@
 """An alignment dir's targets (pdfs, or phones for CTC), and an alignment fitted to its utterance's features.
 
 The trainer's table source (asrkit.train.training_set, examples) and the
-example servers (asrkit.serving.producer) read alignments the same way.
+example servers (asrkit.example_servers.producer) read alignments the same way.
 """
 
 import os

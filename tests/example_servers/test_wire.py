@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from asrkit.serving.wire import (END_KIND, EXAMPLE_KIND, Handshake, WireError, check_kind, decode_end,
+from asrkit.example_servers.wire import (END_KIND, EXAMPLE_KIND, Handshake, WireError, check_kind, decode_end,
                                  decode_example, encode_end, encode_example)
 
 HANDSHAKE = Handshake(feature_dim=7, num_pdfs=11, frame_shift_ms=30.0)
@@ -57,7 +57,7 @@ def test_end_message_is_json_and_malformed_messages_are_refused():
 
 
 def test_seq_example_round_trip_keeps_derivatives_version_and_stats():
-    from asrkit.examples.messages import OuterDerivatives
+    from asrkit.training_examples.messages import OuterDerivatives
 
     rng = np.random.default_rng(1)
     features = rng.standard_normal((5, 7)).astype(np.float32)

@@ -56,7 +56,7 @@ The handshake rides in every example's context rather than in a one-off hello
 message: a PUSH socket round-robins over whoever is connected, a trainer may
 reconnect (resume) and a server may be restarted, and a context field always
 arrives with the data it describes.  The first message of each server_id is
-that server's hello; the trainer checks it (asrkit.serving.client).
+that server's hello; the trainer checks it (asrkit.example_servers.client).
 """
 
 import dataclasses
@@ -65,7 +65,7 @@ import json
 import numpy as np
 
 from asrkit.errors import AsrkitError
-from asrkit.examples.messages import OuterDerivatives
+from asrkit.training_examples.messages import OuterDerivatives
 from asrkit.tf_runtime import import_tensorflow
 
 EXAMPLE_KIND = b"asrkit.example.v1"
@@ -126,7 +126,7 @@ class ServedExample:
     server_id: str
     shard: tuple  # (r, R)
     handshake: Handshake
-    outer: object = None  # asrkit.examples.messages.OuterDerivatives in seq mode
+    outer: object = None  # asrkit.training_examples.messages.OuterDerivatives in seq mode
 
 
 def _example_pb2():
@@ -188,7 +188,7 @@ def _encode_outer(message, outer):
         mask_list.add().float_list.value.append(1.0 if kept else 0.0)
 
 
-# Seq examples are padded to [T, widest frame] on arrival (asrkit.examples.messages.OuterDerivatives): a
+# Seq examples are padded to [T, widest frame] on arrival (asrkit.training_examples.messages.OuterDerivatives): a
 # message may ask for at most this many padded cells, or OUTER_PADDING_RATIO per derivative it carries
 # if that is more, so that a small hostile message cannot ask for gigabytes (real ones use ~2-10).
 OUTER_PADDING_CELLS = 1 << 20

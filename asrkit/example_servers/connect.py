@@ -4,10 +4,10 @@ import dataclasses
 import logging
 import os
 
-from asrkit.serving.client import ServerExamples
-from asrkit.serving.local import LocalServers, parse_server_spec
+from asrkit.example_servers.client import ServerExamples
+from asrkit.example_servers.local import LocalServers, parse_server_spec
 
-logger = logging.getLogger("asrkit.serving")
+logger = logging.getLogger("asrkit.example_servers")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,7 +18,7 @@ class StreamOptions:
     seed: int = 1
     server_public_key: str = None  # CURVE public key file of remote servers
     server_options: tuple = ()  # more asrkit-serve-examples arguments for local servers
-    capacity: int = 64  # messages the client queues (asrkit.serving.client)
+    capacity: int = 64  # messages the client queues (asrkit.example_servers.client)
     receive_timeout: float = 300.0  # seconds without an example before the client gives up
     max_restarts: int = 5  # of a local server that dies
 

@@ -65,7 +65,7 @@ def run_server():
 
 @pytest.fixture(name="wire_fuzzer", scope="session")
 def wire_fuzzer_fixture():
-    """The structured wire fuzzer (tests/serving/wire_fuzzer.py, shared with bench/wire_fuzz.py) as a module:
+    """The structured wire fuzzer (tests/example_servers/wire_fuzzer.py, shared with bench/wire_fuzz.py) as a module:
     pytest's importlib import mode does not let a test module import a sibling."""
     spec = importlib.util.spec_from_file_location("wire_fuzzer", os.path.join(os.path.dirname(__file__),
                                                                               "wire_fuzzer.py"))

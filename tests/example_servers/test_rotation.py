@@ -8,9 +8,9 @@ import pytest
 import zmq
 
 from asrkit.errors import AsrkitError
-from asrkit.serving.client import ServerExamples
-from asrkit.serving.rotation import ShardEnd, ShardRotation
-from asrkit.serving.wire import Handshake, encode_end, encode_example
+from asrkit.example_servers.client import ServerExamples
+from asrkit.example_servers.rotation import ShardEnd, ShardRotation
+from asrkit.example_servers.wire import Handshake, encode_end, encode_example
 
 HANDSHAKE = Handshake(2, 6, 30.0)
 
@@ -81,7 +81,7 @@ def test_the_servers_examples_are_taken_in_turn_whatever_order_they_arrive_in(fr
 ])
 def test_a_shard_that_keeps_the_others_waiting_is_named(free_endpoint, monkeypatch, receive_timeout, max_held_bytes,
                                                         interval):
-    monkeypatch.setattr("asrkit.serving.client.MAX_HELD_BYTES", max_held_bytes)
+    monkeypatch.setattr("asrkit.example_servers.client.MAX_HELD_BYTES", max_held_bytes)
     endpoints = [free_endpoint(), free_endpoint()]
     second, second_messages = _sender(endpoints[1], 2, ["b1", "b2"])
     source = ServerExamples(HANDSHAKE, endpoints, num_servers=2, receive_timeout=receive_timeout)

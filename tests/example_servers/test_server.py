@@ -8,9 +8,9 @@ import pytest
 from asrkit.errors import AsrkitError
 from asrkit.frontend.cmvn import CmvnStats
 from asrkit.io.table import TableReader
-from asrkit.serving.client import ServerExamples
-from asrkit.serving.server import ExampleServer, ServerOptions, epoch_order, shard_utterances
-from asrkit.serving.wire import Handshake
+from asrkit.example_servers.client import ServerExamples
+from asrkit.example_servers.server import ExampleServer, ServerOptions, epoch_order, shard_utterances
+from asrkit.example_servers.wire import Handshake
 
 NUM_PDFS = 6  # the audio_corpus fixture's
 HANDSHAKE = Handshake(512, NUM_PDFS, 30.0)
@@ -73,7 +73,7 @@ def test_a_mismatching_server_is_refused_with_both_values(audio_corpus, run_serv
 
 
 def test_curve_needs_the_server_public_key(audio_corpus, run_server, free_endpoint, tmp_path):
-    from asrkit.serving.security import write_key_pair
+    from asrkit.example_servers.security import write_key_pair
 
     data_dir, ali_dir = audio_corpus
     public, secret = write_key_pair(str(tmp_path / "keys"))
@@ -111,7 +111,7 @@ def test_a_replacement_server_resumes_after_the_last_utterance_the_trainer_recei
     supervisor passes the shard's last received position to the replacement's command line."""
     from types import SimpleNamespace
 
-    from asrkit.serving.local import LocalServers
+    from asrkit.example_servers.local import LocalServers
 
     data_dir, ali_dir = audio_corpus
     with TableReader(os.path.join(data_dir, "feats.scp")) as feats:
@@ -145,7 +145,7 @@ def test_what_a_replaced_server_sent_after_its_resume_position_is_dropped():
     """#42 item 4, the mechanism: replace_server takes the shard's resume position and retires the dead process
     in one step; whatever that process had sent and still arrives is dropped (its replacement serves it), so
     no utterance is consumed twice."""
-    from asrkit.serving.wire import encode_end, encode_example
+    from asrkit.example_servers.wire import encode_end, encode_example
 
     handshake = Handshake(2, NUM_PDFS, 30.0)
 
@@ -185,7 +185,7 @@ def test_a_disconnect_read_in_one_look_with_its_handshake_is_still_named(free_en
         time.sleep(1.0)  # the handshake's event waits in the monitor
         server.close()
         time.sleep(1.0)  # and the disconnect's behind it
-        caplog.set_level("WARNING", logger="asrkit.serving")
+        caplog.set_level("WARNING", logger="asrkit.example_servers")
         source._check_monitor()
         assert f"example server {endpoint} disconnected" in caplog.text
     finally:
@@ -200,7 +200,7 @@ def test_a_lost_server_given_by_address_is_reported_with_the_options_that_resume
 
     import zmq
 
-    from asrkit.serving.wire import encode_example
+    from asrkit.example_servers.wire import encode_example
 
     handshake = Handshake(2, NUM_PDFS, 30.0)
     endpoint = free_endpoint()
@@ -217,7 +217,7 @@ def test_a_lost_server_given_by_address_is_reported_with_the_options_that_resume
         assert [example.utterance_id for example in take(source, 3)] == ["u1", "u2", "u3"]
         sender.join(10)
         server.close()  # the connection goes down as when the server's process is killed
-        caplog.set_level("WARNING", logger="asrkit.serving")
+        caplog.set_level("WARNING", logger="asrkit.example_servers")
         deadline = time.monotonic() + 20
         while "resume it with" not in caplog.text and time.monotonic() < deadline:
             time.sleep(0.1)

@@ -5,7 +5,7 @@ Each fuzzed message is a valid one with one to three fields made hostile (values
 types and counts, NaN and infinities, bad UTF-8, ids with spaces, JSON nested 100,000 deep, numbers too large for
 a float), sent through the trainer's receiver (ServerExamples._decode, as the receiver thread calls it). An
 outcome is "refused" (WireError), "accepted" (then checked against what a real server can say: `meaningless`
-lists what is not), or "crashed" (any other exception). Used by tests/serving/test_wire_fuzz.py (10^4 messages)
+lists what is not), or "crashed" (any other exception). Used by tests/example_servers/test_wire_fuzz.py (10^4 messages)
 and bench/wire_fuzz.py (10^5).
 """
 
@@ -14,10 +14,10 @@ import json
 
 import numpy as np
 
-from asrkit.examples.messages import OuterDerivatives
-from asrkit.serving import wire
-from asrkit.serving.client import ServerExamples
-from asrkit.serving.wire import END_KIND, EXAMPLE_KIND, Handshake, WireError, encode_end, encode_example
+from asrkit.training_examples.messages import OuterDerivatives
+from asrkit.example_servers import wire
+from asrkit.example_servers.client import ServerExamples
+from asrkit.example_servers.wire import END_KIND, EXAMPLE_KIND, Handshake, WireError, encode_end, encode_example
 
 NUM_SERVERS = 4  # the trainer's
 MIN_FRAME_SHIFT_MS = 1.0  # no front end hops less

@@ -4,7 +4,7 @@ Shard r of R (1-based, like Kaldi's JOB) is every R-th utterance of the
 C-sorted list starting at the r-th: strided rather than contiguous, so every
 shard holds utterances of every speaker.  Epoch e serves the shard in an order
 drawn from (seed, r, e): a permutation, or [Mohamed2015]'s rolling-window
-randomisation (asrkit.examples.randomisation); the noisifier's seed changes with
+randomisation (asrkit.training_examples.randomisation); the noisifier's seed changes with
 the epoch too, so an utterance gets a new style each pass.
 
 The PUSH socket's send high-water mark is the queue capacity: when the
@@ -39,18 +39,18 @@ import numpy as np
 import zmq
 
 from asrkit.errors import AsrkitError
-from asrkit.examples.randomisation import Randomisation
+from asrkit.training_examples.randomisation import Randomisation
 from asrkit.io.atomic import atomic_output
 from asrkit.ivector.append import OnlineIvectorAppender
 from asrkit.sequence.options import SequenceOptions
 from asrkit.sequence.outer import NoLattice, load_outer_computer
 from asrkit.sequence.schedule import ScheduledSnapshots
 from asrkit.sequence.snapshots import SnapshotFollower
-from asrkit.serving.producer import ExampleProducer, SkipUtterance
-from asrkit.serving.security import check_bind_allowed, make_curve_server
-from asrkit.serving.wire import Handshake, encode_end, encode_example
+from asrkit.example_servers.producer import ExampleProducer, SkipUtterance
+from asrkit.example_servers.security import check_bind_allowed, make_curve_server
+from asrkit.example_servers.wire import Handshake, encode_end, encode_example
 
-logger = logging.getLogger("asrkit.serving")
+logger = logging.getLogger("asrkit.example_servers")
 
 MAX_NAMED = 20  # skipped utterances named in the log; later ones are only counted
 
@@ -60,7 +60,7 @@ class ServerOptions:
     bind: str = "tcp://127.0.0.1:5570"
     shard: tuple = (1, 1)  # (r, R), 1-based r
     seed: int = 1
-    randomisation: object = None  # asrkit.examples.randomisation.Randomisation (None: a full shuffle)
+    randomisation: object = None  # asrkit.training_examples.randomisation.Randomisation (None: a full shuffle)
     styles: str = None  # noise style config (asrkit.augment); None serves clean audio
     from_feats: bool = False  # read feats.scp instead of featurizing audio
     cmvn: str = None  # default <data-dir>/cmvn.h5

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import zmq
 
-from asrkit.examples.messages import OuterDerivatives
-from asrkit.serving.client import ServerExamples
-from asrkit.serving.wire import (
+from asrkit.training_examples.messages import OuterDerivatives
+from asrkit.example_servers.client import ServerExamples
+from asrkit.example_servers.wire import (
     END_KIND, OUTER_PADDING_CELLS, OUTER_PADDING_RATIO, Handshake, WireError, decode_end, decode_example,
     encode_end, encode_example,
 )

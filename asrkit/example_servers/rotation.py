@@ -7,10 +7,10 @@ machine's load changes.  A ShardRotation takes shard 1's next example, then
 shard 2's, ..., shard N's, then shard 1's again, whatever order they arrive
 in; a shard that has sent its end message leaves the turn.  Each server
 serves its shard in an order drawn from (seed, shard, epoch)
-(asrkit.serving.server), so the examples a trainer takes, and in which order,
+(asrkit.example_servers.server), so the examples a trainer takes, and in which order,
 are a function of the data, the options and the seed alone.
 
-The rotation only orders; its owner (asrkit.serving.client) decides how long
+The rotation only orders; its owner (asrkit.example_servers.client) decides how long
 to wait for the shard whose turn it is.  Memory: while that shard is slow,
 the others' examples wait here; the owner reads more only when the turn's
 shard has nothing, so the bound is how far the fastest server gets ahead of

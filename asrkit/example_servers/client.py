@@ -11,7 +11,7 @@ CURVE handshake into an error that says which key to fix, instead of a
 trainer that silently waits.
 
 With `num_servers` known (the trainer's own count), the examples are taken in
-a fixed turn over the shards (asrkit.serving.rotation), not in the order they
+a fixed turn over the shards (asrkit.example_servers.rotation), not in the order they
 happen to arrive, so the trainer sees the same stream whatever the servers'
 speeds.  Iteration ends when every expected server has sent its end message
 (servers started with a number of epochs), and fails when nothing has arrived
@@ -46,13 +46,13 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from asrkit.errors import AsrkitError
-from asrkit.examples.messages import Example
-from asrkit.examples.queues import put_unless_stopped
-from asrkit.serving.rotation import ShardEnd, ShardRotation
-from asrkit.serving.security import make_curve_client
-from asrkit.serving.wire import END_KIND, WireError, check_kind, decode_end, decode_example
+from asrkit.training_examples.messages import Example
+from asrkit.training_examples.queues import put_unless_stopped
+from asrkit.example_servers.rotation import ShardEnd, ShardRotation
+from asrkit.example_servers.security import make_curve_client
+from asrkit.example_servers.wire import END_KIND, WireError, check_kind, decode_end, decode_example
 
-logger = logging.getLogger("asrkit.serving")
+logger = logging.getLogger("asrkit.example_servers")
 
 BURST = 16  # messages received between looks at the command queue and the monitor
 MAX_BAD_MESSAGES = 100  # malformed messages tolerated (logged) before the run fails
@@ -116,7 +116,7 @@ class ServerExamples:
     """Examples pulled from example servers; see the module docstring.
 
     expected: Handshake the trainer needs.  endpoints: addresses to connect now
-    (more can be added with `connect`, e.g. by asrkit.serving.local).
+    (more can be added with `connect`, e.g. by asrkit.example_servers.local).
     expected_servers: how many end messages end the stream (None: never ends
     by itself).
     """

@@ -30,7 +30,7 @@ from asrkit.augment.speed import stretch_alignment
 from asrkit.data.audio import load_utterance_audio
 from asrkit.data.data_dir import DataDir
 from asrkit.errors import AsrkitError, AudioError
-from asrkit.examples.alignments import alignment_targets, fit_alignment, read_alignment, target_problem
+from asrkit.training_examples.alignments import alignment_targets, fit_alignment, read_alignment, target_problem
 from asrkit.frontend.apply_cmvn import UtteranceCmvn
 from asrkit.frontend.cmvn import CmvnStats
 from asrkit.frontend.config import FeatureConfig
@@ -38,7 +38,7 @@ from asrkit.frontend.features import FeatureExtractor
 from asrkit.frontend.warp import warped_audio
 from asrkit.io.table import TableReader
 
-logger = logging.getLogger("asrkit.serving")
+logger = logging.getLogger("asrkit.example_servers")
 
 
 class SkipUtterance(Exception):

@@ -26,7 +26,7 @@ import time
 from asrkit.errors import AsrkitError
 from asrkit.parallel import log_tail
 
-logger = logging.getLogger("asrkit.serving")
+logger = logging.getLogger("asrkit.example_servers")
 
 
 def parse_server_spec(spec):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from asrkit.errors import AsrkitError
-from asrkit.examples.randomisation import Randomisation
+from asrkit.training_examples.randomisation import Randomisation
 
 IDS = [f"utt{i:04d}" for i in range(1000)]
 
@@ -45,7 +45,7 @@ def test_bad_settings_are_refused():
 
 
 def test_tables_and_servers_take_the_same_orders_and_shuffle_keeps_the_old_permutations():
-    from asrkit.serving.server import epoch_order
+    from asrkit.example_servers.server import epoch_order
 
     rolling = Randomisation("rolling", 30, 3)
     assert epoch_order(IDS, 5, (2, 4), 1, rolling) == rolling.order(IDS, [5, 2, 1])
@@ -76,7 +76,7 @@ def _reference_rolling_order(utterance_ids, block_utts, window_blocks, rng):
 def test_a_window_wider_than_a_block_orders_as_before(block_utts, window_blocks):
     """#42 item 10: a window of more blocks than a block has utterances deals empty parts; they are no longer
     made (what made --rolling-window-blocks 100000 hang), and the order is the one they gave."""
-    from asrkit.examples.randomisation import rolling_order
+    from asrkit.training_examples.randomisation import rolling_order
 
     ids = [f"u{i:02d}" for i in range(23)]
     for seed in range(5):

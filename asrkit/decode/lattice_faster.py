@@ -42,7 +42,9 @@ are the decoder's, i.e. scaled; asrkit.decode.decoder unscales them.
 """
 
 import dataclasses
+import functools
 import threading
+from typing import NamedTuple
 
 from asrkit import numba_cache  # noqa: F401, I001  (first: where numba caches what it compiles)
 import numba
@@ -67,6 +69,65 @@ L_GRAPH, L_ACOUSTIC = 0, 1
 # the same lattice and saves the work of pruning frames again as newer frames change their extra costs:
 # on the voicesearch graph, periodic pruning every 25 frames cost 13% of the decoding time.
 PRUNE_ABOVE_TOKENS = 1 << 20
+
+
+class EmittingArcs(NamedTuple):
+    """A graph's emitting arcs, sorted by source state: those of state s are rows begin[s]..begin[s + 1]."""
+
+    begin: np.ndarray  # int32 [num_states + 1]
+    ilabel: np.ndarray  # int32: pdf + 1
+    olabel: np.ndarray  # int32: word
+    weight: np.ndarray  # float32
+    target: np.ndarray  # int32
+
+
+class EpsilonArcs(NamedTuple):
+    """A graph's epsilon arcs (input label 0), sorted by source state as EmittingArcs are."""
+
+    begin: np.ndarray
+    olabel: np.ndarray
+    weight: np.ndarray
+    target: np.ndarray
+
+
+class SearchLimits(NamedTuple):
+    """What keeps a frame's tokens (FasterDecoder's GetCutoff): the beam, at most max_active tokens but not
+    fewer than min_active, and the beam the next frame starts from when those bind (adaptive + beam_delta)."""
+
+    beam: float
+    max_active: int
+    min_active: int
+    beam_delta: float
+
+
+class Pruning(NamedTuple):
+    """The lattice pruning: links whose extra cost exceeds lattice_beam go, every `interval` frames once the
+    storage holds more than above_tokens tokens (see _advance), going back until extra costs change by no more
+    than `delta`; and at the end."""
+
+    lattice_beam: float
+    interval: int
+    delta: float
+    above_tokens: int
+
+
+class Endpointing(NamedTuple):
+    """Endpoint rules as _advance checks them: rules [R, 4] as R_*, the silence pdfs' mask, the frame shift (s)."""
+
+    rules: np.ndarray
+    silence: np.ndarray
+    frame_shift: float
+
+
+class Storage(NamedTuple):
+    """A decode's growing arrays: tokens and links as rows (T_*, L_* columns) and the epsilon pass's queue.
+    A kernel that grows one returns a new Storage."""
+
+    tok_i: np.ndarray  # int32 [tokens, TOKEN_INTS]
+    tok_f: np.ndarray  # float64 [tokens, 2]
+    link_i: np.ndarray  # int32 [links, 4]
+    link_f: np.ndarray  # float64 [links, 2]
+    queue: np.ndarray  # int64
 
 
 @dataclasses.dataclass
@@ -116,6 +177,15 @@ class DecodingGraph:
     def from_fst(cls, fst):
         return cls.from_arrays(fst_to_arrays(fst))
 
+    # The arcs as the kernels take them, grouped once per graph.
+    @functools.cached_property
+    def emit(self):
+        return EmittingArcs(self.emit_begin, self.emit_ilabel, self.emit_olabel, self.emit_weight, self.emit_target)
+
+    @functools.cached_property
+    def eps(self):
+        return EpsilonArcs(self.eps_begin, self.eps_olabel, self.eps_weight, self.eps_target)
+
     @property
     def max_ilabel(self):
         return int(self.emit_ilabel.max()) if len(self.emit_ilabel) else 0
@@ -140,8 +210,9 @@ def _grow(array, needed):
 
 
 @numba.njit(cache=True, nogil=True)
-def _cutoff(tok_f, begin, end, beam, max_active, min_active, beam_delta):
+def _cutoff(tok_f, begin, end, limits):
     """FasterDecoder's GetCutoff over the tokens begin..end-1: (cutoff, adaptive beam, best token)."""
+    beam, max_active, min_active, beam_delta = limits
     count = end - begin
     costs = tok_f[begin:end, T_COST].copy()
     best = begin + int(np.argmin(costs))
@@ -196,13 +267,13 @@ def _set_back(tok_i, token, source, ilabel, olabel):
 # The hot loops write into arrays sized beforehand: growing them inside the loops (rebinding the
 # arrays) costs reference-count traffic on every arc, which halved the speed.
 @numba.njit(cache=True, nogil=True)
-def _emitting(g_emit_begin, g_emit_ilabel, g_emit_olabel, g_emit_weight, g_emit_target, frame_costs,
-              tok_i, tok_f, num_tokens, link_i, link_f, num_links, begin, state_token,
-              beam, max_active, min_active, beam_delta):
+def _emitting(emit, frame_costs, storage, num_tokens, num_links, begin, state_token, limits):
     """Tokens of the next frame from those of this one (rows begin..num_tokens-1), frame_costs being the
-    next frame's acoustic costs; returns the arrays and the next frame's cutoff."""
+    next frame's acoustic costs; returns the storage, the counts and the next frame's cutoff."""
+    g_emit_begin, g_emit_ilabel, g_emit_olabel, g_emit_weight, g_emit_target = emit
+    tok_i, tok_f, link_i, link_f, queue = storage
     end = num_tokens
-    cutoff, adaptive_beam, best = _cutoff(tok_f, begin, end, beam, max_active, min_active, beam_delta)
+    cutoff, adaptive_beam, best = _cutoff(tok_f, begin, end, limits)
     bound = 0  # at most a token and a link per arc leaving the tokens within the cutoff
     for token in range(begin, end):
         if tok_f[token, T_COST] < cutoff:
@@ -245,13 +316,15 @@ def _emitting(g_emit_begin, g_emit_ilabel, g_emit_olabel, g_emit_weight, g_emit_
             _set_link(link_i, link_f, num_links, tok_i, token, found, g_emit_ilabel[arc], g_emit_olabel[arc],
                       graph, acoustic)
             num_links += 1
-    return tok_i, tok_f, num_tokens, link_i, link_f, num_links, next_cutoff
+    return Storage(tok_i, tok_f, link_i, link_f, queue), num_tokens, num_links, next_cutoff
 
 
 @numba.njit(cache=True, nogil=True)
-def _nonemitting(g_eps_begin, g_eps_olabel, g_eps_weight, g_eps_target, tok_i, tok_f, num_tokens,
-                 link_i, link_f, num_links, begin, state_token, cutoff, queue):
-    """Follows epsilon arcs among the tokens of one frame (rows begin..num_tokens-1, growing)."""
+def _nonemitting(eps, storage, num_tokens, num_links, begin, state_token, cutoff):
+    """Follows epsilon arcs among the tokens of one frame (rows begin..num_tokens-1, growing); returns the
+    storage and the counts."""
+    g_eps_begin, g_eps_olabel, g_eps_weight, g_eps_target = eps
+    tok_i, tok_f, link_i, link_f, queue = storage
     size = 0
     queue = _grow(queue, num_tokens - begin)
     for token in range(begin, num_tokens):
@@ -302,7 +375,7 @@ def _nonemitting(g_eps_begin, g_eps_olabel, g_eps_weight, g_eps_target, tok_i, t
             if push:
                 queue[size] = found
                 size += 1
-    return tok_i, tok_f, num_tokens, link_i, link_f, num_links, queue
+    return Storage(tok_i, tok_f, link_i, link_f, queue), num_tokens, num_links
 
 
 @numba.njit(cache=True, nogil=True)
@@ -533,42 +606,40 @@ NUM_PROGRESS = 9
 # length in seconds, the greatest final relative cost.
 R_NONSILENCE, R_TRAILING, R_RELATIVE_COST, R_LENGTH = range(4)
 NO_RULES = np.zeros((0, 4))
+NO_ENDPOINTING = Endpointing(NO_RULES, np.zeros(0, np.bool_), 0.0)
 
 
 @numba.njit(cache=True, nogil=True)
-def _start(start, eps_begin, eps_olabel, eps_weight, eps_target, tok_i, tok_f, link_i, link_f, queue, state_token):
+def _start(start, eps, storage, state_token):
     """Frame 0's tokens (the start token and its epsilon closure) in the given storage, whose state_token is all
     -1; returns the storage (grown where the closure needed it) and the progress array."""
-    _set_token(tok_i, tok_f, 0, start, 0.0)
+    _set_token(storage.tok_i, storage.tok_f, 0, start, 0.0)
     state_token[start] = 0
-    tok_i, tok_f, num_tokens, link_i, link_f, num_links, queue = _nonemitting(
-        eps_begin, eps_olabel, eps_weight, eps_target, tok_i, tok_f, 1, link_i, link_f, 0, 0, state_token, np.inf,
-        queue)
+    storage, num_tokens, num_links = _nonemitting(eps, storage, 1, 0, 0, state_token, np.inf)
     for token in range(num_tokens):
-        state_token[tok_i[token, T_STATE]] = -1
+        state_token[storage.tok_i[token, T_STATE]] = -1
     progress = np.zeros(NUM_PROGRESS, dtype=np.int64)
     progress[P_TOKENS], progress[P_LINKS] = num_tokens, num_links
     progress[P_TOKENS_CREATED], progress[P_LINKS_CREATED] = num_tokens, num_links
-    return tok_i, tok_f, link_i, link_f, queue, progress
+    return storage, progress
 
 
-class _Storage:
-    """A decode's token, link, queue and state-to-token arrays, kept by _StoragePool between decodes."""
+class _Kept:
+    """A decode's Storage and state-to-token array, kept by _StoragePool between decodes."""
 
-    def __init__(self, tok_i, tok_f, link_i, link_f, queue, state_token):
-        self.tok_i, self.tok_f, self.link_i, self.link_f = tok_i, tok_f, link_i, link_f
-        self.queue, self.state_token = queue, state_token
+    def __init__(self, storage, state_token):
+        self.storage, self.state_token = storage, state_token
 
     @classmethod
     def empty(cls, num_states):
-        return cls(np.empty((4096, TOKEN_INTS), dtype=np.int32), np.empty((4096, 2), dtype=np.float64),
-                   np.empty((16384, 4), dtype=np.int32), np.empty((16384, 2), dtype=np.float64),
-                   np.empty(1024, dtype=np.int64), np.full(num_states, -1, dtype=np.int32))
+        storage = Storage(np.empty((4096, TOKEN_INTS), dtype=np.int32), np.empty((4096, 2), dtype=np.float64),
+                          np.empty((16384, 4), dtype=np.int32), np.empty((16384, 2), dtype=np.float64),
+                          np.empty(1024, dtype=np.int64))
+        return cls(storage, np.full(num_states, -1, dtype=np.int32))
 
     @property
     def nbytes(self):
-        return sum(array.nbytes for array in (self.tok_i, self.tok_f, self.link_i, self.link_f, self.queue,
-                                              self.state_token))
+        return sum(array.nbytes for array in self.storage) + self.state_token.nbytes
 
 
 class _StoragePool(threading.local):
@@ -582,15 +653,15 @@ class _StoragePool(threading.local):
         self.kept = None
 
     def take(self, num_states):
-        storage, self.kept = self.kept, None
-        if storage is None or len(storage.state_token) != num_states:
-            return _Storage.empty(num_states)
-        storage.state_token.fill(-1)  # already so after a finished decode; a guard costing microseconds
-        return storage
+        kept, self.kept = self.kept, None
+        if kept is None or len(kept.state_token) != num_states:
+            return _Kept.empty(num_states)
+        kept.state_token.fill(-1)  # already so after a finished decode; a guard costing microseconds
+        return kept
 
-    def give_back(self, storage):
-        if storage.nbytes <= KEEP_STORAGE_BYTES:
-            self.kept = storage
+    def give_back(self, kept):
+        if kept.nbytes <= KEEP_STORAGE_BYTES:
+            self.kept = kept
 
 
 # Storage above this size is freed rather than kept for the next decode (a 10-s utterance of the voiceover
@@ -600,15 +671,15 @@ _POOL = _StoragePool()
 
 
 @numba.njit(cache=True, nogil=True)
-def _advance(emit_begin, emit_ilabel, emit_olabel, emit_weight, emit_target, eps_begin, eps_olabel, eps_weight,
-             eps_target, costs, tok_i, tok_f, link_i, link_f, queue, frame_begin, state_token, progress, beam,
-             max_active, min_active, beam_delta, lattice_beam, prune_interval, prune_delta, prune_above_tokens,
-             rules, pdf_mask, frame_shift, final):
+def _advance(emit, eps, final, costs, storage, frame_begin, state_token, progress, limits, pruning, endpointing):
     """Decodes the frames of `costs` after the progress[P_FRAMES] already decoded (frame_begin must have room
-    for them all plus 2); stops for good when a frame leaves no token (progress[P_DEAD]).  With endpoint
-    `rules` (rows as R_*; pdf_mask the silence pdfs, frame_shift in seconds), stops after the first frame on
-    which one fires, its number in progress[P_ENDPOINT]: checked here because the rules read every frame's
-    best path, and a call per frame from Python cost a quarter of the decoding."""
+    for them all plus 2); returns the storage.  Stops for good when a frame leaves no token (progress[P_DEAD]).
+    With endpoint rules (Endpointing; none when it has no rows), stops after the first frame on which one
+    fires, its number in progress[P_ENDPOINT]: checked here because the rules read every frame's best path,
+    and a call per frame from Python cost a quarter of the decoding."""
+    lattice_beam, prune_interval, prune_delta, prune_above_tokens = pruning
+    rules, pdf_mask, frame_shift = endpointing
+    tok_i, tok_f, link_i, link_f, queue = storage
     num_tokens, num_links = progress[P_TOKENS], progress[P_LINKS]
     progress[P_ENDPOINT] = 0
     for row in range(costs.shape[0]):
@@ -628,12 +699,12 @@ def _advance(emit_begin, emit_ilabel, emit_olabel, emit_weight, emit_target, eps
         begin = frame_begin[frame]
         frame_begin[frame + 1] = num_tokens
         links_before = num_links
-        tok_i, tok_f, num_tokens, link_i, link_f, num_links, cutoff = _emitting(
-            emit_begin, emit_ilabel, emit_olabel, emit_weight, emit_target, costs[row], tok_i, tok_f,
-            num_tokens, link_i, link_f, num_links, begin, state_token, beam, max_active, min_active, beam_delta)
-        tok_i, tok_f, num_tokens, link_i, link_f, num_links, queue = _nonemitting(
-            eps_begin, eps_olabel, eps_weight, eps_target, tok_i, tok_f, num_tokens, link_i, link_f, num_links,
-            frame_begin[frame + 1], state_token, cutoff, queue)
+        storage, num_tokens, num_links, cutoff = _emitting(
+            emit, costs[row], Storage(tok_i, tok_f, link_i, link_f, queue), num_tokens, num_links, begin, state_token,
+            limits)
+        storage, num_tokens, num_links = _nonemitting(eps, storage, num_tokens, num_links, frame_begin[frame + 1],
+                                                      state_token, cutoff)
+        tok_i, tok_f, link_i, link_f, queue = storage
         for token in range(frame_begin[frame + 1], num_tokens):
             state_token[tok_i[token, T_STATE]] = -1
         progress[P_TOKENS_CREATED] += num_tokens - frame_begin[frame + 1]
@@ -648,7 +719,7 @@ def _advance(emit_begin, emit_ilabel, emit_olabel, emit_weight, emit_target, eps
                 if progress[P_ENDPOINT]:
                     break
     progress[P_TOKENS], progress[P_LINKS] = num_tokens, num_links
-    return tok_i, tok_f, link_i, link_f, queue
+    return Storage(tok_i, tok_f, link_i, link_f, queue)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -782,15 +853,13 @@ class ResumableDecode:
     def __init__(self, graph, beam=13.0, max_active=7000, min_active=200, lattice_beam=6.0, beam_delta=0.5,
                  prune_interval=25, prune_scale=0.1, prune_above_tokens=PRUNE_ABOVE_TOKENS):
         self.graph = graph
-        self._options = (float(beam), int(max_active), int(min_active), float(beam_delta), float(lattice_beam),
-                         int(prune_interval), float(lattice_beam * prune_scale), int(prune_above_tokens))
-        g = graph
-        storage = _POOL.take(g.num_states)
-        self._state_token = storage.state_token
-        self._tok_i, self._tok_f, self._link_i, self._link_f, self._queue, self._progress = _start(
-            g.start, g.eps_begin, g.eps_olabel, g.eps_weight, g.eps_target, storage.tok_i, storage.tok_f,
-            storage.link_i, storage.link_f, storage.queue, storage.state_token)
-        self._no_pruning = self._options[:-1] + (np.iinfo(np.int64).max,)
+        self._limits = SearchLimits(float(beam), int(max_active), int(min_active), float(beam_delta))
+        self._pruning = Pruning(float(lattice_beam), int(prune_interval), float(lattice_beam * prune_scale),
+                                int(prune_above_tokens))
+        self._no_pruning = self._pruning._replace(above_tokens=np.iinfo(np.int64).max)
+        kept = _POOL.take(graph.num_states)
+        self._state_token = kept.state_token
+        self._storage, self._progress = _start(graph.start, graph.eps, kept.storage, kept.state_token)
         self._frame_begin = np.zeros(64, dtype=np.int64)
         self._max_ilabel = graph.max_ilabel  # a pass over the arcs: once, not per call
         self.finished = False
@@ -824,15 +893,13 @@ class ResumableDecode:
             grown = np.zeros(max(needed, 2 * len(self._frame_begin)), dtype=np.int64)
             grown[: len(self._frame_begin)] = self._frame_begin
             self._frame_begin = grown
-        g = self.graph
-        options = self._options if prune else self._no_pruning
+        limits = self._limits
         if max_active is not None:
-            options = (options[0], int(max_active), min(options[2], int(max_active))) + options[3:]
-        self._tok_i, self._tok_f, self._link_i, self._link_f, self._queue = _advance(
-            g.emit_begin, g.emit_ilabel, g.emit_olabel, g.emit_weight, g.emit_target, g.eps_begin, g.eps_olabel,
-            g.eps_weight, g.eps_target, costs, self._tok_i, self._tok_f, self._link_i, self._link_f, self._queue,
-            self._frame_begin, self._state_token, self._progress, *options,
-            *(endpoint if endpoint is not None else (NO_RULES, np.zeros(0, np.bool_), 0.0)), g.final)
+            limits = limits._replace(max_active=int(max_active), min_active=min(limits.min_active, int(max_active)))
+        g = self.graph
+        self._storage = _advance(g.emit, g.eps, g.final, costs, self._storage, self._frame_begin, self._state_token,
+                                 self._progress, limits, self._pruning if prune else self._no_pruning,
+                                 NO_ENDPOINTING if endpoint is None else Endpointing(*endpoint))
         return int(self._progress[P_ENDPOINT])
 
     def _newest(self):
@@ -843,7 +910,7 @@ class ResumableDecode:
         ([input label, output label] per arc, start first; its cost).  Empty after a frame left no token."""
         if self.failed or self.finished:
             return np.empty((0, 2), dtype=np.int32), np.inf
-        labels, cost = _trace_back(self._tok_i, self._tok_f, *self._newest())
+        labels, cost = _trace_back(self._storage.tok_i, self._storage.tok_f, *self._newest())
         return labels[::-1], float(cost)
 
     def trailing_frames(self, pdf_mask):
@@ -851,36 +918,38 @@ class ResumableDecode:
         at the cost of those frames alone; -1 when no token is left."""
         if self.failed or self.finished:
             return -1
-        return int(_trailing_frames(self._tok_i, self._tok_f, *self._newest(), pdf_mask))
+        return int(_trailing_frames(self._storage.tok_i, self._storage.tok_f, *self._newest(), pdf_mask))
 
     def checkpoint(self):
         """The state rollback() returns to.  Advancing changes no token or link before the newest frame
         except by pruning, and of the newest frame's tokens only their link lists' heads (the links to the
         next frame go in front): those and the counters are all a checkpoint holds."""
         begin, end = self._newest()
-        return self._progress.copy(), self._tok_i[begin:end, T_LINKS].copy()
+        return self._progress.copy(), self._storage.tok_i[begin:end, T_LINKS].copy()
 
     def rollback(self, checkpoint):
         """Undoes the advances (with prune=False) made since `checkpoint`: the frames after it are forgotten."""
         progress, heads = checkpoint
         self._progress[:] = progress
         begin = int(self._frame_begin[self.num_frames])
-        self._tok_i[begin:begin + len(heads), T_LINKS] = heads
+        self._storage.tok_i[begin:begin + len(heads), T_LINKS] = heads
 
     def final_relative_cost(self):
         """How much the best path that ends in a final state now costs more than the best path (inf: none is
         final): Kaldi's FinalRelativeCost, which its endpoint rules read."""
         if self.failed or self.finished:
             return np.inf
-        return float(_final_relative_cost(self._tok_i, self._tok_f, *self._newest(), self.graph.final))
+        return float(_final_relative_cost(self._storage.tok_i, self._storage.tok_f, *self._newest(),
+                                          self.graph.final))
 
     def finish(self):
         """The final pruning; returns LatticeOutput (its lattice is empty when a frame left no token)."""
         if self.finished:
             raise RuntimeError("finish() called twice")
         self.finished = True
-        rows, num_states, reached = _finish(self.graph.final, self._tok_i, self._tok_f, self._link_i, self._link_f,
-                                            self._frame_begin, self._progress, self._options[4])
+        tok_i, tok_f, link_i, link_f, _ = self._storage
+        rows, num_states, reached = _finish(self.graph.final, tok_i, tok_f, link_i, link_f, self._frame_begin,
+                                            self._progress, self._pruning.lattice_beam)
         output = LatticeOutput(bool(reached), rows, int(num_states), int(self._progress[P_TOKENS_CREATED]),
                                int(self._progress[P_LINKS_CREATED]))
         self._release()
@@ -888,8 +957,8 @@ class ResumableDecode:
 
     def _release(self):
         """Hands the storage to this thread's pool (the lattice rows are copies; nothing refers to it now)."""
-        _POOL.give_back(_Storage(self._tok_i, self._tok_f, self._link_i, self._link_f, self._queue, self._state_token))
-        self._tok_i = self._tok_f = self._link_i = self._link_f = self._queue = self._state_token = None
+        _POOL.give_back(_Kept(self._storage, self._state_token))
+        self._storage = self._state_token = None
 
 
 def decode(graph, costs, beam=13.0, max_active=7000, min_active=200, lattice_beam=6.0, beam_delta=0.5,

@@ -30,6 +30,7 @@ cost is exp(-cost) normalised over the lattice.
 import dataclasses
 import heapq
 import math
+from typing import NamedTuple
 
 from asrkit import numba_cache  # noqa: F401, I001  (first: where numba caches what it compiles)
 import numba
@@ -225,6 +226,20 @@ def word_confidences(lattice, lm_weight):
     return words, confidences
 
 
+class _FrameOrderedRows(NamedTuple):
+    """A lattice's rows as _WordWindows orders them, a contiguous array per column for the compiled pass."""
+
+    frame: np.ndarray  # int64: the frame of the row's state
+    state: np.ndarray  # int64
+    target: np.ndarray  # int64, FINAL for a final row
+    word: np.ndarray  # int64
+    score: np.ndarray  # float64: -(graph + acoustic / lm_weight)
+    target_frame: np.ndarray  # int64, -1 for a final row
+    emitting: np.ndarray  # bool: an arc with a pdf
+    entering: np.ndarray  # float64: alpha of the state + score (the row enters a window's first frame)
+    leaving: np.ndarray  # float64: score + beta of the target (the row leaves a window's last frame)
+
+
 class _WordWindows:
     """The log-probability mass of the complete paths that carry a word in a window of frames.
 
@@ -244,29 +259,27 @@ class _WordWindows:
         source_frames = frames[states]
         order = np.argsort(source_frames, kind="stable")
         self.num_states = _num_states(lattice)
-        self.sorted_frames = np.ascontiguousarray(source_frames[order])
         target_frames = np.where(targets == FINAL, -1, frames[np.maximum(targets, 0)])
         emitting = (targets != FINAL) & (lattice[:, 2] != 0)
         entering = alpha[states] + scores  # for a row into the window's first frame
         leaving = scores + np.where(targets == FINAL, 0.0, beta[np.maximum(targets, 0)])  # out of its last
-        # The rows in frame order, each column its own contiguous array for the compiled pass.
-        self.columns = tuple(np.ascontiguousarray(column[order]) for column in (
-            states, targets, lattice[:, 3].astype(np.int64), np.asarray(scores, dtype=np.float64), target_frames,
-            emitting, entering, leaving))
+        self.rows = _FrameOrderedRows(*(np.ascontiguousarray(column[order]) for column in (
+            source_frames, states, targets, lattice[:, 3].astype(np.int64), np.asarray(scores, dtype=np.float64),
+            target_frames, emitting, entering, leaving)))
 
     def log_has(self, word, first, last):
         """Log of the summed score of the complete paths that carry `word` in frames first..last."""
-        begin, end = np.searchsorted(self.sorted_frames, [first - 1, last + 1])
-        return float(_log_has_in_window(self.sorted_frames, *self.columns, int(begin), int(end), int(word),
-                                        int(first), int(last), self.num_states))
+        begin, end = np.searchsorted(self.rows.frame, [first - 1, last + 1])
+        return float(_log_has_in_window(self.rows, int(begin), int(end), int(word), int(first), int(last),
+                                        self.num_states))
 
 
 # Compiled, and free of the GIL, because a server's final results need one pass per recognised word: in
 # Python the passes took two thirds of a 20-s segment's final result (bench/recognizer_server.py), and held
 # the GIL, so that the finals of streams ending together waited on one another.
 @numba.njit(cache=True, nogil=True)
-def _log_has_in_window(frames, states, targets, labels, scores, target_frames, emitting, entering, leaving,
-                       begin, end, word, first, last, num_states):
+def _log_has_in_window(rows, begin, end, word, first, last, num_states):
+    frames, states, targets, labels, scores, target_frames, emitting, entering, leaving = rows
     missed = np.full(num_states, -np.inf)  # per state: the mass of the partial paths without `word` yet
     met = np.full(num_states, -np.inf)  # and with it
     if first == 0:

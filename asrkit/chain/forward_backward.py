@@ -34,11 +34,33 @@ derivatives of log Z of that model.
 same results.
 """
 
+from typing import NamedTuple
+
 from asrkit import numba_cache  # noqa: F401, I001  (first: where numba caches what it compiles)
 import numba
 import numpy as np
 
 LEAKY_HMM_COEFFICIENT = 1e-5  # Kaldi's default --leaky-hmm-coefficient
+
+
+class DenominatorArrays(NamedTuple):
+    """The denominator graph (asrkit.chain.den_graph.DenGraph) as the compiled forward-backward reads it."""
+
+    by_target: np.ndarray  # int64: arc indices in order of target state (the forward pass's order)
+    by_source: np.ndarray  # int64: in order of source state (the backward pass's)
+    source: np.ndarray  # int64 per arc
+    target: np.ndarray  # int64 per arc
+    pdf: np.ndarray  # int64 per arc
+    state_pdf: np.ndarray  # int64: state_pdfs(graph), [-2] when the per-arc kernel is needed
+    prob: np.ndarray  # per arc, in the outputs' precision
+    initial: np.ndarray  # float64 per state: the initial distribution
+
+
+def denominator_arrays(graph, dtype):
+    """DenominatorArrays of a DenGraph, its arc probabilities as `dtype` (the outputs')."""
+    return DenominatorArrays(np.argsort(graph.target, kind="stable"), np.argsort(graph.source, kind="stable"),
+                             graph.source.astype(np.int64), graph.target.astype(np.int64), graph.pdf.astype(np.int64),
+                             state_pdfs(graph), graph.prob.astype(dtype), graph.initial.astype(np.float64))
 
 
 def _shifted_exp(x):
@@ -115,10 +137,10 @@ def _block_emissions(x, lengths):
 
 
 @numba.njit(cache=True)
-def _denominator_block(by_target, by_source, source, target, pdf, prob, initial, x, lengths, leaky, occupancies,
-                       log_z):
+def _denominator_block(den, x, lengths, leaky, occupancies, log_z):
     """Forward-backward of a block of chunks x [b, T, K] at once, the chunks innermost in every array so that
     each arc's update is one vector operation; occupancies [b, T, K] get the denominator's, log_z [b] its."""
+    by_target, by_source, source, target, pdf, _, prob, initial = den
     block, num_frames, num_pdfs = x.shape
     num_states = initial.shape[0]
     emissions, shift = _block_emissions(x, lengths)
@@ -167,12 +189,12 @@ def _denominator_block(by_target, by_source, source, target, pdf, prob, initial,
 
 
 @numba.njit(cache=True)
-def _state_pdf_block(by_target, by_source, source, target, state_pdf, prob, initial, x, lengths, leaky, occupancies,
-                     log_z):
+def _state_pdf_block(den, x, lengths, leaky, occupancies, log_z):
     """_denominator_block for a graph whose arcs into a state all carry that state's pdf (`state_pdf`, -1 for a
     state no arc enters), as every graph of make_den_graph does: the emission multiplies each state once instead
     of each arc, and the occupancy of state j at frame t is alpha(t + 1, j) x beta(t + 1, j), so the backward
     pass's arc loop has one multiply-add."""
+    by_target, by_source, source, target, _, state_pdf, prob, initial = den
     block, num_frames, num_pdfs = x.shape
     num_states = initial.shape[0]
     emissions, shift = _block_emissions(x, lengths)
@@ -282,18 +304,15 @@ def block_size(num_chunks):
 
 
 @numba.njit(parallel=True, cache=True)
-def _denominator_batch(by_target, by_source, source, target, pdf, state_pdf, prob, initial, x, lengths, leaky,
-                       occupancies, log_z, block_chunks):
-    """The blocks of a batch in parallel; with `state_pdf` (its first entry >= -1) the per-state kernel."""
+def _denominator_batch(den, x, lengths, leaky, occupancies, log_z, block_chunks):
+    """The blocks of a batch in parallel; with den.state_pdf (its first entry >= -1) the per-state kernel."""
     num_blocks = (x.shape[0] + block_chunks - 1) // block_chunks
     for block in numba.prange(num_blocks):
         low, high = block * block_chunks, min((block + 1) * block_chunks, x.shape[0])
-        if state_pdf[0] >= -1:
-            _state_pdf_block(by_target, by_source, source, target, state_pdf, prob, initial, x[low:high],
-                             lengths[low:high], leaky, occupancies[low:high], log_z[low:high])
+        if den.state_pdf[0] >= -1:
+            _state_pdf_block(den, x[low:high], lengths[low:high], leaky, occupancies[low:high], log_z[low:high])
         else:
-            _denominator_block(by_target, by_source, source, target, pdf, prob, initial, x[low:high],
-                               lengths[low:high], leaky, occupancies[low:high], log_z[low:high])
+            _denominator_block(den, x[low:high], lengths[low:high], leaky, occupancies[low:high], log_z[low:high])
 
 
 @numba.njit(parallel=True, cache=True)
@@ -345,9 +364,6 @@ def lfmmi_batch_occupancies(graph, numerators, x, lengths=None, leaky=LEAKY_HMM_
     _numerator_batch(x, lengths, offsets, joined("pdfs", np.int64), joined("first", np.int64),
                      joined("last", np.int64), joined("may_start", np.bool_), joined("may_end", np.bool_),
                      num_occupancies, num_log_z)
-    by_target, by_source = np.argsort(graph.target, kind="stable"), np.argsort(graph.source, kind="stable")
-    _denominator_batch(by_target, by_source, graph.source.astype(np.int64), graph.target.astype(np.int64),
-                       graph.pdf.astype(np.int64), state_pdfs(graph), graph.prob.astype(x.dtype),
-                       graph.initial.astype(np.float64), x, lengths, float(leaky), den_occupancies, den_log_z,
+    _denominator_batch(denominator_arrays(graph, x.dtype), x, lengths, float(leaky), den_occupancies, den_log_z,
                        block_size(len(x)))
     return num_log_z, den_log_z, num_occupancies, den_occupancies

@@ -30,6 +30,7 @@ frames (`raw_*`): the training set's global mean that online CMN
 (asrkit.frontend.online_cmvn) starts from before it has seen enough frames.
 """
 
+import contextlib
 import os
 
 import h5py
@@ -43,6 +44,26 @@ from asrkit.io.atomic import atomic_path
 MEAN_NORMS = ("global", "utterance", "speaker", "online")
 VAR_NORMS = ("global", "speaker")
 SPEAKER_CMVN_FILE = "spk_cmvn.h5"  # a data dir's per-speaker sums, beside cmvn.h5
+
+
+@contextlib.contextmanager
+def _h5_output(path, attrs):
+    """An HDF5 file to fill, written atomically at `path` with the caller's `attrs` added last."""
+    with atomic_path(path) as tmp:
+        with h5py.File(tmp, "w") as out:
+            yield out
+            for name, value in (attrs or {}).items():
+                out.attrs[name] = value
+
+
+@contextlib.contextmanager
+def _h5_input(path, what):
+    """The HDF5 file at `path`; a missing or malformed one (or a value the block refuses) is a TableError."""
+    try:
+        with h5py.File(path, "r") as stats:
+            yield stats
+    except (OSError, KeyError, ValueError) as error:
+        raise TableError(f"cannot read {what} from {path}: {error}") from None
 
 
 class Moments:
@@ -83,7 +104,9 @@ class Moments:
         return Moments(self.dim, self.count, mean * self.count, (stddev**2 + mean**2) * self.count)
 
 
-class CmvnStats:
+class CmvnStats(Moments):
+    """The moments of the (mean-removed) frames that set the normalisation, and how it removes the mean."""
+
     def __init__(self, dim, count=0, total=None, total_squares=None, mean_norm="global", var_norm="global",
                  raw=None, online_options=None):
         """online_options: OnlineCmvnOptions of mean_norm "online" (None: the defaults), recorded in the file."""
@@ -93,13 +116,10 @@ class CmvnStats:
             raise ValueError(f"var_norm must be one of {', '.join(VAR_NORMS)}, not {var_norm!r}")
         if var_norm == "speaker" and mean_norm != "speaker":
             raise ValueError("var_norm 'speaker' needs mean_norm 'speaker'")
-        self.dim = dim
+        super().__init__(dim, count, total, total_squares)
         self.mean_norm = mean_norm
         self.var_norm = var_norm
         self.online_options = online_options or OnlineCmvnOptions()
-        self.count = int(count)
-        self.sum = np.zeros(dim) if total is None else np.asarray(total, dtype=np.float64)
-        self.sum_squares = np.zeros(dim) if total_squares is None else np.asarray(total_squares, dtype=np.float64)
         # The raw frames' statistics; with the global mean they are the statistics themselves.
         self.raw = None if mean_norm == "global" else raw if raw is not None else Moments(dim)
 
@@ -142,19 +162,9 @@ class CmvnStats:
             raise ValueError(f"cannot add CMVN stats of dimension {other.dim} to {self.dim}")
         if other.mean_norm != self.mean_norm:
             raise ValueError(f"cannot add CMVN stats with {other.mean_norm} mean removal to {self.mean_norm} ones")
-        self.count += other.count
-        self.sum += other.sum
-        self.sum_squares += other.sum_squares
+        super().add(other)
         if self.raw is not None and other.raw is not None:
             self.raw.add(other.raw)
-
-    @property
-    def mean(self):
-        return self.sum / max(self.count, 1)
-
-    def stddev(self, variance_floor=1e-10):
-        variance = self.sum_squares / max(self.count, 1) - self.mean**2
-        return np.sqrt(np.maximum(variance, variance_floor))
 
     def normalize(self, features, speaker=None, variance_floor=1e-10):
         """(x - mean) / stddev, float32; features [frames, dim] are one whole utterance.
@@ -184,42 +194,36 @@ class CmvnStats:
 
     def write(self, path, attrs=None):
         """Write to an HDF5 file (atomically), with mean and stddev alongside the sums for readers."""
-        with atomic_path(path) as tmp:
-            with h5py.File(tmp, "w") as out:
-                out["count"] = self.count
-                out["sum"] = self.sum
-                out["sum_squares"] = self.sum_squares
-                out["mean"] = self.mean
-                out["stddev"] = self.stddev()
-                if self.mean_norm != "global":
-                    out["raw_count"] = self.raw.count
-                    out["raw_sum"] = self.raw.sum
-                    out["raw_sum_squares"] = self.raw.sum_squares
-                out.attrs["mean_norm"] = self.mean_norm
-                out.attrs["var_norm"] = self.var_norm
-                if self.mean_norm == "online":
-                    out.attrs["online_window"] = self.online_options.window
-                    out.attrs["online_prior_frames"] = self.online_options.prior_frames
-                for name, value in (attrs or {}).items():
-                    out.attrs[name] = value
+        with _h5_output(path, attrs) as out:
+            out["count"] = self.count
+            out["sum"] = self.sum
+            out["sum_squares"] = self.sum_squares
+            out["mean"] = self.mean
+            out["stddev"] = self.stddev()
+            if self.mean_norm != "global":
+                out["raw_count"] = self.raw.count
+                out["raw_sum"] = self.raw.sum
+                out["raw_sum_squares"] = self.raw.sum_squares
+            out.attrs["mean_norm"] = self.mean_norm
+            out.attrs["var_norm"] = self.var_norm
+            if self.mean_norm == "online":
+                out.attrs["online_window"] = self.online_options.window
+                out.attrs["online_prior_frames"] = self.online_options.prior_frames
 
     @classmethod
     def read(cls, path):
-        try:
-            with h5py.File(path, "r") as stats:
-                total = stats["sum"][()]
-                # Files written before the attributes existed were global.
-                mean_norm, var_norm = (_text_attr(stats, name, "global") for name in ("mean_norm", "var_norm"))
-                raw = None
-                if "raw_count" in stats:
-                    raw = Moments(len(total), int(stats["raw_count"][()]), stats["raw_sum"][()],
-                                  stats["raw_sum_squares"][()])
-                online = OnlineCmvnOptions(int(stats.attrs.get("online_window", OnlineCmvnOptions.window)),
-                                           int(stats.attrs.get("online_prior_frames", OnlineCmvnOptions.prior_frames)))
-                return cls(len(total), int(stats["count"][()]), total, stats["sum_squares"][()], mean_norm, var_norm,
-                           raw, online)
-        except (OSError, KeyError, ValueError) as error:
-            raise TableError(f"cannot read CMVN statistics from {path}: {error}") from None
+        with _h5_input(path, "CMVN statistics") as stats:
+            total = stats["sum"][()]
+            # Files written before the attributes existed were global.
+            mean_norm, var_norm = (_text_attr(stats, name, "global") for name in ("mean_norm", "var_norm"))
+            raw = None
+            if "raw_count" in stats:
+                raw = Moments(len(total), int(stats["raw_count"][()]), stats["raw_sum"][()],
+                              stats["raw_sum_squares"][()])
+            online = OnlineCmvnOptions(int(stats.attrs.get("online_window", OnlineCmvnOptions.window)),
+                                       int(stats.attrs.get("online_prior_frames", OnlineCmvnOptions.prior_frames)))
+            return cls(len(total), int(stats["count"][()]), total, stats["sum_squares"][()], mean_norm, var_norm,
+                       raw, online)
 
 
 def _text_attr(h5, name, default):
@@ -260,27 +264,21 @@ class SpeakerCmvn:
 
     def write(self, path, attrs=None):
         speakers = sorted(self.speakers)
-        with atomic_path(path) as tmp:
-            with h5py.File(tmp, "w") as out:
-                out["speakers"] = np.array([s.encode("utf-8") for s in speakers], dtype=object) \
-                    if speakers else np.zeros(0, dtype="S1")
-                out["count"] = np.array([self.speakers[s].count for s in speakers], dtype=np.int64)
-                out["sum"] = np.array([self.speakers[s].sum for s in speakers]).reshape(len(speakers), self.dim)
-                out["sum_squares"] = np.array([self.speakers[s].sum_squares for s in speakers]).reshape(
-                    len(speakers), self.dim)
-                out.attrs["dim"] = self.dim
-                for name, value in (attrs or {}).items():
-                    out.attrs[name] = value
+        with _h5_output(path, attrs) as out:
+            out["speakers"] = np.array([s.encode("utf-8") for s in speakers], dtype=object) \
+                if speakers else np.zeros(0, dtype="S1")
+            out["count"] = np.array([self.speakers[s].count for s in speakers], dtype=np.int64)
+            out["sum"] = np.array([self.speakers[s].sum for s in speakers]).reshape(len(speakers), self.dim)
+            out["sum_squares"] = np.array([self.speakers[s].sum_squares for s in speakers]).reshape(
+                len(speakers), self.dim)
+            out.attrs["dim"] = self.dim
 
     @classmethod
     def read(cls, path):
-        try:
-            with h5py.File(path, "r") as stats:
-                dim = int(stats.attrs["dim"])
-                names = [s.decode("utf-8") if isinstance(s, bytes) else str(s) for s in stats["speakers"][()]]
-                counts, sums, squares = stats["count"][()], stats["sum"][()], stats["sum_squares"][()]
-        except (OSError, KeyError, ValueError) as error:
-            raise TableError(f"cannot read speaker CMVN statistics from {path}: {error}") from None
+        with _h5_input(path, "speaker CMVN statistics") as stats:
+            dim = int(stats.attrs["dim"])
+            names = [s.decode("utf-8") if isinstance(s, bytes) else str(s) for s in stats["speakers"][()]]
+            counts, sums, squares = stats["count"][()], stats["sum"][()], stats["sum_squares"][()]
         speakers = {name: Moments(dim, counts[i], sums[i], squares[i]) for i, name in enumerate(names)}
         return cls(dim, speakers, path)
 

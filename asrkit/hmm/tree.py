@@ -38,6 +38,7 @@ import numpy as np
 
 from asrkit.errors import AsrkitError
 from asrkit.io.atomic import atomic_output
+from asrkit.io.json_file import read_json
 
 FORMAT = "asrkit-tree"
 VERSION = 1
@@ -172,13 +173,7 @@ class ContextDependency:
     @classmethod
     def read(cls, path):
         path = os.fspath(path)
-        try:
-            with open(path, encoding="utf-8") as handle:
-                data = json.load(handle)
-        except FileNotFoundError:
-            raise TreeError(f"tree file {path} does not exist") from None
-        except json.JSONDecodeError as error:
-            raise TreeError(f"{path} is not valid JSON: {error}") from None
+        data = read_json(path, TreeError)
         if data.get("format") != FORMAT or data.get("version") != VERSION:
             raise TreeError(f"{path}: not an {FORMAT} version {VERSION} file")
         try:

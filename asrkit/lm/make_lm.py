@@ -10,6 +10,7 @@ vocabulary and OOV word and writes the lang dir's G.fst from the ARPA.
 import dataclasses
 import logging
 
+from asrkit.dictionary.lexicon import read_word_list
 from asrkit.errors import AsrkitError
 from asrkit.lm.arpa import write_arpa
 from asrkit.lm.model import perplexity
@@ -45,13 +46,7 @@ def read_sentences(path, kaldi_text=False):
 
 def read_vocabulary(path):
     """Words of a word list (one a line) or of a symbol table (words.txt), without <eps>, #0, <s>, </s>."""
-    words = []
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            fields = line.split()
-            if fields and fields[0] not in SPECIAL_WORDS:
-                words.append(fields[0])
-    return words
+    return [word for word in read_word_list(path) if word not in SPECIAL_WORDS]
 
 
 def make_lm(text_path, arpa_path, order=3, method="kn", heldout_path=None, vocabulary_path=None,

@@ -37,38 +37,27 @@ class StateGraph:
         return len(self.pdf)
 
 
+def _walks(node, length, neighbours, boundary):
+    """Every run of `length` nodes stepping away from `node` through `neighbours` ({node: [(next, ...)]}),
+    nearest first; `boundary` (START or END) pads the run once it is reached."""
+    if length == 0:
+        return [()]
+    if node == boundary:
+        return [(boundary,) * length]
+    walks = []
+    for step, _ in neighbours.get(node, []):
+        walks += [(step,) + rest for rest in _walks(step, length - 1, neighbours, boundary)]
+    return walks
+
+
 def _context_paths(graph, num_left, num_right):
     """Every (left path, node, right path) of the graph: predecessors nearest last, START/END padded."""
     into, out = graph.predecessors(), graph.successors()
-
-    def lefts(node, length):
-        if length == 0:
-            return [()]
-        if node == START:
-            return [(START,) * length]
-        result = []
-        for source, _ in into.get(node, []):
-            for path in lefts(source, length - 1):
-                result.append(path + (source,))
-        return result
-
-    def rights(node, length):
-        if length == 0:
-            return [()]
-        if node == END:
-            return [(END,) * length]
-        result = []
-        for target, _ in out.get(node, []):
-            for path in rights(target, length - 1):
-                result.append((target,) + path)
-        return result
-
     copies = []
     for node in range(len(graph.phones)):
-        # lefts(node, P) walks from node's predecessors; START pads once the beginning is passed.
-        for left in lefts(node, num_left):
-            for right in rights(node, num_right):
-                copies.append((left, node, right))
+        for left in _walks(node, num_left, into, START):
+            for right in _walks(node, num_right, out, END):
+                copies.append((left[::-1], node, right))
     return copies
 
 

@@ -14,7 +14,7 @@ import unicodedata
 
 from asrkit.errors import DataDirError
 from asrkit.io.atomic import atomic_output
-from asrkit.scoring.alignment import DELETION, INSERTION, SUBSTITUTION
+from asrkit.scoring.alignment import DELETION, INSERTION, SUBSTITUTION, EditCounts
 from asrkit.scoring.scorer import describe_ids, percent
 
 GAP = "***"
@@ -100,28 +100,17 @@ def per_utt_lines(result, gap=GAP):
 
 
 class SpeakerTotals:
-    """Counts summed over one speaker's utterances."""
+    """Counts summed over one speaker's utterances: sentences, sentences with an error, and their EditCounts."""
 
     def __init__(self):
         self.sentences = 0
         self.sentence_errors = 0
-        self.hits = self.substitutions = self.insertions = self.deletions = 0
+        self.counts = EditCounts()
 
     def add(self, counts):
         self.sentences += 1
         self.sentence_errors += counts.errors > 0
-        self.hits += counts.hits
-        self.substitutions += counts.substitutions
-        self.insertions += counts.insertions
-        self.deletions += counts.deletions
-
-    @property
-    def words(self):
-        return self.hits + self.substitutions + self.deletions
-
-    @property
-    def errors(self):
-        return self.substitutions + self.insertions + self.deletions
+        self.counts += counts
 
 
 def speaker_totals(result, utt2spk, utt2spk_path=None):
@@ -146,30 +135,26 @@ def per_spk_lines(result, utt2spk, utt2spk_path=None):
     """
     by_speaker = speaker_totals(result, utt2spk, utt2spk_path)
     overall = SpeakerTotals()
-    for totals in by_speaker.values():
-        overall.sentences += totals.sentences
-        overall.sentence_errors += totals.sentence_errors
-        overall.hits += totals.hits
-        overall.substitutions += totals.substitutions
-        overall.insertions += totals.insertions
-        overall.deletions += totals.deletions
+    for utterance in result.utterances:  # every one is some speaker's (speaker_totals checks)
+        overall.add(utterance.counts)
     speaker_width = max([SPEAKER_COLUMN_WIDTH] + [len(s) for s in by_speaker])
     number = f"{{:>{NUMBER_COLUMN_WIDTH}}}"
     header_cells = ["#SENT", "#WORD", "Corr", "Sub", "Ins", "Del", "Err", "S.Err"]
     lines = [f"{'SPEAKER':<{speaker_width}} id  " + " ".join(map(number.format, header_cells))]
     for speaker, totals in list(by_speaker.items()) + [("SUM", overall)]:
-        raw = [totals.sentences, totals.words, totals.hits, totals.substitutions,
-               totals.insertions, totals.deletions, totals.errors, totals.sentence_errors]
+        counts = totals.counts
+        raw = [totals.sentences, counts.ref_words, counts.hits, counts.substitutions,
+               counts.insertions, counts.deletions, counts.errors, totals.sentence_errors]
         lines.append(f"{speaker:<{speaker_width}} raw " + " ".join(map(number.format, raw)))
-        if totals.words == 0:
+        if counts.ref_words == 0:
             continue
         rates = [
-            f"{percent(count, totals.words):.2f}"
-            for count in (totals.hits, totals.substitutions, totals.insertions,
-                          totals.deletions, totals.errors)
+            f"{percent(count, counts.ref_words):.2f}"
+            for count in (counts.hits, counts.substitutions, counts.insertions,
+                          counts.deletions, counts.errors)
         ]
         rates.append(f"{percent(totals.sentence_errors, totals.sentences):.2f}")
-        cells = [totals.sentences, totals.words] + rates
+        cells = [totals.sentences, counts.ref_words] + rates
         lines.append(f"{speaker:<{speaker_width}} sys " + " ".join(map(number.format, cells)))
     return lines
 

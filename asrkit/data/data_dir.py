@@ -196,20 +196,7 @@ class DataDir:
             spk2utt = filter_spk2utt(self.spk2utt, keep)
             speakers = set(spk2utt or ())
         key_sets = {"utterance": keep, "speaker": speakers, "recording": recordings}
-        extra = {name: only(table, key_sets[EXTRA_TABLE_KEYS[name]])
-                 for name, table in self.extra_tables.items()}
-        return DataDir(
-            path=None,
-            wav_scp=only(self.wav_scp, recordings),
-            segments=segments,
-            text=only(self.text, keep),
-            utt2spk=utt2spk,
-            spk2utt=spk2utt,
-            utt2dur=only(self.utt2dur, keep),
-            utt2num_frames=only(self.utt2num_frames, keep),
-            feats_scp=only(self.feats_scp, keep),
-            extra_tables=extra,
-        )
+        return self._derived(lambda table, kind: only(table, key_sets[kind]), utt2spk, spk2utt)
 
     def with_prefixes(self, utt_prefix="", spk_prefix=""):
         """A new DataDir (no path) with `utt_prefix` before every utterance id and `spk_prefix` before every speaker
@@ -229,18 +216,22 @@ class DataDir:
             utt2spk = None
             spk2utt = None if self.spk2utt is None else {
                 spk_prefix + speaker: [utt_prefix + utt for utt in utts] for speaker, utts in self.spk2utt.items()}
+        return self._derived(lambda table, kind: keyed(table, prefixes[kind]), utt2spk, spk2utt)
+
+    def _derived(self, table_of, utt2spk, spk2utt):
+        """A new DataDir (no path) with table_of(table, what its keys are: "utterance", "speaker" or
+        "recording") in place of each table, and the given utt2spk and spk2utt, which derive from each other."""
         return DataDir(
             path=None,
-            wav_scp=keyed(self.wav_scp, reco_prefix),
-            segments=keyed(self.segments, utt_prefix),
-            text=keyed(self.text, utt_prefix),
+            wav_scp=table_of(self.wav_scp, "recording"),
+            segments=table_of(self.segments, "utterance"),
+            text=table_of(self.text, "utterance"),
             utt2spk=utt2spk,
             spk2utt=spk2utt,
-            utt2dur=keyed(self.utt2dur, utt_prefix),
-            utt2num_frames=keyed(self.utt2num_frames, utt_prefix),
-            feats_scp=keyed(self.feats_scp, utt_prefix),
-            extra_tables={name: keyed(table, prefixes[EXTRA_TABLE_KEYS[name]])
-                          for name, table in self.extra_tables.items()},
+            utt2dur=table_of(self.utt2dur, "utterance"),
+            utt2num_frames=table_of(self.utt2num_frames, "utterance"),
+            feats_scp=table_of(self.feats_scp, "utterance"),
+            extra_tables={name: table_of(table, EXTRA_TABLE_KEYS[name]) for name, table in self.extra_tables.items()},
         )
 
     def write(self, path):

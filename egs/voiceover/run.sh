@@ -44,7 +44,7 @@
 #     --combine true|false       stage 11 then combines the sMBR and LF-MMI models frame by frame (asrkit-decode
 #                                --combine-model, each at its own dev LM weight; the combination weight of
 #                                --combine-weights and the LM weight chosen on dev) -> exp/<am>_smbr_lfmmi, the
-#                                recipe's best model on dev (RESULTS: dev 41.87 -> 35.61); needs exp/<am>_lfmmi
+#                                recipe's best model on dev (RESULTS); needs exp/<am>_lfmmi
 #                                decoded (--lfmmi true, now or before) (default: true)
 #     --combine-weights 'W...'   the LF-MMI model's weights tried on dev (default: 0.5 0.6; 0.4 and 0.7, never
 #                                chosen in RESULTS' runs, left the grid for the recipe's hour)
@@ -54,8 +54,8 @@
 #                                first 10 lines costs least per frame (steps/select_warps.sh ->
 #                                data/{dev,test}/spk2warp), and featurizes dev and test again: the LF-MMI model and
 #                                the combination decode them warped (default: 0.85 to 1.15 by 0.05, symmetric
-#                                around 1; RESULTS measured the bilinear warp of before, whose grid 0.95-1.1 moved
-#                                formants by about 1.08 to 0.86 of these: the final model's dev 35.12 -> 33.17).
+#                                around 1; the warps lowered the final model's dev WER in RESULTS, measured with
+#                                the bilinear warp of before, whose grid 0.95-1.1 is on another scale than these).
 #                                Stage 9 run again decodes with the warps already there: remove
 #                                data/{dev,test}/spk2warp and run stage 4 to start over
 #     --kaldi-baseline DIR       stage 10 also trains and decodes Kaldi's own GMM systems (mono, tri1, tri2b, tri3b
@@ -66,7 +66,7 @@
 #                                the combination's own first pass (asrkit-adapt: LHUC on conf/adapt.conf, fitted
 #                                to the first pass's lattice posteriors) and decodes them again with them ->
 #                                exp/<am>_smbr_lfmmi_adapted; needs --combine true.  Measured and not kept: on
-#                                one run's models dev went from 34.50 to 34.77 (RESULTS) (default: false)
+#                                one run's models it made dev worse (RESULTS) (default: false)
 #
 # Stages: 0 set-up (.venv, festival); 1 the games from Debian (apt-get download, dpkg-deb -x) and the
 #         data dirs -> data/{train,dev,test}; 2 dictionary: CMUdict, festival's letter-to-sound rules
@@ -160,9 +160,8 @@ fi
 
 # The general English words in the vocabulary (steps/prepare_dict.py --frequent-words): of training (the
 # bigram of sMBR's lattices) and, with an external LM, a larger one for decoding (data/local/dict_test, the
-# same phones), words with an apostrophe too (GOD'S, THEY'LL), which the general LM knows: dev and test lose
-# most of their out-of-vocabulary words (1.42% and 1.57% of the tokens at 20,000 words, 0.40% and 0.28%
-# at 60,000) and the sMBR model's dev WER goes 43.07 -> 41.87 (RESULTS).
+# same phones), words with an apostrophe too (GOD'S, THEY'LL), which the general LM knows: at 60,000 words
+# against 20,000, dev and test lose most of their out-of-vocabulary words and the sMBR model's dev WER falls (RESULTS).
 frequent_words=20000
 decode_frequent_words=60000
 [ "$size" = tiny ] && frequent_words=1000 && decode_frequent_words=2000
@@ -183,9 +182,8 @@ fi
 # The decoding LM: the training lines' trigram (some 50,000 words of game dialogue) interpolated with a general
 # English LM (pocketsphinx's en-us 3-gram: 70,000 words, 3.7 million n-grams, limited to the lexicon's words),
 # the weight chosen on dev's text by EM, pruned by relative entropy for the graph (Kaldi's LibriSpeech
-# tgsmall threshold).  sMBR's bigram stays the training lines' own (a weak LM for sequence training).  The
-# perplexity of dev's text goes 172 -> 98 before pruning; with the sMBR model, dev 46.54 -> 43.07 and test
-# 65.08 -> 60.11 at the training vocabulary, 41.87 and 59.25 with the decoding vocabulary (RESULTS).
+# tgsmall threshold).  sMBR's bigram stays the training lines' own (a weak LM for sequence training).  The mixture
+# lowered dev's perplexity and the sMBR model's dev and test WER, the decoding vocabulary those WERs again (RESULTS).
 external_lm_prune=1e-7
 
 if run_stage 3; then
@@ -205,8 +203,8 @@ print(os.path.join(os.path.dirname(pocketsphinx.__file__), "model", "en-us", "en
 fi
 
 # Model sizes and training lengths per corpus size: the tiny corpus only has to run the chain end to
-# end; default is meant to learn.  With the scenes' lines (198 training minutes), 8 CE epochs against 6:
-# dev 64.12 -> 62.30 for about 2 minutes more; 1,600 leaves against 800 at 6 epochs: dev 63.99 (RESULTS).
+# end; default is meant to learn.  With the scenes' lines (198 training minutes), 8 CE epochs beat 6 on dev for
+# about 2 minutes more; 1,600 leaves against 800 at 6 epochs did not pay on dev (RESULTS).
 case "$size" in
   tiny)    mono_units=128; ce_cells=128; mono_epochs=10; ce_epochs=10; num_leaves=60;  streams=16; seq_steps=10;  snapshot_every=5 ;;
   default) mono_units=512; ce_cells=256; mono_epochs=4;  ce_epochs=8;  num_leaves=800; streams=32; seq_steps=400; snapshot_every=20 ;;
@@ -226,21 +224,20 @@ noise_styles=conf/noise_styles.json
 # Narrowband: 11025 Hz audio is downsampled to 8 kHz as it is read (the config's allow_downsample;
 # scipy's polyphase filter), by the featurizer, the example servers and the decoder alike.  Each
 # character's mean is removed (dev's and test's characters from their own lines, as Kaldi's per-speaker
-# CMVN does; Beneath a Steel Sky's lines, speakers unknown, each their own): against each utterance's
-# own mean, CE dev 51.15 -> 48.09 and test 68.78 -> 66.70 (RESULTS).  The exported package, which hears
-# one utterance at a time, removes a running mean started from the training mean (Kaldi's online CMN).  Each
-# character's variance is divided out too: the final model's dev 35.83 -> 35.35, test 58.21 -> 55.90, though CE
-# alone had dev 42.63 -> 43.25 (RESULTS); the package divides by a running variance as it does the mean.
+# CMVN does; Beneath a Steel Sky's lines, speakers unknown, each their own): against each utterance's own mean
+# it lowered CE's dev and test WER (RESULTS).  The exported package, which hears one utterance at a time,
+# removes a running mean started from the training mean (Kaldi's online CMN).  Each character's variance is
+# divided out too: it lowered the final model's dev and test WER, though CE alone got worse on dev (RESULTS);
+# the package divides by a running variance as it does the mean.
 feature_options="--feature-config conf/fbank.json --cmvn-mean $cmvn_mean --cmvn-variance $cmvn_variance"
 cmvn_decode_options=
 $cmvn_online && cmvn_decode_options=--cmvn-online
 # With --ivectors: the extractor's size (Kaldi's online recipes: 512 Gaussians, 100 dimensions, on some
-# 100 hours; 256 Gaussians and 50 dimensions for these few hours and few speakers: bench/ivector.py
-# extracts 14,900 frames/s at 50 dimensions against 6,900 at 100, and with 50 the example server's CE
-# still trained at 3,700 frames/s against 5,000 without), on the first of each 4 stacked frames' 40
-# bands, an i-vector every 4 frames (120 ms at the 30 ms frames; Kaldi's 10 at 10 ms frames is 100 ms).
-# The monophone flat start takes none: its alignments only seed the tree.  Off by default: they bought
-# dev 51.15 -> 50.93 and test 68.78 -> 68.58 for 1.4x CE's time (RESULTS).
+# 100 hours; 256 Gaussians and 50 dimensions for these few hours and few speakers: faster to extract than 100
+# (bench/ivector.py), and the example server's CE still trains at most of its speed without them; RESULTS), on
+# the first of each 4 stacked frames' 40 bands, an i-vector every 4 frames (120 ms at the 30 ms frames; Kaldi's
+# 10 at 10 ms frames is 100 ms).  The monophone flat start takes none: its alignments only seed the tree.  Off by
+# default: they bought little on dev and test for a much longer CE training (RESULTS).
 case "$size" in
   tiny)    ivector_gauss=16;  ivector_dim=10 ;;
   default) ivector_gauss=256; ivector_dim=50 ;;
@@ -252,8 +249,8 @@ $ivectors && ivector_options="--online-ivector-dir $exp/ivectors_train"
 decode_options=(--cmd "$cpu_cmd" --nj "$nj" --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options"
                 --tuned-sets dev:test:train_fit)
 # sMBR's numerator is the CE model's own realignment, and a tenth of the CE objective is kept (frame
-# smoothing): with the monophone DNN's alignments, sMBR made dev 3.6% worse; with these, dev stays
-# within 1% of CE (egs/voiceover/RESULTS).
+# smoothing): with the monophone DNN's alignments, sMBR made dev worse than CE; with these, dev stays
+# close to CE's (egs/voiceover/RESULTS).
 smbr_alignments="${am}_ce_ali"
 smbr_options="--frame-smoothing 0.1"
 # LF-MMI (--lfmmi true) with Kaldi's chain recipes' cross-entropy regularisation, on the tree's alignments (from
@@ -310,7 +307,7 @@ if run_stage 9; then
   ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage9" "$exp/${am}_ce/graph" "$data" \
     "$exp/${am}_smbr"
   # The package's beams: on the full dev set (bench/recognizer_beams.py, RESULTS), beam 10 with max-active
-  # 3000 recognised within 0.1% absolute of the decodes' 13 and 7000 for 4.2x less decoding CPU.
+  # 3000 recognised within 0.1% absolute of the decodes' 13 and 7000 for much less decoding CPU.
   ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage9" \
     --export-opts "$cmvn_decode_options --beam 10 --max-active 3000" \
     "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" "$exp/${am}_smbr/decode_dev" "$exp/${am}_smbr/package"
@@ -335,7 +332,7 @@ fi
 if run_stage 10; then
   begin_stage 10 "baseline: pocketsphinx's stock en-us model with this recipe's lexicon and LM -> $exp/pocketsphinx"
   # Its language weight is its own default, 6.5, with no dev decoding: every run of RESULTS that swept it on dev
-  # chose 6.5 over 10 (dev 82.82 against 81.71) and 13 (85.83), and dev's decoding took 153 s of the recipe's hour.
+  # chose 6.5 over 10 and 13, and dev's decoding took minutes of the recipe's hour.
   # The decoding LM and its dictionary (the decoding vocabulary's where stage 2 made one).
   decode_dict="$data/local/dict"
   [ -d "$data/local/dict_test" ] && decode_dict="$data/local/dict_test"
@@ -372,7 +369,7 @@ if run_stage 11 && { $lfmmi || $combine; }; then
       "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" "$exp/${am}_lfmmi" "$exp/${am}_smbr_lfmmi"
     # The recipe's best model as a recognizer package too: both networks, combined as dev chose.  Its beams: on
     # the full dev set (bench/recognizer_beams.py, RESULTS), beam 10 with max-active 2000 recognised within 0.1%
-    # absolute of stage 9's 10 and 3000 for 0.87x the decoding CPU.
+    # absolute of stage 9's 10 and 3000 for less decoding CPU.
     require_files "$exp/${am}_smbr_lfmmi/decode_dev/combination_opts"
     ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage11" --export-opts "$cmvn_decode_options \
       --beam 10 --max-active 2000 $(cat "$exp/${am}_smbr_lfmmi/decode_dev/combination_opts")" \

@@ -32,7 +32,7 @@
 #     --adapt true|false         stage 12 adapts both models of the combination to each speaker of every dev and
 #                                test set from the combination's own first pass (asrkit-adapt, conf/adapt.conf)
 #                                and decodes them again -> exp/<am>_smbr_lfmmi_adapted; needs --combine true
-#                                (default: false: on egs/voiceover's dev it did not pay, 34.50 -> 34.77)
+#                                (default: false: on egs/voiceover's dev it did not pay; its RESULTS)
 #     --kaldi-baseline DIR       stage 13 also trains and decodes Kaldi's own GMM systems (mono, tri1, tri2b, tri3b
 #                                with per-speaker fMLLR: steps/kaldi_baseline.sh) on the same audio, lexicon and
 #                                LM with the Kaldi that bin/build-kaldi built in DIR -> exp/kaldi_*; empty: not
@@ -191,27 +191,24 @@ case "$size" in
   small)   mono_units=512; ce_cells=256; mono_epochs=6;  ce_epochs=10; multi_style_epochs=4; num_leaves=400; streams=32; seq_steps=200; snapshot_every=20 ;;
   default) mono_units=512; ce_cells=384; mono_epochs=3;  ce_epochs=3;  multi_style_epochs=3; num_leaves=41;  streams=32; seq_steps=500; snapshot_every=20 ;;
 esac
-# The default corpus's tree has 41 leaves, one per phone: context-independent units.  The clean-only windowed
-# BLSTM's dev WER with 41, 200 and 800 leaves was 15.10, 15.25 and 16.55 (test 14.11, 15.03, 15.18; RESULTS):
-# with 28 speakers of 9 base voices (then), a frame's phone carries over to new voices better than its triphone.
-# The default corpus: 7.1 training hours (13,294 utterances) for 3 clean-only and 3 multi-style epochs; with
-# twice the voices and sentences of before, the final model's test WER went from 17.27 to 15.54 and every
-# model's dev WER down (RESULTS).  With 41 outputs the network can be wider: 2 x 192 cells a direction
-# instead of 2 x 128 took the clean-only model's dev WER from 14.78 to 12.75 (test 15.28 -> 13.70) for 1.6x
-# its training time, and 3 multi-style epochs instead of 1 the multi-style model's dev_noisy WER from 45.45
-# to 40.19 (dev 12.55 -> 11.76, test_noisy 44.98 -> 40.04; RESULTS).
+# The default corpus's tree has 41 leaves, one per phone: context-independent units.  For the clean-only windowed
+# BLSTM, 200 and 800 leaves raised dev's and test's WER (RESULTS): with 28 speakers of 9 base voices (then), a
+# frame's phone carries over to new voices better than its triphone.
+# The default corpus: 7.1 training hours (13,294 utterances) for 3 clean-only and 3 multi-style epochs; twice the
+# voices and sentences of before lowered the final model's test WER and every model's dev WER (RESULTS).  With 41
+# outputs the network can be wider: 2 x 192 cells a direction instead of 2 x 128 lowered the clean-only model's
+# dev and test WER for a longer training, and 3 multi-style epochs instead of 1 the multi-style model's dev_noisy,
+# dev and test_noisy WER (RESULTS).
 # Multi-style CE continues the clean-only model (steps/train_tree_and_ce.sh --from-clean true) for multi_style_epochs
-# at half conf/train_ce.conf's learning rate.  From scratch with the clean-only model's epochs, the
-# windowed BLSTM's multi-style model had 1.47x the clean-only model's test WER (26.03 vs 17.68; dev_noisy
-# 45.29); continuing it for 2 epochs: test 20.12, dev 20.41, dev_noisy 46.12, test_noisy 43.45
-# (egs/voicesearch/RESULTS), and stages 7 and 11 together train 2 epochs less.  On that corpus, 6 clean-only
-# epochs against 4: dev WER 20.98 -> 19.26, test 16.66 -> 15.49 (RESULTS), for about 2 minutes.
+# at half conf/train_ce.conf's learning rate.  From scratch with the clean-only model's epochs, the windowed
+# BLSTM's multi-style model was far worse than the clean-only model on test; continuing it for 2 epochs came much
+# closer, at a slightly higher dev_noisy WER (RESULTS), and stages 7 and 11 together train 2 epochs less.  On that
+# corpus, 6 clean-only epochs beat 4 on dev and test (RESULTS), for about 2 minutes.
 ce_from_clean=true
 ce_finetune_lr=0.001
-# [Mohamed2015] compares its windowed BLSTM with the LSTM at equal training time.  The recipe's LSTM steps at
-# about twice the windowed BLSTM's frames/s (bench/wblstm.py: 6+5+6 trains at 0.54x; 2.4x in the recipe's
-# clean-only CE), so --am lstm gets twice the CE epochs: 784 s of CE training against the windowed
-# BLSTM's 948 s on the default corpus (RESULTS).
+# [Mohamed2015] compares its windowed BLSTM with the LSTM at equal training time.  The recipe's LSTM steps
+# faster than the windowed BLSTM (bench/wblstm.py and the recipe's clean-only CE; RESULTS), so --am lstm gets
+# twice the CE epochs, and its CE training still took less time than the windowed BLSTM's (RESULTS).
 if [ "$am" = lstm ] && [ "$size" != tiny ]; then
   ce_epochs=$(( ce_epochs * 2 )); multi_style_epochs=$(( multi_style_epochs * 2 ))
 fi
@@ -239,28 +236,27 @@ train_options="--config conf/train_ce.conf --num-streams $streams"
 # labels.  A model that sees its neighbours can learn the flat start's boundaries shifted by a frame or
 # two (per voice, per position in the utterance), and realigning with its own model keeps or amplifies
 # the shift: with frames t-5..t+5 the word ends drifted later pass after pass (final words into the end
-# silence), 81% within 2 frames of the synthesisers' timings after three passes; the frame-local DNN must
-# put each frame where its acoustics belong, 96%.  Not an LSTM either: it can learn frame positions from
-# its zero start state.
+# silence), far fewer within 2 frames of the synthesisers' timings after three passes than with the frame-local
+# DNN, which must put each frame where its acoustics belong (RESULTS).  Not an LSTM either: it can learn frame
+# positions from its zero start state.
 mono_model="--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3"
 mono_model+=" --model-param num_units=$mono_units"
 ce_model="$(ce_model_options "$am" "$ce_cells")"
 ce_prior_scale=0.5  # realigning with the CE models (stages 7 and 11)
 noise_styles=conf/noise_styles.json  # the multi-style mix of CE and sMBR training
 # Decoding divides the log priors out of the posteriors at a scale chosen on dev (steps/decode_tuned.sh),
-# as the LM weight is.  Dev WER of the voicesearch models at 1 / 0.75 / 0.5: multi-style CE 20.67 / 19.83 /
-# 20.41, clean-only CE 21.24 / 21.03 / 20.98 (egs/voicesearch/RESULTS).
+# as the LM weight is: of 1 / 0.75 / 0.5, the scale dev liked best differed from model to model (RESULTS).
 prior_scales="1 0.75 0.5"
 # By default each utterance's own mean is removed (the statistics in cmvn.h5 say so, and every stage and
 # model that reads them follows): the log-mel mean carries the voice's and the channel's spectral
 # envelope, most of what sets a voice never heard in training apart (clean-only CE side by side, same
-# alignments: test WER 30.3% with the training set's mean, 27.3% with each utterance's; dev, whose voices
-# are new perturbations of training voices, 27.8% and 28.9%; see RESULTS).  --cmvn-mean speaker removes
+# alignments: each utterance's mean gave a lower test WER than the training set's, though not on dev, whose
+# voices are new perturbations of training voices; see RESULTS).  --cmvn-mean speaker removes
 # each speaker's mean over all their utterances (each set's speakers from that set, as Kaldi's
 # per-speaker CMVN): the voice without the phonetic content a short utterance's mean also takes away.
 # --cmvn-mean online trains with the running mean a stream has, so its package streams without a batch final
-# pass.  Dev keeps the utterance's mean: sMBR dev 14.37 against 14.26 with the speaker's mean (dev_noisy 42.89
-# against 59.24) and 17.60 with online CMN (RESULTS, 2026-11-27).
+# pass.  Dev keeps the utterance's mean: for sMBR the speaker's mean was slightly better on dev but far worse on
+# dev_noisy, and online CMN worse on dev (RESULTS, 2026-11-27).
 feature_options="--cmvn-mean $cmvn_mean"
 [ "$cmvn_mean" = online ] && feature_options+=" --cmvn-online-prior-frames $cmvn_online_prior_frames"
 cmvn_decode_options=
@@ -379,7 +375,7 @@ fi
 # utterances in length buckets (full unrolling), on a subset where the training set is larger.
 # Held-out frame accuracy every 10 steps on 50 utterances gives the time to convergence.  The graph is
 # ${am}_ce's (the same tree).  Off by
-# default: four trainings that took 40% of the default recipe's time and no part of its models.
+# default: four trainings that took a large share of the default recipe's time (RESULTS) and no part of its models.
 if run_stage 11 && $unroll_comparison; then
   echo "stage 11: truncated vs full unrolling at a constant b x u -> $exp/unroll_*" >&2
   comparison_subset 11
@@ -431,8 +427,8 @@ fi
 
 # [Mohamed2015]'s frame grouping at the paper's sizes: the clean-only windowed BLSTM (the recipe's cells and layers) at
 # 20+1+20 and at 20+8+20 on the unrolling comparison's subset, u = 40 (a multiple of 8) with half the streams
-# (the same frames a step); their WER and decoding frames/s.  Off by default: 20+1+20 trains at about 1/6 the
-# speed of 20+8+20 (bench/wblstm.py), too slow for the whole training set in the recipe's hour.
+# (the same frames a step); their WER and decoding frames/s.  Off by default: 20+1+20 trains far slower than
+# 20+8+20 (bench/wblstm.py, RESULTS), too slow for the whole training set in the recipe's hour.
 if run_stage 11 && $group_comparison; then
   echo "stage 11: the windowed BLSTM at 20+1+20 and 20+8+20 ([Mohamed2015]) -> $exp/wblstm_g1, $exp/wblstm_g8" >&2
   comparison_subset 11

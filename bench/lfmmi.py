@@ -80,7 +80,7 @@ def time_steps(args, graph, x, targets):
     """(CE step seconds, LF-MMI step seconds) of the model on the batch: forward and gradients, no update."""
     from asrkit.nn.registry import build_from_config, model_config
     from asrkit.tf_runtime import import_tensorflow
-    from asrkit.train.lfmmi import LfmmiObjective
+    from asrkit.train.criteria.lfmmi import LfmmiObjective
     from asrkit.train.steps import cross_entropy_sums
 
     tf = import_tensorflow()

@@ -349,7 +349,7 @@ def lfmmi_batch(graph, numerators, x, lengths=None, leaky=LEAKY_HMM_COEFFICIENT)
 
 def lfmmi_batch_occupancies(graph, numerators, x, lengths=None, leaky=LEAKY_HMM_COEFFICIENT):
     """lfmmi_batch's (numerator log Z, denominator log Z) and the two occupancies [B, T, K] apart (the numerator's
-    are the soft targets of the cross-entropy regularisation, asrkit.train.lfmmi)."""
+    are the soft targets of the cross-entropy regularisation, asrkit.train.criteria.lfmmi)."""
     x = np.ascontiguousarray(x)
     lengths = np.array([n.num_frames for n in numerators] if lengths is None else lengths, np.int64)
     offsets = np.concatenate([[0], np.cumsum([n.num_states for n in numerators])]).astype(np.int64)

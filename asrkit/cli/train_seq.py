@@ -44,8 +44,7 @@ def main(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, inputs, resume, se
     """
     # deferred: these import TensorFlow (~6 s) at module level; --help must not wait for it.
     from asrkit.train.distribute import end_chief_process, serve_forever, serves_only
-    from asrkit.train.seq_trainer import train_seq
-    from asrkit.train.trainer import TrainOptions
+    from asrkit.train.trainer import TrainOptions, train_seq
 
     import_tensorflow(parallelism.num_threads or None)
     logger = logging.getLogger("asrkit-train-seq")

@@ -248,7 +248,7 @@ def write_selection(decode_dir, graph_dir, data_dir, out_dir, tree_path=None, lm
     with open(os.path.join(graph_dir, "phones", "silence.txt"), encoding="utf-8") as handle:
         silence_phones = handle.read().split()
     if model_dir and model_outputs(model_dir) == CTC_OUTPUTS:
-        # A CTC model's outputs are phone ids (asrkit.train.ctc): the silence phones' own; the blank is no silence.
+        # A CTC model's outputs are phone ids (asrkit.train.criteria.ctc): the silence phones' own; the blank is no silence.
         phones = SymbolTable.read(os.path.join(graph_dir, "phones.txt"))
         silence = np.array([phones[name] for name in silence_phones], np.int64)
     else:

@@ -77,7 +77,7 @@ class ServerOptions:
     max_length_mismatch: int = 1
     num_threads: int = 1
     babble_pool_size: int = 50
-    targets: str = "pdfs"  # "phones": phone_ali.scp (CTC training, asrkit.train.ctc)
+    targets: str = "pdfs"  # "phones": phone_ali.scp (CTC training, asrkit.train.criteria.ctc)
     # Append online i-vectors extracted from the served features: an asrkit-extract-ivectors dir, a model dir
     # trained with i-vectors or an extractor (asrkit.ivector.append.OnlineIvectorAppender.from_dir).
     online_ivectors: str = None

@@ -20,7 +20,7 @@ Every message is [kind, payload]:
     targets         int64_list of one value per frame: the pdf id (CE: the
                     training target; LF-MMI, which reads "ce" examples: the
                     alignment its trainer builds each chunk's numerator
-                    from, asrkit.train.lfmmi; seq: the numerator alignment,
+                    from, asrkit.train.criteria.lfmmi; seq: the numerator alignment,
                     which the trainer uses for frame accuracy)
   Sequence training (mode "seq") adds:
     context model_version   int64: training step of the snapshot that computed

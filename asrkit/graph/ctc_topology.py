@@ -1,4 +1,4 @@
-"""The decoding graph of a CTC model (asrkit.train.ctc): T o L o G, with T the CTC topology over phones.
+"""The decoding graph of a CTC model (asrkit.train.criteria.ctc): T o L o G, with T the CTC topology over phones.
 
 T reads one CTC output per frame (input label = output index + 1, so the blank, output 0, is label 1, and
 the decoder's `label - 1` column rule holds as it does for HCLG) and writes a phone each time a new label
@@ -28,7 +28,7 @@ from asrkit.hmm.num_pdfs import read_num_pdfs_file
 
 logger = logging.getLogger("asrkit.mkgraph")
 
-BLANK = 0  # the blank's output index (asrkit.train.ctc)
+BLANK = 0  # the blank's output index (asrkit.train.criteria.ctc)
 
 
 def make_ctc_token_fst(phones, disambig_phones, num_outputs):

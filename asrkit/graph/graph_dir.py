@@ -26,7 +26,7 @@ logger = logging.getLogger("asrkit.mkgraph")
 TREE_FILE = "tree.json"
 PHONES_SIGNATURE = ("silence.txt",)  # a lang dir's phones/, copied into the graph dir
 
-CTC_OUTPUTS = "ctc-phones"  # model.json's "outputs" of a CTC model (asrkit.train.ctc)
+CTC_OUTPUTS = "ctc-phones"  # model.json's "outputs" of a CTC model (asrkit.train.criteria.ctc)
 
 
 @dataclasses.dataclass

@@ -18,7 +18,7 @@ and renamed into place), holding:
 | `tree.json`, `phones.txt` | copies from the alignment dir when it has them: the pdfs' phonetic meaning |
 |                           | (utils/mkgraph builds the decoding graph for the model from them)          |
 
-A CTC model (asrkit.train.ctc) has no tree.json: its model.json says `"outputs": "ctc-phones"`
+A CTC model (asrkit.train.criteria.ctc) has no tree.json: its model.json says `"outputs": "ctc-phones"`
 (output k is phone k of its phones.txt, output 0 the blank), and its priors are label frequencies.
 
 Why a checkpoint plus a JSON config rather than a SavedModel: it is written in
@@ -94,7 +94,7 @@ def write_model_dir(model_dir, net, model_config, pdf_counts, feature_config_pat
 
     context_files: paths copied in as they are, e.g. the alignment's tree.json and phones.txt,
     which utils/mkgraph and asrkit-decode read from the model dir.  outputs: what the outputs are when
-    they are not the tree's pdfs (model.json's "outputs"; "ctc-phones": asrkit.train.ctc).
+    they are not the tree's pdfs (model.json's "outputs"; "ctc-phones": asrkit.train.criteria.ctc).
     """
     tf = import_tensorflow()
     model_dir = os.path.abspath(os.fspath(model_dir))

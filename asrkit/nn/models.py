@@ -47,7 +47,7 @@ class AcousticNet(tf.Module):
 
     def add_xent_output(self, seed=1):
         """A second output layer on the softmax layer's input, for training only (LF-MMI's cross-entropy
-        regularisation, asrkit.train.lfmmi): from now on the logits are [..., 2 x num_pdfs], the softmax
+        regularisation, asrkit.train.criteria.lfmmi): from now on the logits are [..., 2 x num_pdfs], the softmax
         layer's then this one's, until `remove_xent_output`.  Added before the steps are traced."""
         if not self.supports_xent_output:
             raise ValueError(f"{type(self).__name__} has no second output layer (cross-entropy regularisation)")

@@ -20,6 +20,8 @@ steps finish asynchronously, so their outputs are accounted when they come
 back, and a log line or checkpoint waits for the steps before it.
 """
 
+from __future__ import annotations
+
 import collections
 import dataclasses
 import itertools
@@ -30,6 +32,7 @@ import shutil
 import signal
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from asrkit.errors import AsrkitError
 from asrkit.nn.params import Params
@@ -37,6 +40,13 @@ from asrkit.tf_runtime import import_tensorflow
 from asrkit.train.batch import PaddingStats
 from asrkit.train.metrics import IntervalMetrics, finite, format_metrics
 from asrkit.train.prefetch import Prefetcher
+
+if TYPE_CHECKING:  # the parts' types, for readers and checkers; the loop itself needs none of their modules
+    from asrkit.train.criteria.protocol import Criterion
+    from asrkit.train.distribute import LocalDistribution
+    from asrkit.train.minibatch_scaling import MinibatchScaler
+    from asrkit.train.optimizers import LearningRate
+    from asrkit.train.steps import Steps, TrainingState
 
 tf = import_tensorflow()
 
@@ -48,14 +58,14 @@ class TrainingParts:
     """What the loop trains and how."""
 
     params: Params
-    criterion: object  # asrkit.train.criterion.Criterion
-    distribution: object  # asrkit.train.distribute: where the steps run
-    net: object
-    optimizer: object
-    learning_rate: object  # asrkit.train.optimizers.LearningRate
-    training_state: object  # asrkit.train.steps.TrainingState
-    steps: object  # asrkit.train.steps.Steps or a subclass
-    scaler: object = None  # asrkit.train.minibatch_scaling.MinibatchScaler with a minibatch search, else None
+    criterion: Criterion
+    distribution: LocalDistribution  # where the steps run (a subclass under multiworker and ps)
+    net: tf.keras.Model
+    optimizer: tf.keras.optimizers.Optimizer
+    learning_rate: LearningRate
+    training_state: TrainingState
+    steps: Steps  # or the criterion's subclass
+    scaler: MinibatchScaler | None = None  # with a minibatch search, else None
 
 
 class StopRequest:

@@ -163,8 +163,8 @@ def ce_params():
     """train_params() plus asrkit-train-ce's criterion."""
     p = train_params()
     p.define("criterion", "ce", "ce: frame cross-entropy on the tree's pdfs; ctc: CTC over phones and a blank "
-             "([Variani2017] and [Variani2017-15k] section 3; asrkit.train.ctc), on the alignment dir's phone_ali.scp, --mode full; "
-             "lfmmi: lattice-free MMI ([Povey2016]; asrkit.train.lfmmi) on the tree's pdfs.")
+             "([Variani2017] and [Variani2017-15k] section 3; asrkit.train.criteria.ctc), on the alignment dir's phone_ali.scp, --mode full; "
+             "lfmmi: lattice-free MMI ([Povey2016]; asrkit.train.criteria.lfmmi) on the tree's pdfs.")
     p.define("den_graph", "", "lfmmi: the denominator graph (an .npz of asrkit.chain.den_graph) to read; when it "
              "does not exist it is built from the alignment dir's phone alignments, tree and topo and written there "
              "(empty: built, not kept).")

@@ -94,7 +94,7 @@ class Steps:
 
     def loss_sums(self, logits, targets, weights, starts=None):
         """(loss sum, correct frames, labelled frames) of time-major logits [u, b, K]: frame cross-entropy here,
-        another criterion's loss in a subclass (asrkit.train.lfmmi, whose chunks end where utterances do).
+        another criterion's loss in a subclass (asrkit.train.criteria.lfmmi, whose chunks end where utterances do).
         starts [u, b]: 1 where an utterance starts in a truncated window; None: each row is one whole utterance."""
         return cross_entropy_sums(logits, targets, weights)
 

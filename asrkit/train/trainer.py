@@ -1,6 +1,10 @@
-"""asrkit-train-ce as a library: cross-entropy training of an acoustic network, in-process.
+"""asrkit-train-ce and asrkit-train-seq as a library: training an acoustic network, in-process.
 
     train_ce(data_dir, ali_dir, exp_dir, TrainOptions(...)) -> TrainResult
+    train_seq(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, TrainOptions(...)) -> TrainResult
+
+Both build the criterion their params name (asrkit.train.criteria: cross-entropy, CTC, LF-MMI from
+alignments; sMBR and the MMI family continuing a CE model) and enter one run, run_training.
 
 Reads the feature and alignment tables directly (asrkit.train.examples), or, with
 `example_servers`, pulls examples from example servers (asrkit.example_servers: `local:N`
@@ -8,9 +12,8 @@ starts N servers over shards of the training set, restarts one that dies and
 stops them at the end; otherwise a comma-separated list of addresses), batches
 them with truncated unrolling and state saving (default) or full unrolling with
 length buckets, and trains with a custom loop (tf.function steps, no Keras fit;
-asrkit.train.loop).  What differs between criteria is a criterion object
-(asrkit.train.criterion; CTC: asrkit.train.ctc; sMBR and MMI:
-asrkit.train.seq_trainer), which run_training takes.  The experiment directory
+asrkit.train.loop).  What differs between criteria is the criterion object
+(asrkit.train.criteria.protocol.Criterion).  The experiment directory
 gets (asrkit.train.experiment):
 
 - `config.json`: the effective model and training hyperparameters (every one, defaults
@@ -47,7 +50,9 @@ import numpy as np
 
 from asrkit.errors import AsrkitError
 from asrkit.frontend.cmvn import CmvnStats
+from asrkit.io.json_file import read_json
 from asrkit.ivector.append import IvectorExamples, IvectorTable
+from asrkit.ivector.extract_dir import CONFIG_FILE as IVECTOR_CONFIG_FILE
 from asrkit.nn.lstm import describe_cells
 from asrkit.nn.model_dir import read_model_json, write_model_dir
 from asrkit.nn.pipeline import layer_devices as pipeline_layer_devices
@@ -57,10 +62,8 @@ from asrkit.example_servers.connect import StreamOptions, open_example_servers
 from asrkit.example_servers.producer import read_feature_config
 from asrkit.example_servers.wire import Handshake
 from asrkit.train.bucket_batcher import BucketBatcher
-from asrkit.train.criterion import CrossEntropyCriterion
+from asrkit.train.criteria.registry import FROM_ALIGNMENTS, CriterionInputs, make_criterion
 from asrkit.train.cross_entropy import describe as describe_frame_loss
-from asrkit.train.ctc import CtcCriterion
-from asrkit.train.lfmmi import LfmmiCriterion
 from asrkit.train.distribute import check_params as check_strategy_params, make_distribution
 from asrkit.train.experiment import experiment_config, open_experiment, write_result
 from asrkit.train.loop import Checkpoints, TrainingLoop, TrainingParts
@@ -70,16 +73,14 @@ from asrkit.train.one_bit import bits_per_value
 from asrkit.train.optimizers import LearningRate, make_optimizer
 # The options, result and hyperparameters live in asrkit.train.params (declarations only, which the tools
 # read when their modules load); importers of train_ce take them from here too.
-from asrkit.train.params import MODES, TrainOptions, TrainResult, ce_params, check_numbers, train_params  # noqa: F401
+from asrkit.train.params import (MODES, TrainOptions, TrainResult, ce_params, check_numbers, seq_params,  # noqa: F401
+                                 train_params)
 from asrkit.train.steps import TrainingState
 from asrkit.train.training_set import load_training_data
 from asrkit.train.truncated_batcher import TruncatedBatcher
 from asrkit.train.validation import Validation, validation_batches
 
 logger = logging.getLogger("asrkit.train")
-
-CRITERIA = {"ce": CrossEntropyCriterion, "ctc": CtcCriterion, "lfmmi": LfmmiCriterion}  # asrkit-train-ce's --criterion
-
 
 def train_ce(data_dir, ali_dir, exp_dir, options=None):
     """Train with cross-entropy (or CTC); see the module docstring.  Returns a TrainResult."""
@@ -98,10 +99,35 @@ def train_ce(data_dir, ali_dir, exp_dir, options=None):
                               f"{json.dumps(other.get('params'), sort_keys=True)}) than this run's ({net_config['name']} "
                               f"{json.dumps(net_config['params'], sort_keys=True)}): give the same --model and "
                               "--model-param options")
-    if params.criterion not in CRITERIA:
-        raise AsrkitError(f"criterion must be {' or '.join(CRITERIA)}, not {params.criterion!r}")
-    criterion = CRITERIA[params.criterion](params, options.init_model)
+    if params.criterion not in FROM_ALIGNMENTS:
+        raise AsrkitError(f"criterion must be {' or '.join(FROM_ALIGNMENTS)}, not {params.criterion!r}")
+    criterion = make_criterion(params, CriterionInputs(init_model=options.init_model))
     return run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criterion)
+
+
+def train_seq(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, options):
+    """Sequence-train the CE model in ce_model_dir (asrkit.train.criteria.sequence).  Returns a TrainResult.
+
+    options: TrainOptions; its params override seq_params(); its model fields are ignored (the network is the
+    CE model's).
+    """
+    params = seq_params()
+    try:
+        params.set(**options.params)
+    except KeyError as error:
+        raise AsrkitError(str(error.args[0])) from None
+    check_numbers(params)
+    model_json = read_json(os.path.join(ce_model_dir, "model.json"))
+    if not os.path.exists(os.path.join(graph_dir, "HCLG.fst")):
+        raise AsrkitError(f"{graph_dir} has no HCLG.fst (make it with utils/mkgraph from the bigram lang dir and "
+                          f"{ce_model_dir})")
+    carries_ivectors = os.path.exists(os.path.join(ce_model_dir, IVECTOR_CONFIG_FILE))
+    if carries_ivectors != bool(options.online_ivector_dir):
+        raise AsrkitError(f"{ce_model_dir} was trained with online i-vectors: give --online-ivector-dir (the "
+                          "i-vectors of the training data, as for asrkit-train-ce)" if carries_ivectors else
+                          f"{ce_model_dir} was trained without i-vectors: leave out --online-ivector-dir")
+    criterion = make_criterion(params, CriterionInputs(init_model=ce_model_dir, graph_dir=graph_dir, exp_dir=exp_dir))
+    return run_training(data_dir, ali_dir, exp_dir, options, params, model_json["model"], criterion)
 
 
 def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criterion):

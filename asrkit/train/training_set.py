@@ -11,9 +11,12 @@ phone targets, also phone 0, the blank: asrkit.training_examples.alignments.targ
 `max_skip_ratio` skipped fails the run.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import logging
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +25,9 @@ from asrkit.training_examples.alignments import alignment_targets, fit_alignment
 from asrkit.frontend.apply_cmvn import read_speaker_cmvn
 from asrkit.frontend.cmvn import CmvnStats
 from asrkit.io.table import TableReader
+
+if TYPE_CHECKING:
+    from asrkit.ivector.append import IvectorTable
 
 logger = logging.getLogger("asrkit.train")
 
@@ -46,7 +52,7 @@ class TrainingData:
     skipped: dict  # utterance id -> reason
     cmvn_path: str
     feature_config_path: str
-    ivectors: object = None  # an asrkit.ivector.append.IvectorTable appended to the features, or None
+    ivectors: IvectorTable | None = None  # appended to the features
 
     @property
     def input_dim(self):

@@ -1,7 +1,7 @@
 """The messages example sources yield: one utterance's example, and sequence training's outer derivatives.
 
 Every example source (asrkit.train.examples' tables, asrkit.example_servers.client's
-sockets, asrkit.train.seq_trainer's in-process derivatives) yields `Example`s;
+sockets, asrkit.train.criteria.sequence's in-process derivatives) yields `Example`s;
 the batchers (asrkit.train.truncated_batcher, bucket_batcher) consume them, and
 asrkit.example_servers.wire encodes them for the wire.
 """

@@ -444,7 +444,7 @@ if run_stage 11 && $group_comparison; then
 fi
 
 # [Variani2017] and [Variani2017-15k]'s CTC: clean-only CE's network, features and epochs trained with CTC over phones and a blank on
-# whole utterances (asrkit.train.ctc), decoded with its own graph (the CTC topology over L o G, the same trigram).
+# whole utterances (asrkit.train.criteria.ctc), decoded with its own graph (the CTC topology over L o G, the same trigram).
 # A full-mode batch holds 4x the frames of a truncated step (4x b streams of 20), so the schedule counts steps of
 # that size; CTC's spiky posteriors want lower LM weights than the hybrid's, and dev chooses whether to divide by
 # the label priors (Eesen does) and how much.  Off by default: one more training.

@@ -63,7 +63,7 @@ def test_bad_options_are_named():
 
 
 def test_the_seq_trainers_server_command_line_carries_its_parameters():
-    from asrkit.train.seq_trainer import SequenceCriterion
+    from asrkit.train.criteria.sequence import SequenceCriterion
 
     trainer = SequenceCriterion.__new__(SequenceCriterion)
     trainer.params = seq_params()

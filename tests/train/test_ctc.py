@@ -1,4 +1,4 @@
-"""CTC (asrkit.train.ctc, asrkit.graph.ctc_topology): labels from frame phones, the loss against a sum over every
+"""CTC (asrkit.train.criteria.ctc, asrkit.graph.ctc_topology): labels from frame phones, the loss against a sum over every
 path, the CTC topology against the collapsing rule, and a CTC model trained, graphed and decoded on the toy task."""
 
 import itertools
@@ -22,7 +22,7 @@ def collapse(path, blank=0):
 
 def test_label_sequence_and_counts(tmp_path):
     from asrkit.io.table import ShardWriter, write_scp
-    from asrkit.train.ctc import label_counts, label_sequence
+    from asrkit.train.criteria.ctc import label_counts, label_sequence
 
     assert list(label_sequence([1, 1, 3, 3, 3, 2, 1, 1])) == [1, 3, 2, 1]
     assert list(label_sequence([])) == []
@@ -49,7 +49,7 @@ def brute_force_ctc_loss(log_probs, labels):
 
 @pytest.mark.parametrize("delay", [0, 2])
 def test_ctc_sums_match_every_path_and_skip_the_label_delay(delay):
-    from asrkit.train.ctc import ctc_sums
+    from asrkit.train.criteria.ctc import ctc_sums
 
     rng = np.random.default_rng(3)
     num_outputs = 4

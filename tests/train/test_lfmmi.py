@@ -1,4 +1,4 @@
-"""LF-MMI training (asrkit.train.lfmmi): the loss op against the forward-backward, a tiny run that learns, the
+"""LF-MMI training (asrkit.train.criteria.lfmmi): the loss op against the forward-backward, a tiny run that learns, the
 exported model's uniform priors, and the command line."""
 
 import json
@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from asrkit.chain.forward_backward import denominator_reference, lfmmi_batch, numerator_reference
 from asrkit.chain.numerator import numerator_of, units_from_pdfs
 from asrkit.tf_runtime import import_tensorflow
-from asrkit.train.lfmmi import LfmmiObjective, LfmmiSteps, row_segments
+from asrkit.train.criteria.lfmmi import LfmmiObjective, LfmmiSteps, row_segments
 from asrkit.train.trainer import TrainOptions, train_ce
 from tests.train.conftest import label_den_graph
 

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from asrkit.train.seq_trainer import train_seq
+from asrkit.train.trainer import train_seq
 from asrkit.train.trainer import TrainOptions, train_ce
 
 # Two runs of seq training with local servers: left out by tests/run.sh --quick.

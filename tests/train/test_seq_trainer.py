@@ -12,8 +12,8 @@ import pytest
 from asrkit.errors import AsrkitError
 from asrkit.training_examples.messages import Example, OuterDerivatives
 from asrkit.train.examples import ListExamples
-from asrkit.train.seq_trainer import StalenessFilter, frame_smoothed, snapshots_stalled, train_seq
-from asrkit.train.trainer import TrainOptions
+from asrkit.train.criteria.sequence import StalenessFilter, frame_smoothed, snapshots_stalled
+from asrkit.train.trainer import TrainOptions, train_seq
 from asrkit.train.truncated_batcher import TruncatedBatcher
 
 

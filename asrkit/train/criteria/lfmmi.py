@@ -64,7 +64,7 @@ from asrkit.chain.forward_backward import lfmmi_batch_occupancies
 from asrkit.chain.numerator import numerator_of, units_from_pdfs
 from asrkit.errors import AsrkitError
 from asrkit.tf_runtime import import_tensorflow
-from asrkit.train.criterion import CrossEntropyCriterion
+from asrkit.train.criteria.ce import CrossEntropyCriterion
 from asrkit.train.cross_entropy import label_is_best
 from asrkit.train.steps import Steps
 

@@ -1,6 +1,5 @@
-"""asrkit-train-seq as a library: asynchronous sequence training (sMBR, MMI) with outer derivatives from servers.
-
-    train_seq(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, TrainOptions(...)) -> TrainResult
+"""The sequence criteria (sMBR, MMI; asrkit-train-seq, asrkit.train.trainer.train_seq): asynchronous sequence
+training with outer derivatives from example servers.
 
 [Variani2017] section 3 and [McDermott2014] section 2: the example servers compute the
 outer derivatives w(x_t, k, theta') of the sequence criterion with a snapshot
@@ -12,7 +11,7 @@ checkpoints, resume and metrics are asrkit-train-ce's
 (asrkit.train.trainer.run_training, asrkit.train.loop), with either batching:
 truncated unrolling with state saving (`mode` truncated, the default) or whole
 utterances in length buckets (`mode` full, which --strategy ps needs); what
-differs is the SequenceCriterion here (an asrkit.train.criterion.Criterion):
+differs is the SequenceCriterion here (an asrkit.train.criteria.protocol.Criterion):
 
 - the network is the CE model's (its model.json), started from its weights;
   priors stay the CE model's;
@@ -57,17 +56,14 @@ from asrkit.errors import AsrkitError
 from asrkit.io.json_file import read_json
 from asrkit.frontend.config import FeatureConfig
 from asrkit.ivector.append import IvectorExamples
-from asrkit.ivector.extract_dir import CONFIG_FILE as IVECTOR_CONFIG_FILE
 from asrkit.nn.model_dir import load_acoustic_model, read_weights_into, write_model_dir
 from asrkit.sequence.options import SequenceOptions
 from asrkit.sequence.outer import NoLattice, load_outer_computer
 from asrkit.sequence.schedule import ScheduleWriter, scheduled_batches
 from asrkit.sequence.snapshots import SnapshotFollower, publish_snapshot, read_latest
-from asrkit.train.criterion import Criterion
+from asrkit.train.criteria.protocol import Criterion
 from asrkit.train.examples import TableExamples
-from asrkit.train.params import check_numbers, seq_params  # noqa: F401 (asrkit-train-seq's hyperparameters, declared with the others)
 from asrkit.train.steps import SequenceSteps
-from asrkit.train.trainer import run_training
 
 logger = logging.getLogger("asrkit.train")
 
@@ -432,29 +428,3 @@ class SequenceCriterion(Criterion):
         if not frames:
             return {}
         return {"seq_objective": objective / frames, "seq_kept_share": kept / frames}
-
-
-def train_seq(data_dir, ali_dir, ce_model_dir, graph_dir, exp_dir, options):
-    """Sequence-train the CE model in ce_model_dir; see the module docstring.  Returns a TrainResult.
-
-    options: asrkit.train.trainer.TrainOptions; its params override seq_params(); its model fields
-    are ignored (the network is the CE model's).
-    """
-    params = seq_params()
-    try:
-        params.set(**options.params)
-    except KeyError as error:
-        raise AsrkitError(str(error.args[0])) from None
-    check_numbers(params)
-    model_json = read_json(os.path.join(ce_model_dir, "model.json"))
-    if not os.path.exists(os.path.join(graph_dir, "HCLG.fst")):
-        raise AsrkitError(f"{graph_dir} has no HCLG.fst (make it with utils/mkgraph from the bigram lang dir and "
-                          f"{ce_model_dir})")
-    carries_ivectors = os.path.exists(os.path.join(ce_model_dir, IVECTOR_CONFIG_FILE))
-    if carries_ivectors != bool(options.online_ivector_dir):
-        raise AsrkitError(f"{ce_model_dir} was trained with online i-vectors: give --online-ivector-dir (the "
-                          "i-vectors of the training data, as for asrkit-train-ce)" if carries_ivectors else
-                          f"{ce_model_dir} was trained without i-vectors: leave out --online-ivector-dir")
-    criterion = SequenceCriterion(params, ce_model_dir, graph_dir, exp_dir)
-    return run_training(data_dir, ali_dir, exp_dir, options, params, model_json["model"], criterion)
-

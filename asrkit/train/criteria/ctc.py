@@ -34,7 +34,7 @@ from asrkit.graph.graph_dir import CTC_OUTPUTS
 from asrkit.io.table import TableReader
 from asrkit.tf_runtime import import_tensorflow
 from asrkit.train.steps import Steps, _time_major_targets
-from asrkit.train.criterion import CrossEntropyCriterion
+from asrkit.train.criteria.ce import CrossEntropyCriterion
 
 tf = import_tensorflow()
 

@@ -137,19 +137,52 @@ def _block_emissions(x, lengths):
 
 
 @numba.njit(cache=True)
+def _forward_start(x, lengths, initial):
+    """What both block kernels' forward passes start from: the emissions and shifts (_block_emissions), the
+    forward variables [T, S, b] to fill, the per-frame scales (one), the current frame's forward variables (the
+    initial probabilities) and the next frame's (to fill)."""
+    block, num_frames, _ = x.shape
+    num_states = initial.shape[0]
+    emissions, shift = _block_emissions(x, lengths)
+    forward = np.empty((num_frames, num_states, block), dtype=emissions.dtype)
+    scales = np.ones((num_frames, block))
+    current = np.empty((num_states, block), dtype=emissions.dtype)
+    for s in range(num_states):
+        current[s, :] = initial[s]
+    following = np.empty((num_states, block), dtype=emissions.dtype)
+    return emissions, shift, forward, scales, current, following
+
+
+@numba.njit(cache=True)
+def _backward_start(log_z, shift, scales, lengths, like):
+    """Each chunk's log Z (its shifts plus the log of its frames' scales) into log_z, and the backward variables
+    (ones) and their per-frame sums (to fill) that both block kernels' backward passes start from, of the shape
+    and type of `like` ([S, b], the forward pass's)."""
+    for b in range(log_z.shape[0]):
+        log_z[b] = shift[b] + np.log(scales[:lengths[b], b]).sum()
+    return np.ones_like(like), np.empty_like(like)
+
+
+@numba.njit(cache=True)
+def _leak_back(backward, before, initial, leaky, t, lengths):
+    """Frame t's backward variables of each chunk from `before` (the arcs' sums) plus the leaky HMM's jump back
+    into the initial states; a chunk whose end is before t keeps its ones."""
+    for b in range(backward.shape[1]):
+        if t >= lengths[b]:
+            continue
+        leak = leaky * np.dot(initial, before[:, b].astype(np.float64))
+        for s in range(backward.shape[0]):
+            backward[s, b] = before[s, b] + leak
+
+
+@numba.njit(cache=True)
 def _denominator_block(den, x, lengths, leaky, occupancies, log_z):
     """Forward-backward of a block of chunks x [b, T, K] at once, the chunks innermost in every array so that
     each arc's update is one vector operation; occupancies [b, T, K] get the denominator's, log_z [b] its."""
     by_target, by_source, source, target, pdf, _, prob, initial = den
     block, num_frames, num_pdfs = x.shape
     num_states = initial.shape[0]
-    emissions, shift = _block_emissions(x, lengths)
-    alpha_hat = np.empty((num_frames, num_states, block), dtype=emissions.dtype)
-    scales = np.ones((num_frames, block))
-    current = np.empty((num_states, block), dtype=emissions.dtype)
-    for s in range(num_states):
-        current[s, :] = initial[s]
-    following = np.empty((num_states, block), dtype=emissions.dtype)
+    emissions, shift, alpha_hat, scales, current, following = _forward_start(x, lengths, initial)
     for t in range(num_frames):
         alpha_hat[t] = current
         following[:] = 0
@@ -163,10 +196,7 @@ def _denominator_block(den, x, lengths, leaky, occupancies, log_z):
                 scales[t, b] = total
             for s in range(num_states):
                 current[s, b] = following[s, b] / scales[t, b] + leaky * initial[s]
-    for b in range(block):
-        log_z[b] = shift[b] + np.log(scales[:lengths[b], b]).sum()
-    backward = np.ones((num_states, block), dtype=emissions.dtype)
-    before = np.empty((num_states, block), dtype=emissions.dtype)
+    backward, before = _backward_start(log_z, shift, scales, lengths, current)
     occupancy = np.empty((num_pdfs, block), dtype=emissions.dtype)
     for t in range(num_frames - 1, -1, -1):
         before[:] = 0
@@ -178,14 +208,11 @@ def _denominator_block(den, x, lengths, leaky, occupancies, log_z):
                 weight = p * emissions[t, k, b] * inverse[b] * backward[j, b]
                 before[i, b] += weight
                 occupancy[k, b] += alpha_hat[t, i, b] * weight
+        _leak_back(backward, before, initial, leaky, t, lengths)
         for b in range(block):
-            if t >= lengths[b]:
-                continue  # past this chunk's end: its backward variables stay one
-            leak = leaky * np.dot(initial, before[:, b].astype(np.float64))
-            for s in range(num_states):
-                backward[s, b] = before[s, b] + leak
-            for k in range(num_pdfs):
-                occupancies[b, t, k] = occupancy[k, b]
+            if t < lengths[b]:  # past this chunk's end its occupancies stay as they are
+                for k in range(num_pdfs):
+                    occupancies[b, t, k] = occupancy[k, b]
 
 
 @numba.njit(cache=True)
@@ -197,13 +224,8 @@ def _state_pdf_block(den, x, lengths, leaky, occupancies, log_z):
     by_target, by_source, source, target, _, state_pdf, prob, initial = den
     block, num_frames, num_pdfs = x.shape
     num_states = initial.shape[0]
-    emissions, shift = _block_emissions(x, lengths)
-    alpha = np.empty((num_frames, num_states, block), dtype=emissions.dtype)  # after frame t's emission
-    scales = np.ones((num_frames, block))
-    current = np.empty((num_states, block), dtype=emissions.dtype)
-    for s in range(num_states):
-        current[s, :] = initial[s]
-    following = np.empty((num_states, block), dtype=emissions.dtype)
+    # alpha: after frame t's emission
+    emissions, shift, alpha, scales, current, following = _forward_start(x, lengths, initial)
     for t in range(num_frames):
         following[:] = 0
         for a in by_target:
@@ -221,11 +243,8 @@ def _state_pdf_block(den, x, lengths, leaky, occupancies, log_z):
             for s in range(num_states):
                 alpha[t, s, b] = following[s, b] / scales[t, b]
                 current[s, b] = alpha[t, s, b] + leaky * initial[s]
-    for b in range(block):
-        log_z[b] = shift[b] + np.log(scales[:lengths[b], b]).sum()
-    backward = np.ones((num_states, block), dtype=emissions.dtype)
+    backward, before = _backward_start(log_z, shift, scales, lengths, current)
     weighted = np.empty((num_states, block), dtype=emissions.dtype)
-    before = np.empty((num_states, block), dtype=emissions.dtype)
     for t in range(num_frames - 1, -1, -1):
         for s in range(num_states):
             k = state_pdf[s]
@@ -238,12 +257,7 @@ def _state_pdf_block(den, x, lengths, leaky, occupancies, log_z):
             i, j, p = source[a], target[a], prob[a]
             for b in range(block):
                 before[i, b] += p * weighted[j, b]
-        for b in range(block):
-            if t >= lengths[b]:
-                continue  # past this chunk's end: its backward variables stay one
-            leak = leaky * np.dot(initial, before[:, b].astype(np.float64))
-            for s in range(num_states):
-                backward[s, b] = before[s, b] + leak
+        _leak_back(backward, before, initial, leaky, t, lengths)
 
 
 @numba.njit(cache=True)

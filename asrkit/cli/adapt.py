@@ -4,7 +4,7 @@ import logging
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, option_group
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, existing_dirs, option_group
 from asrkit.cli.options_file import options_file
 from asrkit.logs import summary_line
 
@@ -12,9 +12,7 @@ COMMAND = "asrkit-adapt"
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
-@click.argument("model_dir", type=click.Path(exists=True, file_okay=False))
-@click.argument("data_dir", type=click.Path(exists=True, file_okay=False))
-@click.argument("decode_dir", type=click.Path(exists=True, file_okay=False))
+@existing_dirs("model_dir", "data_dir", "decode_dir")
 @click.argument("out_dir", type=click.Path(file_okay=False))
 @click.option("--method", type=click.Choice(["lhuc", "input", "lhuc+input"]), default="lhuc", show_default=True,
               help="What each speaker gets: LHUC amplitudes of every hidden unit (Swietojanski and Renals, 2014), a "

@@ -4,7 +4,7 @@ import logging
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, option_group
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, jobs_options, option_group, prior_scale_option
 from asrkit.cli.options_file import options_file
 from asrkit.logs import summary_line
 
@@ -25,9 +25,7 @@ COMMAND = "asrkit-align"
 @click.option("--loglikes", "loglikes_scp", type=click.Path(exists=True, dir_okay=False),
               help="Table (name.scp) of [frames, num_pdfs] log-likelihoods (log posterior - log prior) to align "
               "on. Without it the acoustic model in <model-dir> computes them from <data-dir>/feats.scp.")
-@click.option("--prior-scale", default=1.0, type=click.FloatRange(min=0),
-              help="Scale of the log priors subtracted from the model's log posteriors: 1 is Bayes' rule, 0 uses "
-              "the posteriors alone. Not with --loglikes, whose table holds finished log-likelihoods.")
+@prior_scale_option
 @option_group("scales", [
     click.option("--acoustic-scale", default=0.1, type=click.FloatRange(min=0, min_open=True),
                  help="Scale of the log-likelihoods against the graph and transition costs."),
@@ -43,9 +41,7 @@ COMMAND = "asrkit-align"
               help="Align out-of-vocabulary words as the lang dir's OOV word (oov.txt) instead of skipping the "
               "utterance.")
 @option_group("jobs", [
-    click.option("-j", "--nj", default=1, type=click.IntRange(min=1), help="Number of parallel jobs."),
-    click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
-                 help="Fail when more than this share of utterances cannot be aligned."),
+    jobs_options("cannot be aligned"),
 ])
 @options_file
 @asrkit_command(COMMAND)

@@ -205,6 +205,34 @@ def apply_options(options):
     return decorate
 
 
+# A command's argument that names a directory which must exist.
+EXISTING_DIR = click.Path(exists=True, file_okay=False)
+
+
+def existing_dirs(*names):
+    """Click arguments, in order, for directories that must exist (a command's inputs)."""
+    return apply_options([click.argument(name, type=EXISTING_DIR) for name in names])
+
+
+def jobs_options(failing):
+    """-j/--nj and --max-fail-ratio of the commands that split a data dir into jobs; `failing` ends the
+    threshold's help ("cannot be aligned")."""
+    return apply_options([
+        click.option("-j", "--nj", default=1, type=click.IntRange(min=1), help="Number of parallel jobs."),
+        click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
+                     help=f"Fail when more than this share of utterances {failing}."),
+    ])
+
+
+def prior_scale_option(function):
+    """--prior-scale of the commands that run a model dir over a data dir or read its log-likelihoods from a table
+    (asrkit-decode, asrkit-align)."""
+    return click.option("--prior-scale", default=1.0, type=click.FloatRange(min=0),
+                        help="Scale of the log priors subtracted from the model's log posteriors: 1 is Bayes' rule, "
+                             "0 uses the posteriors alone. Not with --loglikes, whose table holds finished "
+                             "log-likelihoods.")(function)
+
+
 def search_options(lattice_beam_help):
     """The decoder's search limits (--beam, --max-active, --min-active, --lattice-beam) at asrkit.decode.defaults'
     values, for the commands that decode or set a package's decoding (option_group makes them one argument)."""

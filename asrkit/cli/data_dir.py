@@ -6,7 +6,7 @@ import logging
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.cli.common import CONTEXT_SETTINGS, EXISTING_DIR, asrkit_command
 from asrkit.data.data_dir import DataDir
 from asrkit.data.fix import fix_data_dir
 from asrkit.data.split import combine_data_dirs, copy_data_dir, split_data_dir, split_dir_path, subset_data_dir
@@ -15,8 +15,6 @@ from asrkit.data.validate import validate_data_dir
 from asrkit.errors import AsrkitError
 from asrkit.logs import summary_line
 
-DATA_DIR = click.Path(exists=True, file_okay=False)
-
 
 @click.command("validate_data_dir", context_settings=CONTEXT_SETTINGS)
 @click.option("--no-text", is_flag=True, help="Do not require a text file (no transcripts).")
@@ -24,7 +22,7 @@ DATA_DIR = click.Path(exists=True, file_okay=False)
               help="Ignore feats.scp and utt2num_frames even if present.")
 @click.option("--allow-non-prefix-speakers", is_flag=True,
               help="Do not require speaker ids to be prefixes of utterance ids.")
-@click.argument("data_dir", type=DATA_DIR)
+@click.argument("data_dir", type=EXISTING_DIR)
 @asrkit_command("validate_data_dir")
 def validate_data_dir_command(no_text, no_feats, allow_non_prefix_speakers, data_dir):
     """Check DATA_DIR as Kaldi's validate_data_dir.sh does; exit 1 if anything is wrong."""
@@ -41,7 +39,7 @@ def validate_data_dir_command(no_text, no_feats, allow_non_prefix_speakers, data
 
 
 @click.command("fix_data_dir", context_settings=CONTEXT_SETTINGS)
-@click.argument("data_dir", type=DATA_DIR)
+@click.argument("data_dir", type=EXISTING_DIR)
 @asrkit_command("fix_data_dir")
 def fix_data_dir_command(data_dir):
     """Sort DATA_DIR's files and keep only utterances present in all of them (Kaldi's
@@ -55,7 +53,7 @@ def fix_data_dir_command(data_dir):
 
 
 @click.command("normalize_text", context_settings=CONTEXT_SETTINGS)
-@click.argument("data_dir", type=DATA_DIR)
+@click.argument("data_dir", type=EXISTING_DIR)
 @asrkit_command("normalize_text")
 def normalize_text_command(data_dir):
     """Write DATA_DIR/text's English transcripts out in words a lexicon has: numbers, ordinals, years, money,
@@ -69,7 +67,7 @@ def normalize_text_command(data_dir):
 @click.command("split_data", context_settings=CONTEXT_SETTINGS)
 @click.option("--per-utt", is_flag=True,
               help="Split by utterance (into split<N>utt/) instead of keeping speakers whole.")
-@click.argument("data_dir", type=DATA_DIR)
+@click.argument("data_dir", type=EXISTING_DIR)
 @click.argument("num_parts", type=click.IntRange(min=1))
 @asrkit_command("split_data")
 def split_data_command(per_utt, data_dir, num_parts):
@@ -118,7 +116,7 @@ def subset_data_dir_command(first, last, shortest, speakers, utt_list, spk_list,
 @click.option("--utt-prefix", default="", help="Put before every utterance id (and recording id without segments).")
 @click.option("--spk-prefix", default="", help="Put before every speaker id; with --utt-prefix the same, speaker ids "
               "stay prefixes of their utterances' (Kaldi's convention).")
-@click.argument("data_dir", type=DATA_DIR)
+@click.argument("data_dir", type=EXISTING_DIR)
 @click.argument("out_dir", type=click.Path(file_okay=False))
 @asrkit_command("copy_data_dir")
 def copy_data_dir_command(utt_prefix, spk_prefix, data_dir, out_dir):
@@ -135,7 +133,7 @@ def copy_data_dir_command(utt_prefix, spk_prefix, data_dir, out_dir):
 
 @click.command("combine_data", context_settings=CONTEXT_SETTINGS)
 @click.argument("out_dir", type=click.Path(file_okay=False))
-@click.argument("data_dirs", nargs=-1, required=True, type=DATA_DIR)
+@click.argument("data_dirs", nargs=-1, required=True, type=EXISTING_DIR)
 @asrkit_command("combine_data")
 def combine_data_command(out_dir, data_dirs):
     """Write the union of DATA_DIRS (one or more) to OUT_DIR (Kaldi's utils/combine_data.sh): every table of the
@@ -150,7 +148,7 @@ def combine_data_command(out_dir, data_dirs):
 
 
 @click.command("combine_ali_dirs", context_settings=CONTEXT_SETTINGS)
-@click.option("--data", "data_dir", type=DATA_DIR,
+@click.option("--data", "data_dir", type=EXISTING_DIR,
               help="Only the utterances of this data dir (then one ALI_DIR is enough: a subset).")
 @click.argument("out_dir", type=click.Path(file_okay=False))
 @click.argument("ali_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))

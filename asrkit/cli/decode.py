@@ -4,8 +4,8 @@ import logging
 
 import click
 
-from asrkit.cli.common import (CONTEXT_SETTINGS, asrkit_command, combination_options, online_cmvn_options,
-                               option_group, search_options)
+from asrkit.cli.common import (CONTEXT_SETTINGS, asrkit_command, combination_options, existing_dirs, jobs_options,
+                               online_cmvn_options, option_group, prior_scale_option, search_options)
 from asrkit.cli.options_file import options_file
 from asrkit.decode import defaults
 from asrkit.logs import summary_line
@@ -14,16 +14,12 @@ COMMAND = "asrkit-decode"
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
-@click.argument("graph_dir", type=click.Path(exists=True, file_okay=False))
-@click.argument("model_dir", type=click.Path(exists=True, file_okay=False))
-@click.argument("data_dir", type=click.Path(exists=True, file_okay=False))
+@existing_dirs("graph_dir", "model_dir", "data_dir")
 @click.argument("decode_dir", type=click.Path(file_okay=False))
 @click.option("--loglikes", "loglikes_scp", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Decode this table (name.scp) of [frames, num_pdfs] log-likelihoods instead of running the "
               "acoustic model in MODEL_DIR over DATA_DIR's features.")
-@click.option("--prior-scale", default=1.0, type=click.FloatRange(min=0),
-              help="Scale of the log priors subtracted from the model's log posteriors: 1 is Bayes' rule, 0 uses "
-              "the posteriors alone. Not with --loglikes, whose table holds finished log-likelihoods.")
+@prior_scale_option
 @option_group("decoder", [
     click.option("--acoustic-scale", default=defaults.ACOUSTIC_SCALE, type=click.FloatRange(min=0, min_open=True),
                  show_default="1/3, for 30-ms frames", help="Scale of the log-likelihoods against the graph costs."),
@@ -34,10 +30,8 @@ COMMAND = "asrkit-decode"
                  help="Keep the best partial path when no final state is reached even at the retry beam."),
 ])
 @option_group("jobs", [
-    click.option("-j", "--nj", default=1, type=click.IntRange(min=1), help="Number of parallel jobs."),
+    jobs_options("is not decoded"),
     click.option("--write-lattices", is_flag=True, help="Write lattices to DECODE_DIR/lat.JOB.h5 and lat.scp."),
-    click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
-                 help="Fail when more than this share of utterances is not decoded."),
 ])
 @option_group("scoring", [
     click.option("--skip-scoring", is_flag=True, help="Do not score even when DATA_DIR has a text file."),

@@ -6,7 +6,7 @@ import logging
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, audio_options, option_group
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, audio_options, jobs_options, option_group
 from asrkit.cli.options_file import options_file
 from asrkit.errors import AsrkitError
 from asrkit.frontend.cmvn import MEAN_NORMS, VAR_NORMS
@@ -43,9 +43,7 @@ def feature_options(function):
                    "options below override it.")
 @click.option("--print-config", is_flag=True, help="Print the effective feature config as JSON and exit.")
 @option_group("jobs", [
-    click.option("-j", "--nj", default=1, type=click.IntRange(min=1), help="Number of parallel jobs."),
-    click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
-                 help="Fail when more than this share of utterances cannot be featurized."),
+    jobs_options("cannot be featurized"),
     click.option("--batch-seconds", default=60.0, type=click.FloatRange(min=1),
                  help="Audio per TensorFlow batch (padded), in seconds."),
     click.option("--num-threads", default=1, type=click.IntRange(min=1), help="TensorFlow threads per job."),

@@ -6,16 +6,14 @@ import logging
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.cli.common import CONTEXT_SETTINGS, EXISTING_DIR, asrkit_command, existing_dirs
 from asrkit.graph.grammar import make_lang_lm
 from asrkit.lm.make_lm import make_lm
 from asrkit.logs import summary_line
 
-DIRECTORY = click.Path(exists=True, file_okay=False)
-
 
 @click.command("prepare_lang", context_settings=CONTEXT_SETTINGS)
-@click.argument("dict_dir", type=DIRECTORY)
+@click.argument("dict_dir", type=EXISTING_DIR)
 @click.argument("oov_word")
 @click.argument("lang_dir", type=click.Path(file_okay=False))
 @click.option("--sil-prob", default=0.5, type=click.FloatRange(0, 1, max_open=True),
@@ -51,7 +49,7 @@ def prepare_lang_command(dict_dir, oov_word, lang_dir, sil_prob, num_sil_states,
 @click.option("--vocab", "vocabulary", type=click.Path(exists=True, dir_okay=False),
               help="Word list or words.txt: other words become --oov-word; every listed word gets a probability.")
 @click.option("--oov-word", default="<unk>", help="Word that stands for words outside --vocab.")
-@click.option("--lang-dir", type=DIRECTORY,
+@click.option("--lang-dir", type=EXISTING_DIR,
               help="Take the vocabulary and OOV word from this lang dir and write its G.fst from the ARPA.")
 @asrkit_command("make_lm")
 def make_lm_command(text, arpa, order, method, heldout, kaldi_text, vocabulary, oov_word, lang_dir):
@@ -74,7 +72,7 @@ def make_lm_command(text, arpa, order, method, heldout, kaldi_text, vocabulary, 
 
 
 @click.command("format_lm", context_settings=CONTEXT_SETTINGS)
-@click.argument("lang_dir", type=DIRECTORY)
+@click.argument("lang_dir", type=EXISTING_DIR)
 @click.argument("arpa", type=click.Path(exists=True, dir_okay=False))
 @click.argument("out_lang_dir", type=click.Path(file_okay=False))
 @click.option("--prune-threshold", default=0.0, type=click.FloatRange(min=0),
@@ -100,8 +98,7 @@ def format_lm_command(lang_dir, arpa, out_lang_dir, prune_threshold, case):
 
 
 @click.command("mkgraph", context_settings=CONTEXT_SETTINGS)
-@click.argument("lang_dir", type=DIRECTORY)
-@click.argument("model_dir", type=DIRECTORY)
+@existing_dirs("lang_dir", "model_dir")
 @click.argument("graph_dir", type=click.Path(file_okay=False))
 @click.option("--self-loop-scale", default=0.1, type=click.FloatRange(min=0),
               help="Scale of self-loop log-probs.  With asrkit's topology (every self-loop and exit 0.5, untrained) "
@@ -122,7 +119,7 @@ def mkgraph_command(lang_dir, model_dir, graph_dir, self_loop_scale, transition_
 
 
 @click.command("make_monophone_model", context_settings=CONTEXT_SETTINGS)
-@click.argument("lang_dir", type=DIRECTORY)
+@click.argument("lang_dir", type=EXISTING_DIR)
 @click.argument("model_dir", type=click.Path(file_okay=False))
 @asrkit_command("make_monophone_model")
 def make_monophone_model_command(lang_dir, model_dir):

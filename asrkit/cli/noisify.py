@@ -4,7 +4,7 @@ import logging
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, audio_options, option_group
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, audio_options, jobs_options, option_group
 from asrkit.cli.options_file import options_file
 from asrkit.logs import summary_line
 
@@ -39,9 +39,7 @@ def _named_paths(values, option):
     click.option("--audio-format", type=click.Choice(["wav", "flac"]), default="wav", help="16-bit audio files."),
 ])
 @option_group("jobs", [
-    click.option("-j", "--nj", default=1, type=click.IntRange(min=1), help="Number of parallel jobs."),
-    click.option("--max-fail-ratio", default=0.05, type=click.FloatRange(0, 1),
-                 help="Fail when more than this share of utterances is missing from the output (failed or silent)."),
+    jobs_options("is missing from the output (failed or silent)"),
     click.option("--babble-pool-size", default=100, type=click.IntRange(min=1),
                  help="Utterances of the data dir held in memory to make babble from."),
     click.option("--overwrite", is_flag=True, help="Redo utterances that an earlier run finished."),

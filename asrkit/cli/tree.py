@@ -4,16 +4,12 @@ import logging
 
 import click
 
-from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command
+from asrkit.cli.common import CONTEXT_SETTINGS, asrkit_command, existing_dirs
 from asrkit.logs import summary_line
-
-DIRECTORY = click.Path(exists=True, file_okay=False)
 
 
 @click.command("build_tree", context_settings=CONTEXT_SETTINGS)
-@click.argument("data_dir", type=DIRECTORY)
-@click.argument("lang_dir", type=DIRECTORY)
-@click.argument("ali_dir", type=DIRECTORY)
+@existing_dirs("data_dir", "lang_dir", "ali_dir")
 @click.argument("tree_dir", type=click.Path(file_okay=False))
 @click.option("--num-leaves", default=2000, type=click.IntRange(min=1),
               help="Target number of leaves (pdfs), context-independent ones included (8192 in the papers).")
@@ -45,8 +41,7 @@ def build_tree_command(data_dir, lang_dir, ali_dir, tree_dir, num_leaves, min_le
 
 
 @click.command("convert_ali", context_settings=CONTEXT_SETTINGS)
-@click.argument("tree_dir", type=DIRECTORY)
-@click.argument("ali_dir_in", type=DIRECTORY)
+@existing_dirs("tree_dir", "ali_dir_in")
 @click.argument("ali_dir_out", type=click.Path(file_okay=False))
 @asrkit_command("convert_ali")
 def convert_ali_command(tree_dir, ali_dir_in, ali_dir_out):

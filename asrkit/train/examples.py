@@ -30,7 +30,36 @@ from asrkit.frontend.apply_cmvn import UtteranceCmvn
 from asrkit.io.table import TableReader
 
 
-class TableExamples:
+class EpochPosition:
+    """What a resumable example source shares: its position (epoch e, index i into epoch e's order, both 0-based)
+    and the walk from there over the epochs' orders; a subclass gives `order(epoch)` and `_take(item)`."""
+
+    epoch = 0
+    index = 0
+    num_epochs = None  # None: epochs without end
+
+    def state(self):
+        """The position of the next example: {"epoch": e, "index": i}."""
+        return {"epoch": self.epoch, "index": self.index}
+
+    def restore(self, state):
+        self.epoch = int(state["epoch"])
+        self.index = int(state["index"])
+
+    def __iter__(self):
+        while self.num_epochs is None or self.epoch < self.num_epochs:
+            order = self.order(self.epoch)
+            if not len(order):
+                return
+            while self.index < len(order):
+                item = order[self.index]
+                self.index += 1
+                yield self._take(item)
+            self.epoch += 1
+            self.index = 0
+
+
+class TableExamples(EpochPosition):
     """Examples read from a feats table and an ali table, epoch after epoch in a seeded shuffled order.
 
     The order of epoch e is drawn from (seed, e) alone (a permutation, or [Mohamed2015]'s rolling-window
@@ -75,32 +104,15 @@ class TableExamples:
             raise AsrkitError(f"utterance {utterance_id}: alignment length no longer matches its features")
         return Example(utterance_id, self.normalize(utterance_id, features), targets)
 
-    def state(self):
-        """The position of the next example: {"epoch": e, "index": i} (0-based)."""
-        return {"epoch": self.epoch, "index": self.index}
-
-    def restore(self, state):
-        self.epoch = int(state["epoch"])
-        self.index = int(state["index"])
-
-    def __iter__(self):
-        if not self.utterance_ids:
-            return
-        while self.num_epochs is None or self.epoch < self.num_epochs:
-            order = self.order(self.epoch)
-            while self.index < len(order):
-                utterance_id = order[self.index]
-                self.index += 1
-                yield self.load(utterance_id)
-            self.epoch += 1
-            self.index = 0
+    def _take(self, utterance_id):
+        return self.load(utterance_id)
 
     def close(self):
         self._feats.close()
         self._ali.close()
 
 
-class ListExamples:
+class ListExamples(EpochPosition):
     """Examples held in memory (tests, the validation set); one pass unless num_epochs says otherwise."""
 
     def __init__(self, examples, num_epochs=1):
@@ -113,17 +125,8 @@ class ListExamples:
     def load(self, utterance_id):
         return self._by_id[utterance_id]
 
-    def state(self):
-        return {"epoch": self.epoch, "index": self.index}
+    def order(self, epoch):
+        return range(len(self.examples))
 
-    def restore(self, state):
-        self.epoch = int(state["epoch"])
-        self.index = int(state["index"])
-
-    def __iter__(self):
-        while self.examples and (self.num_epochs is None or self.epoch < self.num_epochs):
-            while self.index < len(self.examples):
-                self.index += 1
-                yield self.examples[self.index - 1]
-            self.epoch += 1
-            self.index = 0
+    def _take(self, position):
+        return self.examples[position]

@@ -105,12 +105,8 @@ class StalenessFilter:
 
     def reset(self):
         self.counts = np.zeros(len(STALENESS_EDGES), np.int64)  # frames per bin
-        self.total = 0.0
-        self.frames = 0
-        self.largest = 0
-        self.dropped_frames = 0
-        self.zeroed_streams = 0
-        self.streams = 0
+        self.total = 0.0  # of the frames' staleness, in steps
+        self.frames = self.largest = self.dropped_frames = self.zeroed_streams = self.streams = 0
 
     def apply(self, values, versions, step):
         """values [b, u, M] with the stale ones zeroed (a copy when anything changes); versions [b, u]."""
@@ -223,13 +219,10 @@ class SequenceCriterion(Criterion):
         self.graph_dir = os.path.abspath(graph_dir)
         self.snapshot_dir = os.path.join(os.path.abspath(exp_dir), "snapshots")
         self.staleness = StalenessFilter(params.max_staleness, params.zero_most_stale)
-        self.tap = None
-        self.writer = None
-        self._valid_examples = None
-        self._valid_computer = None
-        self._net = None
+        self.tap = self.writer = self._net = None
         self._step = 0
-        self._valid = self._cmvn = self._ivectors = None
+        # The held-out sequence objective's examples, their derivatives' computer, and what they are read with.
+        self._valid_examples = self._valid_computer = self._valid = self._cmvn = self._ivectors = None
         self.is_chief = True  # local; make_steps learns the distribution's role
         # The snapshot schedule (asrkit.sequence.schedule), when one process runs the loop with example servers.
         self.scheduled = bool(params.snapshot_lag)

@@ -37,18 +37,18 @@
 #     --external-lm auto|none|FILE   a general LM (ARPA, plain or gzipped, or a Sphinx trie .lm.bin) the
 #                                decoding LM interpolates with the training lines' trigram, the weight chosen
 #                                on dev's text (utils/mix_lm); auto is pocketsphinx's en-us 3-gram (default: auto)
-#     --lfmmi true|false         stage 11 first trains the acoustic network from scratch with lattice-free MMI
+#     --lfmmi true|false         stage 13 trains the acoustic network from scratch with lattice-free MMI
 #                                ([Povey2016]) from the multi-style example server -> exp/<am>_lfmmi, decoded
 #                                and in the results beside CE and sMBR (default: true)
 #     --lfmmi-epochs N           the LF-MMI model's epochs (default: the CE model's, 8; tiny 10)
-#     --combine true|false       stage 11 then combines the sMBR and LF-MMI models frame by frame (asrkit-decode
+#     --combine true|false       stage 14 combines the sMBR and LF-MMI models frame by frame (asrkit-decode
 #                                --combine-model, each at its own dev LM weight; the combination weight of
 #                                --combine-weights and the LM weight chosen on dev) -> exp/<am>_smbr_lfmmi, the
-#                                recipe's best model on dev (RESULTS); needs exp/<am>_lfmmi
-#                                decoded (--lfmmi true, now or before) (default: true)
+#                                recipe's best model on dev (RESULTS), and stage 15 exports it as a recognizer
+#                                package; needs exp/<am>_lfmmi decoded (--lfmmi true, now or before) (default: true)
 #     --combine-weights 'W...'   the LF-MMI model's weights tried on dev (default: 0.5 0.6; 0.4 and 0.7, never
 #                                chosen in RESULTS' runs, left the grid for the recipe's hour)
-#     --warps 'F...'|none        stage 9 ends by giving each dev and test character the frequency warp factor of
+#     --warps 'F...'|none        stage 11 gives each dev and test character the frequency warp factor of
 #                                these (VTLN: their audio warped by Kaldi's map, factors as Kaldi's: above 1
 #                                formants up; asrkit.frontend.warp) under which the sMBR model's decode of their
 #                                first 10 lines costs least per frame (steps/select_warps.sh ->
@@ -58,11 +58,11 @@
 #                                the bilinear warp of before, whose grid 0.95-1.1 is on another scale than these).
 #                                Stage 9 run again decodes with the warps already there: remove
 #                                data/{dev,test}/spk2warp and run stage 4 to start over
-#     --kaldi-baseline DIR       stage 10 also trains and decodes Kaldi's own GMM systems (mono, tri1, tri2b, tri3b
+#     --kaldi-baseline DIR       stage 12 also trains and decodes Kaldi's own GMM systems (mono, tri1, tri2b, tri3b
 #                                with per-speaker fMLLR: steps/kaldi_baseline.sh) on the same narrowband audio,
 #                                lexicon and LM with the Kaldi that bin/build-kaldi built in DIR -> exp/kaldi_*;
 #                                empty: not run (about an hour here) (default: empty)
-#     --adapt true|false         stage 12 adapts both models of the combination to each dev and test character from
+#     --adapt true|false         stage 16 adapts both models of the combination to each dev and test character from
 #                                the combination's own first pass (asrkit-adapt: LHUC on conf/adapt.conf, fitted
 #                                to the first pass's lattice posteriors) and decodes them again with them ->
 #                                exp/<am>_smbr_lfmmi_adapted; needs --combine true.  Measured and not kept: on
@@ -79,14 +79,18 @@
 #         server applies narrowband styles on the fly: telephone band, G.711, 8-bit PCM, MP3, rooms,
 #         noise) -> exp/<am>_ce; 7 decoding and scoring of test (LM weight chosen on dev) ->
 #         exp/<am>_ce/decode_*; 8 sMBR sequence training with seq-mode example servers ->
-#         exp/<am>_smbr; 9 its decoding and scoring, and its recognizer package (asrkit-export, the
-#         LM weight and prior scale chosen on dev) -> exp/<am>_smbr/package; 10 baseline: pocketsphinx's stock en-us model
+#         exp/<am>_smbr; 9 its decoding and scoring -> exp/<am>_smbr/decode_*; 10 its recognizer package
+#         (asrkit-export, the LM weight and prior scale chosen on dev) -> exp/<am>_smbr/package; 11 unless
+#         --warps none, each dev and test character's VTLN warp factor chosen with the sMBR model
+#         (steps/select_warps.sh) and dev and test featurized again with it -> data/{dev,test}/spk2warp,
+#         exp/feats/{dev,test}; 12 baseline: pocketsphinx's stock en-us model
 #         (audio resampled to 16 kHz) with the same lexicon and LM, on test -> exp/pocketsphinx, and with --kaldi-baseline
-#         Kaldi's GMM systems -> exp/kaldi_{mono,tri1,tri2b,tri3b}; 11 with --lfmmi
-#         true the LF-MMI model (steps/lfmmi.sh, multi-style), with --combine true its frame-level
-#         combination with the sMBR model (steps/decode_combined.sh) and the combination's recognizer
-#         package -> exp/<am>_smbr_lfmmi/package; 12 with --adapt true each dev and test character's adapted
-#         models and the combination's second pass -> exp/<am>_smbr_lfmmi_adapted; 13 the results -> exp/RESULTS.
+#         Kaldi's GMM systems -> exp/kaldi_{mono,tri1,tri2b,tri3b}; 13 with --lfmmi true the LF-MMI model
+#         (steps/lfmmi.sh, multi-style) -> exp/<am>_lfmmi; 14 with --combine true its frame-level combination
+#         with the sMBR model (steps/decode_combined.sh) -> exp/<am>_smbr_lfmmi; 15 with --combine true the
+#         combination's recognizer package -> exp/<am>_smbr_lfmmi/package; 16 with --adapt true each dev and
+#         test character's adapted models and the combination's second pass -> exp/<am>_smbr_lfmmi_adapted;
+#         17 the results -> exp/RESULTS.
 # The steps from the dictionary on are egs/voicesearch's, shared through steps/*.sh.
 set -euo pipefail
 
@@ -123,7 +127,7 @@ require_choice cmvn_mean utterance speaker global online
 [ -n "$cmvn_variance" ] || { [ "$cmvn_mean" = speaker ] && cmvn_variance=speaker || cmvn_variance=global; }
 require_choice cmvn_variance global speaker
 require_whole_number stage stop_stage nj
-# Stage 12 adapts the combination from its own lattices: refused now, not after the hour of training.
+# Stage 16 adapts the combination from its own lattices: refused now, not after the hour of training.
 ! $adapt || $combine || { echo "$0: --adapt true adapts the combination: give --combine true" >&2; exit 1; }
 games="${games:-$data/local/games}"
 
@@ -132,8 +136,8 @@ cd "$here"
 . ../../steps/common.sh
 stages_init "$exp/log" "$stage" "$stop_stage"
 echo "$command_line" >&2
-# Stage 10's Kaldi baseline needs a built Kaldi: refused now, not after the hour of training.
-[ -z "$kaldi_baseline" ] || ! run_stage 10 || require_built_kaldi "$kaldi_baseline" --kaldi-baseline
+# Stage 12's Kaldi baseline needs a built Kaldi: refused now, not after the hour of training.
+[ -z "$kaldi_baseline" ] || ! run_stage 12 || require_built_kaldi "$kaldi_baseline" --kaldi-baseline
 
 if run_stage 0; then
   begin_stage 0 "set-up: the Python environment and festival"
@@ -303,90 +307,99 @@ if run_stage 8; then
 fi
 
 if run_stage 9; then
-  begin_stage 9 "decoding and scoring with the sMBR model -> $exp/${am}_smbr/decode_*, its package -> $exp/${am}_smbr/package"
+  begin_stage 9 "decoding and scoring with the sMBR model -> $exp/${am}_smbr/decode_*"
   ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage9" "$exp/${am}_ce/graph" "$data" \
     "$exp/${am}_smbr"
-  # The package's beams: on the full dev set (bench/recognizer_beams.py, RESULTS), beam 10 with max-active
-  # 3000 recognised within 0.1% absolute of the decodes' 13 and 7000 for much less decoding CPU.
-  ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage9" \
-    --export-opts "$cmvn_decode_options --beam 10 --max-active 3000" \
-    "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" "$exp/${am}_smbr/decode_dev" "$exp/${am}_smbr/package"
-  # VTLN for the characters never heard: the sMBR model at its dev-chosen scales picks each one's warp factor,
-  # and dev and test are featurized again with them.  On the fresh run's models the factors chosen so (from 10
-  # lines a character) were those the final model's own per-character WER would pick on dev (RESULTS).
-  if [ "$warps" != none ]; then
-    smbr_scales="--acoustic-scale $(acoustic_scale "$exp/${am}_smbr/decode_dev/best_lmwt")"
-    [ -f "$exp/${am}_smbr/decode_dev/prior_scale" ] \
-      && smbr_scales+=" --prior-scale $(cat "$exp/${am}_smbr/decode_dev/prior_scale")"
-    ../../steps/select_warps.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage9" --warps "$warps" \
-      --feature-opts "$feature_options" --decode-config conf/decode.conf \
-      --decode-opts "$cmvn_decode_options $smbr_scales" "$exp/${am}_ce/graph" "$exp/${am}_smbr/final" \
-      "$data/dev" "$data/test" "$exp/warps"
-    for split in dev test; do
-      launch "$cpu_cmd" "$logs/stage9/featurize_$split.log" \
-        asrkit-featurize $feature_options --nj "$nj" "$data/$split" "$exp/feats/$split"
-    done
-  fi
 fi
 
 if run_stage 10; then
-  begin_stage 10 "baseline: pocketsphinx's stock en-us model with this recipe's lexicon and LM -> $exp/pocketsphinx"
+  begin_stage 10 "the sMBR model's recognizer package -> $exp/${am}_smbr/package"
+  # The package's beams: on the full dev set (bench/recognizer_beams.py, RESULTS), beam 10 with max-active
+  # 3000 recognised within 0.1% absolute of the decodes' 13 and 7000 for much less decoding CPU.
+  ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage10" \
+    --export-opts "$cmvn_decode_options --beam 10 --max-active 3000" \
+    "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" "$exp/${am}_smbr/decode_dev" "$exp/${am}_smbr/package"
+fi
+
+# VTLN for the characters never heard: the sMBR model at its dev-chosen scales picks each one's warp factor,
+# and dev and test are featurized again with them.  On the fresh run's models the factors chosen so (from 10
+# lines a character) were those the final model's own per-character WER would pick on dev (RESULTS).
+if run_stage 11 && [ "$warps" != none ]; then
+  begin_stage 11 "each dev and test character's warp factor (VTLN), dev and test featurized again -> $data/{dev,test}/spk2warp, $exp/feats"
+  smbr_scales="--acoustic-scale $(acoustic_scale "$exp/${am}_smbr/decode_dev/best_lmwt")"
+  [ -f "$exp/${am}_smbr/decode_dev/prior_scale" ] \
+    && smbr_scales+=" --prior-scale $(cat "$exp/${am}_smbr/decode_dev/prior_scale")"
+  ../../steps/select_warps.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage11" --warps "$warps" \
+    --feature-opts "$feature_options" --decode-config conf/decode.conf \
+    --decode-opts "$cmvn_decode_options $smbr_scales" "$exp/${am}_ce/graph" "$exp/${am}_smbr/final" \
+    "$data/dev" "$data/test" "$exp/warps"
+  for split in dev test; do
+    launch "$cpu_cmd" "$logs/stage11/featurize_$split.log" \
+      asrkit-featurize $feature_options --nj "$nj" "$data/$split" "$exp/feats/$split"
+  done
+fi
+
+if run_stage 12; then
+  begin_stage 12 "baseline: pocketsphinx's stock en-us model with this recipe's lexicon and LM -> $exp/pocketsphinx"
   # Its language weight is its own default, 6.5, with no dev decoding: every run of RESULTS that swept it on dev
   # chose 6.5 over 10 and 13, and dev's decoding took minutes of the recipe's hour.
   # The decoding LM and its dictionary (the decoding vocabulary's where stage 2 made one).
   decode_dict="$data/local/dict"
   [ -d "$data/local/dict_test" ] && decode_dict="$data/local/dict_test"
-  ../../steps/pocketsphinx_baseline.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage10" \
+  ../../steps/pocketsphinx_baseline.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage12" \
     --test-sets test "$data" "$decode_dict" "$data/local/lm/test.arpa" \
     "$exp/pocketsphinx"
   if [ -n "$kaldi_baseline" ]; then
     # Kaldi hears what asrkit's models hear: the audio at 8 kHz, the same lexicon and decoding LM, its LM weight
     # and insertion penalty chosen on dev.
-    ../../steps/kaldi_baseline.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage10/kaldi" \
+    ../../steps/kaldi_baseline.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage12/kaldi" \
       --kaldi-root "$kaldi_baseline" --sample-rate 8000 --tuned-sets dev:test "$data" "$decode_dict" \
       "$data/local/lm/test.arpa" "$exp"
   fi
 fi
 
-if run_stage 11 && { $lfmmi || $combine; }; then
-  begin_stage 11 "lattice-free MMI from the multi-style example server -> $exp/${am}_lfmmi, its combination with sMBR"
-  if $lfmmi; then
-    ../../steps/lfmmi.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage11" \
-      --train-opts "$train_options $ce_model" --lfmmi-opts "$lfmmi_options" --num-epochs "$lfmmi_epochs" \
-      --num-streams "$streams" \
-      --more-opts "$ivector_options --example-servers local:1 --server-styles $noise_styles" \
-      --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" --tuned-sets dev:test:train_fit \
-      "$data/train" "$exp/tree_ali" "$exp/${am}_ce/graph" "$data" "$exp/${am}_lfmmi"
-  fi
-  if $combine; then
-    echo "stage 11: the sMBR and LF-MMI models combined frame by frame -> $exp/${am}_smbr_lfmmi" >&2
-    # The combination's decodes keep their lattices when stage 12 adapts from them.
-    combined_lattices=
-    $adapt && combined_lattices=--write-lattices
-    ../../steps/decode_combined.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage11" \
-      --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options $combined_lattices" \
-      --combine-weights "$combine_weights" \
-      "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" "$exp/${am}_lfmmi" "$exp/${am}_smbr_lfmmi"
-    # The recipe's best model as a recognizer package too: both networks, combined as dev chose.  Its beams: on
-    # the full dev set (bench/recognizer_beams.py, RESULTS), beam 10 with max-active 2000 recognised within 0.1%
-    # absolute of stage 9's 10 and 3000 for less decoding CPU.
-    require_files "$exp/${am}_smbr_lfmmi/decode_dev/combination_opts"
-    ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage11" --export-opts "$cmvn_decode_options \
-      --beam 10 --max-active 2000 $(cat "$exp/${am}_smbr_lfmmi/decode_dev/combination_opts")" \
-      "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" "$exp/${am}_smbr_lfmmi/decode_dev" "$exp/${am}_smbr_lfmmi/package"
-  fi
+if run_stage 13 && $lfmmi; then
+  begin_stage 13 "lattice-free MMI from the multi-style example server -> $exp/${am}_lfmmi"
+  ../../steps/lfmmi.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage13" \
+    --train-opts "$train_options $ce_model" --lfmmi-opts "$lfmmi_options" --num-epochs "$lfmmi_epochs" \
+    --num-streams "$streams" \
+    --more-opts "$ivector_options --example-servers local:1 --server-styles $noise_styles" \
+    --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" --tuned-sets dev:test:train_fit \
+    "$data/train" "$exp/tree_ali" "$exp/${am}_ce/graph" "$data" "$exp/${am}_lfmmi"
 fi
 
-if run_stage 12 && $adapt; then
-  begin_stage 12 "each character's adapted models, the combination's second pass -> $exp/${am}_smbr_lfmmi_adapted"
-  ../../steps/adapt_combined.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage12" --adapt-config conf/adapt.conf \
+if run_stage 14 && $combine; then
+  begin_stage 14 "the sMBR and LF-MMI models combined frame by frame -> $exp/${am}_smbr_lfmmi"
+  # The combination's decodes keep their lattices when stage 16 adapts from them.
+  combined_lattices=
+  $adapt && combined_lattices=--write-lattices
+  ../../steps/decode_combined.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage14" \
+    --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options $combined_lattices" \
+    --combine-weights "$combine_weights" \
+    "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" "$exp/${am}_lfmmi" "$exp/${am}_smbr_lfmmi"
+fi
+
+if run_stage 15 && $combine; then
+  begin_stage 15 "the combination's recognizer package -> $exp/${am}_smbr_lfmmi/package"
+  # The recipe's best model as a recognizer package too: both networks, combined as dev chose.  Its beams: on
+  # the full dev set (bench/recognizer_beams.py, RESULTS), beam 10 with max-active 2000 recognised within 0.1%
+  # absolute of stage 10's 10 and 3000 for less decoding CPU.
+  require_files "$exp/${am}_smbr_lfmmi/decode_dev/combination_opts"
+  ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage15" --export-opts "$cmvn_decode_options \
+    --beam 10 --max-active 2000 $(cat "$exp/${am}_smbr_lfmmi/decode_dev/combination_opts")" \
+    "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" "$exp/${am}_smbr_lfmmi/decode_dev" "$exp/${am}_smbr_lfmmi/package"
+fi
+
+if run_stage 16 && $adapt; then
+  begin_stage 16 "each character's adapted models, the combination's second pass -> $exp/${am}_smbr_lfmmi_adapted"
+  ../../steps/adapt_combined.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage16" --adapt-config conf/adapt.conf \
     --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" \
     "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" "$exp/${am}_lfmmi" "$exp/${am}_smbr_lfmmi" \
     "$exp/${am}_smbr_lfmmi_adapted"
 fi
 
-if run_stage 13; then
-  begin_stage 13 "results -> $exp/RESULTS, training curves -> $exp/{${am}_ce,${am}_smbr}/training.png"
+if run_stage 17; then
+  begin_stage 17 "results -> $exp/RESULTS, training curves -> $exp/{${am}_ce,${am}_smbr}/training.png"
   ../../steps/make_results.sh --command-line "$command_line" --recipe voiceover --plot-models "${am}_ce ${am}_smbr" \
     "$exp"
 fi

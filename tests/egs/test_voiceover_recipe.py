@@ -92,7 +92,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
         for split in ("test", "train_fit"):
             assert os.path.exists(exp / model / f"decode_{split}" / "best_wer")
         log = open(exp / "log" / ("stage7" if model == "wblstm_ce" else "stage9") / f"decode_{model}_test.log").read()
-        assert f"--acoustic-scale {1 / weight:g} " in log
+        assert f"--acoustic-scale {1 / weight!r} " in log
     smbr_log = open(exp / "log" / "stage8" / "train_wblstm_smbr.log").read()
     assert "asrkit-train-seq summary: status=ok steps=10" in smbr_log
     # The sMBR model is exported as a recognizer package at the parameters dev chose, and it transcribes.
@@ -100,18 +100,18 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     decode = json.load(open(package / "decode.json"))
     assert decode["lm_weight"] == float(open(exp / "wblstm_smbr" / "decode_dev" / "best_lmwt").read())
     assert decode["chosen_on"] == str(exp / "wblstm_smbr" / "decode_dev")
-    assert (decode["beam"], decode["max_active"]) == (10, 3000)  # the beams dev chose (run.sh's stage 9)
-    assert "asrkit-export summary: status=ok" in open(exp / "log" / "stage9" / "export_wblstm_smbr.log").read()
+    assert (decode["beam"], decode["max_active"]) == (10, 3000)  # the beams dev chose (run.sh's stage 10)
+    assert "asrkit-export summary: status=ok" in open(exp / "log" / "stage10" / "export_wblstm_smbr.log").read()
     # Each dev and test character gets a warp factor of the grid (VTLN), and those sets are featurized again.
     for split in ("dev", "test"):
         warps = dict(line.split() for line in open(data / split / "spk2warp"))
         assert set(warps) == speakers[split]
         assert set(warps.values()) <= {"0.85", "0.9", "0.95", "1", "1.05", "1.1", "1.15"}
-        assert "asrkit-featurize summary: status=ok" in open(exp / "log" / "stage9" / f"featurize_{split}.log").read()
+        assert "asrkit-featurize summary: status=ok" in open(exp / "log" / "stage11" / f"featurize_{split}.log").read()
         assert open(exp / "warps" / f"spk2warp_{split}").read() == open(data / split / "spk2warp").read()
     # pocketsphinx decodes test alone, at its own language weight (what every dev sweep of RESULTS chose).
     assert not (exp / "pocketsphinx" / "decode_dev").exists()
-    assert "--lm-weight" not in open(exp / "log" / "stage10" / "pocketsphinx_decode_test.log").read()
+    assert "--lm-weight" not in open(exp / "log" / "stage12" / "pocketsphinx_decode_test.log").read()
     results = open(exp / "RESULTS").read()
     assert results.startswith("# egs/voiceover results")
     assert "# warp factors chosen per speaker (VTLN" in results
@@ -122,7 +122,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     combined = exp / "wblstm_smbr_lfmmi" / "decode_dev"
     weight = open(combined / "combine_weight").read().strip()
     assert weight in ("0.5", "0.6")
-    test_log = open(exp / "log" / "stage11" / "decode_wblstm_smbr_test.log").read()  # the combination's
+    test_log = open(exp / "log" / "stage14" / "decode_wblstm_smbr_test.log").read()  # the combination's
     assert f"--combine-weight {weight} " in test_log
     # The combination is the recipe's final model: its package holds both networks at the weights dev chose, and it
     # transcribes (online CMN where the decode had the speaker's mean: words, not the same words).
@@ -130,7 +130,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     decode = json.load(open(combined_package / "decode.json"))
     assert decode["combination"]["weight"] == float(weight) and decode["beam"] == 10
     assert decode["lm_weight"] == float(open(combined / "best_lmwt").read())
-    assert "combined=true" in open(exp / "log" / "stage11" / "export_wblstm_smbr.log").read()
+    assert "combined=true" in open(exp / "log" / "stage15" / "export_wblstm_smbr.log").read()
     from asrkit.recognizer.recognizer import Recognizer
 
     wav = open(data / "test" / "wav.scp").readline().split()[1]
@@ -145,12 +145,15 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     for split in ("dev", "test"):
         assert (exp / "wblstm_smbr_lfmmi" / f"decode_{split}" / "lat.scp").exists()
         for model in ("wblstm_smbr", "wblstm_lfmmi"):
-            log = open(exp / "log" / "stage12" / f"adapt_{model}_{split}.log").read()
+            log = open(exp / "log" / "stage16" / f"adapt_{model}_{split}.log").read()
             assert "asrkit-adapt summary: status=ok" in log
             assert (adapted / f"adapt_{model}_{split}" / "adapt.json").exists()
     assert f"] EXP/{adapted.name}/decode_test/score/wer" in results
     assert "speaker adaptation relative to the combination's first pass" in results
     assert "# stage times (s)" in results
+    # Each stage does one job, and each ran (--adapt true: stage 16 too).
+    for stage in range(18):
+        assert f"== stage {stage} done in " in result.stderr, stage
 
 
 def _the_package_as_users_run_it(package, data, work):

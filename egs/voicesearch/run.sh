@@ -11,33 +11,33 @@
 #     --data DIR                 where data dirs and audio go (default: data, in this directory)
 #     --exp DIR                  where features, alignments and models go (default: exp, in this directory)
 #     --overwrite                rebuild the corpus and retrain the models from scratch instead of resuming
-#     --unroll-comparison true|false   stage 11 also compares truncated with full unrolling (default: false)
-#     --jitter-comparison true|false   stage 11 also trains the clean-only windowed BLSTM without [Mohamed2015]'s
+#     --unroll-comparison true|false   stage 14 compares truncated with full unrolling (default: false)
+#     --jitter-comparison true|false   stage 15 trains the clean-only windowed BLSTM without [Mohamed2015]'s
 #                                jitter, for the held-out accuracy over epochs (default: false)
-#     --unsupervised-demo true|false   stage 11 also trains on half the training set with and without the
+#     --unsupervised-demo true|false   stage 16 trains on half the training set with and without the
 #                                most confident hypotheses of the other half as transcripts ([McDermott2014]'s
 #                                untranscribed data; default: false)
-#     --ctc-comparison true|false   stage 11 also trains the clean-only network with CTC over phones
+#     --ctc-comparison true|false   stage 18 trains the clean-only network with CTC over phones
 #                                ([Variani2017] and [Variani2017-15k]) and decodes it with a CTC-topology graph (default: false)
-#     --lfmmi true|false         stage 11 also trains the acoustic network from scratch with lattice-free MMI
+#     --lfmmi true|false         stage 19 trains the acoustic network from scratch with lattice-free MMI
 #                                ([Povey2016], Kaldi's chain models), multi-style from the example server, and decodes
 #                                it on the CE graph: every dev and test set, noisy ones too (default: true)
-#     --combine true|false       stage 11 then combines the sMBR and LF-MMI models frame by frame (asrkit-decode
+#     --combine true|false       stage 20 combines the sMBR and LF-MMI models frame by frame (asrkit-decode
 #                                --combine-model; the weight of --combine-weights and the LM weight chosen on dev
 #                                for test, on dev_noisy for test_noisy) -> exp/<am>_smbr_lfmmi, the recipe's best
-#                                model on dev (RESULTS), and its recognizer package (dev's combination) ->
-#                                exp/<am>_smbr_lfmmi/package; needs exp/<am>_lfmmi decoded (--lfmmi true, now or
+#                                model on dev (RESULTS), and stage 21 its recognizer package (dev's combination)
+#                                -> exp/<am>_smbr_lfmmi/package; needs exp/<am>_lfmmi decoded (--lfmmi true, now or
 #                                before) (default: true)
 #     --combine-weights 'W...'   the LF-MMI model's weights tried on each dev set (default: 0.4 0.5 0.6 0.7)
-#     --adapt true|false         stage 12 adapts both models of the combination to each speaker of every dev and
+#     --adapt true|false         stage 22 adapts both models of the combination to each speaker of every dev and
 #                                test set from the combination's own first pass (asrkit-adapt, conf/adapt.conf)
 #                                and decodes them again -> exp/<am>_smbr_lfmmi_adapted; needs --combine true
 #                                (default: false: on egs/voiceover's dev it did not pay; its RESULTS)
-#     --kaldi-baseline DIR       stage 13 also trains and decodes Kaldi's own GMM systems (mono, tri1, tri2b, tri3b
+#     --kaldi-baseline DIR       stage 23 also trains and decodes Kaldi's own GMM systems (mono, tri1, tri2b, tri3b
 #                                with per-speaker fMLLR: steps/kaldi_baseline.sh) on the same audio, lexicon and
 #                                LM with the Kaldi that bin/build-kaldi built in DIR -> exp/kaldi_*; empty: not
 #                                run (default: empty)
-#     --group-comparison true|false   stage 11 also trains the clean-only windowed BLSTM at [Mohamed2015]'s 20+1+20
+#     --group-comparison true|false   stage 17 trains the clean-only windowed BLSTM at [Mohamed2015]'s 20+1+20
 #                                and 20+8+20 on the unrolling comparison's subset (default: false)
 #     --am wblstm|lstm|tdnnf     the acoustic network: [Mohamed2015]'s windowed BLSTM, [Variani2017]'s LSTM or the
 #                                factorized TDNN of Kaldi's chain recipes (Povey et al. 2018); its
@@ -67,21 +67,24 @@
 #         8 graph, decoding and scoring of test and test_noisy -> exp/<am>_ce/decode_*;
 #         9 bigram graph and sMBR sequence training with seq-mode example servers (lattices on the
 #         fly with model snapshots) -> exp/<am>_smbr; 10 decoding and scoring with the sMBR model
-#         -> exp/<am>_smbr/decode_*, and its dev, test and train_fit lattices rescored with the 4-gram
-#         -> exp/<am>_smbr/decode_*_rescored, and its recognizer package (asrkit-export) -> exp/<am>_smbr/package;
-#         11 comparisons: clean-only CE decoded (and realignment with it), and
-#         with --unroll-comparison true truncated unrolling at (b,u) = (512,10), (256,20), (128,40) vs
-#         full unrolling with length buckets, all at b x u = 5120 frames a step, on at most 1500
-#         training utterances ([Variani2017-15k] Tables 1 and 2) -> exp/<am>_ce_clean, exp/unroll_*, and with
-#         --unsupervised-demo true [McDermott2014]'s use of untranscribed audio (steps/unsupervised_demo.sh)
-#         -> exp/<am>_sup, exp/<am>_semisup, and with --jitter-comparison true the clean-only windowed BLSTM
-#         without jitter -> exp/wblstm_ce_clean_nojitter, exp/jitter.png, and with --ctc-comparison true
-#         CTC over phones -> exp/<am>_ctc, and with --group-comparison true the windowed BLSTM at 20+1+20 and
-#         20+8+20 -> exp/wblstm_g1, exp/wblstm_g8;
-#         12 with --adapt true each dev and test speaker's adapted models, the combination's second pass
-#         -> exp/<am>_smbr_lfmmi_adapted; 13 baseline: pocketsphinx's stock en-us model decoding test and
+#         -> exp/<am>_smbr/decode_*; 11 its dev, test and train_fit lattices rescored with the 4-gram
+#         -> exp/<am>_smbr/decode_*_rescored; 12 its recognizer package (asrkit-export) -> exp/<am>_smbr/package;
+#         13 the clean-only CE model decoded, and the training set realigned with it -> exp/<am>_ce_clean,
+#         exp/<am>_ce_clean_ali; 14 with --unroll-comparison true truncated unrolling at (b,u) = (512,10),
+#         (256,20), (128,40) vs full unrolling with length buckets, all at b x u = 5120 frames a step, on at
+#         most 1500 training utterances ([Variani2017-15k] Tables 1 and 2) -> exp/unroll_*; 15 with
+#         --jitter-comparison true the clean-only windowed BLSTM without jitter -> exp/wblstm_ce_clean_nojitter,
+#         exp/jitter.png; 16 with --unsupervised-demo true [McDermott2014]'s use of untranscribed audio
+#         (steps/unsupervised_demo.sh) -> exp/<am>_sup, exp/<am>_semisup; 17 with --group-comparison true the
+#         windowed BLSTM at 20+1+20 and 20+8+20 -> exp/wblstm_g1, exp/wblstm_g8; 18 with --ctc-comparison true
+#         CTC over phones -> exp/<am>_ctc; 19 with --lfmmi true the LF-MMI model (steps/lfmmi.sh, multi-style)
+#         -> exp/<am>_lfmmi; 20 with --combine true its frame-level combination with the sMBR model
+#         (steps/decode_combined.sh) -> exp/<am>_smbr_lfmmi; 21 with --combine true the combination's
+#         recognizer package -> exp/<am>_smbr_lfmmi/package;
+#         22 with --adapt true each dev and test speaker's adapted models, the combination's second pass
+#         -> exp/<am>_smbr_lfmmi_adapted; 23 baseline: pocketsphinx's stock en-us model decoding test and
 #         test_noisy with the same lexicon and LM -> exp/pocketsphinx, and with --kaldi-baseline Kaldi's GMM
-#         systems -> exp/kaldi_{mono,tri1,tri2b,tri3b}; 14 results table -> exp/RESULTS,
+#         systems -> exp/kaldi_{mono,tri1,tri2b,tri3b}; 24 results table -> exp/RESULTS,
 #         training plots -> exp/*/training.png.
 # Every model is decoded at the LM weight a lattice sweep chose on dev (dev_noisy for test_noisy):
 # decoding parameters are tuned on dev, never on test.
@@ -122,7 +125,7 @@ require_choice size tiny small default
 require_choice am wblstm lstm tdnnf
 require_choice cmvn_mean utterance speaker global online
 require_whole_number stage stop_stage nj seed cmvn_online_prior_frames
-# Stage 12 adapts the combination from its own lattices: refused now, not after the hour of training.
+# Stage 22 adapts the combination from its own lattices: refused now, not after the hour of training.
 ! $adapt || $combine || { echo "$0: --adapt true adapts the combination: give --combine true" >&2; exit 1; }
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -131,8 +134,8 @@ cd "$here"
 . ../../steps/common.sh
 stages_init "$exp/log" "$stage" "$stop_stage"
 echo "$command_line" >&2
-# Stage 13's Kaldi baseline needs a built Kaldi: refused now, not after the hour of training.
-[ -z "$kaldi_baseline" ] || ! run_stage 13 || require_built_kaldi "$kaldi_baseline" --kaldi-baseline
+# Stage 23's Kaldi baseline needs a built Kaldi: refused now, not after the hour of training.
+[ -z "$kaldi_baseline" ] || ! run_stage 23 || require_built_kaldi "$kaldi_baseline" --kaldi-baseline
 
 if run_stage 0; then
   begin_stage 0 "set-up: synthesisers and the Python environment"
@@ -202,7 +205,7 @@ esac
 # Multi-style CE continues the clean-only model (steps/train_tree_and_ce.sh --from-clean true) for multi_style_epochs
 # at half conf/train_ce.conf's learning rate.  From scratch with the clean-only model's epochs, the windowed
 # BLSTM's multi-style model was far worse than the clean-only model on test; continuing it for 2 epochs came much
-# closer, at a slightly higher dev_noisy WER (RESULTS), and stages 7 and 11 together train 2 epochs less.  On that
+# closer, at a slightly higher dev_noisy WER (RESULTS), and stages 7 and 13 together train 2 epochs less.  On that
 # corpus, 6 clean-only epochs beat 4 on dev and test (RESULTS), for about 2 minutes.
 ce_from_clean=true
 ce_finetune_lr=0.001
@@ -212,7 +215,7 @@ ce_finetune_lr=0.001
 if [ "$am" = lstm ] && [ "$size" != tiny ]; then
   ce_epochs=$(( ce_epochs * 2 )); multi_style_epochs=$(( multi_style_epochs * 2 ))
 fi
-# Stage 11's unrolling comparisons: (b,u) pairs at one b x u (the paper's 5120 frames a step; the tiny
+# Stage 14's unrolling comparisons: (b,u) pairs at one b x u (the paper's 5120 frames a step; the tiny
 # corpus, about 5000 frames in all, gets 320), on at most comparison_utts training utterances.
 case "$size" in
   tiny) unroll_pairs="32:10 16:20 8:40" ;;
@@ -242,7 +245,7 @@ train_options="--config conf/train_ce.conf --num-streams $streams"
 mono_model="--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3"
 mono_model+=" --model-param num_units=$mono_units"
 ce_model="$(ce_model_options "$am" "$ce_cells")"
-ce_prior_scale=0.5  # realigning with the CE models (stages 7 and 11)
+ce_prior_scale=0.5  # realigning with the CE models (stages 7 and 13)
 noise_styles=conf/noise_styles.json  # the multi-style mix of CE and sMBR training
 # Decoding divides the log priors out of the posteriors at a scale chosen on dev (steps/decode_tuned.sh),
 # as the LM weight is: of 1 / 0.75 / 0.5, the scale dev liked best differed from model to model (RESULTS).
@@ -267,14 +270,15 @@ $overwrite && train_options+=" --no-resume"
 tuned_sets="dev:test:train_fit dev_noisy:test_noisy"
 decode_options=(--cmd "$cpu_cmd" --nj "$nj" --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options"
                 --prior-scales "$prior_scales")
-# decode_test MODEL: exp/MODEL decoded on test with the CE model's graph, at conf/decode.conf's weights (stage 11's
+# decode_test MODEL: exp/MODEL decoded on test with the CE model's graph, at conf/decode.conf's weights (stage 14's
 # unrolling runs).
 decode_test() {
-  ../../steps/decode.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage11" --decode-config conf/decode.conf \
+  ../../steps/decode.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage14" --decode-config conf/decode.conf \
     --decode-opts "$cmvn_decode_options" "$exp/${am}_ce/graph" "$exp/$1/final" "$data/test" "$exp/$1/decode_test"
 }
-# The clean-only trainings of stage 11 (clean features read in-process): the CE model's network and schedule.
-clean_training=(--cmd "$gpu_cmd" --log-dir "$logs/stage11" --num-epochs "$ce_epochs" --schedule-streams "$streams")
+# The clean-only trainings of stages 13, 15, 17 and 18 (clean features read in-process): the CE model's network and
+# schedule; each stage adds its own --log-dir.
+clean_training=(--cmd "$gpu_cmd" --num-epochs "$ce_epochs" --schedule-streams "$streams")
 
 if run_stage 5; then
   begin_stage 5 "features -> $exp/feats (CMVN from train)"
@@ -336,32 +340,40 @@ if run_stage 9; then
 fi
 
 if run_stage 10; then
-  begin_stage 10 "decoding and scoring with the sMBR model, 4-gram lattice rescoring -> $exp/${am}_smbr/decode_*, its package -> $exp/${am}_smbr/package"
+  begin_stage 10 "decoding and scoring with the sMBR model -> $exp/${am}_smbr/decode_*"
   # Same tree as the CE model, so the same decoding graph.  The clean sets keep their lattices, which the
-  # 4-gram (stage 4) rescores at the LM weight chosen on dev ([Mohamed2015] section 5.1).
+  # 4-gram (stage 4) rescores at the LM weight chosen on dev ([Mohamed2015] section 5.1) in stage 11.
   ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage10" --tuned-sets "$tuned_sets" \
     --write-lattices true "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr"
-  ../../steps/rescore_lm.sh --cmd "$cpu_cmd" --log-dir "$logs/stage10" --sets "${tuned_sets%% *}" \
-    "$exp/${am}_ce/graph" "$data/local/lm/test.arpa" "$data/local/lm/fourgram.arpa" "$data" "$exp/${am}_smbr"
-  # The final model as a recognizer package for asrkit-transcribe and asrkit.Recognizer (docs/recognition.md),
-  # at the prior scale and LM weight chosen on dev.
-  ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage10" --export-opts "$cmvn_decode_options" \
-    "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" "$exp/${am}_smbr/decode_dev" "$exp/${am}_smbr/package"
 fi
 
 if run_stage 11; then
-  begin_stage 11 "clean-only CE (and with --unroll-comparison true truncated vs full unrolling) -> $exp/${am}_ce_clean"
+  begin_stage 11 "the sMBR model's lattices rescored with the 4-gram -> $exp/${am}_smbr/decode_*_rescored"
+  ../../steps/rescore_lm.sh --cmd "$cpu_cmd" --log-dir "$logs/stage11" --sets "${tuned_sets%% *}" \
+    "$exp/${am}_ce/graph" "$data/local/lm/test.arpa" "$data/local/lm/fourgram.arpa" "$data" "$exp/${am}_smbr"
+fi
+
+if run_stage 12; then
+  begin_stage 12 "the sMBR model's recognizer package -> $exp/${am}_smbr/package"
+  # The final model as a recognizer package for asrkit-transcribe and asrkit.Recognizer (docs/recognition.md),
+  # at the prior scale and LM weight chosen on dev.
+  ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage12" --export-opts "$cmvn_decode_options" \
+    "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" "$exp/${am}_smbr/decode_dev" "$exp/${am}_smbr/package"
+fi
+
+if run_stage 13; then
+  begin_stage 13 "the clean-only CE model decoded, the training set realigned with it -> $exp/${am}_ce_clean, $exp/${am}_ce_clean_ali"
   # Clean-only CE: ${am}_ce's network, data and schedule, read in-process from the clean features,
   # for the multi-style vs clean comparison on test_noisy (trained in stage 7, where the multi-style
   # model continues it).  It also realigns the training set: its alignments are scored against the
   # synthesisers' timings like stage 7's.
   if ! $ce_from_clean; then
-    ../../steps/train_ce.sh "${clean_training[@]}" --opts "$train_options $ce_model" "$data/train" "$exp/tree_ali" \
-      "$exp/${am}_ce_clean"
+    ../../steps/train_ce.sh "${clean_training[@]}" --log-dir "$logs/stage13" --opts "$train_options $ce_model" \
+      "$data/train" "$exp/tree_ali" "$exp/${am}_ce_clean"
   fi
-  ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage11" --tuned-sets "$tuned_sets" \
+  ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage13" --tuned-sets "$tuned_sets" \
     "$exp/${am}_ce/graph" "$data" "$exp/${am}_ce_clean"
-  ../../steps/align.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage11" --align-config conf/align.conf \
+  ../../steps/align.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage13" --align-config conf/align.conf \
     --prior-scale "$ce_prior_scale" "$data/train" "$data/lang" "$exp/${am}_ce_clean/final" "$exp/${am}_ce_clean_ali"
   truth="$data/local/corpus/timings/train.jsonl"
   if [ -s "$truth" ]; then
@@ -376,9 +388,9 @@ fi
 # Held-out frame accuracy every 10 steps on 50 utterances gives the time to convergence.  The graph is
 # ${am}_ce's (the same tree).  Off by
 # default: four trainings that took a large share of the default recipe's time (RESULTS) and no part of its models.
-if run_stage 11 && $unroll_comparison; then
-  echo "stage 11: truncated vs full unrolling at a constant b x u -> $exp/unroll_*" >&2
-  comparison_subset 11
+if run_stage 14 && $unroll_comparison; then
+  begin_stage 14 "truncated vs full unrolling at a constant b x u -> $exp/unroll_*"
+  comparison_subset 14
   # [Variani2017-15k]'s experiment is the LSTM's, whatever --am is (and u = 10 is no multiple of wblstm's group).
   comparison_options="$train_options $(ce_model_options lstm "$ce_cells") --num-epochs $ce_epochs"
   comparison_options+=" --valid-utts 50 --valid-every 10"
@@ -386,11 +398,11 @@ if run_stage 11 && $unroll_comparison; then
   for pair in $unroll_pairs; do
     b="${pair%%:*}"; u="${pair##*:}"; frames_per_step=$((b * u))
     # Later options win: these replace train_options' --num-streams and --unroll.
-    ../../steps/train_ce.sh --cmd "$gpu_cmd" --log-dir "$logs/stage11" \
+    ../../steps/train_ce.sh --cmd "$gpu_cmd" --log-dir "$logs/stage14" \
       --opts "$comparison_options --num-streams $b --unroll $u" "$comparison_data" "$exp/tree_ali" "$exp/unroll_b${b}_u${u}"
     decode_test "unroll_b${b}_u${u}"
   done
-  ../../steps/train_ce.sh --cmd "$gpu_cmd" --log-dir "$logs/stage11" \
+  ../../steps/train_ce.sh --cmd "$gpu_cmd" --log-dir "$logs/stage14" \
     --opts "$comparison_options --mode full --frames-per-batch $frames_per_step" "$comparison_data" "$exp/tree_ali" \
     "$exp/unroll_full"
   decode_test unroll_full
@@ -400,14 +412,14 @@ fi
 # starting on a group boundary (--no-group-jitter), so each frame keeps its place in its group every epoch;
 # the two runs' held-out frame accuracy over epochs -> exp/jitter.png, and their WER.  Off by default: one
 # more training.
-if run_stage 11 && $jitter_comparison; then
-  echo "stage 11: the windowed BLSTM without jitter -> $exp/wblstm_ce_clean_nojitter, $exp/jitter.png" >&2
+if run_stage 15 && $jitter_comparison; then
+  begin_stage 15 "the windowed BLSTM without jitter -> $exp/wblstm_ce_clean_nojitter, $exp/jitter.png"
   if [ "$am" != wblstm ]; then
     echo "note: --jitter-comparison is for --am wblstm (the LSTM predicts no groups); skipped" >&2
   else
-    ../../steps/train_ce.sh "${clean_training[@]}" --opts "$train_options $ce_model" --more-opts --no-group-jitter \
-      "$data/train" "$exp/tree_ali" "$exp/wblstm_ce_clean_nojitter"
-    ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage11" --tuned-sets "$tuned_sets" \
+    ../../steps/train_ce.sh "${clean_training[@]}" --log-dir "$logs/stage15" --opts "$train_options $ce_model" \
+      --more-opts --no-group-jitter "$data/train" "$exp/tree_ali" "$exp/wblstm_ce_clean_nojitter"
+    ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage15" --tuned-sets "$tuned_sets" \
       --first-only true "$exp/wblstm_ce/graph" "$data" "$exp/wblstm_ce_clean_nojitter"
     python "$ASRKIT_ROOT/steps/plot_held_out.py" "$exp/jitter.png" "jitter=$exp/wblstm_ce_clean" \
       "no jitter=$exp/wblstm_ce_clean_nojitter" >&2
@@ -417,9 +429,9 @@ fi
 # [McDermott2014]'s untranscribed data: half the training set's transcripts hidden, its most confident hypotheses
 # added to the other half's training (steps/unsupervised_demo.sh).  Off by default: two more trainings
 # and a decoding of half the training set, and the selection pays off only when the first model is good.
-if run_stage 11 && $unsupervised_demo; then
-  echo "stage 11: untranscribed data ([McDermott2014]) -> $exp/${am}_sup, $exp/${am}_semisup" >&2
-  ../../steps/unsupervised_demo.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage11" \
+if run_stage 16 && $unsupervised_demo; then
+  begin_stage 16 "untranscribed data ([McDermott2014]) -> $exp/${am}_sup, $exp/${am}_semisup"
+  ../../steps/unsupervised_demo.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage16" \
     --am "$am" --train-opts "$train_options $ce_model" --num-epochs "$ce_epochs" --num-streams "$streams" \
     --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" --align-config conf/align.conf \
     --prior-scale "$ce_prior_scale" --tuned-sets "$tuned_sets" --prior-scales "$prior_scales" "$data" "$exp"
@@ -429,17 +441,17 @@ fi
 # 20+1+20 and at 20+8+20 on the unrolling comparison's subset, u = 40 (a multiple of 8) with half the streams
 # (the same frames a step); their WER and decoding frames/s.  Off by default: 20+1+20 trains far slower than
 # 20+8+20 (bench/wblstm.py, RESULTS), too slow for the whole training set in the recipe's hour.
-if run_stage 11 && $group_comparison; then
-  echo "stage 11: the windowed BLSTM at 20+1+20 and 20+8+20 ([Mohamed2015]) -> $exp/wblstm_g1, $exp/wblstm_g8" >&2
-  comparison_subset 11
+if run_stage 17 && $group_comparison; then
+  begin_stage 17 "the windowed BLSTM at 20+1+20 and 20+8+20 ([Mohamed2015]) -> $exp/wblstm_g1, $exp/wblstm_g8"
+  comparison_subset 17
   for group in 1 8; do
     group_model="--model wblstm --model-param num_layers=2 --model-param num_cells=$(( ce_cells / 2 ))"
     group_model+=" --model-param context=20 --model-param group=$group --num-streams $(( streams / 2 )) --unroll 40"
-    ../../steps/train_ce.sh "${clean_training[@]}" --opts "$train_options $group_model" "$comparison_data" \
-      "$exp/tree_ali" "$exp/wblstm_g$group"
-    ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage11" --tuned-sets "$tuned_sets" \
+    ../../steps/train_ce.sh "${clean_training[@]}" --log-dir "$logs/stage17" --opts "$train_options $group_model" \
+      "$comparison_data" "$exp/tree_ali" "$exp/wblstm_g$group"
+    ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage17" --tuned-sets "$tuned_sets" \
       --first-only true "$exp/${am}_ce/graph" "$data" "$exp/wblstm_g$group"
-    echo "wblstm_g$group: decoding $(grep -ho 'frames_per_second=[0-9]*' "$logs/stage11/decode_wblstm_g${group}_test.log")" >&2
+    echo "wblstm_g$group: decoding $(grep -ho 'frames_per_second=[0-9]*' "$logs/stage17/decode_wblstm_g${group}_test.log")" >&2
   done
 fi
 
@@ -448,14 +460,14 @@ fi
 # A full-mode batch holds 4x the frames of a truncated step (4x b streams of 20), so the schedule counts steps of
 # that size; CTC's spiky posteriors want lower LM weights than the hybrid's, and dev chooses whether to divide by
 # the label priors (Eesen does) and how much.  Off by default: one more training.
-if run_stage 11 && $ctc_comparison; then
-  echo "stage 11: CTC over phones ([Variani2017] and [Variani2017-15k]) -> $exp/${am}_ctc" >&2
-  ../../steps/train_ce.sh "${clean_training[@]}" --schedule-streams $(( streams * 4 )) \
+if run_stage 18 && $ctc_comparison; then
+  begin_stage 18 "CTC over phones ([Variani2017] and [Variani2017-15k]) -> $exp/${am}_ctc"
+  ../../steps/train_ce.sh "${clean_training[@]}" --log-dir "$logs/stage18" --schedule-streams $(( streams * 4 )) \
     --opts "$train_options $ce_model --criterion ctc --mode full --frames-per-batch $(( streams * 4 * 20 ))" \
     "$data/train" "$exp/tree_ali" "$exp/${am}_ctc"
-  launch "$cpu_cmd" "$logs/stage11/mkgraph_${am}_ctc.log" \
+  launch "$cpu_cmd" "$logs/stage18/mkgraph_${am}_ctc.log" \
     mkgraph "$data/lang_test" "$exp/${am}_ctc/final" "$exp/${am}_ctc/graph"
-  ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage11" --tuned-sets "$tuned_sets" \
+  ../../steps/decode_tuned.sh "${decode_options[@]}" --log-dir "$logs/stage18" --tuned-sets "$tuned_sets" \
     --first-only true --prior-scales "1 0.5 0" \
     --sweep-opts "--lmwt-sweep --sweep-method lattice --min-lmwt 0.5 --max-lmwt 3 --lmwt-step 0.25" \
     "$exp/${am}_ctc/graph" "$data" "$exp/${am}_ctc"
@@ -468,63 +480,68 @@ fi
 # set's LM weight.  Then (--combine) its frame-level combination with the sMBR model: better than either alone on
 # both dev sets (RESULTS), at the cost of LF-MMI's training and two networks in decoding.
 lfmmi_options="--xent-regularize 0.1"
-if run_stage 11 && $lfmmi; then
-  echo "stage 11: lattice-free MMI ([Povey2016]), multi-style -> $exp/${am}_lfmmi" >&2
-  ../../steps/lfmmi.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage11" \
+if run_stage 19 && $lfmmi; then
+  begin_stage 19 "lattice-free MMI ([Povey2016]), multi-style -> $exp/${am}_lfmmi"
+  ../../steps/lfmmi.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage19" \
     --train-opts "$train_options $ce_model" --lfmmi-opts "$lfmmi_options" --num-epochs "$ce_epochs" \
     --num-streams "$streams" --more-opts "--example-servers local:1 --server-styles $noise_styles" \
     --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" --tuned-sets "$tuned_sets" \
     --first-only false "$data/train" "$exp/tree_ali" "$exp/${am}_ce/graph" "$data" "$exp/${am}_lfmmi"
 fi
-if run_stage 11 && $combine; then
-  echo "stage 11: the sMBR and LF-MMI models combined frame by frame -> $exp/${am}_smbr_lfmmi" >&2
-  # The combination's decodes keep their lattices when stage 12 adapts from them.
+
+if run_stage 20 && $combine; then
+  begin_stage 20 "the sMBR and LF-MMI models combined frame by frame -> $exp/${am}_smbr_lfmmi"
+  # The combination's decodes keep their lattices when stage 22 adapts from them.
   combined_lattices=
   $adapt && combined_lattices=--write-lattices
   for pair in $tuned_sets; do
     IFS=: read -r dev_set test_set _ <<< "$pair"
-    ../../steps/decode_combined.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage11" \
+    ../../steps/decode_combined.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage20" \
       --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options $combined_lattices" \
       --combine-weights "$combine_weights" \
       --dev-set "$dev_set" --test-sets "$test_set" \
       "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" "$exp/${am}_lfmmi" "$exp/${am}_smbr_lfmmi"
   done
+fi
+
+if run_stage 21 && $combine; then
+  begin_stage 21 "the combination's recognizer package -> $exp/${am}_smbr_lfmmi/package"
   # The recipe's best model as a recognizer package too: both networks, combined as the clean dev set chose.
   dev_set="${tuned_sets%%:*}"
   require_files "$exp/${am}_smbr_lfmmi/decode_$dev_set/combination_opts"
-  ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage11" --export-opts "$cmvn_decode_options \
+  ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage21" --export-opts "$cmvn_decode_options \
     $(cat "$exp/${am}_smbr_lfmmi/decode_$dev_set/combination_opts")" "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" \
     "$exp/${am}_smbr_lfmmi/decode_$dev_set" "$exp/${am}_smbr_lfmmi/package"
 fi
 
-if run_stage 12 && $adapt; then
-  begin_stage 12 "each speaker's adapted models, the combination's second pass -> $exp/${am}_smbr_lfmmi_adapted"
+if run_stage 22 && $adapt; then
+  begin_stage 22 "each speaker's adapted models, the combination's second pass -> $exp/${am}_smbr_lfmmi_adapted"
   for pair in $tuned_sets; do
     IFS=: read -r dev_set test_set _ <<< "$pair"
-    ../../steps/adapt_combined.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage12" \
+    ../../steps/adapt_combined.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage22" \
       --adapt-config conf/adapt.conf --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" \
       --dev-set "$dev_set" --test-sets "$test_set" "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" \
       "$exp/${am}_lfmmi" "$exp/${am}_smbr_lfmmi" "$exp/${am}_smbr_lfmmi_adapted"
   done
 fi
 
-if run_stage 13; then
-  begin_stage 13 "baseline: pocketsphinx's stock en-us model with this recipe's lexicon and LM -> $exp/pocketsphinx"
+if run_stage 23; then
+  begin_stage 23 "baseline: pocketsphinx's stock en-us model with this recipe's lexicon and LM -> $exp/pocketsphinx"
   # The reference every WER here is read against: a model trained on real speech by another toolkit,
   # decoding the same audio with the same words and the same trigram LM.
-  ../../steps/pocketsphinx_baseline.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage13" \
+  ../../steps/pocketsphinx_baseline.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage23" \
     --test-sets "test test_noisy" "$data" "$data/local/dict" "$data/local/lm/test.arpa" "$exp/pocketsphinx"
   if [ -n "$kaldi_baseline" ]; then
     # Kaldi on the same audio (clean training set, as Kaldi's recipes train), lexicon and LM; test at dev's
     # LM weight and insertion penalty, test_noisy at dev_noisy's.
-    ../../steps/kaldi_baseline.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage13/kaldi" \
+    ../../steps/kaldi_baseline.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage23/kaldi" \
       --kaldi-root "$kaldi_baseline" --tuned-sets "dev:test dev_noisy:test_noisy" "$data" "$data/local/dict" \
       "$data/local/lm/test.arpa" "$exp"
   fi
 fi
 
-if run_stage 14; then
-  begin_stage 14 "results -> $exp/RESULTS, training curves -> $exp/{${am}_ce,${am}_smbr}/training.png"
+if run_stage 24; then
+  begin_stage 24 "results -> $exp/RESULTS, training curves -> $exp/{${am}_ce,${am}_smbr}/training.png"
   ../../steps/make_results.sh --command-line "$command_line" --recipe voicesearch \
     --plot-models "${am}_ce ${am}_smbr" "$exp"
 fi

@@ -75,15 +75,15 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
                 decode_dir = exp / model / f"decode_{split}"
                 assert len(open(decode_dir / "hyp.txt").read().splitlines()) == 10
                 assert not (decode_dir / "best_lmwt").exists()
-                stage = {"wblstm_ce": 8, "wblstm_smbr": 10}.get(model, 11)
+                stage = {"wblstm_ce": 8, "wblstm_smbr": 10}.get(model, 13)
                 log = open(exp / "log" / f"stage{stage}" / f"decode_{model}_{split}.log").read()
-                assert f"--acoustic-scale {1 / weight:g} " in log
+                assert f"--acoustic-scale {1 / weight!r} " in log
                 # The prior scale is chosen on dev among the recipe's three, and the others' decodes are gone.
                 prior = open(exp / model / "decode_dev" / "prior_scale").read().strip()
                 assert prior in ("1", "0.75", "0.5") and f"--prior-scale {prior}" in log
             assert not list((exp / model).glob("decode_dev_prior*"))
             assert f"/{model}/decode_dev/wer_" in open(exp / model / "decode_dev" / "best_wer").read()
-    # Stage 10 keeps the final model's lattices of the clean sets and rescores them with the 4-gram.
+    # Stage 10 keeps the final model's lattices of the clean sets and stage 11 rescores them with the 4-gram.
     for split in ("dev", "test", "train_fit"):
         assert (exp / "wblstm_smbr" / f"decode_{split}" / "lat.scp").exists()
         rescored = exp / "wblstm_smbr" / f"decode_{split}_rescored"
@@ -92,14 +92,14 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert "4-gram" in open(exp / "RESULTS").read() and (data / "local" / "lm" / "fourgram.arpa").exists()
     smbr_log = open(exp / "log" / "stage9" / "train_wblstm_smbr.log").read()
     assert "asrkit-train-seq summary: status=ok steps=20" in smbr_log
-    # Stage 10 exports the sMBR model as a recognizer package at the LM weight and prior scale dev chose.
+    # Stage 12 exports the sMBR model as a recognizer package at the LM weight and prior scale dev chose.
     decode = json.load(open(exp / "wblstm_smbr" / "package" / "decode.json"))
     assert decode["lm_weight"] == float(open(exp / "wblstm_smbr" / "decode_dev" / "best_lmwt").read())
     assert decode["prior_scale"] == float(open(exp / "wblstm_smbr" / "decode_dev" / "prior_scale").read())
-    assert "asrkit-export summary: status=ok" in open(exp / "log" / "stage10" / "export_wblstm_smbr.log").read()
+    assert "asrkit-export summary: status=ok" in open(exp / "log" / "stage12" / "export_wblstm_smbr.log").read()
     assert "server_objective" in smbr_log and "staleness histogram" in smbr_log
-    # Stage 11: clean-only CE (decoded on both sets), and three truncated (b, u) runs of the LSTM at b x u = 320 and a
-    # full-unrolling run with 320-frame batches (decoded on test).
+    # Stages 13 and 14: clean-only CE (decoded on both sets), and three truncated (b, u) runs of the LSTM at
+    # b x u = 320 and a full-unrolling run with 320-frame batches (decoded on test).
     for name in ("unroll_b32_u10", "unroll_b16_u20", "unroll_b8_u40", "unroll_full"):
         config = json.load(open(exp / name / "config.json"))["train"]
         assert config["mode"] == "full" or config["num_streams"] * config["unroll"] == 320, name
@@ -107,7 +107,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
         assert len(json.load(open(exp / name / "result.json"))["valid_history"]) >= 5, name
     assert json.load(open(exp / "unroll_full" / "config.json"))["train"]["frames_per_batch"] == 320
     assert (exp / "wblstm_ce_clean_ali" / "ali.scp").exists()
-    # Stage 11, [McDermott2014]'s untranscribed data: train split in two halves, the second without its transcripts;
+    # Stage 16, [McDermott2014]'s untranscribed data: train split in two halves, the second without its transcripts;
     # the most confident 70% of its hypotheses (at most) join the first half's training.
     sup = [line.split()[0] for line in open(data / "train_sup" / "utt2spk")]
     unsup = [line.split()[0] for line in open(data / "train_unsup" / "utt2spk")]
@@ -119,32 +119,32 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
         assert sorted(line.split()[0] for line in handle) == sorted(sup + list(selected))
     assert json.load(open(exp / "wblstm_semisup" / "config.json"))["data"]["train_utterances"] + 5 == \
         len(sup) + len(selected)  # --valid-utts 5 held out
-    assert "graph_sup" in open(exp / "log" / "stage11" / "decode_wblstm_sup_train_unsup.log").read()
-    # Stage 11, [Mohamed2015]'s jitter: the clean-only model again with utterances on group boundaries, and the plot.
+    assert "graph_sup" in open(exp / "log" / "stage16" / "decode_wblstm_sup_train_unsup.log").read()
+    # Stage 15, [Mohamed2015]'s jitter: the clean-only model again with utterances on group boundaries, and the plot.
     assert json.load(open(exp / "wblstm_ce_clean_nojitter" / "config.json"))["train"]["group_jitter"] is False
     assert (exp / "jitter.png").stat().st_size > 1000
     assert "no jitter: held-out frame accuracy at the end of epochs" in result.stderr
-    # Stage 11, CTC: phone targets on whole utterances, a model without a tree and its own CTC-topology graph.
+    # Stage 18, CTC: phone targets on whole utterances, a model without a tree and its own CTC-topology graph.
     ctc_config = json.load(open(exp / "wblstm_ctc" / "final" / "model.json"))
     assert ctc_config["outputs"] == "ctc-phones" and not (exp / "wblstm_ctc" / "final" / "tree.json").exists()
     assert json.load(open(exp / "wblstm_ctc" / "graph" / "graph_info.json"))["options"] == {"topology": "ctc"}
     assert (exp / "wblstm_ctc" / "decode_test" / "best_wer").exists()
-    # LF-MMI: trained from scratch, multi-style, with its denominator graph kept, uniform priors, decoded on the CE
-    # graph, test_noisy too.
+    # Stage 19, LF-MMI: trained from scratch, multi-style, with its denominator graph kept, uniform priors, decoded
+    # on the CE graph, test_noisy too.
     assert json.load(open(exp / "wblstm_lfmmi" / "config.json"))["train"]["criterion"] == "lfmmi"
     assert "noisifying on the fly" in open(exp / "wblstm_lfmmi" / "log" / "serve.1.log").read()
     assert (exp / "wblstm_lfmmi" / "decode_test_noisy" / "best_wer").exists()
     assert (exp / "wblstm_lfmmi_den.npz").exists()
     assert len(set(open(exp / "wblstm_lfmmi" / "final" / "priors").read().split())) == 1
     assert (exp / "wblstm_lfmmi" / "decode_test" / "best_wer").exists()
-    # Its frame-level combination with the sMBR model (--combine, on by default): the weights chosen on each dev
-    # set, the test set decoded at its dev set's.
+    # Stage 20, its frame-level combination with the sMBR model (--combine, on by default): the weights chosen on
+    # each dev set, the test set decoded at its dev set's.
     for dev_set, test_set in (("dev", "test"), ("dev_noisy", "test_noisy")):
         weight = open(exp / "wblstm_smbr_lfmmi" / f"decode_{dev_set}" / "combine_weight").read().strip()
         assert weight in ("0.4", "0.5", "0.6", "0.7")
-        log = open(exp / "log" / "stage11" / f"decode_wblstm_smbr_{test_set}.log").read()
+        log = open(exp / "log" / "stage20" / f"decode_wblstm_smbr_{test_set}.log").read()
         assert f"--combine-weight {weight} " in log and "--combine-model" in log
-    # Stage 11, [Mohamed2015]'s frame grouping: 20+1+20 and 20+8+20, their test WER and decoding speed.
+    # Stage 17, [Mohamed2015]'s frame grouping: 20+1+20 and 20+8+20, their test WER and decoding speed.
     for group in (1, 8):
         params = json.load(open(exp / f"wblstm_g{group}" / "config.json"))["model"]["params"]
         assert (params["context"], params["group"]) == (20, group)
@@ -152,8 +152,11 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     # Every launcher job left its log; each stage's summary lines were shown.
     assert (exp / "log" / "stage6" / "train_mono1.log").exists() and (exp / "log" / "stage8" / "mkgraph.log").exists()
     assert "asrkit-decode summary: status=ok" in result.stderr
-    assert "== stage 11 done in " in result.stderr and "== run.sh done in " in result.stderr
-    # Stage 12: pocketsphinx's stock model with the recipe's lexicon and LM, beside the models trained here.
+    assert "== run.sh done in " in result.stderr
+    # Each stage does one job, and each ran but the adaptation (stage 22, --adapt false).
+    for stage in range(25):
+        assert (f"== stage {stage} done in " in result.stderr) == (stage != 22), stage
+    # Stage 23: pocketsphinx's stock model with the recipe's lexicon and LM, beside the models trained here.
     for split in ("test", "test_noisy"):
         assert len(open(exp / "pocketsphinx" / f"decode_{split}" / "hyp.txt").read().splitlines()) == 10
     results = open(exp / "RESULTS").read()

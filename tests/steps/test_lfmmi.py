@@ -1,7 +1,7 @@
 """steps/lfmmi.sh multi-style, as egs/voiceover trains it, on a small featurized audio data dir (the example server
 noisifying on the fly, the LF-MMI trainer), with its decoding step (steps/decode_tuned.sh) stubbed; its
---first-only false; egs/voiceover/run.sh's --lfmmi option; and egs/voicesearch/run.sh's stage 11 with --lfmmi true,
-its steps stubbed."""
+--first-only false; egs/voiceover/run.sh's --lfmmi option; and egs/voicesearch/run.sh's stages 19-21 (LF-MMI,
+the combination and its package) with --lfmmi true, its steps stubbed."""
 
 import json
 import os
@@ -110,7 +110,7 @@ def test_lfmmi_first_only_false_decodes_every_tuned_set(tmp_path):
 
 
 def test_the_voicesearch_recipe_trains_lfmmi_multi_style_and_decodes_the_noisy_sets(tmp_path):
-    """Stage 11 alone, its steps stubbed: LF-MMI from the example server with the CE models' noise styles and
+    """Stages 19-21 alone, their steps stubbed: LF-MMI from the example server with the CE models' noise styles and
     cross-entropy regularisation, decoded on every dev and test set the CE and sMBR models are (test_noisy too)."""
     steps = _stubbed_steps(tmp_path, "lfmmi.sh", "decode_tuned.sh", "align.sh", "decode_combined.sh",
                            "export_package.sh")
@@ -122,7 +122,7 @@ def test_the_voicesearch_recipe_trains_lfmmi_multi_style_and_decodes_the_noisy_s
     chosen.parent.mkdir(parents=True)
     chosen.write_text("--model-acoustic-scale 0.25 --combine-model M --combine-weight 0.6\n")
     environment = {**os.environ, "PATH": f"{ROOT}/bin:{os.environ['PATH']}"}
-    result = subprocess.run([str(recipe / "run.sh"), "--stage", "11", "--stop-stage", "11", "--lfmmi", "true", "--data",
+    result = subprocess.run([str(recipe / "run.sh"), "--stage", "19", "--stop-stage", "21", "--lfmmi", "true", "--data",
                              str(data), "--exp", str(exp)], capture_output=True, text=True, env=environment,
                             timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]

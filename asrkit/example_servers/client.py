@@ -1,8 +1,14 @@
 """The trainer's side of the example servers: one PULL socket connected to all of them.
 
 ServerExamples is an example source for the batchers (asrkit.train.examples'
-iteration protocol, without state/restore/load: a resumed run starts the
-stream afresh).  A receiver thread owns the socket (ZeroMQ fair-queues the
+iteration protocol with state and restore, without load).  Its state is where
+each shard's stream stands in what the consumer took (the last example's
+epoch and utterance, and how many) and the rotation's turn; restored before
+the first iteration, the servers the trainer starts itself (local:N) resume
+each shard after its last taken example (--start-epoch, --start-after,
+--start-index), and servers started by hand are told in the log how to.  The
+examples a resumed batcher held in its streams are not made again: a run
+killed and resumed trains each epoch's utterances once, less those few.  A receiver thread owns the socket (ZeroMQ fair-queues the
 servers), decodes each message (never unpickling anything), checks the
 server's handshake against the trainer's (feature dim, pdf count, frame shift:
 a mismatch fails the run with both values) and puts the example on a bounded
@@ -136,6 +142,8 @@ class ServerExamples:
         self.ended_shards = set()
         self.rotation = ShardRotation(num_servers) if num_servers else None
         self.taken = {}  # shard r -> examples handed to the consumer
+        self.last_taken_of_shard = {}  # shard r -> (epoch, utterance id) of the last example handed over
+        self.resume_positions = {}  # shard r -> (epoch, utterance id, examples taken) a restored stream starts after
         self.accepted_of_shard = {}  # shard r -> examples accepted (a restarted server's first has this index)
         self.take_listener = None  # called with the shard of each example handed to the consumer
         # shard -> (epoch, utterance id) of the last example received from it: where a restarted server resumes.
@@ -376,9 +384,39 @@ class ServerExamples:
             # Set here, not on arrival: the batchers read it as each example enters a stream.
             self.epoch = max(self.epoch, received.epoch)
             self.taken[received.shard] = self.taken.get(received.shard, 0) + 1
+            self.last_taken_of_shard[received.shard] = (received.epoch, received.example.utterance_id)
             if self.take_listener is not None:
                 self.take_listener(received.shard)
             yield received.example
+
+    def state(self):
+        """Each shard's position in what the consumer took, {"shards": {r: [epoch, utterance id, taken]}}, and the
+        rotation's turn (asrkit.example_servers.rotation.ShardRotation.position)."""
+        shards = {str(shard): [epoch, utterance_id, self.taken.get(shard, 0)]
+                  for shard, (epoch, utterance_id) in sorted(self.last_taken_of_shard.items())}
+        return {"shards": shards, "turn": self.rotation.position() if self.rotation is not None else None}
+
+    def restore(self, state):
+        """Continue after a `state()`, before the first iteration: each shard's server starts after its last
+        taken example (LocalServers reads resume_positions; servers started by hand are told how)."""
+        if self._thread.ident is not None:
+            raise AsrkitError("the example-server stream has started: its position can no longer be restored")
+        for key, (epoch, utterance_id, taken) in (state.get("shards") or {}).items():
+            shard = int(key)
+            self.resume_positions[shard] = (int(epoch), utterance_id, int(taken))
+            self.taken[shard] = self.accepted_of_shard[shard] = int(taken)
+            self.last_taken_of_shard[shard] = (int(epoch), utterance_id)
+            if self.num_servers:
+                self.last_position_of_shard[(shard, self.num_servers)] = (int(epoch), utterance_id)
+        self.epoch = max([epoch for epoch, _, _ in self.resume_positions.values()], default=0)
+        if self.rotation is not None and state.get("turn") is not None:
+            self.rotation.resume(state["turn"])
+        if self._given_endpoints and self.resume_positions:
+            logger.warning("the run resumes the example servers' streams where it stopped: start the servers given "
+                           "by address again with %s", "; ".join(
+                               f"shard {shard}: --start-epoch {epoch} --start-after {utterance_id} --start-index "
+                               f"{taken}" for shard, (epoch, utterance_id, taken) in sorted(
+                                   self.resume_positions.items())))
 
     def _in_turn(self, arrivals):
         """The received examples in the rotation's turn (arrival order without one)."""

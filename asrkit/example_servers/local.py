@@ -8,7 +8,8 @@ connects the trainer to each announced endpoint, restarts a server that dies
 (exit status other than 0: a crash, a kill, an error), counting and logging
 every restart with the tail of its log, and gives up after `max_restarts`
 restarts of one server.  A restarted server resumes its shard's epoch after the
-last example the trainer accepted from it, and the trainer drops whatever the
+last example the trainer accepted from it (a resumed run's servers start after
+the last example its checkpoint says the trainer took), and the trainer drops whatever the
 dead process sent after that (ServerExamples.replace_server): each utterance of
 an epoch is consumed exactly once.  `stop()` sends SIGTERM to all and kills what is
 still alive after a grace period.
@@ -121,6 +122,9 @@ class LocalServers:
 
     def start(self):
         for server in self.servers:
+            resumed = self.client.resume_positions.get(server.index)
+            if resumed is not None:  # a resumed run: the shard goes on after the last example the trainer took
+                server.resume_position, server.resume_index = resumed[:2], resumed[2]
             self._spawn(server)
         logger.info("started %d local example servers (logs: %s/serve.N.log)", len(self.servers), self.log_dir)
         # Training starts once every server is up: a server announces its endpoint only when its

@@ -58,6 +58,17 @@ class ShardRotation:
         """The shard whose turn it is (None once all have ended)."""
         return self._active[self._turn] if self._active else None
 
+    def position(self):
+        """The turn as a checkpoint keeps it: {"active": shards not ended, in turn order, "turn": index of the due}."""
+        return {"active": list(self._active), "turn": self._turn}
+
+    def resume(self, position):
+        """Continue the turn from a `position()` (before any item is added)."""
+        active = [int(shard) for shard in position["active"]]
+        if any(shard not in self._waiting for shard in active) or not 0 <= int(position["turn"]) < max(len(active), 1):
+            raise ValueError(f"a rotation position of shards 1..{self.num_shards} cannot be {position}")
+        self._active, self._turn = active, int(position["turn"])
+
     def add(self, shard, item):
         if shard not in self._waiting:
             raise ValueError(f"shard {shard} is not one of 1..{self.num_shards}")

@@ -15,7 +15,8 @@ same iteration protocol:
 - optional `load(utterance_id)`: one example by id, so a resumed batcher can
   refill a stream that was in the middle of an utterance.
 
-A source without them (a socket) just starts afresh on resume.
+A source without state starts afresh on resume; one without load (the example servers' client) resumes its
+position but not the streams' half-consumed utterances.
 """
 
 import os

@@ -115,17 +115,17 @@ class Checkpoints:
                                                   checkpoint_name="ckpt") if directory else None
         self.last_saved = -1  # the step of the last checkpoint written or resumed from
 
-    def restore(self, latest, batcher, from_servers):
-        """Continues from checkpoint `latest`: weights, optimizer, step and (reading tables) the batcher's input
-        position.  Returns the step."""
+    def restore(self, latest, batcher, resume_input=True):
+        """Continues from checkpoint `latest`: weights, optimizer, step and, with `resume_input`, the batcher's
+        input position (its source's, tables or example servers, and its streams').  Returns the step."""
         self.checkpoint.restore(latest).assert_consumed()
         step = int(self.training_state.step.numpy())
-        position = self.training_state.get_input_position()
+        position = self.training_state.get_input_position() if resume_input else None
         if position is not None:
             batcher.restore(position)
         logger.info("resuming from %s: step %d, input position %s", latest, step,
-                    "the example-server stream starts afresh" if from_servers
-                    else json.dumps(position["source"]) if position else "start")
+                    json.dumps(position["source"]) if position else
+                    "start" if resume_input else "the example-server stream starts afresh")
         self.last_saved = step
         return step
 

@@ -28,9 +28,13 @@ gets (asrkit.train.experiment):
 With `resume` (the default) a run continues from the latest checkpoint: same
 weights, optimizer accumulators, step, and input stream position, so a killed
 run and an uninterrupted one see the same batches in the same order.  With example
-servers the weights, optimizer and step resume the same way, but the example stream
-starts afresh (a socket has no position to return to).  The pdf count and the class
-priors come from the alignment dir in both cases.
+servers the weights, optimizer and step resume the same way, and each shard's stream
+goes on after the last example the checkpoint's batches took (the servers are started
+there: asrkit.example_servers.client); the utterances the batcher held half-consumed
+are not served again (a server cannot load one utterance by id), so the resumed run
+trains the rest of its epochs less those few.  Sequence training's servers start
+afresh with its snapshot schedule.  The pdf count and the class priors come from the
+alignment dir in both cases.
 
 `strategy` says where the steps run (asrkit.train.distribute): in this process (local, the
 default), on synchronous workers that each read their own shard or servers and all-reduce
@@ -149,7 +153,8 @@ def run_training(data_dir, ali_dir, exp_dir, options, params, net_config, criter
         criterion.initialize(net)
     source, batcher = _open_input(data_dir, ali_dir, exp_dir, options, params, data, cmvn, parts)
     from_servers = bool(options.example_servers)
-    resumed_from = checkpoints.restore(latest, batcher, from_servers) if latest else 0
+    resume_input = not from_servers or criterion.server_stream_resumes
+    resumed_from = checkpoints.restore(latest, batcher, resume_input) if latest else 0
     distribution.start(list(net.variables) + list(parts.optimizer.variables), parts.training_state.step)
     if not chief:
         resumed_from = int(parts.training_state.step.numpy())

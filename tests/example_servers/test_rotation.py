@@ -105,3 +105,50 @@ def test_a_shard_that_keeps_the_others_waiting_is_named(free_endpoint, monkeypat
         source.close()
         second.close()
     assert time.monotonic() - began < 60
+
+
+def test_a_rotation_resumes_its_turn_from_its_position():
+    rotation = ShardRotation(3)
+    for shard, item in [(1, "a"), (2, "b"), (3, ShardEnd(3)), (1, "c")]:
+        rotation.add(shard, item)
+    assert [rotation.take() for _ in range(3)] == [(1, "a"), (2, "b"), (1, "c")]
+    position = rotation.position()
+    assert position == {"active": [1, 2], "turn": 1}
+    resumed = ShardRotation(3)
+    resumed.resume(position)
+    resumed.add(1, "d")
+    assert resumed.take() is None  # shard 2 is due, as it was
+    resumed.add(2, "e")
+    assert [resumed.take(), resumed.take()] == [(2, "e"), (1, "d")]
+    with pytest.raises(ValueError, match="cannot be"):
+        ShardRotation(2).resume({"active": [1, 3], "turn": 0})
+
+
+def test_the_client_s_state_resumes_each_shard_after_its_last_taken_example(free_endpoint, caplog):
+    """What a checkpoint keeps of a server stream: each shard's last taken example and count, and the turn; a
+    restored client takes the shard due first and tells servers given by address where to start again."""
+    endpoints = [free_endpoint(), free_endpoint()]
+    first, first_messages = _sender(endpoints[0], 1, ["a1", "a2"])
+    second, second_messages = _sender(endpoints[1], 2, ["b1"])
+    source = ServerExamples(HANDSHAKE, endpoints, expected_servers=2, num_servers=2, receive_timeout=30)
+    try:
+        for message in first_messages + second_messages:
+            (first if message in first_messages else second).send_multipart(message)
+        taken = [example.utterance_id for example in source]
+    finally:
+        source.close()
+        first.close()
+        second.close()
+    assert taken == ["a1", "b1", "a2"]
+    state = source.state()
+    assert state["shards"] == {"1": [0, "a2", 2], "2": [0, "b1", 1]}
+    restored = ServerExamples(HANDSHAKE, [free_endpoint()], num_servers=2, receive_timeout=30)
+    try:
+        with caplog.at_level("WARNING", logger="asrkit.example_servers"):
+            restored.restore({"shards": {"1": [1, "a7", 9], "2": [1, "b3", 8]}, "turn": {"active": [1, 2], "turn": 1}})
+        assert "shard 1: --start-epoch 1 --start-after a7 --start-index 9" in caplog.text
+        assert restored.resume_positions == {1: (1, "a7", 9), 2: (1, "b3", 8)}
+        assert restored.taken == restored.accepted_of_shard == {1: 9, 2: 8} and restored.epoch == 1
+        assert restored.last_position_of_shard[(2, 2)] == (1, "b3") and restored.rotation.shard_due == 2
+    finally:
+        restored.close()

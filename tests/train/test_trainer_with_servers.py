@@ -122,3 +122,26 @@ def test_a_restarted_server_leaves_every_utterance_consumed_exactly_once(corpus,
     assert killed and source.restarts == 1, source.stats()
     assert consumed == Counter(sorted(utterances)), {u: n for u, n in consumed.items() if n != 1}
     assert source.stale_messages >= 1, source.stats()  # the 7th at least, dropped: its replacement's copy counted
+
+
+def test_a_resumed_run_goes_on_where_its_servers_stream_stood(corpus, tmp_path):
+    """A run killed part way (here: stopped at step 30 of its 3 epochs) and resumed trains the epochs it had
+    left, not all of them again: each shard's server starts after the last example the checkpoint's batches took
+    (--start-epoch, --start-after, --start-index), the turn over the shards as it was."""
+    data_dir, ali_dir, _ = corpus(num_utts=40)
+    whole = train_ce(data_dir, ali_dir, str(tmp_path / "whole"),
+                     options(num_epochs=3, max_steps=0, example_servers="local:2", checkpoint_every=10))
+    exp_dir = str(tmp_path / "resumed")
+    first = train_ce(data_dir, ali_dir, exp_dir,
+                     options(num_epochs=3, max_steps=30, example_servers="local:2", checkpoint_every=10))
+    assert first.steps == 30 < whole.steps - 10
+    resumed = train_ce(data_dir, ali_dir, exp_dir,
+                       options(num_epochs=3, max_steps=0, example_servers="local:2", checkpoint_every=10))
+    assert resumed.resumed_from == 30
+    # The streams' half-consumed utterances (at most one a stream) are not served again: a few steps fewer at most.
+    assert whole.steps - 4 <= resumed.steps <= whole.steps
+    for index in (1, 2):
+        commands = [line for line in open(os.path.join(exp_dir, "log", f"serve.{index}.log"))
+                    if "command line:" in line]
+        assert len(commands) == 2 and "--start-epoch" not in commands[0]
+        assert "--start-epoch" in commands[1] and "--start-after" in commands[1] and "--start-index" in commands[1]

@@ -62,6 +62,8 @@ class Criterion(abc.ABC):
     targets: ClassVar[str] = "pdfs"  # which alignments are the targets (training_examples.alignments)
     model_outputs: ClassVar[str | None] = None  # model.json's "outputs" when they are not the tree's pdfs
     context_files: ClassVar[tuple] = ("tree.json", "phones.txt")  # copied from the ali dir into the model
+    # Whether a resumed run's example servers go on where the checkpoint's stream stood (or start afresh).
+    server_stream_resumes: ClassVar[bool] = True
 
     def __init__(self, params: Params):
         self.params = params

@@ -212,6 +212,9 @@ class SequenceCriterion(Criterion):
 
     name = "seq"
     server_mode = "seq"
+    # The snapshot schedule is written anew by a resumed run (asrkit.sequence.schedule.ScheduleWriter): its
+    # servers start their streams anew with it.
+    server_stream_resumes = False
 
     def __init__(self, params, ce_model_dir, graph_dir, exp_dir):
         super().__init__(params)

@@ -8,7 +8,7 @@ Reads every <exp-dir>/<model>/decode_<set>/best_wer (asrkit-decode's) and
 asrkit-train-seq's), and prints the WER lines as Kaldi's RESULTS files do, a
 model x test-set table with sMBR's relative change over CE and multi-style's
 over clean-only CE, the training speed of each model, and the unrolling
-comparison of stage 11 (exp/unroll_b<B>_u<U>, exp/unroll_full; [Variani2017-15k]'s
+comparison of egs/voicesearch's stage 14 (exp/unroll_b<B>_u<U>, exp/unroll_full; [Variani2017-15k]'s
 Tables 1 and 2) with each run's time to convergence: the wall time of the first
 validation whose held-out frame accuracy is within CONVERGED_WITHIN of the
 run's best.  The pocketsphinx baseline (exp/pocketsphinx/decode_*, written by
@@ -360,7 +360,7 @@ def write_kaldi_times(out, exp_dir):
 
 
 def write_unrolling(out, exp_dir, wers):
-    """Stage 11's truncated (b, u) runs and the full-unrolling run, one row each."""
+    """The unrolling comparison's truncated (b, u) runs and the full-unrolling run, one row each."""
     rows, first_config = [], None
     for model in sorted(wers):
         if not UNROLL_MODEL.match(model):

@@ -131,11 +131,18 @@ def test_the_client_s_state_resumes_each_shard_after_its_last_taken_example(free
     first, first_messages = _sender(endpoints[0], 1, ["a1", "a2"])
     second, second_messages = _sender(endpoints[1], 2, ["b1"])
     source = ServerExamples(HANDSHAKE, endpoints, expected_servers=2, num_servers=2, receive_timeout=30)
+
+    def send():  # from a thread: a PUSH socket's send waits until the trainer, iterating, has connected
+        for socket, messages in ((first, first_messages), (second, second_messages)):
+            for message in messages:
+                socket.send_multipart(message)
+
+    sender = threading.Thread(target=send)
     try:
-        for message in first_messages + second_messages:
-            (first if message in first_messages else second).send_multipart(message)
+        sender.start()
         taken = [example.utterance_id for example in source]
     finally:
+        sender.join(10)
         source.close()
         first.close()
         second.close()

@@ -1,2 +1,3 @@
-"""Training: the run (trainer.py) and its loop (loop.py), the criteria (criterion.py: CE; ctc.py; seq_trainer.py:
-sMBR and MMI), table example sources, truncated and bucketed batchers, steps, optimisers, distribution strategies."""
+"""Training: the run (trainer.py) and its loop (loop.py), the criteria (criteria/: CE, CTC, LF-MMI, sMBR and MMI
+behind one protocol), table example sources, truncated and bucketed batchers, steps, optimisers, distribution
+strategies."""

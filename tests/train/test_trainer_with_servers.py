@@ -50,7 +50,9 @@ def test_a_killed_server_is_restarted_and_training_goes_on(corpus, tmp_path):
 
     def kill_server_1():
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (servers_dir / "serve.2.endpoint").exists():
+        # Both servers up (either may announce itself first on a loaded machine).
+        while time.monotonic() < deadline and not all((servers_dir / f"serve.{index}.endpoint").exists()
+                                                      for index in (1, 2)):
             time.sleep(0.05)
         time.sleep(0.5)  # let them serve a little
         killed.append(json.loads((servers_dir / "serve.1.endpoint").read_text())["pid"])

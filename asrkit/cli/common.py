@@ -163,7 +163,9 @@ class OptionGroup(types.SimpleNamespace):
 
 
 def _parameter_names(options):
-    """The click parameter names that `options` (option decorators, composite ones too) declare, in order."""
+    """The click parameter names that `options` (option decorators, composite ones too) declare, in order: read
+    from a probe function they decorate, where click keeps a function's parameters (__click_params__) until a
+    command is made of it, so that a group's names are its options' own and never listed twice."""
     def probe():
         pass
 

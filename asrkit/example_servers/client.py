@@ -8,7 +8,9 @@ the first iteration, the servers the trainer starts itself (local:N) resume
 each shard after its last taken example (--start-epoch, --start-after,
 --start-index), and servers started by hand are told in the log how to.  The
 examples a resumed batcher held in its streams are not made again: a run
-killed and resumed trains each epoch's utterances once, less those few.  A receiver thread owns the socket (ZeroMQ fair-queues the
+killed and resumed trains each epoch's utterances once, less those few.
+
+A receiver thread owns the socket (ZeroMQ fair-queues the
 servers), decodes each message (never unpickling anything), checks the
 server's handshake against the trainer's (feature dim, pdf count, frame shift:
 a mismatch fails the run with both values) and puts the example on a bounded

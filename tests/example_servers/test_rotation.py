@@ -47,6 +47,20 @@ def _sender(endpoint, shard, names, epoch=0):
     return server, messages + [encode_end(f"h:{shard}:{shard}/2", (shard, 2))]
 
 
+def _taken_while(send, source, sockets):
+    """The utterance ids `source` yields while `send` runs in a thread (a PUSH socket's send waits until the
+    trainer, iterating, has connected), the source and the servers' sockets closed after."""
+    sender = threading.Thread(target=send)
+    try:
+        sender.start()
+        return [example.utterance_id for example in source]
+    finally:
+        sender.join(10)
+        source.close()
+        for socket in sockets:
+            socket.close()
+
+
 def test_the_servers_examples_are_taken_in_turn_whatever_order_they_arrive_in(free_endpoint):
     """Shard 2's server sends all it has before shard 1's sends anything: the trainer still takes shard 1's first
     example first, then shard 2's, and so on (arrival order would give b1 b2 b3 first)."""
@@ -62,15 +76,7 @@ def test_the_servers_examples_are_taken_in_turn_whatever_order_they_arrive_in(fr
         for message in first_messages:
             first.send_multipart(message)
 
-    sender = threading.Thread(target=send)
-    try:
-        sender.start()
-        taken = [example.utterance_id for example in source]
-    finally:
-        sender.join(10)
-        source.close()
-        first.close()
-        second.close()
+    taken = _taken_while(send, source, (first, second))
     assert taken == ["a1", "b1", "a2", "b2", "b3"]
     assert source.taken == {1: 2, 2: 3}
 
@@ -132,20 +138,12 @@ def test_the_client_s_state_resumes_each_shard_after_its_last_taken_example(free
     second, second_messages = _sender(endpoints[1], 2, ["b1"])
     source = ServerExamples(HANDSHAKE, endpoints, expected_servers=2, num_servers=2, receive_timeout=30)
 
-    def send():  # from a thread: a PUSH socket's send waits until the trainer, iterating, has connected
+    def send():
         for socket, messages in ((first, first_messages), (second, second_messages)):
             for message in messages:
                 socket.send_multipart(message)
 
-    sender = threading.Thread(target=send)
-    try:
-        sender.start()
-        taken = [example.utterance_id for example in source]
-    finally:
-        sender.join(10)
-        source.close()
-        first.close()
-        second.close()
+    taken = _taken_while(send, source, (first, second))
     assert taken == ["a1", "b1", "a2"]
     state = source.state()
     assert state["shards"] == {"1": [0, "a2", 2], "2": [0, "b1", 1]}

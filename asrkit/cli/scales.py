@@ -9,6 +9,7 @@ from asrkit.decode.defaults import acoustic_scale_of
 
 
 def _lm_weight(text, source):
+    """The positive LM weight `text` holds, else an error naming `source`."""
     try:
         weight = float(text)
     except ValueError:
@@ -24,22 +25,14 @@ def acoustic_scale_command(lm_weight):
     """Print the acoustic scale (1 / LM_WEIGHT, every digit of the double) that decodes at LM_WEIGHT, a number or
     a file holding one (a decode dir's best_lmwt): what asrkit-decode's --acoustic-scale and the combination's
     --model-acoustic-scale and --combine-acoustic-scale take, as a package at that --lm-weight uses it."""
-    source = "the argument"
-    text = lm_weight
-    if not _looks_like_number(lm_weight):
+    text, source = lm_weight, "the argument"
+    try:
+        float(lm_weight)
+    except ValueError:  # not a number: the file that holds one
         try:
             with open(lm_weight, encoding="utf-8") as handle:
-                text = handle.read().strip()
+                text, source = handle.read().strip(), lm_weight
         except OSError as error:
             raise click.BadParameter(f"{lm_weight} is neither a number nor a readable file ({error.strerror})",
                                      param_hint="LM_WEIGHT") from None
-        source = lm_weight
     click.echo(repr(acoustic_scale_of(_lm_weight(text, source))))
-
-
-def _looks_like_number(text):
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True

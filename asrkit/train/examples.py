@@ -82,8 +82,6 @@ class TableExamples(EpochPosition):
         self.tolerance = tolerance
         self.shuffle = shuffle
         self.randomisation = randomisation or Randomisation()
-        self.epoch = 0
-        self.index = 0
         self._feats = TableReader(feats_scp)
         self._ali = TableReader(ali_scp)
 
@@ -120,8 +118,6 @@ class ListExamples(EpochPosition):
         self.examples = list(examples)
         self._by_id = {example.utterance_id: example for example in self.examples}
         self.num_epochs = num_epochs
-        self.epoch = 0
-        self.index = 0
 
     def load(self, utterance_id):
         return self._by_id[utterance_id]

@@ -2,8 +2,9 @@
 """Example servers: wire decode cost, server throughput per core, and t_session of training with local servers.
 
 1. Wire format: encode and decode time of one 300-frame, 512-dim utterance as asrkit
-   sends it (one raw float32 bytes value per frame) and as a per-frame float_list
-   would be (the obvious alternative), Python protobuf in both cases.
+   sends it (v2: the matrix as one raw float32 bytes value, the targets one list), as
+   v1 did (a raw bytes value and a target a frame) and as a per-frame float_list would
+   be, Python protobuf in every case.
 2. Server throughput: one asrkit-serve-examples process (one TensorFlow thread, so one
    core) serving a synthetic corpus of speech-like audio to a consumer that only counts,
    clean and with the recipe's noise styles (egs/voicesearch/conf/noise_styles.json).
@@ -62,6 +63,22 @@ def bench_wire(repeats=50):
         frames = message.feature_lists.feature_list["features"].feature
         return np.array([frame.float_list.value for frame in frames], np.float32)
 
+    def per_frame_bytes_encode():  # asrkit.example.v1: a feature (bytes of the row, the target) a frame
+        message = example_pb2.SequenceExample()
+        frames = message.feature_lists.feature_list["features"].feature
+        for row in features:
+            frames.add().bytes_list.value.append(row.tobytes())
+        labels = message.feature_lists.feature_list["targets"].feature
+        for label in targets.tolist():
+            labels.add().int64_list.value.append(label)
+        return message.SerializeToString()
+
+    def per_frame_bytes_decode(payload):
+        message = example_pb2.SequenceExample.FromString(payload)
+        lists = message.feature_lists.feature_list
+        rows = b"".join([frame.bytes_list.value[0] for frame in lists["features"].feature])
+        return np.frombuffer(rows, "<f4"), np.array([label.int64_list.value[0] for label in lists["targets"].feature])
+
     def timed(function, *args):
         started = time.perf_counter()
         for _ in range(repeats):
@@ -70,10 +87,13 @@ def bench_wire(repeats=50):
 
     encode_ms, (_, payload) = timed(encode_example, "u", features, targets, 0, "s", (1, 1), handshake)
     decode_ms, _ = timed(decode_example, payload)
+    v1_encode_ms, v1_payload = timed(per_frame_bytes_encode)
+    v1_decode_ms, _ = timed(per_frame_bytes_decode, v1_payload)
     list_encode_ms, list_payload = timed(float_list_encode)
     list_decode_ms, _ = timed(float_list_decode, list_payload)
     print("== wire format: one utterance of 300 frames x 512 dims (%d bytes) ==" % len(payload))
-    print(f"  asrkit (raw float32 bytes per frame): encode {encode_ms:.2f} ms, decode {decode_ms:.2f} ms")
+    print(f"  asrkit v2 (one raw float32 matrix):   encode {encode_ms:.2f} ms, decode {decode_ms:.2f} ms (checked)")
+    print(f"  v1 (raw float32 bytes per frame):     encode {v1_encode_ms:.2f} ms, decode {v1_decode_ms:.2f} ms")
     print(f"  float_list per frame:                 encode {list_encode_ms:.2f} ms, decode {list_decode_ms:.2f} ms")
 
 

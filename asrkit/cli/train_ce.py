@@ -55,12 +55,12 @@ def input_options(function):
                      help="Continue from the latest checkpoint in EXP_DIR/checkpoints (weights, optimizer, step, "
                           "input position); --no-resume starts again and moves old checkpoints aside."),
         option_group("servers", [
-            click.option("--example-servers", metavar="local:N|ADDRESS,...",
+            click.option("--example-servers", metavar="local:N|ADDRESS,...|@FILE",
                          help="Pull examples from example servers instead of reading the tables in-process: local:N "
                               "starts N asrkit-serve-examples processes (in the trainer's mode: seq for "
                               "asrkit-train-seq) over shards of the training set (logs in EXP_DIR/log/serve.N.log; "
                               "one that dies is restarted), or give the tcp:// addresses of servers started "
-                              "elsewhere."),
+                              "elsewhere, or @FILE with one address a line."),
             click.option("--server-public-key", type=click.Path(exists=True, dir_okay=False),
                          help="CURVE public key file (.key) of the example servers (those started with "
                               "--curve-secret-key)."),

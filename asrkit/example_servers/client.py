@@ -47,6 +47,8 @@ any other count is refused as malformed.
 
 import logging
 import queue
+import resource
+import statistics
 import threading
 import time
 
@@ -70,6 +72,10 @@ HANDSHAKE_FAILURES_TOLERATED = 3  # on an endpoint never verified; ZeroMQ retrie
 # a local server restarted after a crash needs tens of seconds (TensorFlow's import, its first lattices), in
 # which servers of short examples send thousands.
 MAX_HELD_BYTES = 2 << 30
+MIN_QUEUED_PER_SERVER = 1  # ZMQ_RCVHWM of a connection, whatever the number of servers
+NAMED_SERVERS = 8  # servers named one by one in the interval log line; more are summarised (min/median/max)
+# File descriptors besides one per server connection: the trainer's own files, TensorFlow's, ZeroMQ's internals.
+SPARE_FILE_DESCRIPTORS = 256
 
 
 def _example_bytes(item):
@@ -81,6 +87,29 @@ def _example_bytes(item):
     if example.outer is not None:
         held += example.outer.pdfs.nbytes + example.outer.values.nbytes
     return held
+
+
+def receive_high_water_mark(capacity, num_servers):
+    """Messages ZeroMQ may queue on each server's connection (ZMQ_RCVHWM is per connection): the client's
+    capacity shared out, at least MIN_QUEUED_PER_SERVER, so that the trainer's memory grows with its capacity
+    rather than with its capacity times the number of servers (each server's own send queue holds the rest)."""
+    return max(MIN_QUEUED_PER_SERVER, -(-capacity // max(num_servers, 1)))
+
+
+def ensure_file_descriptors(needed):
+    """Raises this process's soft limit on open files to `needed` (a power of two above it, up to the hard limit):
+    a trainer connects to each of its servers, and the usual soft limit of 1,024 ends a run of a thousand with
+    ZeroMQ's "Too many open files"."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        raise AsrkitError(f"connecting to this many example servers needs {needed} open files, above this process's "
+                          f"hard limit of {hard}: raise it (ulimit -Hn, or nofile in /etc/security/limits.conf)")
+    wanted = 1 << (needed - 1).bit_length()
+    raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+    logger.info("raised the limit on open files from %d to %d for the example servers' connections", soft, raised)
 
 
 class _Failure:
@@ -152,6 +181,11 @@ class ServerExamples:
         self.last_position_of_shard = {}
         self.restarts = 0  # set by whoever restarts servers
         self.stale_messages = 0  # sent by a server process after it was replaced; dropped
+        self.messages = 0  # received, malformed ones too
+        self.receiver_cpu_seconds = 0.0  # the receiving thread's CPU: decoding and checking the messages
+        self.queue_high_water = 0  # the deepest the queue of decoded examples has been
+        self.held_high_water = 0  # the most examples the rotation has held back for the shard due
+        self._reported = (time.monotonic(), 0.0, 0)  # (when, receiver CPU, messages) at the last report
         self._retired_servers = set()
         self._position_lock = threading.Lock()
         self._endpoints = set()  # connected now: handshake failures of others (dead servers) are not ours
@@ -169,7 +203,7 @@ class ServerExamples:
         self._on_close = []  # e.g. stopping local servers
         self._context = zmq.Context.instance()
         self._socket = self._context.socket(zmq.PULL)
-        self._socket.setsockopt(zmq.RCVHWM, capacity)
+        self._socket.setsockopt(zmq.RCVHWM, receive_high_water_mark(capacity, num_servers or len(endpoints)))
         self._socket.setsockopt(zmq.LINGER, 0)
         if server_public_key:
             make_curve_client(self._socket, server_public_key)
@@ -212,7 +246,29 @@ class ServerExamples:
 
     def stats(self):
         return {"received": dict(self.received), "queue_depth": self.depth(), "restarts": self.restarts,
-                "bad_messages": self.bad_messages, "stale_messages": self.stale_messages, "frames": self.frames}
+                "bad_messages": self.bad_messages, "stale_messages": self.stale_messages, "frames": self.frames,
+                "messages": self.messages, "receiver_cpu_seconds": self.receiver_cpu_seconds,
+                "queue_high_water": self.queue_high_water, "held_high_water": self.held_high_water}
+
+    def report(self):
+        """One log line's worth: the queue, what each server sent (summarised beyond NAMED_SERVERS), and the
+        receiving thread's CPU per message and as a share of the wall time since the last report."""
+        now, cpu, messages = time.monotonic(), self.receiver_cpu_seconds, self.messages
+        then, cpu_then, messages_then = self._reported
+        self._reported = (now, cpu, messages)
+        received = dict(self.received)
+        if len(received) <= NAMED_SERVERS:
+            senders = " ".join(f"{server}={count}" for server, count in sorted(received.items()))
+        else:
+            slowest = min(received, key=received.get)
+            counts = sorted(received.values())
+            senders = (f"{len(counts)} servers min {counts[0]} median {statistics.median(counts):g} max "
+                       f"{counts[-1]} (fewest: {slowest})")
+        per_message = (cpu - cpu_then) / max(messages - messages_then, 1)
+        return (f"queue {self.depth()}/{self.capacity} examples (high-water {self.queue_high_water}, held for "
+                f"the shard due {self.held_high_water}), received {senders}, restarts {self.restarts}, client "
+                f"{1e3 * per_message:.2f} ms CPU/message, {100 * (cpu - cpu_then) / max(now - then, 1e-9):.1f}% of "
+                "the wall time")
 
     def _apply_commands(self):
         while True:
@@ -227,9 +283,12 @@ class ServerExamples:
                 except zmq.ZMQError:
                     pass
             if endpoint is not None:
+                ensure_file_descriptors(len(self._endpoints) + 1 + SPARE_FILE_DESCRIPTORS)
                 self._socket.connect(endpoint)
                 self._endpoints.add(endpoint)
-                logger.info("connected to example server %s", endpoint)
+                # A thousand servers' addresses are the log itself: the first few by name, then every 100th.
+                if len(self._endpoints) <= NAMED_SERVERS or len(self._endpoints) % 100 == 0:
+                    logger.info("connected to example server %s (%d so far)", endpoint, len(self._endpoints))
 
     def _check_monitor(self):
         events = []
@@ -339,9 +398,10 @@ class ServerExamples:
                 raise AsrkitError(f"example server {served.server_id} (shard {served.shard[0]}/{served.shard[1]}) "
                                   f"does not fit this trainer: {'; '.join(problems)} (fix: serve the data dir and "
                                   "alignments the trainer uses, in its mode: --mode seq for asrkit-train-seq)")
-            logger.info("example server %s (shard %d/%d): %d-dim features, %d pdfs, %g ms frames",
-                        served.server_id, served.shard[0], served.shard[1], served.handshake.feature_dim,
-                        served.handshake.num_pdfs, served.handshake.frame_shift_ms)
+            if len(self._seen_servers) < NAMED_SERVERS or (len(self._seen_servers) + 1) % 100 == 0:
+                logger.info("example server %s (shard %d/%d, %d heard from so far): %d-dim features, %d pdfs, %g ms "
+                            "frames", served.server_id, served.shard[0], served.shard[1], len(self._seen_servers) + 1,
+                            served.handshake.feature_dim, served.handshake.num_pdfs, served.handshake.frame_shift_ms)
             self._seen_servers[served.server_id] = served.handshake
         elif served.handshake != self._seen_servers[served.server_id]:
             raise AsrkitError(f"example server {served.server_id} changed its handshake mid-stream")
@@ -372,11 +432,14 @@ class ServerExamples:
                         parts = self._socket.recv_multipart(zmq.NOBLOCK)
                     except zmq.Again:
                         break
+                    self.messages += 1
                     for item in self._accept(parts):
                         if not self._put(item):
                             return
                         if item is _END:
                             return
+                    self.queue_high_water = max(self.queue_high_water, self._queue.qsize())
+                self.receiver_cpu_seconds = time.thread_time()  # this thread's since it started
         except BaseException as error:  # handed to the consumer, which re-raises it
             self._put(_Failure(error))
 
@@ -430,6 +493,7 @@ class ServerExamples:
         for item in arrivals:
             self.rotation.add(item.shard, item)
             held_bytes += _example_bytes(item)
+            self.held_high_water = max(self.held_high_water, self.rotation.waiting)
             # The queue is read again only when the shard due has nothing: the servers' back-pressure holds.
             while (due := self.rotation.take()) is not None:
                 last_taken = time.monotonic()

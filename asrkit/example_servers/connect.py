@@ -4,7 +4,7 @@ import dataclasses
 import logging
 import os
 
-from asrkit.example_servers.client import ServerExamples
+from asrkit.example_servers.client import NAMED_SERVERS, ServerExamples
 from asrkit.example_servers.local import LocalServers, parse_server_spec
 
 logger = logging.getLogger("asrkit.example_servers")
@@ -32,7 +32,8 @@ def open_example_servers(spec, expected, exp_dir, data_dir, ali_dir, train_utter
     """
     kind, value = parse_server_spec(spec)
     if kind == "remote":
-        logger.info("pulling examples from %d example servers: %s", len(value), ", ".join(value))
+        shown = ", ".join(value[:NAMED_SERVERS]) + (f", ... {value[-1]}" if len(value) > NAMED_SERVERS else "")
+        logger.info("pulling examples from %d example servers: %s", len(value), shown)
         # Remote servers end the stream only if they were started with --num-epochs.
         return ServerExamples(expected, value, stream.server_public_key, stream.capacity,
                               expected_servers=len(value) if stream.num_epochs else None,

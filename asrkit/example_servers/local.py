@@ -31,7 +31,7 @@ logger = logging.getLogger("asrkit.example_servers")
 
 
 def parse_server_spec(spec):
-    """'local:N' -> ('local', N); 'tcp://a:1,tcp://b:2' -> ('remote', [addresses])."""
+    """'local:N' -> ('local', N); 'tcp://a:1,tcp://b:2' or '@FILE' (an address a line) -> ('remote', [addresses])."""
     spec = spec.strip()
     if spec.startswith("local:"):
         try:
@@ -41,13 +41,41 @@ def parse_server_spec(spec):
         if count < 1:
             raise AsrkitError(f"--example-servers {spec!r}: expected local:N with N >= 1")
         return "local", count
+    if spec.startswith("@"):
+        return "remote", _addresses_in_file(spec[1:])
     addresses = [address.strip() for address in spec.split(",") if address.strip()]
     for address in addresses:
-        if not address.startswith(("tcp://", "ipc://")):
-            raise AsrkitError(f"--example-servers: {address!r} is neither local:N nor a tcp:// or ipc:// address")
+        _check_address(address, "--example-servers")
     if not addresses:
         raise AsrkitError("--example-servers is empty")
     return "remote", addresses
+
+
+def _check_address(address, where):
+    if not address.startswith(("tcp://", "ipc://")):
+        raise AsrkitError(f"{where}: {address!r} is neither local:N nor a tcp:// or ipc:// address")
+
+
+def _addresses_in_file(path):
+    """The servers' addresses in `path`, one a line (blank lines and # comments ignored): a cluster of hundreds
+    of servers does not fit a command line one can read."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError as error:
+        raise AsrkitError(f"--example-servers @{path}: {error.strerror}") from None
+    addresses = []
+    for number, line in enumerate(lines, 1):
+        address = line.split("#", 1)[0].strip()
+        if address:
+            _check_address(address, f"--example-servers @{path} line {number}")
+            addresses.append(address)
+    if not addresses:
+        raise AsrkitError(f"--example-servers @{path} lists no address")
+    if len(set(addresses)) != len(addresses):
+        twice = sorted({address for address in addresses if addresses.count(address) > 1})[0]
+        raise AsrkitError(f"--example-servers @{path} lists {twice} twice")
+    return addresses
 
 
 class _Server:

@@ -43,6 +43,7 @@ class ShardRotation:
         self._waiting = {shard: collections.deque() for shard in range(1, num_shards + 1)}
         self._active = list(range(1, num_shards + 1))
         self._turn = 0
+        self._held = 0  # items filed and not yet taken: kept as a count, as a trainer may have a thousand shards
 
     @property
     def finished(self):
@@ -51,7 +52,7 @@ class ShardRotation:
     @property
     def waiting(self):
         """Examples held back until their shard's turn."""
-        return sum(len(items) for items in self._waiting.values())
+        return self._held
 
     @property
     def shard_due(self):
@@ -73,6 +74,7 @@ class ShardRotation:
         if shard not in self._waiting:
             raise ValueError(f"shard {shard} is not one of 1..{self.num_shards}")
         self._waiting[shard].append(item)
+        self._held += 1
 
     def take(self):
         """(shard, example) of the shard due, passing over shards that have ended; None when it has none yet."""
@@ -82,6 +84,7 @@ class ShardRotation:
             if not items:
                 return None
             item = items.popleft()
+            self._held -= 1
             if isinstance(item, ShardEnd):
                 del self._active[self._turn]
                 if self._turn >= len(self._active):

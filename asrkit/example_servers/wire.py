@@ -2,7 +2,7 @@
 
 Every message is [kind, payload]:
 
-- kind `asrkit.example.v1`: payload is one serialized tf.train.SequenceExample
+- kind `asrkit.example.v2`: payload is one serialized tf.train.SequenceExample
   (one utterance).  Context:
     utterance_id    bytes (UTF-8)
     num_frames      int64  T
@@ -13,21 +13,21 @@ Every message is [kind, payload]:
     feature_dim     int64                     | message (see below)
     num_pdfs        int64                     |
     frame_shift_ms  float                     |
-  Feature lists (T entries each):
-    features        bytes_list of one value per frame: D float32, little-endian
-                    (`row.tobytes()`); tf.io.parse_sequence_example reads it as
-                    tf.string and tf.io.decode_raw turns it into [T, D]
-    targets         int64_list of one value per frame: the pdf id (CE: the
+    features        bytes: the [T, D] float32 matrix, little-endian, row
+                    after row (`features.tobytes()`); tf.io.decode_raw
+                    reads it
+    targets         int64_list of T values: each frame's pdf id (CE: the
                     training target; LF-MMI, which reads "ce" examples: the
                     alignment its trainer builds each chunk's numerator
-                    from, asrkit.train.criteria.lfmmi; seq: the numerator alignment,
-                    which the trainer uses for frame accuracy)
+                    from, asrkit.train.criteria.lfmmi; seq: the numerator
+                    alignment, which the trainer uses for frame accuracy)
   Sequence training (mode "seq") adds:
     context model_version   int64: training step of the snapshot that computed
                             the derivatives (staleness = trainer step - this)
     context loss_stat_names bytes_list, loss_stats float_list: the utterance's
                             criterion statistics (objective, frames, kept
                             frames, lattice arcs, ...), name by name
+    and feature lists (T entries each), as the derivatives are ragged:
     outer_derivative_pdfs   int64_list per frame: the pdfs kept after filtering
     outer_derivative_values float_list per frame, same length: w(t, k)
     frame_mask              float_list of one value per frame: 0 for frames
@@ -35,10 +35,14 @@ Every message is [kind, payload]:
 - kind `asrkit.end.v1`: payload is JSON (server_id, shard, served, skipped,
   epochs): the server has finished its epochs and sends nothing more.
 
-Packing each frame as raw float32 bytes instead of a float_list encodes a
-300-frame, 512-dim utterance in 1.0 ms instead of 3.8 ms and decodes it in
-0.6 ms instead of 1.0 ms (Python protobuf, upb backend; bench/serve.py), and
-keeps the floats bit-exact without a round trip through Python floats.
+The features travel as one bytes value and the targets as one list because
+the trainer's receiving thread decodes every message in Python: v1 of this
+format gave each frame a feature of its own (a bytes value of its row, an
+int64 list of its target), and reading them frame by frame was most of the
+0.6 ms of CPU a 117-frame, 512-dim message cost the trainer, 5% of a recipe
+trainer's wall time at 85 messages a second (bench/scale.py, #63).  One value
+each costs the parse and a copy.  Raw float32 bytes rather than a float_list
+also keep the floats bit-exact without a round trip through Python floats.
 
 Everything a message says is checked before the trainer sees it, and anything
 wrong is a WireError (the trainer counts and drops those): field types and
@@ -68,7 +72,7 @@ from asrkit.errors import AsrkitError
 from asrkit.training_examples.messages import OuterDerivatives
 from asrkit.tf_runtime import import_tensorflow
 
-EXAMPLE_KIND = b"asrkit.example.v1"
+EXAMPLE_KIND = b"asrkit.example.v2"
 END_KIND = b"asrkit.end.v1"
 KINDS = (EXAMPLE_KIND, END_KIND)
 MODES = ("ce", "seq")
@@ -160,12 +164,8 @@ def encode_example(utterance_id, features, targets, epoch, server_id, shard, han
     context["feature_dim"].int64_list.value.append(int(handshake.feature_dim))
     context["num_pdfs"].int64_list.value.append(int(handshake.num_pdfs))
     context["frame_shift_ms"].float_list.value.append(float(handshake.frame_shift_ms))
-    frames = message.feature_lists.feature_list["features"].feature
-    for row in features:
-        frames.add().bytes_list.value.append(row.tobytes())
-    labels = message.feature_lists.feature_list["targets"].feature
-    for label in targets.tolist():
-        labels.add().int64_list.value.append(label)
+    context["features"].bytes_list.value.append(features.tobytes())
+    context["targets"].int64_list.value.extend(targets.tolist())
     if outer is not None:
         _encode_outer(message, outer)
     return [EXAMPLE_KIND, message.SerializeToString()]
@@ -343,20 +343,17 @@ def _handshake(context):
                      frame_shift_ms, mode)
 
 
-def _features_and_targets(message, num_frames, handshake):
-    lists = message.feature_lists.feature_list
-    frames = lists["features"].feature if "features" in lists else []
-    labels = lists["targets"].feature if "targets" in lists else []
-    if len(frames) != num_frames or len(labels) != num_frames:
-        raise WireError(f"num_frames {num_frames} but {len(frames)} feature and {len(labels)} target frames")
-    raw = b"".join(_one_value(frame, "bytes_list", f"feature frame {t}") for t, frame in enumerate(frames))
+def _features_and_targets(context, num_frames, handshake):
+    raw = _single(context, "features", "bytes_list")
     if len(raw) != num_frames * handshake.feature_dim * 4:
         raise WireError(f"{len(raw)} feature bytes for {num_frames} frames of dim {handshake.feature_dim}")
     features = np.frombuffer(raw, dtype="<f4").reshape(num_frames, handshake.feature_dim)
     if not np.isfinite(features).all():
         raise WireError("features are NaN or infinite")
-    targets = np.array([_one_value(label, "int64_list", f"target frame {t}") for t, label in enumerate(labels)],
-                       dtype=np.int64)
+    labels = context["targets"].int64_list.value if "targets" in context else ()
+    if len(labels) != num_frames:
+        raise WireError(f"num_frames {num_frames} but {len(labels)} targets")
+    targets = np.fromiter(labels, np.int64, num_frames)
     if len(targets) and (targets.min() < 0 or targets.max() >= handshake.num_pdfs):
         raise WireError(f"a target pdf is out of range [0, {handshake.num_pdfs})")
     return features.astype(np.float32, copy=False), targets.astype(np.int32)
@@ -372,7 +369,7 @@ def decode_example(payload):
     context = message.context.feature
     handshake = _handshake(context)
     num_frames = _bounded(_single(context, "num_frames", "int64_list"), "num_frames", 1, MAX_FRAMES + 1)
-    features, targets = _features_and_targets(message, num_frames, handshake)
+    features, targets = _features_and_targets(context, num_frames, handshake)
     if "shard" not in context:
         raise WireError("example without context field 'shard'")
     return ServedExample(

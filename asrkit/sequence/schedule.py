@@ -178,14 +178,20 @@ class ScheduleReader:
         if shard == self.shard:
             self._batches.append(batch)
 
+    def step_if_known(self, index):
+        """The snapshot step of example `index` if the schedule says it yet, else None; never waits (a process
+        serving many shards asks each in turn)."""
+        self._read_more()
+        if self.first_step is None:
+            return None
+        return scheduled_step(self._batches, index, self.lag, self.first_step, self.snapshot_every)
+
     def step_for(self, index):
         """The snapshot step to decode example `index` with; None when a stop was requested while waiting."""
         while True:
-            self._read_more()
-            if self.first_step is not None:
-                step = scheduled_step(self._batches, index, self.lag, self.first_step, self.snapshot_every)
-                if step is not None:
-                    return step
+            step = self.step_if_known(index)
+            if step is not None:
+                return step
             if self.stop is not None and self.stop.is_set():
                 return None
             time.sleep(POLL_SECONDS)

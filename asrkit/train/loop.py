@@ -205,10 +205,7 @@ class StepAccounts:
 
 
 def log_servers(source):
-    stats = source.stats()
-    logger.info("example servers: queue %d/%d examples, received %s, restarts %d", stats["queue_depth"],
-                source.capacity, " ".join(f"{server}={count}" for server, count in sorted(stats["received"].items())),
-                stats["restarts"])
+    logger.info("example servers: %s", source.report())
 
 
 class TrainingLoop:

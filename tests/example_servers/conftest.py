@@ -3,9 +3,13 @@
 import importlib.util
 import os
 import socket
+import sys
 import threading
 
 import pytest
+
+# The simulated example servers (simulated_servers.py), which bench/scale.py shares, import as a module.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 NUM_PDFS = 6
 

@@ -30,13 +30,15 @@ def test_tensorflow_parses_the_same_message():
 
     features = np.arange(12, dtype=np.float32).reshape(4, 3)
     _, payload = encode_example("u", features, [0, 1, 2, 1], 0, "s", (1, 1), Handshake(3, 5, 30.0))
-    context, lists = tf.io.parse_single_sequence_example(
-        payload, context_features={"num_frames": tf.io.FixedLenFeature([], tf.int64)},
-        sequence_features={"features": tf.io.FixedLenSequenceFeature([], tf.string),
-                           "targets": tf.io.FixedLenSequenceFeature([], tf.int64)})
+    context, _ = tf.io.parse_single_sequence_example(
+        payload, context_features={"num_frames": tf.io.FixedLenFeature([], tf.int64),
+                                   "feature_dim": tf.io.FixedLenFeature([], tf.int64),
+                                   "features": tf.io.FixedLenFeature([], tf.string),
+                                   "targets": tf.io.VarLenFeature(tf.int64)})
     assert int(context["num_frames"]) == 4
-    np.testing.assert_array_equal(tf.io.decode_raw(lists["features"], tf.float32).numpy(), features)
-    np.testing.assert_array_equal(lists["targets"].numpy(), [0, 1, 2, 1])
+    matrix = tf.reshape(tf.io.decode_raw(context["features"], tf.float32), [4, int(context["feature_dim"])])
+    np.testing.assert_array_equal(matrix.numpy(), features)
+    np.testing.assert_array_equal(tf.sparse.to_dense(context["targets"]).numpy(), [0, 1, 2, 1])
 
 
 def test_end_message_is_json_and_malformed_messages_are_refused():

@@ -47,9 +47,11 @@ def _structured(rng, payload):
     if choice == 0:
         del context[rng.choice(sorted(context.keys()))]
     elif choice == 1:
-        name = rng.choice(sorted(lists.keys()))
-        del lists[name].feature[int(rng.integers(len(lists[name].feature)))].bytes_list.value[:]
-        del lists[name].feature[int(rng.integers(len(lists[name].feature)))].int64_list.value[:]
+        # The matrix a row short, or the targets a frame short.
+        if rng.random() < 0.5:
+            context["features"].bytes_list.value[0] = context["features"].bytes_list.value[0][:-20]
+        else:
+            del context["targets"].int64_list.value[-1]
     elif choice == 2:
         context["utterance_id"].bytes_list.value[0] = b"\xff\xfe bad utf-8"
     elif choice == 3:
@@ -60,10 +62,11 @@ def _structured(rng, payload):
         del context["shard"].int64_list.value[:]
         context["shard"].int64_list.value.extend(rng.integers(-3, 4, int(rng.integers(0, 4))).tolist())
     elif choice == 6:
-        first = lists["features"].feature[0].bytes_list
-        first.value[0] = np.full(5, rng.choice([np.nan, np.inf]), dtype="<f4").tobytes()
+        matrix = bytearray(context["features"].bytes_list.value[0])
+        matrix[:20] = np.full(5, rng.choice([np.nan, np.inf]), dtype="<f4").tobytes()
+        context["features"].bytes_list.value[0] = bytes(matrix)
     elif choice == 7:
-        lists["targets"].feature[0].int64_list.value[0] = int(rng.choice([-1, 9, 1 << 40]))
+        context["targets"].int64_list.value[0] = int(rng.choice([-1, 9, 1 << 40]))
     elif choice == 8:
         context[rng.choice(["feature_dim", "num_pdfs", "num_frames", "epoch"])].int64_list.value[0] = \
             int(rng.choice([0, -1, -(1 << 40), 1 << 40]))

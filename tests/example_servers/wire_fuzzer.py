@@ -94,10 +94,28 @@ def _mutate_context(rng, context):
         getattr(feature, rng.choice(["int64_list", "float_list", "bytes_list"])).SetInParent()
     elif action == 3 and name == "shard":
         _set_ints(feature, [int(rng.choice(HOSTILE_INTS)), int(rng.choice(HOSTILE_INTS))])
+    elif action == 3 and name == "features" and len(feature.bytes_list.value):
+        _mutate_matrix(rng, feature.bytes_list)
+    elif action == 3 and name == "targets":
+        values = feature.int64_list.value
+        if len(values) and rng.random() < 0.5:
+            del values[int(rng.integers(len(values)))]  # a frame short
+        else:
+            values.append(int(rng.choice(HOSTILE_INTS)))  # a frame too many, or out of range
     elif action == 4 and kind == "int64_list" and len(feature.int64_list.value):
         feature.int64_list.value[0] = int(rng.choice(HOSTILE_INTS))
     elif action == 4 and kind == "float_list" and len(feature.float_list.value):  # one of several, e.g. a loss stat
         feature.float_list.value[int(rng.integers(len(feature.float_list.value)))] = float(rng.choice(HOSTILE_FLOATS))
+
+
+def _mutate_matrix(rng, bytes_list):
+    """The features' matrix with a row's worth of hostile floats or bytes somewhere, or its length changed."""
+    matrix = bytearray(bytes_list.value[0])
+    bad_rows = [np.full(5, np.nan, "<f4").tobytes(), np.full(5, np.inf, "<f4").tobytes(), b"\x00" * 19, b""]
+    row = bad_rows[int(rng.integers(len(bad_rows)))]
+    start = int(rng.integers(max(len(matrix) - 20, 0) + 1)) // 4 * 4
+    matrix[start:start + 20] = row
+    bytes_list.value[0] = bytes(matrix)
 
 
 def _mutate_frames(rng, lists):
@@ -112,11 +130,7 @@ def _mutate_frames(rng, lists):
         frames.add()
     elif action == 2 and len(frames):
         frame = frames[int(rng.integers(len(frames)))]
-        if name == "features":
-            bad_rows = [np.full(5, np.nan, "<f4").tobytes(), b"\x00" * 19, np.full(5, np.inf, "<f4").tobytes(), b""]
-            del frame.bytes_list.value[:]
-            frame.bytes_list.value.append(bad_rows[int(rng.integers(len(bad_rows)))])
-        elif name in ("targets", "outer_derivative_pdfs"):
+        if name == "outer_derivative_pdfs":
             frame.int64_list.value.append(int(rng.choice(HOSTILE_INTS)))
         else:
             frame.float_list.value.append(float(rng.choice(HOSTILE_FLOATS)))
@@ -165,8 +179,8 @@ def fuzz(rng, message):
         return [kind]
     if roll < 0.06:
         return [kind, payload, b""]
-    if roll < 0.08:
-        return [kind.replace(b"v1", b"v2"), payload]
+    if roll < 0.08:  # a version this trainer does not read
+        return [kind[:-1] + b"9", payload]
     if roll < 0.1:  # an example's kind on an end message's payload, and the reverse
         return [END_KIND if kind == EXAMPLE_KIND else EXAMPLE_KIND, payload]
     return [kind, fuzz_end(rng, payload) if kind == END_KIND else fuzz_example(rng, payload)]

@@ -1,0 +1,371 @@
+#!/usr/bin/env python3
+"""The trainer's side of the example servers at the papers' scale, with simulated servers (#63).
+
+Simulated servers (tests/example_servers/simulated_servers.py) speak asrkit's wire
+protocol from canned examples, hundreds per process, so that one real client can be
+fed by 16 to 1,024 servers on this machine.  Each measurement prints one JSON line.
+
+- feed: a real ServerExamples (the trainer's client: receiving thread, checks,
+  rotation over the shards) fed by N servers, its consumer a simulated training step
+  (--batch examples, then --step-seconds of sleep).  Examples/s reaching the
+  consumer, the receiving thread's CPU per message and per step (as a share of the
+  step), memory and file descriptors over time, each server's share of what was
+  received, the queue's and the rotation's high-water marks, and the time until
+  every server has been heard from.  --slow and --die-after make some servers slow
+  or dead.
+- train: the real asrkit-train-ce (recipe model) fed by N servers given with
+  --example-servers @FILE; t_session, frames/s and the client's share of the wall
+  time from its log; the trainer's memory and file descriptors sampled from /proc.
+- snapshots: N simulated seq servers following a snapshot dir (the newest snapshot,
+  looked for every --check-seconds), drained by a real client; the bench publishes
+  a model dir --snapshots times, --every seconds apart; for each, the time from its
+  publish to the last server's load, and the time TensorFlow takes to read one
+  into a real network (ExportedModel.reload_weights).
+
+Usage:
+
+    .venv/bin/python bench/scale.py feed --servers 16,64,256,1024 [--seconds 30]
+    .venv/bin/python bench/scale.py train --servers 256 --steps 300
+    .venv/bin/python bench/scale.py snapshots --servers 256 --snapshots 5
+"""
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "example_servers"))
+
+from simulated_servers import read_loads, running  # noqa: E402
+
+PDFS = 200
+
+
+def corpus(work, num_utts=20):
+    """bench/serve.py's synthetic corpus (featurized, with alignments), made once under `work`."""
+    root = os.path.join(work, "corpus")
+    if not os.path.exists(os.path.join(root, "ali", "num_pdfs")):
+        from serve import make_corpus
+
+        shutil.rmtree(root, ignore_errors=True)
+        os.makedirs(root)
+        make_corpus(root, num_utts, PDFS)
+    return root
+
+
+def process_memory(pid="self"):
+    """(resident MiB, open file descriptors) of a process."""
+    with open(f"/proc/{pid}/status") as handle:
+        rss = next(int(line.split()[1]) for line in handle if line.startswith("VmRSS:")) / 1024
+    return rss, len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def cpu_seconds(pid="self"):
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def simulated_servers(root, num_servers, work, extra=(), producers=None):
+    """simulated_servers.running on the corpus under `root`; `producers` gets producer_pids."""
+    started = {}
+    producers = {} if producers is None else producers
+
+    @contextlib.contextmanager
+    def run():
+        with running(os.path.join(root, "data"), os.path.join(root, "ali"), num_servers, work, extra,
+                     started=started) as endpoints:
+            producers["producer_pids"] = started["pids"]
+            producers["started"] = started
+            yield endpoints
+
+    return run()
+
+
+def _sampler(samples, stop, pid="self", every=1.0):
+    started = time.monotonic()
+    while not stop.wait(every):
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            samples.append((time.monotonic() - started, *process_memory(pid)))
+
+
+def growth(samples):
+    """(MiB, fds) from the median of the second quarter of the samples to that of the last: growth after the
+    warm-up, when the queues have filled."""
+    quarter = max(len(samples) // 4, 1)
+    early, late = samples[quarter:2 * quarter] or samples[:1], samples[-quarter:]
+    return (statistics.median(s[1] for s in late) - statistics.median(s[1] for s in early),
+            statistics.median(s[2] for s in late) - statistics.median(s[2] for s in early))
+
+
+def import_protobufs():
+    """TensorFlow's protobufs, imported before a client starts: the first message would otherwise pay for the
+    import (~6 s of CPU) in the receiving thread, as no trainer does (it has imported TensorFlow already)."""
+    from asrkit.example_servers.wire import _example_pb2
+
+    _example_pb2()
+
+
+class Window:
+    """What the client and the servers did from one moment to the next: the measurement after the warm-up."""
+
+    def __init__(self, client, producers):
+        self.client, self.producers = client, producers
+        self.started = time.monotonic()
+        self.stats = client.stats()
+        self.producer_cpu = sum(cpu_seconds(pid) for pid in producers)
+
+    def since(self):
+        """The window's deltas: wall seconds, messages, receiver CPU, per-server counts, producers' CPU."""
+        stats = self.client.stats()
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            producer_cpu = sum(cpu_seconds(pid) for pid in self.producers) - self.producer_cpu
+        received = {server: count - self.stats["received"].get(server, 0)
+                    for server, count in stats["received"].items()}
+        return {"wall": time.monotonic() - self.started, "messages": stats["messages"] - self.stats["messages"],
+                "cpu": stats["receiver_cpu_seconds"] - self.stats["receiver_cpu_seconds"], "received": received,
+                "producer_cpu": producer_cpu, "stats": stats}
+
+
+def consume(client, args, until):
+    """Takes examples as a trainer would (a step of --step-seconds every --batch examples) until `until()` is
+    true at a step's end; returns the examples taken."""
+    examples = 0
+    step_started = time.monotonic()
+    for _ in client:
+        examples += 1
+        if examples % args.batch == 0:
+            # The step: what a TensorFlow step would take, less what the consumer took to gather the batch.
+            time.sleep(max(args.step_seconds - (time.monotonic() - step_started), 0))
+            step_started = time.monotonic()
+            if until():
+                break
+    return examples
+
+
+def bench_feed(root, num_servers, args):
+    from asrkit.example_servers import client as client_module
+    from asrkit.example_servers.client import ServerExamples
+    from simulated_servers import load_canned
+
+    _, handshake = load_canned(os.path.join(root, "data"), os.path.join(root, "ali"), 1)
+    import_protobufs()
+    extra = ["--num-epochs", "0", "--seconds-per-example", str(args.seconds_per_example)]
+    if args.slow:
+        extra += ["--slow", args.slow]
+    if args.die_after:
+        extra += ["--die-after", args.die_after]
+    if args.per_connection_queue:  # the client before #63 queued its whole capacity on each connection
+        client_module.receive_high_water_mark = lambda capacity, servers: args.per_connection_queue
+    result = {"bench": "feed", "servers": num_servers, "step_seconds": args.step_seconds, "batch": args.batch,
+              "per_connection_queue": client_module.receive_high_water_mark(args.capacity, num_servers)}
+    with tempfile.TemporaryDirectory(dir=args.work) as work, \
+            simulated_servers(root, num_servers, work, extra, producers=result) as endpoints:
+        client = ServerExamples(handshake, endpoints, capacity=args.capacity, num_servers=num_servers,
+                                receive_timeout=args.receive_timeout)
+        samples, stop = [], threading.Event()
+        started = time.monotonic()
+        try:
+            # Warm-up: until every server has been heard from and the queues have filled.
+            consume(client, args, lambda: len(client.received) == num_servers or time.monotonic() - started > 120)
+            result["all_heard_after_s"] = round(time.monotonic() - started, 2)
+            consume(client, args, lambda: time.monotonic() - started > result["all_heard_after_s"] + args.warm_up)
+            result.pop("started")
+            window = Window(client, result.pop("producer_pids"))
+            threading.Thread(target=_sampler, args=(samples, stop), daemon=True).start()
+            examples = consume(client, args, lambda: time.monotonic() - window.started > args.seconds)
+            result["error"] = None
+        except Exception as failure:  # noqa: BLE001 -- a dead server's timeout is a result here
+            result["error"] = f"{type(failure).__name__}: {failure}"
+            window, examples = Window(client, []), 0
+        measured = window.since()
+        client.close()
+        stop.set()
+    return {**result, **feed_figures(measured, examples, samples, args)}
+
+
+def feed_figures(measured, examples, samples, args):
+    """The JSON figures of a feed window."""
+    received = list(measured["received"].values())
+    mean_share = statistics.mean(received) if received else 0
+    cpu_per_message = measured["cpu"] / max(measured["messages"], 1)
+    mem_growth, fd_growth = growth(samples) if samples else (0, 0)
+    stats = measured["stats"]
+    return {
+        "seconds": round(measured["wall"], 1), "examples_per_second": round(examples / measured["wall"], 1),
+        "client_cpu_ms_per_message": round(1e3 * cpu_per_message, 3),
+        "client_share_of_step": round(cpu_per_message * args.batch / args.step_seconds, 4) if args.step_seconds
+        else None,
+        "servers_heard": len(stats["received"]),
+        "share_min_over_mean": round(min(received) / mean_share, 3) if mean_share else None,
+        "share_max_over_mean": round(max(received) / mean_share, 3) if mean_share else None,
+        "queue_high_water": stats["queue_high_water"], "held_high_water": stats["held_high_water"],
+        "rss_mib_end": round(samples[-1][1], 1) if samples else None,
+        "rss_mib_max": round(max(s[1] for s in samples), 1) if samples else None,
+        "fds_end": samples[-1][2] if samples else None,
+        "rss_growth_mib": round(mem_growth, 1), "fd_growth": fd_growth,
+        "producer_cpu_share": round(measured["producer_cpu"] / measured["wall"], 3),
+    }
+
+
+def bench_train(root, num_servers, args):
+    with tempfile.TemporaryDirectory(dir=args.work) as work, simulated_servers(
+            root, num_servers, work, ["--num-epochs", "0", "--seconds-per-example",
+                                      str(args.seconds_per_example)]) as endpoints:
+        servers_file = os.path.join(work, "servers")
+        with open(servers_file, "w") as out:
+            out.writelines(f"{endpoint}\n" for endpoint in endpoints)
+        exp_dir = args.exp_dir or os.path.join(work, "exp")
+        command = [os.path.join(os.path.dirname(sys.executable), "asrkit-train-ce"), os.path.join(root, "data"),
+                   os.path.join(root, "ali"), exp_dir, "--example-servers", f"@{servers_file}", "--num-epochs",
+                   "0", "--max-steps", str(args.steps), "--log-every", str(args.log_every), "--valid-utts", "0",
+                   "--checkpoint-every", "0", "--model", "recipe"]
+        log = os.path.join(work, "train.log")
+        samples, stop = [], threading.Event()
+        with open(log, "w") as out:
+            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+            sampler = threading.Thread(target=_sampler, args=(samples, stop, process.pid, 5.0), daemon=True)
+            sampler.start()
+            started = time.monotonic()
+            process.wait()
+            stop.set()
+        wall = time.monotonic() - started
+        text = open(log).read()
+        if process.returncode:
+            raise RuntimeError(f"asrkit-train-ce failed:\n{text[-3000:]}")
+    intervals = [line for line in text.splitlines() if " t_session " in line and "step " in line]
+    shares = [float(line.split("% of the wall time")[0].rsplit(" ", 1)[1]) for line in text.splitlines()
+              if "% of the wall time" in line]
+    per_message = [float(line.split(" ms CPU/message")[0].rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if " ms CPU/message" in line]
+    last = intervals[-1]
+
+    def metric(name):
+        return float(last.split(f" {name} ")[1].split()[0])
+
+    mem_growth, fd_growth = growth(samples) if samples else (0, 0)
+    return {
+        "bench": "train", "servers": num_servers, "steps": args.steps, "seconds": round(wall, 1),
+        "t_session": metric("t_session"), "frames_per_second": metric("frames/s"),
+        "client_share_of_wall_last": shares[-1] if shares else None,
+        "client_share_of_wall_median": statistics.median(shares) if shares else None,
+        "client_cpu_ms_per_message_median": statistics.median(per_message) if per_message else None,
+        "rss_mib_end": round(samples[-1][1], 1) if samples else None, "fds_end": samples[-1][2] if samples else None,
+        "rss_growth_mib": round(mem_growth, 1), "fd_growth": fd_growth, "samples": len(samples),
+    }
+
+
+def tensorflow_reload_seconds(model_dir, repeats=5):
+    """Median seconds of ExportedModel.reload_weights of `model_dir` into a network already built."""
+    from asrkit.nn.model_dir import ExportedModel
+
+    model = ExportedModel(model_dir)
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        model.reload_weights(model_dir)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def bench_snapshots(root, num_servers, args):
+    from asrkit.example_servers.client import ServerExamples
+    from asrkit.sequence.snapshots import publish_snapshot
+    from simulated_servers import load_canned
+
+    _, handshake = load_canned(os.path.join(root, "data"), os.path.join(root, "ali"), 1)
+    import_protobufs()
+    with tempfile.TemporaryDirectory(dir=args.work) as work:
+        snapshot_dir = os.path.join(work, "snapshots")
+        os.makedirs(snapshot_dir)
+        extra = ["--mode", "seq", "--num-epochs", "0", "--snapshot-dir", snapshot_dir, "--check-seconds",
+                 str(args.check_seconds), "--seconds-per-example", str(args.seconds_per_example)]
+        published, producers = {}, {}
+        with simulated_servers(root, num_servers, work, extra, producers) as endpoints:
+            client = ServerExamples(dataclasses.replace(handshake, mode="seq"), endpoints, capacity=args.capacity,
+                                    num_servers=num_servers)
+            drained = threading.Event()
+
+            def drain():
+                for _ in client:
+                    if drained.is_set():
+                        return
+
+            drainer = threading.Thread(target=drain, daemon=True)
+            drainer.start()
+            time.sleep(args.every)
+            for index in range(1, args.snapshots + 1):
+                step = 100 * index
+                publish_snapshot(snapshot_dir, step, lambda path: shutil.copytree(args.model_dir, path),
+                                 keep=args.snapshots + 1)
+                published[step] = time.time()
+                time.sleep(args.every)
+            drained.set()
+            client.close()
+        loads = read_loads(producers["started"])
+    latencies = []
+    for step, when in sorted(published.items()):
+        finished = [load[2] for load in loads if load[1] == step]
+        latencies.append({"step": step, "servers_loaded": len(finished),
+                          "last_load_after_s": round(max(finished) - when, 2) if finished else None,
+                          "median_load_after_s": round(statistics.median(finished) - when, 2) if finished else None})
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(args.model_dir) for f in fs)
+    return {"bench": "snapshots", "servers": num_servers, "check_seconds": args.check_seconds,
+            "snapshot_mib": round(size / 2**20, 2), "read_seconds_median": round(statistics.median(
+                load[3] for load in loads), 4) if loads else None,
+            "worst_last_load_after_s": max((entry["last_load_after_s"] or float("inf")) for entry in latencies),
+            "snapshots": latencies,
+            "tensorflow_reload_seconds": round(tensorflow_reload_seconds(args.model_dir), 4)
+            if args.tensorflow_reload else None}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("what", choices=("feed", "train", "snapshots"))
+    parser.add_argument("--servers", default="16,64,256,1024", help="comma-separated numbers of servers")
+    parser.add_argument("--work", default=None, help="scratch dir (default: a temporary one)")
+    parser.add_argument("--seconds", type=float, default=30.0, help="feed: how long each measurement runs")
+    parser.add_argument("--warm-up", type=float, default=5.0,
+                        help="feed: seconds after every server has been heard from before measuring")
+    parser.add_argument("--batch", type=int, default=10, help="feed: examples a simulated step takes")
+    parser.add_argument("--step-seconds", type=float, default=0.1, help="feed: a simulated step's time")
+    parser.add_argument("--capacity", type=int, default=64, help="the client's queue (the trainer's default)")
+    parser.add_argument("--receive-timeout", type=float, default=60.0)
+    parser.add_argument("--seconds-per-example", type=float, default=0.0, help="each server's pace")
+    parser.add_argument("--slow", default="", help="feed: shard:seconds_per_example,...")
+    parser.add_argument("--die-after", default="", help="feed: shard:examples,...")
+    parser.add_argument("--per-connection-queue", type=int, default=0,
+                        help="feed: ZMQ_RCVHWM of each connection instead of the client's own choice")
+    parser.add_argument("--steps", type=int, default=300, help="train: steps")
+    parser.add_argument("--log-every", type=int, default=50, help="train: steps a log interval")
+    parser.add_argument("--exp-dir", help="train: keep the trainer's exp dir here")
+    parser.add_argument("--model-dir", help="snapshots: the model dir published as each snapshot")
+    parser.add_argument("--snapshots", type=int, default=5)
+    parser.add_argument("--every", type=float, default=8.0, help="snapshots: seconds between publishes")
+    parser.add_argument("--check-seconds", type=float, default=2.0)
+    parser.add_argument("--tensorflow-reload", action="store_true", help="snapshots: also time a real reload")
+    args = parser.parse_args()
+    print("command line:", " ".join(sys.argv), flush=True)
+    scratch = tempfile.TemporaryDirectory() if args.work is None else contextlib.nullcontext(args.work)
+    with scratch as work:
+        args.work = work
+        os.makedirs(work, exist_ok=True)
+        root = corpus(work)
+        bench = {"feed": bench_feed, "train": bench_train, "snapshots": bench_snapshots}[args.what]
+        for count in (int(value) for value in args.servers.split(",")):
+            print(json.dumps(bench(root, count, args)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

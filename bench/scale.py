@@ -21,12 +21,18 @@ fed by 16 to 1,024 servers on this machine.  Each measurement prints one JSON li
   a model dir --snapshots times, --every seconds apart; for each, the time from its
   publish to the last server's load, and the time TensorFlow takes to read one
   into a real network (ExportedModel.reload_weights).
+- ps: asrkit-train-ce --strategy ps with 1 to 16 workers, the chief, the parameter
+  server and each worker on a network-namespace host of its own (as root), the chief
+  fed by --ps-servers simulated servers on another host: steps/s, and the chief's CPU
+  per step (what it costs to pull a batch and dispatch a step), from which the chief's
+  ceiling in steps/s follows.  --servers is the number of workers here.
 
 Usage:
 
     .venv/bin/python bench/scale.py feed --servers 16,64,256,1024 [--seconds 30]
     .venv/bin/python bench/scale.py train --servers 256 --steps 300
-    .venv/bin/python bench/scale.py snapshots --servers 256 --snapshots 5
+    .venv/bin/python bench/scale.py snapshots --servers 256 --snapshots 5 --model-dir EXP/final
+    .venv/bin/python bench/scale.py ps --servers 1,2,4,8 --ps-servers 64 --steps 200   (as root; --servers: workers)
 """
 
 import argparse
@@ -169,7 +175,8 @@ def bench_feed(root, num_servers, args):
     if args.per_connection_queue:  # the client before #63 queued its whole capacity on each connection
         client_module.receive_high_water_mark = lambda capacity, servers: args.per_connection_queue
     result = {"bench": "feed", "servers": num_servers, "step_seconds": args.step_seconds, "batch": args.batch,
-              "per_connection_queue": client_module.receive_high_water_mark(args.capacity, num_servers)}
+              "per_connection_queue": client_module.receive_high_water_mark(args.capacity, num_servers),
+              "message_bytes": round(frames_per_message(root) * handshake.feature_dim * 4)}
     with tempfile.TemporaryDirectory(dir=args.work) as work, \
             simulated_servers(root, num_servers, work, extra, producers=result) as endpoints:
         client = ServerExamples(handshake, endpoints, capacity=args.capacity, num_servers=num_servers,
@@ -190,8 +197,8 @@ def bench_feed(root, num_servers, args):
             result["error"] = f"{type(failure).__name__}: {failure}"
             window, examples = Window(client, []), 0
         measured = window.since()
+        stop.set()  # before the client closes its connections: the samples are of the client serving
         client.close()
-        stop.set()
     return {**result, **feed_figures(measured, examples, samples, args)}
 
 
@@ -217,6 +224,14 @@ def feed_figures(measured, examples, samples, args):
         "rss_growth_mib": round(mem_growth, 1), "fd_growth": fd_growth,
         "producer_cpu_share": round(measured["producer_cpu"] / measured["wall"], 3),
     }
+
+
+def frames_per_message(root, data_dir=None, ali_dir=None):
+    """The mean frames of the canned examples the simulated servers cycle through."""
+    from simulated_servers import load_canned
+
+    canned, _ = load_canned(data_dir or os.path.join(root, "data"), ali_dir or os.path.join(root, "ali"))
+    return round(statistics.mean(len(example.targets) for example in canned), 1)
 
 
 def bench_train(root, num_servers, args):
@@ -261,16 +276,18 @@ def bench_train(root, num_servers, args):
         "client_share_of_wall_last": shares[-1] if shares else None,
         "client_share_of_wall_median": statistics.median(shares) if shares else None,
         "client_cpu_ms_per_message_median": statistics.median(per_message) if per_message else None,
-        "rss_mib_end": round(samples[-1][1], 1) if samples else None, "fds_end": samples[-1][2] if samples else None,
+        "rss_mib_median": round(statistics.median(s[1] for s in samples), 1) if samples else None,
+        "fds_median": statistics.median(s[2] for s in samples) if samples else None,
         "rss_growth_mib": round(mem_growth, 1), "fd_growth": fd_growth, "samples": len(samples),
+        "frames_per_message": frames_per_message(root),
     }
 
 
 def tensorflow_reload_seconds(model_dir, repeats=5):
     """Median seconds of ExportedModel.reload_weights of `model_dir` into a network already built."""
-    from asrkit.nn.model_dir import ExportedModel
+    from asrkit.nn.model_dir import AcousticModel
 
-    model = ExportedModel(model_dir)
+    model = AcousticModel(model_dir)
     times = []
     for _ in range(repeats):
         started = time.perf_counter()
@@ -305,12 +322,14 @@ def bench_snapshots(root, num_servers, args):
             drainer = threading.Thread(target=drain, daemon=True)
             drainer.start()
             time.sleep(args.every)
+            taken_before, started = sum(client.taken.values()), time.monotonic()
             for index in range(1, args.snapshots + 1):
                 step = 100 * index
                 publish_snapshot(snapshot_dir, step, lambda path: shutil.copytree(args.model_dir, path),
                                  keep=args.snapshots + 1)
                 published[step] = time.time()
                 time.sleep(args.every)
+            taken = (sum(client.taken.values()) - taken_before) / (time.monotonic() - started)
             drained.set()
             client.close()
         loads = read_loads(producers["started"])
@@ -322,6 +341,7 @@ def bench_snapshots(root, num_servers, args):
                           "median_load_after_s": round(statistics.median(finished) - when, 2) if finished else None})
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(args.model_dir) for f in fs)
     return {"bench": "snapshots", "servers": num_servers, "check_seconds": args.check_seconds,
+            "seconds_per_example": args.seconds_per_example, "examples_per_second": round(taken, 1),
             "snapshot_mib": round(size / 2**20, 2), "read_seconds_median": round(statistics.median(
                 load[3] for load in loads), 4) if loads else None,
             "worst_last_load_after_s": max((entry["last_load_after_s"] or float("inf")) for entry in latencies),
@@ -330,11 +350,133 @@ def bench_snapshots(root, num_servers, args):
             if args.tensorflow_reload else None}
 
 
+TASK_PORT = 2222
+
+
+def _ps_spec(cluster, num_workers):
+    return {"chief": [f"{cluster.address('chief')}:{TASK_PORT}"],
+            "worker": [f"{cluster.address(f'w{index}')}:{TASK_PORT}" for index in range(num_workers)],
+            "ps": [f"{cluster.address('ps')}:{TASK_PORT}"]}
+
+
+def _start_task(cluster, host, module, args, spec, task, log_path):
+    environment = {**os.environ, "PYTHONPATH": ROOT, "LC_ALL": "C", "PYTHONUNBUFFERED": "1",
+                   "TF_CONFIG": json.dumps({"cluster": spec, "task": task})}
+    with open(log_path, "w") as log:
+        return cluster.popen(host, [sys.executable, "-m", f"asrkit.cli.{module}", *args], env=environment,
+                             stdout=log, stderr=subprocess.STDOUT)
+
+
+def seq_task(work):
+    """tests/train's toy sequence-training task (graph, data, alignments, a CE model), built once under `work`."""
+    import importlib.util
+    import pathlib
+    import pickle
+
+    root = pathlib.Path(work) / "seq_task"
+    made = root / "paths.pickle"
+    if not made.exists():
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        spec = importlib.util.spec_from_file_location("train_conftest", os.path.join(ROOT, "tests", "train",
+                                                                                     "conftest.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        paths = module.build_seq_task(root)
+        made.write_bytes(pickle.dumps({key: paths[key] for key in ("data", "ali", "ce", "graph")}))
+    return pickle.loads(made.read_bytes())
+
+
+def _ps_training(root, work, servers_file, args):
+    """(module, data dir, ali dir, arguments) of the --strategy ps trainer: asrkit-train-ce on the corpus, or with
+    --seq asrkit-train-seq (sMBR, a snapshot every --snapshot-every steps) on the toy sequence task."""
+    common = ["--strategy", "ps", "--mode", "full", "--num-epochs", "0", "--max-steps", str(args.steps),
+              "--log-every", str(args.log_every), "--valid-utts", "0", "--checkpoint-every", "0",
+              "--example-servers", f"@{servers_file}"]
+    if args.seq:
+        task = seq_task(args.work)
+        args.seq_frames_per_message = frames_per_message(os.path.dirname(task["data"]), task["data"], task["ali"])
+        return "train_seq", task["data"], task["ali"], [
+            task["data"], task["ali"], task["ce"], task["graph"], os.path.join(work, "exp"), *common,
+            "--frames-per-batch", "200", "--bucket-bounds", "20,40,80", "--snapshot-every",
+            str(args.snapshot_every), "--valid-seq-utts", "0", "--acoustic-scale", "0.5"]
+    return "train_ce", os.path.join(root, "data"), os.path.join(root, "ali"), [
+        os.path.join(root, "data"), os.path.join(root, "ali"), os.path.join(work, "exp"), "--model", "recipe",
+        *common, "--frames-per-batch", str(args.frames_per_batch), "--bucket-bounds", "80,120,170"]
+
+
+def bench_ps(root, num_workers, args):
+    """--strategy ps, the chief, the parameter server and each worker on a namespace host of its own, the chief
+    fed by --ps-servers simulated servers on another: steps/s, the chief's CPU per step, and with --seq the
+    staleness of the derivatives."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "cluster"))
+    from netns_cluster import Cluster
+
+    hosts = ["chief", "ps", "servers"] + [f"w{index}" for index in range(num_workers)]
+    with tempfile.TemporaryDirectory(dir=args.work) as work, Cluster(hosts) as cluster:
+        spec = _ps_spec(cluster, num_workers)
+        servers_file = os.path.join(work, "servers")
+        module, data_dir, ali_dir, train = _ps_training(root, work, servers_file, args)
+        extra = ["--num-epochs", "0", "--bind-host", cluster.address("servers"), "--queue-capacity",
+                 str(args.server_queue)]
+        if args.seq:
+            extra += ["--mode", "seq", "--snapshot-dir", os.path.join(work, "exp", "snapshots"), "--check-seconds",
+                      str(args.check_seconds), "--seconds-per-example", str(args.seconds_per_example)]
+        with running(data_dir, ali_dir, args.ps_servers, work, extra,
+                     on_host=lambda argv: cluster.command("servers", argv)) as endpoints:
+            with open(servers_file, "w") as out:
+                out.writelines(f"{endpoint}\n" for endpoint in endpoints)
+            for job in ("worker", "ps"):
+                for index, host in enumerate([f"w{i}" for i in range(num_workers)] if job == "worker" else ["ps"]):
+                    _start_task(cluster, host, module, train, spec, {"type": job, "index": index},
+                                os.path.join(work, f"{job}{index}.log"))
+            chief_log = os.path.join(work, "chief.log")
+            chief = _start_task(cluster, "chief", module, train, spec, {"type": "chief", "index": 0}, chief_log)
+            chief_cpu = []
+            while chief.poll() is None:
+                with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                    chief_cpu.append((time.monotonic(), cpu_seconds(chief.pid)))
+                time.sleep(1.0)
+            text = open(chief_log).read()
+            for name in ["chief.log"] + [name for name in os.listdir(work) if name.startswith("simulated.")]:
+                shutil.copy(os.path.join(work, name), os.path.join(args.work, f"ps-{name}"))  # the last run's
+            if chief.returncode:
+                raise RuntimeError(f"the chief failed:\n{text[-3000:]}")
+    return ps_figures(text, chief_cpu, num_workers, args)
+
+
+def ps_figures(text, chief_cpu, num_workers, args):
+    """Steps/s and the chief's CPU per step over the run's last log intervals (after the first, which compiles)."""
+    import re
+
+    stamps = [(time.mktime(time.strptime(match.group(1), "%Y-%m-%d %H:%M:%S")), int(match.group(2)))
+              for match in re.finditer(r"^(\S+ \S+) INFO asrkit.train: step (\d+) epoch", text, re.M)]
+    (first_time, first_step), (last_time, last_step) = stamps[0], stamps[-1]
+    steps_per_second = (last_step - first_step) / max(last_time - first_time, 1e-9)
+    # The chief's CPU over the same span: samples every second, matched to the log's wall clock by duration.
+    span = last_time - first_time
+    end_cpu = chief_cpu[-1][1]
+    start_cpu = next((cpu for when, cpu in chief_cpu if chief_cpu[-1][0] - when <= span), chief_cpu[0][1])
+    client = [float(value) for value in re.findall(r"([\d.]+)% of the wall time", text)]
+    staleness = [float(value) for value in re.findall(r" staleness_mean ([\d.]+)", text)]
+    seq = {"staleness_mean_last": staleness[-1] if staleness else None, "server_queue": args.server_queue,
+           "snapshot_every": args.snapshot_every, "check_seconds": args.check_seconds,
+           "examples_per_step": round(200 / args.seq_frames_per_message, 1)} if args.seq else {}
+    return {"bench": "ps-seq" if args.seq else "ps", "workers": num_workers, "servers": args.ps_servers,
+            "steps": last_step, **seq,
+            "steps_per_second": round(steps_per_second, 2),
+            "chief_cpu_ms_per_step": round(1e3 * (end_cpu - start_cpu) / max(last_step - first_step, 1), 1),
+            "client_share_of_wall_last": client[-1] if client else None,
+            "frames_per_batch": args.frames_per_batch}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("what", choices=("feed", "train", "snapshots"))
+    parser.add_argument("what", choices=("feed", "train", "snapshots", "ps"))
     parser.add_argument("--servers", default="16,64,256,1024", help="comma-separated numbers of servers")
     parser.add_argument("--work", default=None, help="scratch dir (default: a temporary one)")
+    parser.add_argument("--out", help="append each measurement's JSON line to this file too")
+    parser.add_argument("--label", help="a name for the measurement, kept in its JSON line")
     parser.add_argument("--seconds", type=float, default=30.0, help="feed: how long each measurement runs")
     parser.add_argument("--warm-up", type=float, default=5.0,
                         help="feed: seconds after every server has been heard from before measuring")
@@ -355,6 +497,11 @@ def main():
     parser.add_argument("--every", type=float, default=8.0, help="snapshots: seconds between publishes")
     parser.add_argument("--check-seconds", type=float, default=2.0)
     parser.add_argument("--tensorflow-reload", action="store_true", help="snapshots: also time a real reload")
+    parser.add_argument("--ps-servers", type=int, default=64, help="ps: simulated servers feeding the chief")
+    parser.add_argument("--frames-per-batch", type=int, default=2000, help="ps: frames a step (--mode full)")
+    parser.add_argument("--seq", action="store_true", help="ps: asrkit-train-seq on the toy sequence task")
+    parser.add_argument("--server-queue", type=int, default=32, help="ps: each simulated server's queue")
+    parser.add_argument("--snapshot-every", type=int, default=4, help="ps --seq: steps between snapshots")
     args = parser.parse_args()
     print("command line:", " ".join(sys.argv), flush=True)
     scratch = tempfile.TemporaryDirectory() if args.work is None else contextlib.nullcontext(args.work)
@@ -362,9 +509,13 @@ def main():
         args.work = work
         os.makedirs(work, exist_ok=True)
         root = corpus(work)
-        bench = {"feed": bench_feed, "train": bench_train, "snapshots": bench_snapshots}[args.what]
+        bench = {"feed": bench_feed, "train": bench_train, "snapshots": bench_snapshots, "ps": bench_ps}[args.what]
         for count in (int(value) for value in args.servers.split(",")):
-            print(json.dumps(bench(root, count, args)), flush=True)
+            line = json.dumps({**bench(root, count, args), **({"label": args.label} if args.label else {})})
+            print(line, flush=True)
+            if args.out:  # bench/scale_model.py fits its capacity model to these lines
+                with open(args.out, "a") as out:
+                    out.write(line + "\n")
 
 
 if __name__ == "__main__":

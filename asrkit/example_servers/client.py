@@ -1,4 +1,4 @@
-"""The trainer's side of the example servers: one PULL socket connected to all of them.
+"""The trainer's side of the example servers: a PULL socket connected to each of them.
 
 ServerExamples is an example source for the batchers (asrkit.train.examples'
 iteration protocol with state and restore, without load).  Its state is where
@@ -10,13 +10,15 @@ each shard after its last taken example (--start-epoch, --start-after,
 examples a resumed batcher held in its streams are not made again: a run
 killed and resumed trains each epoch's utterances once, less those few.
 
-A receiver thread owns the socket (ZeroMQ fair-queues the
-servers), decodes each message (never unpickling anything), checks the
-server's handshake against the trainer's (feature dim, pdf count, frame shift:
-a mismatch fails the run with both values) and puts the example on a bounded
-queue whose depth is what `depth()` reports.  A socket monitor turns a failed
-CURVE handshake into an error that says which key to fix, instead of a
-trainer that silently waits.
+A receiver thread owns the sockets (it reads one message of each server that has
+one in turn, and leaves unread a server AHEAD_PER_SERVER examples ahead of what
+the consumer took: its own send queue then holds it back, whether the trainer
+or another server is the slow one), decodes each message (never unpickling
+anything), checks the server's handshake against the trainer's (feature dim,
+pdf count, frame shift: a mismatch fails the run with both values) and puts the
+example on a bounded queue whose depth is what `depth()` reports.  A monitor on
+each socket turns a failed CURVE handshake into an error that says which key to
+fix, instead of a trainer that silently waits.
 
 With `num_servers` known (the trainer's own count), the examples are taken in
 a fixed turn over the shards (asrkit.example_servers.rotation), not in the order they
@@ -26,6 +28,15 @@ speeds.  Iteration ends when every expected server has sent its end message
 for `receive_timeout` seconds.  `taken[r]` counts the examples of shard r
 handed to the consumer: sequence training publishes it, batch by batch, as
 the schedule of the servers' snapshots (asrkit.sequence.schedule).
+
+Hundreds of servers (docs/scaling.md): ZeroMQ queues up to ZMQ_RCVHWM messages
+on each connection, so the client asks for its capacity shared out over the
+servers (receive_high_water_mark), not for its capacity on each, which would
+hold capacity x servers examples in the trainer; its sockets have a ZeroMQ
+context of their own, sized for them; it raises its own limit on open files
+to what the connections take and some; its interval line summarises the
+servers' counts beyond a few; and it measures its receiving thread's CPU
+(`report`), the trainer's cost of the servers.
 
 A server given by address (on another machine, started by hand) that
 disconnects is reported at once, and again once what it had sent has been
@@ -64,7 +75,6 @@ from asrkit.example_servers.wire import END_KIND, WireError, check_kind, decode_
 
 logger = logging.getLogger("asrkit.example_servers")
 
-BURST = 16  # messages received between looks at the command queue and the monitor
 MAX_BAD_MESSAGES = 100  # malformed messages tolerated (logged) before the run fails
 HANDSHAKE_FAILURES_TOLERATED = 3  # on an endpoint never verified; ZeroMQ retries every 0.1 s
 # Bytes of other shards' examples held in memory while the shard due sends nothing, before the run fails: a
@@ -73,8 +83,15 @@ HANDSHAKE_FAILURES_TOLERATED = 3  # on an endpoint never verified; ZeroMQ retrie
 # which servers of short examples send thousands.
 MAX_HELD_BYTES = 2 << 30
 MIN_QUEUED_PER_SERVER = 1  # ZMQ_RCVHWM of a connection, whatever the number of servers
+# Examples of one server received and not yet taken by the consumer, past which its connection is not read: the
+# rotation's memory is then bounded by servers x this, and a fast server waits on its send queue for a slow one.
+AHEAD_PER_SERVER = 2
+MONITOR_SECONDS = 0.1  # how often the connections' handshake and disconnect events are looked at
 NAMED_SERVERS = 8  # servers named one by one in the interval log line; more are summarised (min/median/max)
-# File descriptors besides one per server connection: the trainer's own files, TensorFlow's, ZeroMQ's internals.
+# File descriptors a server connection takes: its TCP socket, its ZeroMQ socket's and its monitor's mailboxes.
+FILES_PER_SERVER = 4
+SOCKETS_PER_SERVER = 3  # ZeroMQ sockets of a connection: the PULL socket and its monitor's pair
+# File descriptors besides the connections': the trainer's own files, TensorFlow's, ZeroMQ's internals.
 SPARE_FILE_DESCRIPTORS = 256
 
 
@@ -110,6 +127,37 @@ def ensure_file_descriptors(needed):
     raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
     resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
     logger.info("raised the limit on open files from %d to %d for the example servers' connections", soft, raised)
+
+
+class _Connection:
+    """One server's connection: a PULL socket of its own, so that a server far ahead of the shard due can be left
+    unread (its own send queue then holds it back) instead of having its examples held in the trainer."""
+
+    def __init__(self, context, endpoint, high_water_mark, server_public_key):
+        self.endpoint = endpoint
+        self.shard = None  # known from its first example
+        self.socket = context.socket(zmq.PULL)
+        self.socket.setsockopt(zmq.RCVHWM, high_water_mark)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        if server_public_key:
+            make_curve_client(self.socket, server_public_key)
+        self.monitor = self.socket.get_monitor_socket(
+            zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+            | zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
+        self.socket.connect(endpoint)
+
+    def events(self):
+        """(event, endpoint) of what the monitor has seen since the last look."""
+        events = []
+        while self.monitor.poll(0):
+            event = recv_monitor_message(self.monitor)
+            events.append((event["event"], event["endpoint"].decode("utf-8", "replace")))
+        return events
+
+    def close(self):
+        self.socket.disable_monitor()
+        self.monitor.close(0)
+        self.socket.close(0)
 
 
 class _Failure:
@@ -201,15 +249,22 @@ class ServerExamples:
         self._seen_servers = {}
         self._on_start = []  # e.g. starting local servers
         self._on_close = []  # e.g. stopping local servers
-        self._context = zmq.Context.instance()
-        self._socket = self._context.socket(zmq.PULL)
-        self._socket.setsockopt(zmq.RCVHWM, receive_high_water_mark(capacity, num_servers or len(endpoints)))
-        self._socket.setsockopt(zmq.LINGER, 0)
-        if server_public_key:
-            make_curve_client(self._socket, server_public_key)
-        self._monitor = self._socket.get_monitor_socket(
-            zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
-            | zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
+        # A context of its own: ZeroMQ's default of 1,023 sockets a context is too few for a connection (and its
+        # monitor's two sockets) a server to a thousand servers, and the limit is fixed once a context has sockets.
+        self._context = zmq.Context()
+        self._context.set(zmq.MAX_SOCKETS, SOCKETS_PER_SERVER * (max(num_servers or 0, len(endpoints)) + 64) + 64)
+        self._high_water_mark = receive_high_water_mark(capacity, num_servers or len(endpoints))
+        self._taken = threading.Event()  # set by the consumer as it takes an example: a server may be read again
+        self._connections = {}  # endpoint -> _Connection
+        self._connection_of_shard = {}  # shard -> the _Connection its examples come from now
+        self._connection_of_socket = {}  # its PULL socket -> a _Connection
+        self._ahead = {}  # shard -> examples received and not yet taken; under _ahead_lock
+        self._ahead_changed = set()  # shards whose count changed since the receiver last looked
+        self._ahead_lock = threading.Lock()
+        self._poller = zmq.Poller()  # the connections read now: those not AHEAD_PER_SERVER ahead
+        self._monitors_seen = 0.0
+        self._last_taken = time.monotonic()  # by the consumer, in the rotation's turn
+        self._held_bytes = 0  # of the examples the rotation holds for their turn
         for endpoint in endpoints:
             self.connect(endpoint)
         self._thread = threading.Thread(target=self._receive, name="asrkit-example-servers", daemon=True)
@@ -277,24 +332,32 @@ class ServerExamples:
             except queue.Empty:
                 return
             if replaces:
-                self._endpoints.discard(replaces)
-                try:
-                    self._socket.disconnect(replaces)
-                except zmq.ZMQError:
-                    pass
-            if endpoint is not None:
-                ensure_file_descriptors(len(self._endpoints) + 1 + SPARE_FILE_DESCRIPTORS)
-                self._socket.connect(endpoint)
+                self._drop_connection(replaces)
+            if endpoint is not None and endpoint not in self._connections:  # ZeroMQ reconnects a known one
+                ensure_file_descriptors(FILES_PER_SERVER * (len(self._endpoints) + 1) + SPARE_FILE_DESCRIPTORS)
+                connection = _Connection(self._context, endpoint, self._high_water_mark, self.server_public_key)
+                self._connections[endpoint] = self._connection_of_socket[connection.socket] = connection
+                self._poller.register(connection.socket, zmq.POLLIN)
                 self._endpoints.add(endpoint)
                 # A thousand servers' addresses are the log itself: the first few by name, then every 100th.
                 if len(self._endpoints) <= NAMED_SERVERS or len(self._endpoints) % 100 == 0:
                     logger.info("connected to example server %s (%d so far)", endpoint, len(self._endpoints))
 
+    def _drop_connection(self, endpoint):
+        self._endpoints.discard(endpoint)
+        connection = self._connections.pop(endpoint, None)
+        if connection is None:
+            return
+        del self._connection_of_socket[connection.socket]
+        if connection.socket in self._poller:
+            self._poller.unregister(connection.socket)
+        if self._connection_of_shard.get(connection.shard) is connection:
+            del self._connection_of_shard[connection.shard]
+        connection.close()
+
     def _check_monitor(self):
-        events = []
-        while self._monitor.poll(0):
-            event = recv_monitor_message(self._monitor)
-            events.append((event["event"], event["endpoint"].decode("utf-8", "replace")))
+        events = [event for connection in list(self._connections.values()) for event in connection.events()]
+        self._monitors_seen = time.monotonic()
         # Successes first, whatever their order among the pending events: a disconnect or a failure is judged
         # against every handshake known to have succeeded (a server's handshake and its disconnect can be read
         # in one look when the receiving thread was slow to come back).
@@ -416,32 +479,72 @@ class ServerExamples:
         return put_unless_stopped(self._queue, item, self._stop)
 
     def _receive(self):
-        poller = zmq.Poller()
-        poller.register(self._socket, zmq.POLLIN)
         try:
             while not self._stop.is_set():
                 self._apply_commands()
-                self._check_monitor()
-                if not poller.poll(50):
+                if time.monotonic() - self._monitors_seen >= MONITOR_SECONDS:
+                    self._check_monitor()
+                self._read_only_servers_not_ahead()
+                if not self._poller.sockets:  # every server is ahead: wait for the consumer to take one
+                    self._taken.wait(0.05)
+                    self._taken.clear()
+                    continue
+                ready = self._poller.poll(50)
+                if not ready:
                     if self._lost_endpoints:
                         self._report_lost_servers()
                     continue
-                # A bounded burst: a busy stream must not keep new connections and monitor events waiting.
-                for _ in range(BURST):
-                    try:
-                        parts = self._socket.recv_multipart(zmq.NOBLOCK)
-                    except zmq.Again:
-                        break
-                    self.messages += 1
-                    for item in self._accept(parts):
-                        if not self._put(item):
-                            return
-                        if item is _END:
-                            return
-                    self.queue_high_water = max(self.queue_high_water, self._queue.qsize())
+                # One message of each connection that has one: every server is read in its turn, and a busy one
+                # cannot keep new connections and monitor events waiting.
+                for socket, _ in ready:
+                    connection = self._connection_of_socket.get(socket)
+                    if connection is not None and not self._receive_one(connection):
+                        return
                 self.receiver_cpu_seconds = time.thread_time()  # this thread's since it started
         except BaseException as error:  # handed to the consumer, which re-raises it
             self._put(_Failure(error))
+
+    def _receive_one(self, connection):
+        """Reads, checks and queues one message of `connection`; False once the stream has ended or stopped."""
+        try:
+            parts = connection.socket.recv_multipart(zmq.NOBLOCK)
+        except zmq.Again:
+            return True
+        self.messages += 1
+        for item in self._accept(parts):
+            if isinstance(item, _Received):
+                connection.shard = item.shard
+                self._connection_of_shard[item.shard] = connection
+                self._count_ahead(item.shard, +1)
+            if not self._put(item) or item is _END:
+                return False
+        self.queue_high_water = max(self.queue_high_water, self._queue.qsize())
+        return True
+
+    def _count_ahead(self, shard, change):
+        with self._ahead_lock:
+            self._ahead[shard] = self._ahead.get(shard, 0) + change
+            self._ahead_changed.add(shard)
+        if change < 0:
+            self._taken.set()
+
+    def _read_only_servers_not_ahead(self):
+        """Leaves unread the connections whose server is AHEAD_PER_SERVER examples ahead of the consumer, and
+        reads again those that are no longer (the consumer took one)."""
+        with self._ahead_lock:
+            changed = {shard: self._ahead.get(shard, 0) for shard in self._ahead_changed}
+            self._ahead_changed.clear()
+        if not changed:
+            return
+        for shard, ahead in changed.items():
+            connection = self._connection_of_shard.get(shard)
+            if connection is None:
+                continue
+            reading = connection.socket in self._poller
+            if ahead >= AHEAD_PER_SERVER and reading:
+                self._poller.unregister(connection.socket)
+            elif ahead < AHEAD_PER_SERVER and not reading:
+                self._poller.register(connection.socket, zmq.POLLIN)
 
     def __iter__(self):
         self._start()
@@ -450,6 +553,7 @@ class ServerExamples:
             self.epoch = max(self.epoch, received.epoch)
             self.taken[received.shard] = self.taken.get(received.shard, 0) + 1
             self.last_taken_of_shard[received.shard] = (received.epoch, received.example.utterance_id)
+            self._count_ahead(received.shard, -1)
             if self.take_listener is not None:
                 self.take_listener(received.shard)
             yield received.example
@@ -488,27 +592,28 @@ class ServerExamples:
         if self.rotation is None:
             yield from (item for item in arrivals if isinstance(item, _Received))
             return
-        last_taken = time.monotonic()
-        held_bytes = 0
+        self._last_taken = time.monotonic()
         for item in arrivals:
             self.rotation.add(item.shard, item)
-            held_bytes += _example_bytes(item)
+            self._held_bytes += _example_bytes(item)
             self.held_high_water = max(self.held_high_water, self.rotation.waiting)
-            # The queue is read again only when the shard due has nothing: the servers' back-pressure holds.
+            # The queue is read again only when the shard due has nothing; a server AHEAD_PER_SERVER examples
+            # ahead is not read (_read_only_servers_not_ahead), so its own send queue holds it back.
             while (due := self.rotation.take()) is not None:
-                last_taken = time.monotonic()
-                held_bytes -= _example_bytes(due[1])
+                self._last_taken = time.monotonic()
+                self._held_bytes -= _example_bytes(due[1])
                 yield due[1]
-            self._check_shard_due(time.monotonic() - last_taken, held_bytes)
+            self._check_shard_due()
 
-    def _check_shard_due(self, waited, held_bytes):
+    def _check_shard_due(self):
         """Fails when the shard due keeps the others waiting too long, or holds too much of theirs in memory."""
-        if waited > self.receive_timeout or held_bytes > MAX_HELD_BYTES:
+        waited = time.monotonic() - self._last_taken
+        if waited > self.receive_timeout or self._held_bytes > MAX_HELD_BYTES:
             shard = self.rotation.shard_due
             raise AsrkitError(
                 f"the example server of shard {shard}/{self.num_servers} has sent nothing for {waited:.0f} s while "
-                f"the others sent {self.rotation.waiting} examples ({held_bytes / 2**20:.0f} MiB), held until its "
-                f"turn; check that it runs (its log: serve.{shard}.log beside the trainer's, for local servers)")
+                f"the others sent {self.rotation.waiting} examples ({self._held_bytes / 2**20:.0f} MiB), held until "
+                f"its turn; check that it runs (its log: serve.{shard}.log beside the trainer's, for local servers)")
 
     def _arrivals(self):
         """What the receiver queued (_Received, ShardEnd), until the end of every stream."""
@@ -520,6 +625,8 @@ class ServerExamples:
                 item = self._queue.get(timeout=0.2)
             except queue.Empty:
                 waited = time.monotonic() - last_arrival
+                if self.rotation is not None and self.rotation.waiting:
+                    self._check_shard_due()  # the others are left unread while they wait for it: name it
                 if waited > self.receive_timeout:
                     raise AsrkitError(
                         f"no example from the example servers for {waited:.0f} s (received so far: "
@@ -546,6 +653,8 @@ class ServerExamples:
         self._stop.set()
         if self._thread.ident is not None:
             self._thread.join(timeout=5)
-        self._socket.disable_monitor()
-        self._monitor.close(0)
-        self._socket.close(0)
+        for connection in self._connections.values():
+            connection.close()
+        self._connections, self._connection_of_socket = {}, {}
+        if not self._context.closed:
+            self._context.term()

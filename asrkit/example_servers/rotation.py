@@ -12,9 +12,9 @@ are a function of the data, the options and the seed alone.
 
 The rotation only orders; its owner (asrkit.example_servers.client) decides how long
 to wait for the shard whose turn it is.  Memory: while that shard is slow,
-the others' examples wait here; the owner reads more only when the turn's
-shard has nothing, so the bound is how far the fastest server gets ahead of
-the slowest, not the epoch.
+the others' examples wait here; the owner stops reading a server that is a
+few examples ahead of what was taken (its send queue then holds the rest), so
+the bound is a few examples a server, whatever their speeds.
 """
 
 import collections

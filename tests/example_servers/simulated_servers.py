@@ -39,6 +39,7 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import signal
 import socket
@@ -338,18 +339,20 @@ def running(data_dir, ali_dir, num_servers, work, extra=(), per_process=SHARDS_P
         endpoints = os.path.join(work, f"endpoints.{first}")
         files.append(endpoints)
         started.setdefault("loads", []).append(os.path.join(work, f"loads.{first}"))
+        log = open(os.path.join(work, f"simulated.{first}.log"), "w")  # noqa: SIM115 -- the process's to write
         processes.append(subprocess.Popen(on_host(
             [sys.executable, os.path.abspath(__file__), "--data-dir", data_dir, "--ali-dir", ali_dir, "--first",
              str(first), "--last", str(last), "--total", str(num_servers), "--endpoints", endpoints, "--loads",
-             started["loads"][-1], *extra]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+             started["loads"][-1], *extra]), stdout=log, stderr=subprocess.STDOUT, text=True))
+        log.close()
     started["pids"] = [process.pid for process in processes]
     try:
         deadline = time.monotonic() + 120
         while not all(os.path.exists(path) for path in files):
-            failed = [process for process in processes if process.poll() is not None]
-            if time.monotonic() > deadline or failed:
+            if time.monotonic() > deadline or any(process.poll() is not None for process in processes):
                 raise RuntimeError("simulated servers did not start: " + " ".join(
-                    process.stderr.read()[-2000:] for process in failed))
+                    open(os.path.join(work, name)).read()[-2000:] for name in sorted(os.listdir(work))
+                    if name.startswith("simulated.")))
             time.sleep(0.1)
         yield [line.strip() for path in files for line in open(path, encoding="utf-8") if line.strip()]
     finally:
@@ -358,10 +361,10 @@ def running(data_dir, ali_dir, num_servers, work, extra=(), per_process=SHARDS_P
                 process.terminate()
         for process in processes:
             try:
-                process.communicate(timeout=30)
+                process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 process.kill()
-                process.communicate()
+                process.wait()
 
 
 def read_loads(started):
@@ -389,12 +392,15 @@ def main(argv=None):
     parser.add_argument("--scheduled", action="store_true")
     parser.add_argument("--check-seconds", type=float, default=2.0)
     parser.add_argument("--bind-host", default="127.0.0.1")
+    parser.add_argument("--queue-capacity", type=int, default=QUEUE_CAPACITY, help="each server's send queue")
     parser.add_argument("--canned", type=int, default=20, help="canned examples (cycled through)")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     canned, handshake = load_canned(args.data_dir, args.ali_dir, args.canned)
     handshake = dataclasses.replace(handshake, mode=args.mode)
     options = ProducerOptions(args.mode, args.num_epochs, args.seconds_per_example, _shard_values(args.slow, float),
-                              _shard_values(args.die_after, int), snapshot_dir=args.snapshot_dir,
+                              _shard_values(args.die_after, int), queue_capacity=args.queue_capacity,
+                              snapshot_dir=args.snapshot_dir,
                               scheduled=args.scheduled, check_seconds=args.check_seconds, bind_host=args.bind_host)
     import_tensorflow()  # its protobufs encode the examples: imported before the servers announce themselves
     servers = SimulatedServers(canned, handshake, args.first, args.last, args.total, options)

@@ -9,7 +9,8 @@ import textwrap
 import pytest
 
 from asrkit.errors import AsrkitError
-from asrkit.example_servers.client import ServerExamples, receive_high_water_mark
+from asrkit.example_servers.client import (FILES_PER_SERVER, SPARE_FILE_DESCRIPTORS, ServerExamples,
+                                           receive_high_water_mark)
 from asrkit.example_servers.local import parse_server_spec
 from asrkit.example_servers.rotation import ShardEnd, ShardRotation
 from asrkit.example_servers.wire import Handshake
@@ -76,8 +77,8 @@ def test_a_thousand_connections_fit_a_soft_limit_of_1024():
     of 1,024: every connection is accepted."""
     import resource
 
-    if resource.getrlimit(resource.RLIMIT_NOFILE)[1] < 2 * 1100 + 64:
-        pytest.skip("the hard limit on open files is too low for the listening side")
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[1] < FILES_PER_SERVER * 1100 + SPARE_FILE_DESCRIPTORS:
+        pytest.skip("the hard limit on open files is below what 1,100 connections need")
     acceptor = subprocess.Popen([sys.executable, "-c", ACCEPTOR, "1100"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, text=True)
     try:
@@ -103,7 +104,7 @@ def test_a_thousand_connections_fit_a_soft_limit_of_1024():
         acceptor.kill()
         acceptor.communicate()
     assert accepted == "1100", errors[-3000:]
-    assert client.returncode == 0 and int(limit) >= 1100 + 256, errors[-3000:]
+    assert client.returncode == 0 and int(limit) >= FILES_PER_SERVER * 1100 + SPARE_FILE_DESCRIPTORS, errors[-3000:]
 
 
 def test_the_rotation_counts_what_it_holds_without_walking_its_shards():

@@ -38,13 +38,14 @@ def test_the_rotation_refuses_a_shard_it_does_not_have():
         ShardRotation(2).add(3, "x")
 
 
-def _sender(endpoint, shard, names, epoch=0):
+def _sender(endpoint, shard, names, epoch=0, servers=2):
     server = zmq.Context.instance().socket(zmq.PUSH)
     server.setsockopt(zmq.LINGER, 2000)
     server.bind(endpoint)
-    messages = [encode_example(name, np.zeros((1, 2)), [0], epoch, f"h:{shard}:{shard}/2", (shard, 2), HANDSHAKE)
+    server_id = f"h:{shard}:{shard}/{servers}"
+    messages = [encode_example(name, np.zeros((1, 2)), [0], epoch, server_id, (shard, servers), HANDSHAKE)
                 for name in names]
-    return server, messages + [encode_end(f"h:{shard}:{shard}/2", (shard, 2))]
+    return server, messages + [encode_end(server_id, (shard, servers))]
 
 
 def _taken_while(send, source, sockets):
@@ -81,13 +82,16 @@ def test_the_servers_examples_are_taken_in_turn_whatever_order_they_arrive_in(fr
     assert source.taken == {1: 2, 2: 3}
 
 
-@pytest.mark.parametrize("receive_timeout, max_held_bytes, interval", [
-    (1.0, 2 << 30, 0.2),  # the shard due has sent nothing for longer than the trainer waits
-    (600.0, 200, 0.05),  # the others' examples held for it pass the bound in bytes (a few examples' worth here)
+@pytest.mark.parametrize("receive_timeout, max_held_bytes, ahead, interval", [
+    (1.0, 2 << 30, 2, 0.2),  # the shard due has sent nothing for longer than the trainer waits
+    # The others' examples held for it pass the bound in bytes (a few examples' worth here), were the others
+    # read however far ahead they are.
+    (600.0, 200, 1000, 0.05),
 ])
 def test_a_shard_that_keeps_the_others_waiting_is_named(free_endpoint, monkeypatch, receive_timeout, max_held_bytes,
-                                                        interval):
+                                                        ahead, interval):
     monkeypatch.setattr("asrkit.example_servers.client.MAX_HELD_BYTES", max_held_bytes)
+    monkeypatch.setattr("asrkit.example_servers.client.AHEAD_PER_SERVER", ahead)
     endpoints = [free_endpoint(), free_endpoint()]
     second, second_messages = _sender(endpoints[1], 2, ["b1", "b2"])
     source = ServerExamples(HANDSHAKE, endpoints, num_servers=2, receive_timeout=receive_timeout)
@@ -111,6 +115,40 @@ def test_a_shard_that_keeps_the_others_waiting_is_named(free_endpoint, monkeypat
         source.close()
         second.close()
     assert time.monotonic() - began < 60
+
+
+def test_a_slow_server_holds_the_others_back_in_their_own_queues(free_endpoint):
+    """Before #63 a server slower than the others had their examples read and held for its turn without bound (64
+    servers, one at 1 s an example: 2 GiB held within seconds, and the run failed); now a server a few examples
+    ahead is left unread."""
+    endpoints = [free_endpoint() for _ in range(3)]
+    fast = [_sender(endpoints[index], index + 1, [f"{'abc'[index]}{n}" for n in range(40)], servers=3)
+            for index in (1, 2)]
+    slow, slow_messages = _sender(endpoints[0], 1, [f"a{n}" for n in range(4)], servers=3)
+    source = ServerExamples(HANDSHAKE, endpoints, num_servers=3, receive_timeout=30)
+
+    def send():
+        for socket, messages in fast:  # everything the fast ones have, at once (their send queues take it)
+            for message in messages:
+                socket.send_multipart(message)
+        for message in slow_messages:
+            time.sleep(0.3)
+            slow.send_multipart(message)
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    taken = []
+    try:
+        for example in source:
+            taken.append(example.utterance_id)
+            if len(taken) == 12:
+                break
+    finally:
+        source.close()
+        for socket in [slow] + [socket for socket, _ in fast]:
+            socket.close(0)
+    assert taken == [f"{letter}{n}" for n in range(4) for letter in "abc"]
+    assert source.held_high_water <= 2 * 2 + 1  # a few examples of each fast server, not their 80
 
 
 def test_a_rotation_resumes_its_turn_from_its_position():

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from asrkit.example_servers.client import ServerExamples
+from asrkit.example_servers.client import FILES_PER_SERVER, ServerExamples
 from asrkit.sequence.snapshots import publish_snapshot
 from simulated_servers import load_canned, read_loads, running
 
@@ -52,7 +52,7 @@ def test_256_servers_feed_one_client_fairly_in_bounded_memory(audio_corpus, tmp_
     # Each connection's queue is the client's capacity shared out (1 here), not its whole capacity (64 each
     # before #63: 256 x 64 of these examples, gigabytes).
     assert grown < 100, f"the client grew {grown:.0f} MiB after its warm-up"
-    assert files < 256 + 200
+    assert files < FILES_PER_SERVER * 256 + 200
 
 
 def test_1024_servers_connect_and_are_served_within_twice_the_mean_share(audio_corpus, tmp_path):

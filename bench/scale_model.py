@@ -43,33 +43,37 @@ class Table:
 
 
 def memory_model(feed):
-    """RSS = base + servers x what one server costs the client (its connection, its queue of one message, the
-    examples the rotation holds for it, at most AHEAD_PER_SERVER): fitted on the two smallest sizes."""
-    small = sorted(feed, key=lambda line: line["servers"])[:2]
-    (n1, r1), (n2, r2) = [(line["servers"], line["rss_mib_end"]) for line in small]
+    """RSS = base + servers x what one server costs the client (its connection's ZeroMQ buffers and queued
+    message, the examples it may have in flight, at most AHEAD_PER_SERVER): fitted on the smallest and the
+    second-largest sizes, so that it predicts one size between them and one beyond."""
+    sizes = sorted(feed, key=lambda line: line["servers"])
+    (n1, r1), (n2, r2) = [(line["servers"], line["rss_mib_end"]) for line in (sizes[0], sizes[-2])]
     per_server = (r2 - r1) / (n2 - n1)
-    return r1 - n1 * per_server, per_server
+    return r1 - n1 * per_server, per_server, {sizes[0]["servers"], sizes[-2]["servers"]}
 
 
 def fit(lines, table):
     feed = labelled(lines, "feed")
-    base, per_server = memory_model(feed)
-    for line in sorted(feed, key=lambda line: line["servers"])[2:]:
-        table.add(f"client RSS MiB, {line['servers']} servers", base + line["servers"] * per_server,
-                  line["rss_mib_end"])
+    base, per_server, fitted_on = memory_model(feed)
+    for line in sorted(feed, key=lambda line: line["servers"]):
+        if line["servers"] not in fitted_on:
+            table.add(f"client RSS MiB, {line['servers']} servers", base + line["servers"] * per_server,
+                      line["rss_mib_end"])
     smallest = min(feed, key=lambda line: line["servers"])
     spare = smallest["fds_end"] - FILES_PER_SERVER * smallest["servers"]
     for line in sorted(feed, key=lambda line: line["servers"])[1:]:
         table.add(f"client file descriptors, {line['servers']} servers", spare + FILES_PER_SERVER * line["servers"],
                   line["fds_end"])
-    # The receiving thread's share of the wall: CPU per message x messages per second (frames/s over the frames
-    # of a message), the CPU per message fitted on the trainer of the fewest servers.
+    # The receiving thread's share of the wall: CPU per message x messages per second, which is in proportion
+    # to the trainer's frames/s whatever the number of servers; the share per frame/s fitted on the trainer of
+    # the fewest servers.
     train = sorted(labelled(lines, "train"), key=lambda line: line["servers"])
+    share_per_fps = train[0]["client_share_of_wall_median"] / train[0]["frames_per_second"]
     cpu = train[0]["client_cpu_ms_per_message_median"] / 1e3
     frames_per_message = train[0]["frames_per_message"]
     for line in train[1:]:
         table.add(f"client share of the wall, trainer of {line['servers']} servers (%)",
-                  100 * cpu * line["frames_per_second"] / frames_per_message, line["client_share_of_wall_median"])
+                  share_per_fps * line["frames_per_second"], line["client_share_of_wall_median"])
     for line in labelled(lines, "feed-slow-1s"):
         # The rotation takes every shard in turn: the stream runs at servers x the slowest server's rate, or at
         # what the consumer takes (batch / step) if that is less.

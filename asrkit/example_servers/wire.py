@@ -36,13 +36,11 @@ Every message is [kind, payload]:
   epochs): the server has finished its epochs and sends nothing more.
 
 The features travel as one bytes value and the targets as one list because
-the trainer's receiving thread decodes every message in Python: v1 of this
-format gave each frame a feature of its own (a bytes value of its row, an
-int64 list of its target), and reading them frame by frame was most of the
-0.6 ms of CPU a 117-frame, 512-dim message cost the trainer, 5% of a recipe
-trainer's wall time at 85 messages a second (bench/scale.py, #63).  One value
-each costs the parse and a copy.  Raw float32 bytes rather than a float_list
-also keep the floats bit-exact without a round trip through Python floats.
+the trainer's receiving thread decodes every message in Python, where a value
+a frame costs a Python object a frame, most of a message's decoding when v1
+of this format sent them so (docs/scaling.md has the measurements).  Raw
+float32 bytes rather than a float_list also keep the floats bit-exact without
+a round trip through Python floats.
 
 Everything a message says is checked before the trainer sees it, and anything
 wrong is a WireError (the trainer counts and drops those): field types and

@@ -127,12 +127,15 @@ def test_a_slow_server_holds_the_others_back_in_their_own_queues(free_endpoint):
     slow, slow_messages = _sender(endpoints[0], 1, [f"a{n}" for n in range(4)], servers=3)
     source = ServerExamples(HANDSHAKE, endpoints, num_servers=3, receive_timeout=30)
 
+    done = threading.Event()
+
     def send():
         for socket, messages in fast:  # everything the fast ones have, at once (their send queues take it)
             for message in messages:
                 socket.send_multipart(message)
         for message in slow_messages:
-            time.sleep(0.3)
+            if done.wait(0.3):
+                return
             slow.send_multipart(message)
 
     sender = threading.Thread(target=send, daemon=True)
@@ -144,6 +147,8 @@ def test_a_slow_server_holds_the_others_back_in_their_own_queues(free_endpoint):
             if len(taken) == 12:
                 break
     finally:
+        done.set()
+        sender.join(10)
         source.close()
         for socket in [slow] + [socket for socket, _ in fast]:
             socket.close(0)

@@ -53,6 +53,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "example_servers"))
 
+from serve import cpu_seconds, make_corpus  # noqa: E402
 from simulated_servers import read_loads, running  # noqa: E402
 
 PDFS = 200
@@ -62,8 +63,6 @@ def corpus(work, num_utts=20):
     """bench/serve.py's synthetic corpus (featurized, with alignments), made once under `work`."""
     root = os.path.join(work, "corpus")
     if not os.path.exists(os.path.join(root, "ali", "num_pdfs")):
-        from serve import make_corpus
-
         shutil.rmtree(root, ignore_errors=True)
         os.makedirs(root)
         make_corpus(root, num_utts, PDFS)
@@ -75,12 +74,6 @@ def process_memory(pid="self"):
     with open(f"/proc/{pid}/status") as handle:
         rss = next(int(line.split()[1]) for line in handle if line.startswith("VmRSS:")) / 1024
     return rss, len(os.listdir(f"/proc/{pid}/fd"))
-
-
-def cpu_seconds(pid="self"):
-    with open(f"/proc/{pid}/stat") as handle:
-        fields = handle.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def simulated_servers(root, num_servers, work, extra=(), producers=None):
@@ -135,6 +128,7 @@ class Window:
     def since(self):
         """The window's deltas: wall seconds, messages, receiver CPU, per-server counts, producers' CPU."""
         stats = self.client.stats()
+        producer_cpu = 0.0  # the producers gone before the window's end (a dead server's run) count nothing
         with contextlib.suppress(FileNotFoundError, ProcessLookupError):
             producer_cpu = sum(cpu_seconds(pid) for pid in self.producers) - self.producer_cpu
         received = {server: count - self.stats["received"].get(server, 0)

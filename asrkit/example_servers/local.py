@@ -67,14 +67,14 @@ def _addresses_in_file(path):
     addresses = []
     for number, line in enumerate(lines, 1):
         address = line.split("#", 1)[0].strip()
-        if address:
-            _check_address(address, f"--example-servers @{path} line {number}")
-            addresses.append(address)
+        if not address:
+            continue
+        _check_address(address, f"--example-servers @{path} line {number}")
+        if address in addresses:
+            raise AsrkitError(f"--example-servers @{path} line {number} lists {address} twice")
+        addresses.append(address)
     if not addresses:
         raise AsrkitError(f"--example-servers @{path} lists no address")
-    if len(set(addresses)) != len(addresses):
-        twice = sorted({address for address in addresses if addresses.count(address) > 1})[0]
-        raise AsrkitError(f"--example-servers @{path} lists {twice} twice")
     return addresses
 
 

@@ -15,7 +15,11 @@ paired with its alignment is skipped, counted and named once; it is not
 retried in later epochs.  A stop request (SIGTERM in the command) finishes the
 message in hand (it waits up to drain_seconds to queue it and as long again
 for the trainer to take what is queued: a trainer that is gone cannot) and
-returns.
+returns.  A server that finished its epochs waits until the trainer has taken
+every queued message, its end message last, or has gone (its connection
+closed; TCP gives up on a dead host): what ZeroMQ still queues when the
+process exits is lost, and a trainer taking its examples slower than the
+server made them would wait for an end message that never comes.
 
 In seq mode (sequence training) every example also carries the outer
 derivatives of the criterion (asrkit.sequence.outer), computed with the newest
@@ -83,7 +87,6 @@ class ServerOptions:
     online_ivectors: str = None
     log_interval: float = 30.0
     drain_seconds: float = 2.0  # after a stop request: how long the message in hand may wait for the trainer
-    end_linger_seconds: float = 10.0  # after the last epoch: how long queued messages may wait to be taken
     # Sequence training (mode "seq"): outer derivatives from lattices made with a model snapshot.
     mode: str = "ce"
     model_dir: str = None  # the model the derivatives start from (the CE model), until a snapshot is published
@@ -156,7 +159,7 @@ class ExampleServer:
         self.server_id = f"{socket_module.gethostname()}:{os.getpid()}:{o.shard[0]}/{o.shard[1]}"
         self.producer.prepare_noisifier(self.utterance_ids)
         self.endpoint = None
-        self._socket = None
+        self._socket = self._context = None
         self._reset_counts()
 
     def _ivector_appender(self):
@@ -223,8 +226,9 @@ class ExampleServer:
         self.stop_requested.set()
 
     def _open_socket(self):
-        context = zmq.Context.instance()
-        sock = context.socket(zmq.PUSH)
+        # Its own context: closing it is how the server knows the trainer has taken the queued messages.
+        self._context = zmq.Context()
+        sock = self._context.socket(zmq.PUSH)
         sock.setsockopt(zmq.SNDHWM, self.options.queue_capacity)
         if self.options.curve_secret_key:
             make_curve_server(sock, self.options.curve_secret_key)
@@ -310,7 +314,7 @@ class ExampleServer:
                     self.handshake.feature_dim, self.handshake.num_pdfs, self.handshake.frame_shift_ms,
                     o.queue_capacity)
         epoch = o.start_epoch
-        finished = False
+        finished = delivered = False
         last_log = started
         try:
             while not self.stop_requested.is_set() and not finished:
@@ -363,11 +367,33 @@ class ExampleServer:
                 self._send(encode_end(self.server_id, o.shard, served=self.served, skipped=len(self.skipped),
                                       epochs=epoch - o.start_epoch))
             self._log_progress(min(epoch, max(o.num_epochs - 1, o.start_epoch)) if o.num_epochs else epoch, started)
+            delivered = finished
         finally:
-            self.close()
+            self.close(wait_for_trainer=delivered)
         return ServeResult(self.endpoint, self.served, self.frames, dict(self.skipped), self.skip_events,
                            epoch - o.start_epoch, self.blocked_seconds, self.waiting_seconds,
                            time.monotonic() - started, self.stop_requested.is_set() and not finished)
+
+    def _terminate_context(self, wait_for_trainer):
+        """zmq_ctx_term returns once the socket's queue is delivered; it runs in a thread so that a stop
+        request still ends the wait."""
+        if wait_for_trainer:
+            logger.info("finished; waiting for the trainer to take the queued examples and the end message")
+        terminating = threading.Thread(target=self._context.term, name="zmq-term", daemon=True)
+        terminating.start()
+        started = time.monotonic()
+        stop_seen = None
+        while terminating.is_alive():
+            terminating.join(0.1)
+            if self.stop_requested.is_set():
+                stop_seen = stop_seen or time.monotonic()
+                if time.monotonic() - stop_seen >= self.options.drain_seconds:
+                    logger.warning("stop requested while the trainer had not taken every queued message: "
+                                   "exiting without them")
+                    return
+        self._context = None
+        if wait_for_trainer:
+            logger.info("the trainer took everything queued (or went) after %.1f s", time.monotonic() - started)
 
     def _resume_after(self, order, epoch, last_received):
         """The rest of an epoch's order after the utterance the trainer received last from this shard: a
@@ -382,12 +408,13 @@ class ExampleServer:
                     len(rest), len(order))
         return rest
 
-    def close(self):
+    def close(self, wait_for_trainer=False):
+        """Close the socket; with wait_for_trainer, only once the trainer has taken what is queued, has gone,
+        or a stop request came (then after drain_seconds)."""
         if self._socket is not None:
-            # A finished server lets the trainer take what is still queued; a stopped one does not wait long.
-            seconds = self.options.drain_seconds if self.stop_requested.is_set() else self.options.end_linger_seconds
-            self._socket.close(linger=int(seconds * 1000))
+            self._socket.close(linger=-1 if wait_for_trainer else int(self.options.drain_seconds * 1000))
             self._socket = None
+            self._terminate_context(wait_for_trainer)
         if self.options.endpoint_file and os.path.exists(self.options.endpoint_file):
             os.remove(self.options.endpoint_file)
         self.producer.close()

@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -107,6 +108,36 @@ def test_sigterm_finishes_the_message_in_hand_and_exits_cleanly(served_dirs):
     assert process.returncode == 0, output
     assert "signal 15: finishing the message in hand" in output
     assert "summary: status=ok" in output and "stopped=signal" in output
+
+
+def test_a_finished_server_exits_only_once_a_slow_trainer_has_taken_everything(served_dirs):
+    # 4 examples of ~40 KB an epoch: 100 epochs are more than the kernel's socket buffers hold, so the server
+    # finishes with messages still in ZeroMQ's queue; exiting then would lose them and the end message.
+    data_dir, ali_dir = served_dirs
+    endpoint = free_endpoint()
+    process = subprocess.Popen([sys.executable, "-m", "asrkit.cli.serve_examples", data_dir, ali_dir, "--bind",
+                                endpoint, "--from-feats", "--queue-capacity", "2", "--num-epochs", "100"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        source = ServerExamples(Handshake(512, NUM_PDFS, 30.0), [endpoint], capacity=2, expected_servers=1,
+                                receive_timeout=20)
+        received = 0
+        try:
+            for _ in source:  # a trainer slower than the server: it finishes long before we do
+                received += 1
+                time.sleep(0.005)
+                if received == 300:
+                    assert process.poll() is None, "the server exited with examples the trainer had not taken"
+        finally:
+            source.close()
+        output, _ = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert received == 400 and source.ended_shards == {(1, 1)}
+    assert process.returncode == 0, output
+    assert "waiting for the trainer to take the queued examples" in output and "the trainer took everything" in output
 
 
 def test_refuses_a_remote_bind_without_the_flag_and_a_key(served_dirs):

@@ -38,6 +38,7 @@ Usage:
 import argparse
 import contextlib
 import dataclasses
+import glob
 import json
 import os
 import shutil
@@ -301,11 +302,12 @@ def bench_snapshots(root, num_servers, args):
         snapshot_dir = os.path.join(work, "snapshots")
         os.makedirs(snapshot_dir)
         extra = ["--mode", "seq", "--num-epochs", "0", "--snapshot-dir", snapshot_dir, "--check-seconds",
-                 str(args.check_seconds), "--seconds-per-example", str(args.seconds_per_example)]
+                 str(args.check_seconds), "--seconds-per-example", str(args.seconds_per_example),
+                 "--queue-capacity", str(args.server_queue), "--send-buffer-bytes", str(args.socket_buffer_bytes)]
         published, producers = {}, {}
         with simulated_servers(root, num_servers, work, extra, producers) as endpoints:
             client = ServerExamples(dataclasses.replace(handshake, mode="seq"), endpoints, capacity=args.capacity,
-                                    num_servers=num_servers)
+                                    num_servers=num_servers, receive_buffer_bytes=args.socket_buffer_bytes)
             drained = threading.Event()
 
             def drain():
@@ -327,6 +329,8 @@ def bench_snapshots(root, num_servers, args):
             drained.set()
             client.close()
         loads = read_loads(producers["started"])
+        gaps = sorted(gap for path in glob.glob(os.path.join(work, "simulated.*.log"))
+                      for gap in json.loads(open(path).read().strip().splitlines()[-1])["longest_gaps"])
     latencies = []
     for step, when in sorted(published.items()):
         finished = [load[2] for load in loads if load[1] == step]
@@ -335,10 +339,13 @@ def bench_snapshots(root, num_servers, args):
                           "median_load_after_s": round(statistics.median(finished) - when, 2) if finished else None})
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(args.model_dir) for f in fs)
     return {"bench": "snapshots", "servers": num_servers, "check_seconds": args.check_seconds,
+            "server_queue": args.server_queue, "socket_buffer_bytes": args.socket_buffer_bytes,
             "seconds_per_example": args.seconds_per_example, "examples_per_second": round(taken, 1),
             "snapshot_mib": round(size / 2**20, 2), "read_seconds_median": round(statistics.median(
                 load[3] for load in loads), 4) if loads else None,
             "worst_last_load_after_s": max((entry["last_load_after_s"] or float("inf")) for entry in latencies),
+            # a server's longest wait between two of its examples (it looks for a snapshot when it makes one)
+            "longest_gap_median_s": statistics.median(gaps), "longest_gap_max_s": gaps[-1],
             "snapshots": latencies,
             "tensorflow_reload_seconds": round(tensorflow_reload_seconds(args.model_dir), 4)
             if args.tensorflow_reload else None}
@@ -392,7 +399,7 @@ def _ps_training(root, work, servers_file, args):
         args.seq_frames_per_message = frames_per_message(os.path.dirname(task["data"]), task["data"], task["ali"])
         return "train_seq", task["data"], task["ali"], [
             task["data"], task["ali"], task["ce"], task["graph"], os.path.join(work, "exp"), *common,
-            "--frames-per-batch", "200", "--bucket-bounds", "20,40,80", "--snapshot-every",
+            "--frames-per-batch", str(args.frames_per_batch), "--bucket-bounds", "20,40,80", "--snapshot-every",
             str(args.snapshot_every), "--valid-seq-utts", "0", "--acoustic-scale", "0.5"]
     return "train_ce", os.path.join(root, "data"), os.path.join(root, "ali"), [
         os.path.join(root, "data"), os.path.join(root, "ali"), os.path.join(work, "exp"), "--model", "recipe",
@@ -415,7 +422,8 @@ def bench_ps(root, num_workers, args):
                  str(args.server_queue)]
         if args.seq:
             extra += ["--mode", "seq", "--snapshot-dir", os.path.join(work, "exp", "snapshots"), "--check-seconds",
-                      str(args.check_seconds), "--seconds-per-example", str(args.seconds_per_example)]
+                      str(args.check_seconds), "--seconds-per-example", str(args.seconds_per_example),
+                      "--send-buffer-bytes", str(args.socket_buffer_bytes)]
         with running(data_dir, ali_dir, args.ps_servers, work, extra,
                      on_host=lambda argv: cluster.command("servers", argv)) as endpoints:
             with open(servers_file, "w") as out:
@@ -454,8 +462,9 @@ def ps_figures(text, chief_cpu, num_workers, args):
     client = [float(value) for value in re.findall(r"([\d.]+)% of the wall time", text)]
     staleness = [float(value) for value in re.findall(r" staleness_mean ([\d.]+)", text)]
     seq = {"staleness_mean_last": staleness[-1] if staleness else None, "server_queue": args.server_queue,
+           "socket_buffer_bytes": args.socket_buffer_bytes, "seconds_per_example": args.seconds_per_example,
            "snapshot_every": args.snapshot_every, "check_seconds": args.check_seconds,
-           "examples_per_step": round(200 / args.seq_frames_per_message, 1)} if args.seq else {}
+           "examples_per_step": round(args.frames_per_batch / args.seq_frames_per_message, 1)} if args.seq else {}
     return {"bench": "ps-seq" if args.seq else "ps", "workers": num_workers, "servers": args.ps_servers,
             "steps": last_step, **seq,
             "steps_per_second": round(steps_per_second, 2),
@@ -494,7 +503,10 @@ def main():
     parser.add_argument("--ps-servers", type=int, default=64, help="ps: simulated servers feeding the chief")
     parser.add_argument("--frames-per-batch", type=int, default=2000, help="ps: frames a step (--mode full)")
     parser.add_argument("--seq", action="store_true", help="ps: asrkit-train-seq on the toy sequence task")
-    parser.add_argument("--server-queue", type=int, default=32, help="ps: each simulated server's queue")
+    parser.add_argument("--server-queue", type=int, default=32, help="snapshots, ps: each simulated server's queue")
+    parser.add_argument("--socket-buffer-bytes", type=int, default=0,
+                        help="snapshots, ps --seq: the servers' ZMQ_SNDBUF (and the snapshots client's ZMQ_RCVBUF; "
+                             "asrkit-train-seq sets its own); 0: the kernel's")
     parser.add_argument("--snapshot-every", type=int, default=4, help="ps --seq: steps between snapshots")
     args = parser.parse_args()
     print("command line:", " ".join(sys.argv), flush=True)

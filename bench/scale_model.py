@@ -35,9 +35,9 @@ class Table:
         self.rows.append((quantity, predicted, measured))
 
     def print(self):
-        print(f"{'quantity':58s} {'predicted':>10s} {'measured':>10s} {'ratio':>6s}")
+        print(f"{'quantity':66s} {'predicted':>10s} {'measured':>10s} {'ratio':>6s}")
         for quantity, predicted, measured in self.rows:
-            print(f"{quantity:58s} {predicted:10.3g} {measured:10.3g} {predicted / measured:6.2f}")
+            print(f"{quantity:66s} {predicted:10.3g} {measured:10.3g} {predicted / measured:6.2f}")
         worst = max(abs(predicted / measured - 1) for _, predicted, measured in self.rows)
         print(f"largest error: {100 * worst:.0f}%")
 
@@ -64,16 +64,17 @@ def fit(lines, table):
     for line in sorted(feed, key=lambda line: line["servers"])[1:]:
         table.add(f"client file descriptors, {line['servers']} servers", spare + FILES_PER_SERVER * line["servers"],
                   line["fds_end"])
-    # The receiving thread's share of the wall: CPU per message x messages per second, which is in proportion
-    # to the trainer's frames/s whatever the number of servers; the share per frame/s fitted on the trainer of
-    # the fewest servers.
-    train = sorted(labelled(lines, "train"), key=lambda line: line["servers"])
-    share_per_fps = train[0]["client_share_of_wall_median"] / train[0]["frames_per_second"]
-    cpu = train[0]["client_cpu_ms_per_message_median"] / 1e3
+    # The receiving thread's share of a trainer's wall: its CPU a message, measured by the feed bench (the client
+    # alone) at the same number of servers, times the messages a second the trainer's frames/s make.
+    cpu_of_feed = {line["servers"]: line["client_cpu_ms_per_message"] / 1e3 for line in feed}
+    train = sorted((line for line in labelled(lines, "train") + labelled(lines, "train-10min")
+                    if "frames_per_message" in line), key=lambda line: (line["servers"], line["steps"]))
+    cpu = cpu_of_feed[min(cpu_of_feed)]
     frames_per_message = train[0]["frames_per_message"]
-    for line in train[1:]:
-        table.add(f"client share of the wall, trainer of {line['servers']} servers (%)",
-                  share_per_fps * line["frames_per_second"], line["client_share_of_wall_median"])
+    for line in train:
+        messages = line["frames_per_second"] / line["frames_per_message"]
+        table.add(f"client share of the wall, trainer of {line['servers']} servers, {line['steps']} steps (%)",
+                  100 * cpu_of_feed[line["servers"]] * messages, line["client_share_of_wall_median"])
     for line in labelled(lines, "feed-slow-1s"):
         # The rotation takes every shard in turn: the stream runs at servers x the slowest server's rate, or at
         # what the consumer takes (batch / step) if that is less.
@@ -83,12 +84,26 @@ def fit(lines, table):
     for line in labelled(lines, "snapshots"):
         # A server looks when it makes an example, at most every check_seconds; it makes one when the client
         # has taken its last, every servers / (examples/s taken) seconds, or at its own pace if it is slower.
+        # (With a short send queue and small socket buffers: a long queue refills in bursts, docs/scaling.md.)
         turn = max(line["servers"] / line["examples_per_second"], line["seconds_per_example"])
         table.add(f"last server's load after a publish, {line['servers']} servers (s)",
                   line["check_seconds"] + turn + line["read_seconds_median"], line["worst_last_load_after_s"])
+    for line in labelled(lines, "ps-seq"):
+        table.add(f"staleness (steps), snapshot every {line['snapshot_every']}, look every "
+                  f"{line['check_seconds']:g} s", staleness(line), line["staleness_mean_last"])
     ps_model(lines, table)
     return {"base_mib": base, "per_server_mib": per_server, "client_cpu_s": cpu,
             "frames_per_message": frames_per_message, "ps": ps_fitted(lines)}
+
+
+def staleness(line):
+    """Mean steps between the snapshot a derivative was made with and the step that uses it, when the servers
+    are what limits the steps (nothing queues): the newest snapshot is half a snapshot interval old, a server
+    looks for it half its look interval late, and an example waits half a batch's making for its batch."""
+    steps_per_second = line["steps_per_second"]
+    examples_per_second = line["servers"] / line["seconds_per_example"]
+    return (line["snapshot_every"] / 2 + line["check_seconds"] / 2 * steps_per_second
+            + line["examples_per_step"] / examples_per_second / 2 * steps_per_second)
 
 
 def ps_fitted(lines):

@@ -56,6 +56,10 @@ def _watch_parent(server, logger):
                       "see --endpoint-file). Anything but loopback needs --allow-remote and --curve-secret-key."),
     click.option("--queue-capacity", default=32, type=click.IntRange(min=1),
                  help="Messages queued for the trainer before sends block (the socket's high-water mark)."),
+    click.option("--send-buffer-bytes", default=0, type=click.IntRange(min=0),
+                 help="The kernel's send buffer of each connection (ZMQ_SNDBUF; 0: the system's, which grows to "
+                      "megabytes). With a small --queue-capacity it bounds how far a seq-mode server decodes ahead "
+                      "of the trainer: docs/scaling.md."),
     click.option("--allow-remote", is_flag=True,
                  help="Allow binding a non-loopback address (requires --curve-secret-key)."),
     click.option("--curve-secret-key", type=click.Path(exists=True, dir_okay=False),

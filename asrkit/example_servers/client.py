@@ -133,11 +133,13 @@ class _Connection:
     """One server's connection: a PULL socket of its own, so that a server far ahead of the shard due can be left
     unread (its own send queue then holds it back) instead of having its examples held in the trainer."""
 
-    def __init__(self, context, endpoint, high_water_mark, server_public_key):
+    def __init__(self, context, endpoint, high_water_mark, server_public_key, receive_buffer_bytes=0):
         self.endpoint = endpoint
         self.shard = None  # known from its first example
         self.socket = context.socket(zmq.PULL)
         self.socket.setsockopt(zmq.RCVHWM, high_water_mark)
+        if receive_buffer_bytes:
+            self.socket.setsockopt(zmq.RCVBUF, receive_buffer_bytes)
         self.socket.setsockopt(zmq.LINGER, 0)
         if server_public_key:
             make_curve_client(self.socket, server_public_key)
@@ -203,12 +205,14 @@ class ServerExamples:
     expected: Handshake the trainer needs.  endpoints: addresses to connect now
     (more can be added with `connect`, e.g. by asrkit.example_servers.local).
     expected_servers: how many end messages end the stream (None: never ends
-    by itself).
+    by itself).  receive_buffer_bytes: the kernel's receive buffer of each connection (ZMQ_RCVBUF; 0: the
+    system's, which grows to megabytes of examples made long ago).
     """
 
     def __init__(self, expected, endpoints=(), server_public_key=None, capacity=64, expected_servers=None,
-                 receive_timeout=300.0, num_servers=None):
+                 receive_timeout=300.0, num_servers=None, receive_buffer_bytes=0):
         self.expected = expected
+        self.receive_buffer_bytes = receive_buffer_bytes
         self.server_public_key = server_public_key
         self.capacity = capacity
         self.expected_servers = expected_servers
@@ -336,7 +340,8 @@ class ServerExamples:
                 self._drop_connection(replaces)
             if endpoint is not None and endpoint not in self._connections:  # ZeroMQ reconnects a known one
                 ensure_file_descriptors(FILES_PER_SERVER * (len(self._endpoints) + 1) + SPARE_FILE_DESCRIPTORS)
-                connection = _Connection(self._context, endpoint, self._high_water_mark, self.server_public_key)
+                connection = _Connection(self._context, endpoint, self._high_water_mark, self.server_public_key,
+                                         self.receive_buffer_bytes)
                 self._connections[endpoint] = self._connection_of_socket[connection.socket] = connection
                 self._poller.register(connection.socket, zmq.POLLIN)
                 self._monitors.register(connection.monitor, zmq.POLLIN)

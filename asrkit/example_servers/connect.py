@@ -21,6 +21,7 @@ class StreamOptions:
     capacity: int = 64  # messages the client queues (asrkit.example_servers.client)
     receive_timeout: float = 300.0  # seconds without an example before the client gives up
     max_restarts: int = 5  # of a local server that dies
+    receive_buffer_bytes: int = 0  # ZMQ_RCVBUF of each connection (0: the system's)
 
 
 def open_example_servers(spec, expected, exp_dir, data_dir, ali_dir, train_utterance_ids, stream=StreamOptions()):
@@ -37,14 +38,16 @@ def open_example_servers(spec, expected, exp_dir, data_dir, ali_dir, train_utter
         # Remote servers end the stream only if they were started with --num-epochs.
         return ServerExamples(expected, value, stream.server_public_key, stream.capacity,
                               expected_servers=len(value) if stream.num_epochs else None,
-                              receive_timeout=stream.receive_timeout, num_servers=len(value))
+                              receive_timeout=stream.receive_timeout, num_servers=len(value),
+                              receive_buffer_bytes=stream.receive_buffer_bytes)
     server_dir = os.path.join(exp_dir, "servers")
     os.makedirs(server_dir, exist_ok=True)
     utt_list = os.path.join(server_dir, "train_utts")
     with open(utt_list, "w", encoding="utf-8") as out:
         out.writelines(f"{utterance_id}\n" for utterance_id in train_utterance_ids)
     client = ServerExamples(expected, (), None, stream.capacity, expected_servers=value if stream.num_epochs else None,
-                            receive_timeout=stream.receive_timeout, num_servers=value)
+                            receive_timeout=stream.receive_timeout, num_servers=value,
+                            receive_buffer_bytes=stream.receive_buffer_bytes)
     args = ["--utt-list", utt_list, "--seed", str(stream.seed), "--num-epochs", str(stream.num_epochs or 0)]
     servers = LocalServers(client, value, data_dir, ali_dir, exp_dir, args + list(stream.server_options),
                            stream.max_restarts)

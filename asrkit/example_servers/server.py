@@ -70,6 +70,7 @@ class ServerOptions:
     cmvn: str = None  # default <data-dir>/cmvn.h5
     utt_list: str = None  # serve only these utterances (one id per line, first field)
     queue_capacity: int = 32  # SNDHWM, in messages (utterances)
+    send_buffer_bytes: int = 0  # ZMQ_SNDBUF (0: the kernel's own, autotuned to megabytes)
     num_epochs: int = 0  # 0: until stopped
     start_epoch: int = 0
     start_after: str = None  # resume start_epoch after this utterance (the last one the trainer received)
@@ -230,6 +231,8 @@ class ExampleServer:
         self._context = zmq.Context()
         sock = self._context.socket(zmq.PUSH)
         sock.setsockopt(zmq.SNDHWM, self.options.queue_capacity)
+        if self.options.send_buffer_bytes:
+            sock.setsockopt(zmq.SNDBUF, self.options.send_buffer_bytes)
         if self.options.curve_secret_key:
             make_curve_server(sock, self.options.curve_secret_key)
         try:

@@ -376,7 +376,8 @@ def _server_source(options, params, data, data_dir, ali_dir, exp_dir, criterion)
     if options.online_ivector_dir:
         server_options += ["--online-ivectors", os.path.abspath(options.online_ivector_dir)]
     stream = StreamOptions(num_epochs=params.num_epochs, seed=params.seed, server_public_key=options.server_public_key,
-                           server_options=tuple(server_options), receive_timeout=options.server_receive_timeout)
+                           server_options=tuple(server_options), receive_timeout=options.server_receive_timeout,
+                           receive_buffer_bytes=criterion.receive_buffer_bytes())
     return open_example_servers(options.example_servers, expected, exp_dir, data_dir, ali_dir,
                                 data.train.utterance_ids, stream)
 

@@ -73,3 +73,20 @@ def test_the_seq_trainers_server_command_line_carries_its_parameters():
     sent = SequenceOptions.from_json(arguments[arguments.index("--seq-options") + 1])
     assert sent == dataclasses.replace(SequenceOptions(), criterion="mmi-fr", frame_rejection=0.01, beam=10.0)
     assert arguments[-1] == "--snapshot-schedule"
+
+
+def test_servers_following_the_newest_snapshot_get_a_short_queue_and_small_socket_buffers():
+    from asrkit.train.criteria.sequence import (FOLLOWER_QUEUE_CAPACITY, FOLLOWER_SOCKET_BUFFER_BYTES,
+                                                SequenceCriterion)
+
+    trainer = SequenceCriterion.__new__(SequenceCriterion)
+    trainer.params = seq_params()
+    trainer.ce_model_dir, trainer.snapshot_dir, trainer.graph_dir = "m", "s", "g"
+    trainer.scheduled = True  # the schedule fixes each example's snapshot: the queues may be long
+    scheduled = trainer.server_options()
+    assert "--queue-capacity" not in scheduled and trainer.receive_buffer_bytes() == 0
+    trainer.scheduled = False  # (--strategy ps, multiworker, --snapshot-lag 0): what the queues hold is stale
+    following = trainer.server_options()
+    assert following[following.index("--queue-capacity") + 1] == str(FOLLOWER_QUEUE_CAPACITY)
+    assert following[following.index("--send-buffer-bytes") + 1] == str(FOLLOWER_SOCKET_BUFFER_BYTES)
+    assert trainer.receive_buffer_bytes() == FOLLOWER_SOCKET_BUFFER_BYTES

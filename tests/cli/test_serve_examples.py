@@ -75,6 +75,14 @@ def test_serves_and_ends_with_a_summary(served_dirs):
                                                                                           received[4:])
 
 
+def test_small_socket_buffers_serve_the_same_examples(served_dirs):
+    result, received = serve_two_epochs(served_dirs, "--send-buffer-bytes", "8192", "--queue-capacity", "2")
+    assert "served=8" in result.output and len(received) == 8
+    data_dir, ali_dir = served_dirs
+    bad = CliRunner().invoke(main, [data_dir, ali_dir, "--bind", free_endpoint(), "--send-buffer-bytes", "-1"])
+    assert bad.exit_code == 2 and "--send-buffer-bytes" in bad.output
+
+
 def test_rolling_randomisation_serves_the_orders_it_draws(served_dirs):
     from asrkit.example_servers.server import epoch_order
     from asrkit.training_examples.randomisation import Randomisation

@@ -154,6 +154,7 @@ class ProducerOptions:
     slow: dict = dataclasses.field(default_factory=dict)  # shard -> its own seconds per example
     die_after: dict = dataclasses.field(default_factory=dict)  # shard -> examples sent before its socket closes
     queue_capacity: int = QUEUE_CAPACITY
+    send_buffer_bytes: int = 0  # ZMQ_SNDBUF (0: the kernel's own)
     snapshot_dir: str = None  # seq mode: where the trainer publishes its snapshots
     scheduled: bool = False  # seq mode: the trainer's schedule says each example's snapshot
     check_seconds: float = 2.0  # seq mode without the schedule: how often a server looks for a newer snapshot
@@ -169,10 +170,14 @@ class SimulatedShard:
         self.socket = context.socket(zmq.PUSH)
         self.socket.setsockopt(zmq.SNDHWM, options.queue_capacity)
         self.socket.setsockopt(zmq.LINGER, 0)
+        if options.send_buffer_bytes:
+            self.socket.setsockopt(zmq.SNDBUF, options.send_buffer_bytes)
         port = self.socket.bind_to_random_port(f"tcp://{options.bind_host}")
         self.endpoint = f"tcp://{options.bind_host}:{port}"
         self.pace = options.slow.get(shard[0], options.seconds_per_example)
         self.sent = 0
+        self.made_at = None  # when it last made an example
+        self.longest_gap = 0.0  # between two of its examples, after its first ten
         self.next_due = 0.0
         self.finished = False
         self._bodies = bodies  # (canned index, version) -> serialized example, shared by a process's shards
@@ -226,6 +231,10 @@ class SimulatedShard:
         if self.options.mode == "seq" and version is None:
             return None
         index = (self.sent + self.shard[0]) % len(self.canned)
+        now = time.monotonic()
+        if self.made_at is not None and self.sent > 10:
+            self.longest_gap = max(self.longest_gap, now - self.made_at)
+        self.made_at = now
         example = self.canned[index]
         tail = per_message_context(f"{example.utterance_id}-r{self.shard[0]}", self.epoch, self.server_id,
                                    self.shard, version)
@@ -393,6 +402,7 @@ def main(argv=None):
     parser.add_argument("--check-seconds", type=float, default=2.0)
     parser.add_argument("--bind-host", default="127.0.0.1")
     parser.add_argument("--queue-capacity", type=int, default=QUEUE_CAPACITY, help="each server's send queue")
+    parser.add_argument("--send-buffer-bytes", type=int, default=0, help="each server's ZMQ_SNDBUF (0: the kernel's)")
     parser.add_argument("--canned", type=int, default=20, help="canned examples (cycled through)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -400,6 +410,7 @@ def main(argv=None):
     handshake = dataclasses.replace(handshake, mode=args.mode)
     options = ProducerOptions(args.mode, args.num_epochs, args.seconds_per_example, _shard_values(args.slow, float),
                               _shard_values(args.die_after, int), queue_capacity=args.queue_capacity,
+                              send_buffer_bytes=args.send_buffer_bytes,
                               snapshot_dir=args.snapshot_dir,
                               scheduled=args.scheduled, check_seconds=args.check_seconds, bind_host=args.bind_host)
     import_tensorflow()  # its protobufs encode the examples: imported before the servers announce themselves
@@ -411,7 +422,8 @@ def main(argv=None):
     finally:
         if args.loads:
             _write_atomically(args.loads, "".join(json.dumps(load) + "\n" for load in servers.loads))
-        print(json.dumps({"messages": servers.messages, "shards": len(servers.shards)}), flush=True)
+        print(json.dumps({"messages": servers.messages, "shards": len(servers.shards),
+                          "longest_gaps": [round(shard.longest_gap, 3) for shard in servers.shards]}), flush=True)
 
 
 if __name__ == "__main__":

@@ -227,3 +227,33 @@ def test_a_lost_server_given_by_address_is_reported_with_the_options_that_resume
                 in caplog.text)
     finally:
         source.close()
+
+
+def examples_made_ahead(audio_corpus, run_server, endpoint, queue_capacity, socket_buffer_bytes):
+    """How many examples a server has made while its trainer holds its first and takes nothing more."""
+    data_dir, ali_dir = audio_corpus
+    server = ExampleServer(data_dir, ali_dir, ServerOptions(bind=endpoint, num_epochs=20, from_feats=True,
+                                                           queue_capacity=queue_capacity,
+                                                           send_buffer_bytes=socket_buffer_bytes))
+    threaded = run_server(server)
+    source = ServerExamples(HANDSHAKE, [endpoint], capacity=1, expected_servers=1, receive_timeout=30,
+                            receive_buffer_bytes=socket_buffer_bytes)
+    try:
+        assert len(take(source, 1)) == 1
+        made = -1
+        while made != server.served:  # until the server is blocked
+            made = server.served
+            threaded.thread.join(0.5)
+        return made
+    finally:
+        source.close()
+        threaded.stop()
+
+
+def test_a_short_queue_and_small_socket_buffers_bound_what_a_server_makes_ahead(audio_corpus, run_server,
+                                                                               free_endpoint):
+    # The kernel's own buffers grow to megabytes: ~100 of these 40-KB examples beside ZeroMQ's queues (in seq
+    # mode, derivatives made with a snapshot long replaced); 8 KB on both sides leave the queues and a few.
+    unbounded = examples_made_ahead(audio_corpus, run_server, free_endpoint(), 2, 0)
+    bounded = examples_made_ahead(audio_corpus, run_server, free_endpoint(), 2, 8192)
+    assert bounded <= 10 < 30 <= unbounded, (bounded, unbounded)  # measured: 7 and 77

@@ -91,6 +91,10 @@ class Criterion(abc.ABC):
         """Extra command-line options of the example servers (asrkit-serve-examples) for this criterion."""
         return []
 
+    def receive_buffer_bytes(self) -> int:
+        """The kernel's receive buffer of each server connection (0: the system's)."""
+        return 0
+
     def wrap_source(self, source: Iterable) -> Iterable:
         """The source the batchers read, made from the in-process or server source."""
         return source

@@ -75,6 +75,13 @@ CHIEF_SNAPSHOT_WAIT_SECONDS = 300.0
 # mean staleness above this many snapshot intervals (plus the slack, in steps) is reported as stalled.
 STALLED_SNAPSHOTS_FACTOR = 3
 STALLED_SNAPSHOTS_SLACK = 10
+# Without the schedule a server decodes with the snapshot it has when it makes an example, and the example
+# then waits behind what its queues hold: its send queue (a full one takes more only once half of it has
+# drained: ZeroMQ's low-water mark) and both kernels' socket buffers, which grow to megabytes.  A short
+# queue and small buffers keep the derivatives a few examples old and a new snapshot a server's turn away
+# (docs/scaling.md, "Snapshots").
+FOLLOWER_QUEUE_CAPACITY = 2
+FOLLOWER_SOCKET_BUFFER_BYTES = 64 * 1024
 
 
 def snapshots_stalled(staleness_mean, snapshot_every):
@@ -283,7 +290,12 @@ class SequenceCriterion(Criterion):
     def server_options(self):
         return ["--mode", "seq", "--model-dir", self.ce_model_dir, "--snapshot-dir", self.snapshot_dir,
                 "--graph", self.graph_dir, "--seq-options", self.sequence_options().to_json()] + \
-            (["--snapshot-schedule"] if self.scheduled else [])
+            (["--snapshot-schedule"] if self.scheduled else
+             ["--queue-capacity", str(FOLLOWER_QUEUE_CAPACITY),
+              "--send-buffer-bytes", str(FOLLOWER_SOCKET_BUFFER_BYTES)])
+
+    def receive_buffer_bytes(self):
+        return 0 if self.scheduled else FOLLOWER_SOCKET_BUFFER_BYTES
 
     def wrap_source(self, source):
         self._served = source if hasattr(source, "take_listener") else None  # example servers, not in-process

@@ -106,25 +106,40 @@ def staleness(line):
             + line["examples_per_step"] / examples_per_second / 2 * steps_per_second)
 
 
+CORES = 2  # of the machine the parameter-server runs shared (the workers, the chief and the parameter server)
+FITTED_WORKERS = (1, 2, 8)  # the parameter-server runs the model is fitted on; it predicts the others
+
+
 def ps_fitted(lines):
-    """From the parameter-server runs of one and two workers: a worker's steps/s alone, the machine's steps/s
-    once its cores are taken (two workers already take this machine's two), and the chief's CPU a step."""
-    ps = sorted(labelled(lines, "ps"), key=lambda line: line["workers"])
-    if len(ps) < 2:
+    """From the parameter-server runs of one, two and eight workers: a worker's steps/s alone, the CPU a step
+    takes once the cores are all taken (two workers take this machine's two), what each worker's process costs
+    the cores beside its steps (its TensorFlow runtime's threads: the 8-worker run), and the chief's CPU a
+    step."""
+    ps = {line["workers"]: line for line in labelled(lines, "ps")}
+    if not all(workers in ps for workers in FITTED_WORKERS):
         return None
-    return {"one_worker_steps_s": ps[0]["steps_per_second"], "machine_steps_s": ps[1]["steps_per_second"],
-            "chief_step_s": statistics.mean(line["chief_cpu_ms_per_step"] for line in ps[:2]) / 1e3}
+    one, two, eight = (ps[workers]["steps_per_second"] for workers in FITTED_WORKERS)
+    cpu_per_step = CORES / two  # two workers' own cost beside their steps is left out: within this fit's noise
+    per_worker_cores = (CORES - eight * cpu_per_step) / 8
+    return {"one_worker_steps_s": one, "cpu_s_per_step": cpu_per_step, "per_worker_cores": per_worker_cores,
+            "chief_step_s": statistics.mean(ps[workers]["chief_cpu_ms_per_step"] for workers in (1, 2)) / 1e3}
+
+
+def ps_steps_per_second(fitted, workers):
+    """min(workers x one worker's, what the cores left by the workers' own processes run, 1 / the chief's
+    CPU a step)."""
+    machine = (CORES - workers * fitted["per_worker_cores"]) / fitted["cpu_s_per_step"]
+    return min(workers * fitted["one_worker_steps_s"], machine, 1 / fitted["chief_step_s"])
 
 
 def ps_model(lines, table):
-    """steps/s = min(workers x one worker's, what the machine's cores run, 1 / the chief's CPU a step)."""
     fitted = ps_fitted(lines)
     if fitted is None:
         return
-    for line in sorted(labelled(lines, "ps"), key=lambda line: line["workers"])[2:]:
-        predicted = min(line["workers"] * fitted["one_worker_steps_s"], fitted["machine_steps_s"],
-                        1 / fitted["chief_step_s"])
-        table.add(f"steps/s, ps with {line['workers']} workers", predicted, line["steps_per_second"])
+    for line in sorted(labelled(lines, "ps"), key=lambda line: line["workers"]):
+        if line["workers"] not in FITTED_WORKERS:
+            table.add(f"steps/s, ps with {line['workers']} workers", ps_steps_per_second(fitted, line["workers"]),
+                      line["steps_per_second"])
 
 
 def papers(model):

@@ -109,6 +109,13 @@ def growth(samples):
             statistics.median(s[2] for s in late) - statistics.median(s[2] for s in early))
 
 
+def rss_by_quarter(samples):
+    """The median RSS (MiB) of each quarter of the samples: whether a growth levels off."""
+    quarter = max(len(samples) // 4, 1)
+    return [round(statistics.median(s[1] for s in samples[index * quarter:(index + 1) * quarter] or samples[-1:]), 1)
+            for index in range(4)]
+
+
 def import_protobufs():
     """TensorFlow's protobufs, imported before a client starts: the first message would otherwise pay for the
     import (~6 s of CPU) in the receiving thread, as no trainer does (it has imported TensorFlow already)."""
@@ -217,6 +224,7 @@ def feed_figures(measured, examples, samples, args):
         "rss_mib_max": round(max(s[1] for s in samples), 1) if samples else None,
         "fds_end": samples[-1][2] if samples else None,
         "rss_growth_mib": round(mem_growth, 1), "fd_growth": fd_growth,
+        "rss_mib_quarters": rss_by_quarter(samples) if samples else None,
         "producer_cpu_share": round(measured["producer_cpu"] / measured["wall"], 3),
     }
 
@@ -274,6 +282,7 @@ def bench_train(root, num_servers, args):
         "rss_mib_median": round(statistics.median(s[1] for s in samples), 1) if samples else None,
         "fds_median": statistics.median(s[2] for s in samples) if samples else None,
         "rss_growth_mib": round(mem_growth, 1), "fd_growth": fd_growth, "samples": len(samples),
+        "rss_mib_quarters": rss_by_quarter(samples) if samples else None,
         "frames_per_message": frames_per_message(root),
     }
 

@@ -35,7 +35,8 @@ LAYERS = [
     ("io", "launch", "parallel"),
     # tf_runtime: importing TensorFlow quietly, on nothing of asrkit's; asrkit: the package (its version);
     # cache, numba_cache: the per-user cache of compiled code, and numba pointed at it before it is imported.
-    ("logs", "errors", "tf_runtime", "asrkit", "cache", "numba_cache"),
+    # heap: giving the C heap's freed pages back to the system.
+    ("logs", "errors", "tf_runtime", "asrkit", "cache", "numba_cache", "heap"),
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # The package's public names that asrkit/__init__.py imports on first use (module __getattr__), so that

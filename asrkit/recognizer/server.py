@@ -51,8 +51,6 @@ for another machine, serve it behind TLS.
 
 import asyncio
 import concurrent.futures
-import ctypes
-import ctypes.util
 import dataclasses
 import ipaddress
 import json
@@ -66,6 +64,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
 from asrkit.errors import AsrkitError
+from asrkit.heap import trim_freed_memory
 from asrkit.inference.frontend import as_float_samples
 from asrkit.inference.resample import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE, StreamResampler
 from asrkit.recognizer.package_checks import PackageError
@@ -129,19 +128,6 @@ def check_host_allowed(host, allow_remote):
 
 # At most one trim of the C heap per this many seconds while streams are open (one at every moment none is).
 TRIM_INTERVAL_S = 1.0
-
-
-def trim_freed_memory():
-    """Returns the free pages of the C heaps to the system (glibc's malloc_trim, a few ms); returns whether it
-    could (False on other C libraries).  glibc raises its mmap threshold to the size of each large block
-    freed, after which a stream's decoder arrays (a 6-MB table over the voiceover graph's states, token arrays
-    of tens of MB) come from its heaps, and stay in the RSS once their streams close: 1,000 abandoned
-    connections left a server at 3.2 GB instead of 0.4 (bench/recognizer_server.py's abuse part).  Serving
-    every large block with its own mmap instead (mallopt) cost 20-40% more CPU per stream in page faults."""
-    try:
-        return bool(ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim(0))
-    except (OSError, AttributeError, TypeError):
-        return False
 
 
 def final_message(result, words=True, alternatives=0):

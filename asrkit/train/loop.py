@@ -35,6 +35,7 @@ import time
 from typing import TYPE_CHECKING
 
 from asrkit.errors import AsrkitError
+from asrkit.heap import trim_freed_memory
 from asrkit.nn.params import Params
 from asrkit.tf_runtime import import_tensorflow
 from asrkit.train.batch import PaddingStats
@@ -295,6 +296,7 @@ class TrainingLoop:
             logger.info("step %d: weights %s", self.step, digest)
         if self.from_servers:
             log_servers(self.source)
+        trim_freed_memory()  # the RSS would otherwise grow with what the C heap keeps (asrkit.heap)
 
     def _between_steps(self):
         """The criterion's after-step work, validation and checkpoints, none of it counted as step time."""

@@ -4,7 +4,6 @@ JSON and a close code, limits, abandoned and slow connections cleaned up."""
 import asyncio
 import concurrent.futures
 import json
-import os
 import threading
 
 import numpy as np
@@ -17,7 +16,7 @@ from asrkit.recognizer.endpoint import EndpointConfig
 from asrkit.recognizer.recognizer import Recognizer
 from asrkit.recognizer.server import (CLOSE_INTERNAL, CLOSE_NORMAL, CLOSE_POLICY, CLOSE_TOO_BIG, CLOSE_TRY_LATER,
                                       CLOSE_UNSUPPORTED, NetworkBatcher, RecognitionServer, ServerConfig,
-                                      final_message, trim_freed_memory)
+                                      final_message)
 from tests.conftest import speech_like
 from tests.recognizer.conftest import assert_same_rows
 
@@ -290,28 +289,6 @@ def test_the_batcher_evaluates_the_waiting_streams_together_and_fails_a_broken_o
         assert_same_rows(one, other)
     assert isinstance(error, ValueError) and "no front end" in str(error)
     assert (batcher.calls, batcher.inputs, batcher.mean_streams) == (1, 4, 4.0)
-
-
-def _rss_bytes():
-    with open("/proc/self/statm") as handle:
-        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
-def test_freed_heap_memory_goes_back_to_the_system():
-    """Freed 6-MB arrays (a decoder's per-state table) under a pinned one leave the RSS after trim_freed_memory, once
-    glibc serves such sizes from its heap (after frees of larger blocks raised its mmap threshold)."""
-    for _ in range(3):
-        np.ones(20 << 18, np.float32)  # 20 MB, freed at once: glibc's mmap threshold rises to 20 MB
-    before = _rss_bytes()
-    kept = [np.ones(6 << 18, np.float32) for _ in range(8)]  # 48 MB, touched
-    pinned = np.ones(6 << 18, np.float32)  # above them in the heap: a plain free cannot shrink it
-    assert _rss_bytes() > before + (24 << 20)
-    del kept
-    if not trim_freed_memory():
-        pytest.skip("not glibc")
-    assert _rss_bytes() < before + (16 << 20)
-    assert pinned[-1] == 1
 
 
 def test_the_server_trims_the_heap_when_its_last_stream_closes(recognizer, monkeypatch):

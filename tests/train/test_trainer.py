@@ -74,6 +74,17 @@ def test_dropout_trains_and_is_recorded_but_not_exported(corpus, tmp_path, caplo
         train_ce(data_dir, ali_dir, str(tmp_path / "bad"), options(dropout=1.0, **steps))
 
 
+def test_each_log_interval_gives_the_c_heap_s_freed_pages_back(corpus, tmp_path, monkeypatch):
+    from asrkit.train import loop
+
+    trims = []
+    monkeypatch.setattr(loop, "trim_freed_memory", lambda: trims.append(1))
+    data_dir, ali_dir, _ = corpus(num_utts=8)
+    result = train_ce(data_dir, ali_dir, str(tmp_path / "exp"), options(max_steps=15, log_every=5, valid_every=0,
+                                                                        checkpoint_every=0))
+    assert result.steps == 15 and len(trims) == 3
+
+
 def test_full_unrolling_mode_trains(corpus, tmp_path):
     data_dir, ali_dir, _ = corpus(num_utts=12)
     result = train_ce(data_dir, ali_dir, str(tmp_path / "exp"),

@@ -79,7 +79,7 @@ STALLED_SNAPSHOTS_SLACK = 10
 # then waits behind what its queues hold: its send queue (a full one takes more only once half of it has
 # drained: ZeroMQ's low-water mark) and both kernels' socket buffers, which grow to megabytes.  A short
 # queue and small buffers keep the derivatives a few examples old and a new snapshot a server's turn away
-# (docs/scaling.md, "Snapshots").
+# (docs/scaling.md, the snapshots measurements).
 FOLLOWER_QUEUE_CAPACITY = 2
 FOLLOWER_SOCKET_BUFFER_BYTES = 64 * 1024
 

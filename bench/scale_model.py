@@ -113,8 +113,7 @@ FITTED_WORKERS = (1, 2, 8)  # the parameter-server runs the model is fitted on; 
 def ps_fitted(lines):
     """From the parameter-server runs of one, two and eight workers: a worker's steps/s alone, the CPU a step
     takes once the cores are all taken (two workers take this machine's two), what each worker's process costs
-    the cores beside its steps (its TensorFlow runtime's threads: the 8-worker run), and the chief's CPU a
-    step."""
+    the cores beside its steps (from the 8-worker run; not measured apart), and the chief's CPU a step."""
     ps = {line["workers"]: line for line in labelled(lines, "ps")}
     if not all(workers in ps for workers in FITTED_WORKERS):
         return None

@@ -100,20 +100,24 @@ def _sampler(samples, stop, pid="self", every=1.0):
             samples.append((time.monotonic() - started, *process_memory(pid)))
 
 
+def quarter_medians(samples, column):
+    """The median of `column` (1: RSS MiB, 2: file descriptors) in each quarter of the samples (the last quarter
+    is the last samples), the first quarter's for a quarter too short to have any."""
+    quarter = max(len(samples) // 4, 1)
+    parts = [samples[index * quarter:(index + 1) * quarter] for index in range(3)] + [samples[-quarter:]]
+    return [statistics.median(sample[column] for sample in part or samples[:1]) for part in parts]
+
+
 def growth(samples):
     """(MiB, fds) from the median of the second quarter of the samples to that of the last: growth after the
     warm-up, when the queues have filled."""
-    quarter = max(len(samples) // 4, 1)
-    early, late = samples[quarter:2 * quarter] or samples[:1], samples[-quarter:]
-    return (statistics.median(s[1] for s in late) - statistics.median(s[1] for s in early),
-            statistics.median(s[2] for s in late) - statistics.median(s[2] for s in early))
+    rss, fds = quarter_medians(samples, 1), quarter_medians(samples, 2)
+    return rss[3] - rss[1], fds[3] - fds[1]
 
 
 def rss_by_quarter(samples):
     """The median RSS (MiB) of each quarter of the samples: whether a growth levels off."""
-    quarter = max(len(samples) // 4, 1)
-    return [round(statistics.median(s[1] for s in samples[index * quarter:(index + 1) * quarter] or samples[-1:]), 1)
-            for index in range(4)]
+    return [round(value, 1) for value in quarter_medians(samples, 1)]
 
 
 def import_protobufs():

@@ -317,7 +317,7 @@ class ExampleServer:
                     self.handshake.feature_dim, self.handshake.num_pdfs, self.handshake.frame_shift_ms,
                     o.queue_capacity)
         epoch = o.start_epoch
-        finished = delivered = False
+        finished = ended_normally = False
         last_log = started
         try:
             while not self.stop_requested.is_set() and not finished:
@@ -370,9 +370,9 @@ class ExampleServer:
                 self._send(encode_end(self.server_id, o.shard, served=self.served, skipped=len(self.skipped),
                                       epochs=epoch - o.start_epoch))
             self._log_progress(min(epoch, max(o.num_epochs - 1, o.start_epoch)) if o.num_epochs else epoch, started)
-            delivered = finished
+            ended_normally = finished
         finally:
-            self.close(wait_for_trainer=delivered)
+            self.close(wait_for_trainer=ended_normally)
         return ServeResult(self.endpoint, self.served, self.frames, dict(self.skipped), self.skip_events,
                            epoch - o.start_epoch, self.blocked_seconds, self.waiting_seconds,
                            time.monotonic() - started, self.stop_requested.is_set() and not finished)

@@ -48,23 +48,24 @@ class SpeakerData:
         return float(sum(target.sum() for target in self.targets))
 
 
-class _Adam:
-    def __init__(self, options):
-        self.options = options
+class Adam:
+    """Adam (Kingma and Ba, 2015) on a dict of NumPy arrays, updated in place; its own step count."""
+
+    def __init__(self, learning_rate, beta1=0.9, beta2=0.999):
+        self.learning_rate, self.beta1, self.beta2 = learning_rate, beta1, beta2
         self.moments = {}
         self.steps = 0
 
     def step(self, parameters, gradients):
-        o = self.options
         self.steps += 1
         for name, gradient in gradients.items():
             first, second = self.moments.get(name, (np.zeros_like(gradient), np.zeros_like(gradient)))
-            first = o.beta1 * first + (1 - o.beta1) * gradient
-            second = o.beta2 * second + (1 - o.beta2) * gradient * gradient
+            first = self.beta1 * first + (1 - self.beta1) * gradient
+            second = self.beta2 * second + (1 - self.beta2) * gradient * gradient
             self.moments[name] = (first, second)
-            corrected = first / (1 - o.beta1 ** self.steps)
-            scale = np.sqrt(second / (1 - o.beta2 ** self.steps)) + 1e-8
-            parameters[name] -= o.learning_rate * corrected / scale
+            corrected = first / (1 - self.beta1 ** self.steps)
+            scale = np.sqrt(second / (1 - self.beta2 ** self.steps)) + 1e-8
+            parameters[name] -= self.learning_rate * corrected / scale
 
 
 class NetworkModel:
@@ -140,7 +141,7 @@ def estimate_transform(transform, estimator, data, options):
     (loss per frame before, after)."""
     data = regularised(data, estimator, options.kld_weight)
     frames = max(data.frames, 1.0)
-    adam = _Adam(options)
+    adam = Adam(options.learning_rate, options.beta1, options.beta2)
     parameters = dict(transform.r)
     if transform.matrix is not None:
         parameters["input"] = transform.matrix

@@ -28,4 +28,4 @@ def first_pass(tmp_path_factory):
     decode_data_dir(task["graph"], result.model_dir, test_dir, decode_dir, ModelLoglikes(result.model_dir, test_dir),
                     options)
     return {"model": result.model_dir, "data": test_dir, "decode": decode_dir, "graph": task["graph"],
-            "root": str(root)}
+            "train": train_dir, "ali": ali_dir, "root": str(root)}

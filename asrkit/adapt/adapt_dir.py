@@ -128,7 +128,8 @@ def first_pass_silence(graph_dir, model_dir):
     return tuple(int(pdf) for pdf in read_criterion_phones(graph_dir, model_dir, "smbr").silence_pdfs)
 
 
-def _fold_points(model, method, model_dir):
+def fold_points(model, method, model_dir):
+    """The FoldPoints of `method` (METHODS) in the model's network; AsrkitError naming the model dir where it has none."""
     feature_config = read_json(os.path.join(model_dir, "featurize.json"))
     stacked = int(feature_config.get("stack_frames", 1) or 1)
     feature_dim = int(model.cmvn.dim)
@@ -173,7 +174,7 @@ def adapt_speakers(model_dir, data_dir, decode_dir, out_dir, options=None):
     lm_weight = posterior_lm_weight(decode_dir, options.lm_weight)
     by_speaker, unusable = _speaker_targets(decode_dir, lm_weight, options.min_posterior, source, data.utt2spk,
                                             model.num_pdfs, first_pass_silence(options.graph_dir, model_dir))
-    points = _fold_points(model, options.method, model_dir)
+    points = fold_points(model, options.method, model_dir)
     estimator = SpeakerEstimator(model, points.kernels)
     work_dir = temporary_name(os.path.abspath(out_dir))
     os.makedirs(work_dir)

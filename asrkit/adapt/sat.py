@@ -17,8 +17,11 @@ each hidden layer (asrkit.adapt.fold), so the network's own code runs every step
 a folded kernel gives the gradient in its shared values (times the speaker's amplitudes, row by
 row) and in the amplitudes (SpeakerTransform.parameter_gradients).  Speakers with too few frames
 (a corpus whose speakers are unknown gives each utterance its own) are heard with amplitudes of 1
-and train the shared weights alone.  With `lhuc=False` the same steps train the shared weights
-only: the control that tells what SAT buys from what the fine-tuning itself does.
+and train the shared weights alone.  With method "none" the same steps train the shared weights
+only: the control that tells what SAT buys from what the fine-tuning itself does.  The same holds for
+the linear input transform (the hybrid counterpart of fMLLR, whose SAT is Kaldi's GMM recipes'): each
+training speaker's matrix is folded into the first layer's kernel, and its gradient is the folded
+kernel's, read back through the matrix.
 
 Every step's utterances, and the order of steps (seeded by epoch), are fixed, so a run repeats
 itself on any load (up to TensorFlow's multi-threaded sums).
@@ -32,8 +35,9 @@ import shutil
 
 import numpy as np
 
+from asrkit.adapt.adapt_dir import METHODS, fold_points
 from asrkit.adapt.estimate import Adam
-from asrkit.adapt.fold import FoldPoints, SpeakerTransform, lhuc_points
+from asrkit.adapt.fold import FoldPoints, SpeakerTransform
 from asrkit.data.data_dir import DataDir
 from asrkit.decode.loglikes import ModelLoglikes
 from asrkit.errors import AsrkitError
@@ -56,16 +60,18 @@ SPEAKER_INDEPENDENT = None  # the chunks of speakers heard with amplitudes of 1
 class SatOptions:
     epochs: int = 1
     learning_rate: float = 5e-5  # Adam's step on the shared weights
-    lhuc_learning_rate: float = 0.05  # Adam's step on the speakers' amplitude logits r (a = 2 sigmoid(r))
+    speaker_learning_rate: float = 0.05  # Adam's step on the speakers' parameters: amplitude logits r, matrix M
     frames_per_step: int = 4000  # one speaker's utterances up to this many frames make a step
     min_speaker_frames: int = 3000  # a speaker with fewer is heard with amplitudes of 1
-    lhuc: bool = True  # False: the control, the same steps without speaker amplitudes
+    method: str = "lhuc"  # the speakers' parameters (asrkit.adapt.adapt_dir.METHODS), or "none": the control
     seed: int = 1
     tolerance: int = 1  # frames an alignment may differ from its features by
 
     def check(self):
-        if self.epochs < 1 or not self.learning_rate > 0 or not self.lhuc_learning_rate > 0:
+        if self.epochs < 1 or not self.learning_rate > 0 or not self.speaker_learning_rate > 0:
             raise AsrkitError(f"SAT needs epochs >= 1 and positive learning rates: {self}")
+        if self.method not in METHODS + ("none",):
+            raise AsrkitError(f"--method must be one of {', '.join(METHODS + ('none',))}, not {self.method!r}")
         if self.frames_per_step < 1 or self.min_speaker_frames < 0:
             raise AsrkitError(f"--frames-per-step must be at least 1 and --min-speaker-frames at least 0: {self}")
 
@@ -84,7 +90,7 @@ class SatResult:
     out_dir: str
     steps: int
     frames: int
-    adapted_speakers: int  # with amplitudes of their own
+    adapted_speakers: int  # with parameters of their own
     independent_utterances: int  # heard with amplitudes of 1
     skipped_utterances: int
     loss_first_epoch: float  # per frame
@@ -108,7 +114,7 @@ def plan_chunks(frames_of, utt2spk, options):
     groups = {}
     for speaker, utterances in sorted(by_speaker.items(), key=lambda item: item[0].encode()):
         enough = sum(frames_of[u] for u in utterances) >= options.min_speaker_frames
-        key = speaker if enough and options.lhuc else SPEAKER_INDEPENDENT
+        key = speaker if enough and options.method != "none" else SPEAKER_INDEPENDENT
         groups.setdefault(key, []).extend(utterances)
     chunks = []
     for speaker, utterances in groups.items():
@@ -125,14 +131,15 @@ def plan_chunks(frames_of, utt2spk, options):
 
 
 class SatTrainer:
-    """The steps of LHUC-SAT on one network (an AcousticModel): shared weights and per-speaker amplitudes."""
+    """The steps of SAT on one network (an AcousticModel): shared weights and per-speaker parameters on
+    `points` (FoldPoints; none for the control)."""
 
-    def __init__(self, model, options):
+    def __init__(self, model, points, options):
         tf = import_tensorflow()
         self.model, self.options = model, options
         net, delay = model.net, model.label_delay
         self.variables = list(net.trainable_variables)
-        self.points = FoldPoints(lhuc_points(net) if options.lhuc else [])
+        self.points = points
         folded = {id(kernel) for kernel in self.points.kernels}
         # The shared weights: a folded kernel's values live in the fold points (written into the variable,
         # scaled, before each step); the others in their variables.
@@ -157,11 +164,11 @@ class SatTrainer:
 
     def transform(self, speaker):
         """The speaker's SpeakerTransform (amplitudes of 1 for a speaker not seen yet); None: speaker-independent."""
-        if speaker is SPEAKER_INDEPENDENT or not self.options.lhuc:
+        if speaker is SPEAKER_INDEPENDENT or not self.points.all:
             return None
         if speaker not in self.transforms:
             self.transforms[speaker] = SpeakerTransform(self.points)
-            self.speaker_adams[speaker] = Adam(self.options.lhuc_learning_rate)
+            self.speaker_adams[speaker] = Adam(self.options.speaker_learning_rate)
         return self.transforms[speaker]
 
     def gradients(self, speaker, utterances):
@@ -184,12 +191,21 @@ class SatTrainer:
         if transform is not None:
             by_kernel = {id(self.variables[index]): by_index[index] for index in self.folded}
             speaker_gradients = transform.parameter_gradients(by_kernel)
-            for point in self.points.lhuc:
-                amplitudes = transform.amplitudes(point.name)[:, None]
-                for index in self.folded:
-                    if any(self.variables[index] is kernel for kernel in point.kernels):
-                        by_index[index][point.rows] *= amplitudes  # d folded / d shared = the amplitude
+            for index in self.folded:
+                by_index[index] = self._shared_gradient(transform, self.variables[index], by_index[index])
         return total, correct, frames, by_index, speaker_gradients
+
+    def _shared_gradient(self, transform, kernel, gradient):
+        """The gradient in a kernel's shared values from the gradient in its folded values: each LHUC row times
+        its amplitude, each input block through M (folded block = M block, so its gradient is M^T times)."""
+        for point in self.points.lhuc:
+            if any(kernel is k for k in point.kernels):
+                gradient[point.rows] *= transform.amplitudes(point.name)[:, None]
+        point = self.points.input
+        if point is not None and any(kernel is k for k in point.kernels):
+            blocks = gradient[point.rows].reshape(-1, point.block, gradient.shape[1])
+            gradient[point.rows] = np.einsum("ji,bjk->bik", transform.matrix, blocks).reshape(-1, gradient.shape[1])
+        return gradient
 
     def step(self, speaker, utterances):
         """One Adam step on the shared weights and the speaker's amplitudes; (loss, correct frames, frames)."""
@@ -199,7 +215,10 @@ class SatTrainer:
         self.write_shared()
         if speaker_gradients is not None:
             transform = self.transforms[speaker]
-            self.speaker_adams[speaker].step(transform.r, {name: g * scale for name, g in speaker_gradients.items()})
+            parameters = dict(transform.r)
+            if transform.matrix is not None:
+                parameters["input"] = transform.matrix
+            self.speaker_adams[speaker].step(parameters, {name: g * scale for name, g in speaker_gradients.items()})
         return loss, correct, frames
 
     def write_shared(self):
@@ -239,12 +258,12 @@ def _write_model(work_dir, model_dir, model, trainer, record):
     shutil.copytree(model_dir, work_dir, ignore=shutil.ignore_patterns(os.path.dirname(WEIGHTS_PREFIX)))
     tf.train.Checkpoint(net=model.net).write(os.path.join(work_dir, WEIGHTS_PREFIX))
     if trainer.transforms:
-        amplitudes = {}
+        arrays = {}
         for number, speaker in enumerate(sorted(trainer.transforms, key=lambda s: s.encode())):
             for name, values in trainer.transforms[speaker].state().items():
-                amplitudes[f"spk{number + 1:04d}_{name}"] = values
+                arrays[f"spk{number + 1:04d}_{name}"] = values
             record["speakers"][speaker]["arrays"] = f"spk{number + 1:04d}"
-        np.savez(os.path.join(work_dir, "speaker_lhuc.npz"), **amplitudes)
+        np.savez(os.path.join(work_dir, "speaker_transforms.npz"), **arrays)
     with open(os.path.join(work_dir, "sat.json"), "w", encoding="utf-8") as out:
         json.dump(record, out, indent=2, sort_keys=True)
         out.write("\n")
@@ -252,8 +271,8 @@ def _write_model(work_dir, model_dir, model, trainer, record):
 
 def train_sat(model_dir, data_dir, ali_dir, out_dir, options=None):
     """Fine-tunes MODEL_DIR with LHUC-SAT on DATA_DIR (featurized) and ALI_DIR's pdf alignments -> OUT_DIR, a model
-    dir holding the canonical network, with sat.json (options, per speaker frames) and speaker_lhuc.npz (the
-    training speakers' amplitudes)."""
+    dir holding the canonical network, with sat.json (options, per speaker frames) and speaker_transforms.npz
+    (the training speakers' parameters)."""
     options = options or SatOptions()
     options.check()
     check_output_dir(out_dir, SIGNATURE, inputs=(model_dir, data_dir, ali_dir), what="SAT model dir")
@@ -271,10 +290,8 @@ def train_sat(model_dir, data_dir, ali_dir, out_dir, options=None):
         logger.warning("skipping %d of %d utterances (first: %s)", len(skipped), len(skipped) + len(frames_of),
                        ", ".join(f"{u}: {skipped[u]}" for u in sorted(skipped)[:3]))
     chunks = plan_chunks(frames_of, data.utt2spk or {}, options)
-    try:
-        trainer = SatTrainer(model, options)
-    except ValueError as error:
-        raise AsrkitError(f"{model_dir}: no LHUC: {error}") from None
+    points = FoldPoints([]) if options.method == "none" else fold_points(model, options.method, model_dir)
+    trainer = SatTrainer(model, points, options)
     speakers = sorted({chunk.speaker for chunk in chunks if chunk.speaker is not SPEAKER_INDEPENDENT})
     independent = sum(len(chunk.utterances) for chunk in chunks if chunk.speaker is SPEAKER_INDEPENDENT)
     logger.info("%d utterances, %d frames in %d steps an epoch; %d speakers with amplitudes of their own, %d "

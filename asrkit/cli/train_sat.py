@@ -1,4 +1,4 @@
-"""asrkit-train-sat: speaker-adaptive training with LHUC (LHUC-SAT), fine-tuning a trained acoustic model."""
+"""asrkit-train-sat: speaker-adaptive training (LHUC-SAT, or an input transform's), fine-tuning a trained acoustic model."""
 
 import logging
 
@@ -17,32 +17,36 @@ COMMAND = "asrkit-train-sat"
 @click.option("--epochs", default=1, show_default=True, type=click.IntRange(min=1), help="Passes over the data.")
 @click.option("--learning-rate", default=5e-5, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Adam's step on the network's shared weights.")
-@click.option("--lhuc-learning-rate", default=0.05, show_default=True, type=click.FloatRange(min=0, min_open=True),
-              help="Adam's step on each training speaker's LHUC amplitudes (their logits).")
+@click.option("--method", type=click.Choice(["lhuc", "input", "lhuc+input", "none"]), default="lhuc", show_default=True,
+              help="Each training speaker's parameters, as asrkit-adapt's: LHUC amplitudes of every hidden unit, a "
+                   "linear transform of each input frame, or both; none: the same steps without them (the control "
+                   "SAT is measured against).")
+@click.option("--speaker-learning-rate", default=0.05, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Adam's step on each training speaker's parameters.")
 @click.option("--frames-per-step", default=4000, show_default=True, type=click.IntRange(min=1),
               help="One speaker's utterances up to this many frames make a step.")
 @click.option("--min-speaker-frames", default=3000, show_default=True, type=click.IntRange(min=0),
-              help="Speakers with fewer frames are heard with amplitudes of 1 (they train the shared weights alone).")
-@click.option("--lhuc/--no-lhuc", default=True, show_default=True,
-              help="--no-lhuc: the same steps without speakers' amplitudes (the control SAT is measured against).")
+              help="Speakers with fewer frames are heard unadapted (they train the shared weights alone).")
 @click.option("--seed", default=1, show_default=True, type=int, help="Seed of the steps' order.")
 @click.option("--num-threads", default=1, show_default=True, type=click.IntRange(min=1), help="TensorFlow threads.")
 @options_file
 @asrkit_command(COMMAND)
-def main(model_dir, data_dir, ali_dir, out_dir, epochs, learning_rate, lhuc_learning_rate, frames_per_step,
-         min_speaker_frames, lhuc, seed, num_threads):
-    """Fine-tune MODEL_DIR (asrkit-train-ce's) with LHUC speaker-adaptive training on DATA_DIR (featurized, with
+def main(model_dir, data_dir, ali_dir, out_dir, epochs, learning_rate, method, speaker_learning_rate,
+         frames_per_step, min_speaker_frames, seed, num_threads):
+    """Fine-tune MODEL_DIR (asrkit-train-ce's) with speaker-adaptive training on DATA_DIR (featurized, with
     utt2spk) and ALI_DIR's pdf alignments -> OUT_DIR, a model dir of the canonical network: the shared weights
-    trained jointly with LHUC amplitudes for every training speaker, which it leaves in speaker_lhuc.npz.  A new
-    speaker is heard with amplitudes of 1 and adapted with asrkit-adapt --method lhuc.
+    trained jointly with every training speaker's parameters (LHUC amplitudes, an input transform), which it
+    leaves in speaker_transforms.npz.  A new speaker is heard unadapted and adapted with asrkit-adapt --method
+    of the same parameters.
     """
     # deferred: the training brings TensorFlow (~6 s); --help imports none of it.
     from asrkit.adapt.sat import SatOptions, train_sat
     from asrkit.tf_runtime import import_tensorflow
 
     import_tensorflow(num_threads)
-    options = SatOptions(epochs=epochs, learning_rate=learning_rate, lhuc_learning_rate=lhuc_learning_rate,
-                         frames_per_step=frames_per_step, min_speaker_frames=min_speaker_frames, lhuc=lhuc, seed=seed)
+    options = SatOptions(epochs=epochs, learning_rate=learning_rate, method=method,
+                         speaker_learning_rate=speaker_learning_rate, frames_per_step=frames_per_step,
+                         min_speaker_frames=min_speaker_frames, seed=seed)
     result = train_sat(model_dir, data_dir, ali_dir, out_dir, options)
     logging.getLogger(COMMAND).info(summary_line(
         COMMAND, "ok", out_dir=result.out_dir, steps=result.steps, frames=result.frames,

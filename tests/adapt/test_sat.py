@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from asrkit.adapt.adapt_dir import fold_points
 from asrkit.adapt.sat import SatOptions, SatTrainer, plan_chunks, train_sat
 from asrkit.cli.train_sat import main as sat_main
 from asrkit.decode.loglikes import ModelLoglikes
@@ -24,7 +25,7 @@ def test_chunks_are_one_speaker_s_utterances_and_small_speakers_are_pooled():
     assert [(c.speaker, c.utterances, c.frames) for c in chunks] == [
         ("a", ["a-1", "a-2"], 600), ("a", ["a-3"], 300), (None, ["b-1", "c-1", "c-2"], 300)]
     # The control hears everyone with amplitudes of 1: no speaker's own chunks.
-    chunks = plan_chunks(frames, utt2spk, SatOptions(frames_per_step=650, min_speaker_frames=250, lhuc=False))
+    chunks = plan_chunks(frames, utt2spk, SatOptions(frames_per_step=650, min_speaker_frames=250, method="none"))
     assert {c.speaker for c in chunks} == {None} and sum(c.frames for c in chunks) == 1200
 
 
@@ -36,14 +37,15 @@ def _utterances(first_pass, model, count):
                  read_alignment(ali, u, "ali.scp")[:len(source.network_input(u))]) for u in ids]
 
 
-def test_the_gradients_in_the_shared_weights_and_the_amplitudes_are_those_of_the_loss(first_pass):
+def test_the_gradients_in_the_shared_weights_and_the_speaker_s_parameters_are_those_of_the_loss(first_pass):
     model = load_acoustic_model(first_pass["model"])
-    trainer = SatTrainer(model, SatOptions())
+    trainer = SatTrainer(model, fold_points(model, "lhuc+input", first_pass["model"]), SatOptions())
     utterances = _utterances(first_pass, model, 2)
     transform = trainer.transform("spk1")
     rng = np.random.default_rng(0)
     for name in transform.r:
         transform.r[name] = rng.normal(0, 0.5, transform.r[name].shape)
+    transform.matrix = transform.matrix + rng.normal(0, 0.2, transform.matrix.shape)
     _, _, _, gradients, speaker_gradients = trainer.gradients("spk1", utterances)
 
     def loss():
@@ -60,26 +62,29 @@ def test_the_gradients_in_the_shared_weights_and_the_amplitudes_are_those_of_the
         trainer.write_shared()
         return (losses[0] - losses[1]) / (2 * step)
 
-    # A folded kernel (the softmax's, which reads the top layer scaled by its amplitudes), an unfolded one (the
-    # first layer's) and the amplitudes: the largest entries of each gradient, against the loss itself.
-    folded = max(trainer.folded, key=lambda i: trainer.shared[i].size)
-    unfolded = next(i for i in trainer.shared if i not in trainer.folded and trainer.shared[i].ndim == 2)
-    for index in (folded, unfolded):
+    # Every kernel (those folded with amplitudes, the first layer's folded with the input matrix, the recurrent
+    # ones left alone) and the speaker's parameters: the largest entries of each gradient, against the loss.
+    kernels = [i for i in trainer.shared if trainer.shared[i].ndim == 2]
+    assert len(kernels) > len(trainer.folded) >= 3
+    for index in kernels:
         gradient = gradients[index]
         for flat in np.argsort(-np.abs(gradient).ravel())[:3]:
             position = np.unravel_index(flat, gradient.shape)
             numeric = central_difference(trainer.shared[index], position, 1e-2)
             assert numeric == pytest.approx(gradient[position], rel=0.05, abs=0.05), (index, position)
+    parameters = dict(transform.r, input=transform.matrix)
+    assert sorted(speaker_gradients) == sorted(parameters)
     for name, gradient in speaker_gradients.items():
-        for position in np.argsort(-np.abs(gradient))[:3]:
-            numeric = central_difference(transform.r[name], position, 1e-2)
+        for flat in np.argsort(-np.abs(gradient).ravel())[:3]:
+            position = np.unravel_index(flat, gradient.shape)
+            numeric = central_difference(parameters[name], position, 1e-2)
             assert numeric == pytest.approx(gradient[position], rel=0.05, abs=0.05), (name, position)
 
 
 def _train(first_pass, out_dir, *options):
     result = CliRunner().invoke(sat_main, [first_pass["model"], first_pass["train"], first_pass["ali"], out_dir,
                                            "--min-speaker-frames", "100", "--frames-per-step", "60",
-                                           "--learning-rate", "0.003", "--lhuc-learning-rate", "0.1", *options],
+                                           "--learning-rate", "0.003", "--speaker-learning-rate", "0.1", *options],
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return result.output
@@ -92,7 +97,7 @@ def test_sat_trains_the_shared_weights_and_an_amplitude_set_per_training_speaker
     record = json.load(open(tmp_path / "sat" / "sat.json"))
     assert sorted(record["speakers"]) == ["spk0", "spk1", "spk2", "spk3"] and record["independent_utterances"] == 0
     assert record["epoch_losses"][-1] < record["epoch_losses"][0]
-    amplitudes = np.load(tmp_path / "sat" / "speaker_lhuc.npz")
+    amplitudes = np.load(tmp_path / "sat" / "speaker_transforms.npz")
     assert sorted(amplitudes) == [f"spk000{n}_lhuc{layer}_amplitudes" for n in range(1, 5) for layer in (1, 2)]
     assert all(np.abs(values - 1).max() > 0.01 and np.all((values > 0) & (values < 2))
                for values in amplitudes.values())
@@ -103,10 +108,10 @@ def test_sat_trains_the_shared_weights_and_an_amplitude_set_per_training_speaker
     assert not np.allclose(sat.log_posteriors_normalized(features), base.log_posteriors_normalized(features),
                            atol=1e-3)
     # The control: the same steps, no speaker's amplitudes, another model; both repeat themselves.
-    _train(first_pass, str(tmp_path / "control"), "--epochs", "3", "--no-lhuc")
+    _train(first_pass, str(tmp_path / "control"), "--epochs", "3", "--method", "none")
     control = json.load(open(tmp_path / "control" / "sat.json"))
     assert control["speakers"] == {} and control["independent_utterances"] == 40
-    assert not os.path.exists(tmp_path / "control" / "speaker_lhuc.npz")
+    assert not os.path.exists(tmp_path / "control" / "speaker_transforms.npz")
     assert control["epoch_losses"] != record["epoch_losses"]
     _train(first_pass, str(tmp_path / "again"), "--epochs", "3")
     assert json.load(open(tmp_path / "again" / "sat.json"))["epoch_losses"] == record["epoch_losses"]
@@ -116,7 +121,7 @@ def test_speakers_with_too_few_frames_are_heard_with_amplitudes_of_one_and_bad_i
                                                                                                 tmp_path):
     output = _train(first_pass, str(tmp_path / "pooled"), "--min-speaker-frames", "100000")
     assert "adapted_speakers=0" in output and "independent_utterances=40" in output
-    assert not os.path.exists(tmp_path / "pooled" / "speaker_lhuc.npz")
+    assert not os.path.exists(tmp_path / "pooled" / "speaker_transforms.npz")
     with pytest.raises(AsrkitError, match="no feats.scp"):
         train_sat(first_pass["model"], first_pass["ali"], first_pass["ali"], str(tmp_path / "x"))
     # An output dir it did not write is left alone.
@@ -125,3 +130,11 @@ def test_speakers_with_too_few_frames_are_heard_with_amplitudes_of_one_and_bad_i
     with pytest.raises(AsrkitError):
         train_sat(first_pass["model"], first_pass["train"], first_pass["ali"], str(tmp_path / "mine"))
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+
+
+def test_sat_with_an_input_transform_trains_a_matrix_per_training_speaker(first_pass, tmp_path):
+    output = _train(first_pass, str(tmp_path / "both"), "--method", "lhuc+input")
+    assert "adapted_speakers=4" in output
+    arrays = np.load(tmp_path / "both" / "speaker_transforms.npz")
+    matrices = [arrays[f"spk000{n}_input_matrix"] for n in range(1, 5)]
+    assert all(m.shape == (m.shape[0], m.shape[0]) and np.abs(m - np.eye(len(m))).max() > 0.01 for m in matrices)

@@ -130,6 +130,22 @@ def plan_chunks(frames_of, utt2spk, options):
     return chunks
 
 
+def padded_batch(utterances, delay):
+    """A step's utterances [(network input [T, D], pdfs [T])] as one time-major batch: inputs [T + delay, B, D]
+    (each utterance's label delay filled as the decoder fills it, then zeros, the padding every network here
+    hears beyond an utterance's end), pdfs and a mask [T, B] of the labelled frames (T the longest)."""
+    longest = max(len(inputs) for inputs, _ in utterances)
+    dim = utterances[0][0].shape[1]
+    extended = np.zeros((longest + delay, len(utterances), dim), np.float32)
+    pdfs = np.zeros((longest, len(utterances)), np.int32)
+    mask = np.zeros((longest, len(utterances)), np.float32)
+    for column, (inputs, targets) in enumerate(utterances):
+        frames = len(inputs)
+        extended[: frames + delay, column] = delay_features(inputs, delay)
+        pdfs[:frames, column], mask[:frames, column] = targets, 1.0
+    return extended, pdfs, mask
+
+
 class SatTrainer:
     """The steps of SAT on one network (an AcousticModel): shared weights and per-speaker parameters on
     `points` (FoldPoints; none for the control)."""
@@ -149,15 +165,15 @@ class SatTrainer:
         self.adam = Adam(options.learning_rate)
         self.transforms, self.speaker_adams = {}, {}
 
-        @tf.function(input_signature=[tf.TensorSpec([None, model.feature_dim], tf.float32),
-                                      tf.TensorSpec([None], tf.int32)])
-        def loss_and_gradients(extended, pdfs):
+        @tf.function(input_signature=[tf.TensorSpec([None, None, model.feature_dim], tf.float32),
+                                      tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.float32)])
+        def loss_and_gradients(extended, pdfs, mask):
             with tf.GradientTape() as tape:
-                logits = net.sequence_time_major(extended[:, None, :])[:, 0, : model.num_pdfs][delay:]
+                logits = net.sequence_time_major(extended)[delay:, :, : model.num_pdfs]
                 losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=pdfs, logits=logits)
-                loss = tf.reduce_sum(losses)
-                correct = tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, axis=1, output_type=tf.int32), pdfs),
-                                                tf.float32))
+                loss = tf.reduce_sum(losses * mask)
+                correct = tf.reduce_sum(mask * tf.cast(tf.equal(tf.argmax(logits, axis=2, output_type=tf.int32),
+                                                                pdfs), tf.float32))
             return loss, correct, tape.gradient(loss, self.variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
 
         self._loss_and_gradients = loss_and_gradients
@@ -179,14 +195,10 @@ class SatTrainer:
             transform.apply()
         else:
             self.points.restore()
-        total, correct, frames, sums = 0.0, 0.0, 0, None
-        for inputs, pdfs in utterances:
-            extended = delay_features(inputs, self.model.label_delay)
-            loss, right, gradients = self._loss_and_gradients(extended, pdfs)
-            total, correct, frames = total + float(loss), correct + float(right), frames + len(pdfs)
-            arrays = [gradient.numpy().astype(np.float64) for gradient in gradients]
-            sums = arrays if sums is None else [a + b for a, b in zip(sums, arrays)]
-        by_index = dict(enumerate(sums))
+        extended, pdfs, mask = padded_batch(utterances, self.model.label_delay)
+        loss, correct, gradients = self._loss_and_gradients(extended, pdfs, mask)
+        total, correct, frames = float(loss), float(correct), int(mask.sum())
+        by_index = {index: gradient.numpy().astype(np.float64) for index, gradient in enumerate(gradients)}
         speaker_gradients = None
         if transform is not None:
             by_kernel = {id(self.variables[index]): by_index[index] for index in self.folded}

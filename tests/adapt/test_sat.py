@@ -37,6 +37,21 @@ def _utterances(first_pass, model, count):
                  read_alignment(ali, u, "ali.scp")[:len(source.network_input(u))]) for u in ids]
 
 
+def test_a_step_s_padded_batch_scores_each_utterance_as_the_model_alone_does(first_pass):
+    model = load_acoustic_model(first_pass["model"])
+    trainer = SatTrainer(model, fold_points(model, "lhuc", first_pass["model"]), SatOptions())
+    utterances = _utterances(first_pass, model, 3)
+    assert len({len(inputs) for inputs, _ in utterances}) > 1  # of different lengths: padded
+    loss, correct, frames, _, _ = trainer.gradients(None, utterances)
+    expected, right = 0.0, 0
+    for inputs, pdfs in utterances:
+        log_posteriors = model.log_posteriors_normalized(inputs)
+        expected -= log_posteriors[np.arange(len(pdfs)), pdfs].sum()
+        right += int((log_posteriors.argmax(axis=1) == pdfs).sum())
+    assert frames == sum(len(pdfs) for _, pdfs in utterances) and correct == right
+    assert loss == pytest.approx(expected, rel=1e-4)
+
+
 def test_the_gradients_in_the_shared_weights_and_the_speaker_s_parameters_are_those_of_the_loss(first_pass):
     model = load_acoustic_model(first_pass["model"])
     trainer = SatTrainer(model, fold_points(model, "lhuc+input", first_pass["model"]), SatOptions())

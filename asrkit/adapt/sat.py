@@ -1,4 +1,4 @@
-"""Speaker-adaptive training with LHUC (LHUC-SAT): a network trained so that it is adapted afterwards.
+"""Speaker-adaptive training (SAT) with LHUC or an input transform: a network trained so that it is adapted afterwards.
 
 Test-time LHUC (asrkit.adapt.fold) scales a trained network's hidden units per speaker.  Trained
 speaker-independently, the network has spread what tells voices apart over all its weights, and
@@ -306,8 +306,8 @@ def train_sat(model_dir, data_dir, ali_dir, out_dir, options=None):
     trainer = SatTrainer(model, points, options)
     speakers = sorted({chunk.speaker for chunk in chunks if chunk.speaker is not SPEAKER_INDEPENDENT})
     independent = sum(len(chunk.utterances) for chunk in chunks if chunk.speaker is SPEAKER_INDEPENDENT)
-    logger.info("%d utterances, %d frames in %d steps an epoch; %d speakers with amplitudes of their own, %d "
-                "utterances heard with amplitudes of 1", len(frames_of), sum(frames_of.values()), len(chunks),
+    logger.info("%d utterances, %d frames in %d steps an epoch; %d speakers with parameters of their own, %d "
+                "utterances heard unadapted", len(frames_of), sum(frames_of.values()), len(chunks),
                 len(speakers), independent)
     epoch_losses, steps = [], 0
     with TableReader(ali_scp) as ali:

@@ -1,4 +1,4 @@
-"""Speaker-adaptive training (SAT) with LHUC or an input transform: a network trained so that it is adapted afterwards.
+"""Speaker-adaptive training (SAT) with LHUC or an input transform: a network trained to be adapted afterwards.
 
 Test-time LHUC (asrkit.adapt.fold) scales a trained network's hidden units per speaker.  Trained
 speaker-independently, the network has spread what tells voices apart over all its weights, and

@@ -174,7 +174,8 @@ class SatTrainer:
                 loss = tf.reduce_sum(losses * mask)
                 correct = tf.reduce_sum(mask * tf.cast(tf.equal(tf.argmax(logits, axis=2, output_type=tf.int32),
                                                                 pdfs), tf.float32))
-            return loss, correct, tape.gradient(loss, self.variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+            gradients = tape.gradient(loss, self.variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+            return loss, correct, gradients
 
         self._loss_and_gradients = loss_and_gradients
 

@@ -1,4 +1,4 @@
-"""asrkit-train-sat: speaker-adaptive training (LHUC-SAT, or an input transform's), fine-tuning a trained acoustic model."""
+"""asrkit-train-sat: speaker-adaptive training (LHUC or an input transform) fine-tuning a trained acoustic model."""
 
 import logging
 

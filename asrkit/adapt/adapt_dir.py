@@ -129,7 +129,7 @@ def first_pass_silence(graph_dir, model_dir):
 
 
 def fold_points(model, method, model_dir):
-    """The FoldPoints of `method` (METHODS) in the model's network; AsrkitError naming the model dir where it has none."""
+    """The FoldPoints of `method` (METHODS) in the model's network; AsrkitError naming the model dir without them."""
     feature_config = read_json(os.path.join(model_dir, "featurize.json"))
     stacked = int(feature_config.get("stack_frames", 1) or 1)
     feature_dim = int(model.cmvn.dim)

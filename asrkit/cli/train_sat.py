@@ -14,16 +14,16 @@ COMMAND = "asrkit-train-sat"
 @click.command(context_settings=CONTEXT_SETTINGS)
 @existing_dirs("model_dir", "data_dir", "ali_dir")
 @click.argument("out_dir", type=click.Path(file_okay=False))
-@click.option("--epochs", default=1, show_default=True, type=click.IntRange(min=1), help="Passes over the data.")
-@click.option("--learning-rate", default=5e-5, show_default=True, type=click.FloatRange(min=0, min_open=True),
+@click.option("--epochs", default=2, show_default=True, type=click.IntRange(min=1), help="Passes over the data.")
+@click.option("--learning-rate", default=1e-4, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Adam's step on the network's shared weights.")
 @click.option("--method", type=click.Choice(["lhuc", "input", "lhuc+input", "none"]), default="lhuc", show_default=True,
               help="Each training speaker's parameters, as asrkit-adapt's: LHUC amplitudes of every hidden unit, a "
                    "linear transform of each input frame, or both; none: the same steps without them (the control "
                    "SAT is measured against).")
-@click.option("--speaker-learning-rate", default=0.05, show_default=True, type=click.FloatRange(min=0, min_open=True),
+@click.option("--speaker-learning-rate", default=0.1, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Adam's step on each training speaker's parameters.")
-@click.option("--frames-per-step", default=4000, show_default=True, type=click.IntRange(min=1),
+@click.option("--frames-per-step", default=2000, show_default=True, type=click.IntRange(min=1),
               help="One speaker's utterances up to this many frames make a step.")
 @click.option("--min-speaker-frames", default=3000, show_default=True, type=click.IntRange(min=0),
               help="Speakers with fewer frames are heard unadapted (they train the shared weights alone).")

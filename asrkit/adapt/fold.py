@@ -167,6 +167,17 @@ class SpeakerTransform:
             gradients["input"] = total
         return gradients
 
+    def base_gradient(self, kernel, gradient):
+        """The gradient in a kernel's unadapted values from the gradient in its folded values (in place): each
+        LHUC row times its amplitude, each input block through M (folded block = M block: M^T times its gradient)."""
+        for point in self.lhuc:
+            if any(kernel is k for k in point.kernels):
+                gradient[point.rows] *= self.amplitudes(point.name)[:, None]
+        if self.input is not None and any(kernel is k for k in self.input.kernels):
+            blocks = gradient[self.input.rows].reshape(-1, self.input.block, gradient.shape[1])
+            gradient[self.input.rows] = np.einsum("ji,bjk->bik", self.matrix, blocks).reshape(-1, gradient.shape[1])
+        return gradient
+
     def _other_folds(self, kernel, point):
         """The kernel's values with every fold but `point`'s LHUC scale (d K / d a_j is row j of these)."""
         saved = self.r[point.name]

@@ -15,10 +15,11 @@ Here SAT fine-tunes a trained model (asrkit-train-ce's) on the training set's al
 cross-entropy, whole utterances at a time.  The amplitudes are folded into the kernels that read
 each hidden layer (asrkit.adapt.fold), so the network's own code runs every step; the gradient in
 a folded kernel gives the gradient in its shared values (times the speaker's amplitudes, row by
-row) and in the amplitudes (SpeakerTransform.parameter_gradients).  Speakers with too few frames
-(a corpus whose speakers are unknown gives each utterance its own) are heard with amplitudes of 1
-and train the shared weights alone.  With method "none" the same steps train the shared weights
-only: the control that tells what SAT buys from what the fine-tuning itself does.  The same holds for
+row: SpeakerTransform.base_gradient) and in the amplitudes (SpeakerTransform.parameter_gradients).
+Speakers with too few frames (a corpus whose speakers are unknown gives each utterance its own) are
+heard with amplitudes of 1 and train the shared weights alone.  With method "none" the same steps
+train the shared weights only: the control that tells what SAT buys from what the fine-tuning
+itself does.  The same holds for
 the linear input transform (the hybrid counterpart of fMLLR, whose SAT is Kaldi's GMM recipes'): each
 training speaker's matrix is folded into the first layer's kernel, and its gradient is the folded
 kernel's, read back through the matrix.
@@ -96,13 +97,6 @@ class SatResult:
     skipped_utterances: int
     loss_first_epoch: float  # per frame
     loss_last_epoch: float
-
-
-def _usable_targets(ali, utterance_id, num_frames, num_pdfs, tolerance, ali_scp):
-    targets = fit_alignment(read_alignment(ali, utterance_id, ali_scp), num_frames, tolerance)
-    if targets is None or target_problem(targets, num_pdfs) is not None:
-        return None
-    return targets
 
 
 def plan_chunks(frames_of, utt2spk, options):
@@ -206,20 +200,8 @@ class SatTrainer:
             by_kernel = {id(self.variables[index]): by_index[index] for index in self.folded}
             speaker_gradients = transform.parameter_gradients(by_kernel)
             for index in self.folded:
-                by_index[index] = self._shared_gradient(transform, self.variables[index], by_index[index])
+                by_index[index] = transform.base_gradient(self.variables[index], by_index[index])
         return total, correct, frames, by_index, speaker_gradients
-
-    def _shared_gradient(self, transform, kernel, gradient):
-        """The gradient in a kernel's shared values from the gradient in its folded values: each LHUC row times
-        its amplitude, each input block through M (folded block = M block, so its gradient is M^T times)."""
-        for point in self.points.lhuc:
-            if any(kernel is k for k in point.kernels):
-                gradient[point.rows] *= transform.amplitudes(point.name)[:, None]
-        point = self.points.input
-        if point is not None and any(kernel is k for k in point.kernels):
-            blocks = gradient[point.rows].reshape(-1, point.block, gradient.shape[1])
-            gradient[point.rows] = np.einsum("ji,bjk->bik", transform.matrix, blocks).reshape(-1, gradient.shape[1])
-        return gradient
 
     def step(self, speaker, utterances):
         """One Adam step on the shared weights and the speaker's amplitudes; (loss, correct frames, frames)."""
@@ -248,23 +230,23 @@ class SatTrainer:
 
 
 def _load_targets(source, ali_dir, num_pdfs, tolerance):
-    """({utterance: frames}, {utterance: reason}) for the utterances with a usable alignment."""
+    """({utterance: pdfs [frames] int32}, {utterance: reason}) for the utterances with a usable alignment."""
     ali_scp, ali_pdfs = alignment_targets(ali_dir, "pdfs")
     if ali_pdfs != num_pdfs:
         raise AsrkitError(f"{ali_dir} aligns to {ali_pdfs} pdfs, the model has {num_pdfs}: align with the model's tree")
-    frames_of, skipped = {}, {}
+    targets_of, skipped = {}, {}
     feats_scp = os.path.join(source.data_dir, "feats.scp")
     with TableReader(feats_scp) as feats, TableReader(ali_scp) as ali:
         for utterance_id in feats.keys():
             if utterance_id not in ali:
                 skipped[utterance_id] = "no alignment"
                 continue
-            num_frames = feats.shape(utterance_id)[0]
-            if _usable_targets(ali, utterance_id, num_frames, num_pdfs, tolerance, ali_scp) is None:
+            targets = fit_alignment(read_alignment(ali, utterance_id, ali_scp), feats.shape(utterance_id)[0], tolerance)
+            if targets is None or target_problem(targets, num_pdfs) is not None:
                 skipped[utterance_id] = "alignment of another length or with pdfs outside the model's"
                 continue
-            frames_of[utterance_id] = num_frames
-    return frames_of, skipped, ali_scp
+            targets_of[utterance_id] = targets.astype(np.int32)
+    return targets_of, skipped
 
 
 def _write_model(work_dir, model_dir, model, trainer, record):
@@ -297,7 +279,8 @@ def train_sat(model_dir, data_dir, ali_dir, out_dir, options=None):
     source.check_front_end()
     source.check_cmvn()
     model = source.model
-    frames_of, skipped, ali_scp = _load_targets(source, ali_dir, model.num_pdfs, options.tolerance)
+    targets_of, skipped = _load_targets(source, ali_dir, model.num_pdfs, options.tolerance)
+    frames_of = {utterance_id: len(targets) for utterance_id, targets in targets_of.items()}
     if not frames_of:
         raise AsrkitError(f"no utterance of {data_dir} has a usable alignment in {ali_dir}")
     if skipped:
@@ -312,26 +295,21 @@ def train_sat(model_dir, data_dir, ali_dir, out_dir, options=None):
                 "utterances heard unadapted", len(frames_of), sum(frames_of.values()), len(chunks),
                 len(speakers), independent)
     epoch_losses, steps = [], 0
-    with TableReader(ali_scp) as ali:
-        for epoch in range(options.epochs):
-            order = np.random.default_rng([options.seed, epoch]).permutation(len(chunks))
-            progress = Progress(len(chunks), f"SAT epoch {epoch + 1}", logger, unit="step")
-            loss, correct, frames = 0.0, 0.0, 0
-            for index in order:
-                chunk = chunks[index]
-                utterances = []
-                for utterance_id in chunk.utterances:
-                    inputs = source.network_input(utterance_id)
-                    pdfs = _usable_targets(ali, utterance_id, len(inputs), model.num_pdfs, options.tolerance,
-                                           ali_scp)
-                    utterances.append((np.asarray(inputs, np.float32), pdfs.astype(np.int32)))
-                step_loss, step_correct, step_frames = trainer.step(chunk.speaker, utterances)
-                loss, correct, frames, steps = loss + step_loss, correct + step_correct, frames + step_frames, steps + 1
-                progress.update(1)
-            progress.close()
-            epoch_losses.append(loss / max(frames, 1))
-            logger.info("epoch %d: loss per frame %.4f, frame accuracy %.4f (speaker-dependent while training)",
-                        epoch + 1, epoch_losses[-1], correct / max(frames, 1))
+    for epoch in range(options.epochs):
+        order = np.random.default_rng([options.seed, epoch]).permutation(len(chunks))
+        progress = Progress(len(chunks), f"SAT epoch {epoch + 1}", logger, unit="step")
+        loss, correct, frames = 0.0, 0.0, 0
+        for index in order:
+            chunk = chunks[index]
+            utterances = [(np.asarray(source.network_input(utterance_id), np.float32), targets_of[utterance_id])
+                          for utterance_id in chunk.utterances]
+            step_loss, step_correct, step_frames = trainer.step(chunk.speaker, utterances)
+            loss, correct, frames, steps = loss + step_loss, correct + step_correct, frames + step_frames, steps + 1
+            progress.update(1)
+        progress.close()
+        epoch_losses.append(loss / max(frames, 1))
+        logger.info("epoch %d: loss per frame %.4f, frame accuracy %.4f (speaker-dependent while training)",
+                    epoch + 1, epoch_losses[-1], correct / max(frames, 1))
     trainer.finish()
     record = {"model_dir": os.path.abspath(model_dir), "weights_sha256": weights_digest(model_dir),
               "data_dir": os.path.abspath(data_dir), "ali_dir": os.path.abspath(ali_dir),

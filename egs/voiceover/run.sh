@@ -62,6 +62,8 @@
 #                                with per-speaker fMLLR: steps/kaldi_baseline.sh) on the same narrowband audio,
 #                                lexicon and LM with the Kaldi that bin/build-kaldi built in DIR -> exp/kaldi_*;
 #                                empty: not run (about an hour here) (default: empty)
+#     --sat true|false           stage 8 first fine-tunes the CE model with speaker-adaptive training (LHUC-SAT:
+#                                steps/train_sat.sh -> exp/<am>_sat) and trains sMBR from it (default: false)
 #     --adapt true|false         stage 16 adapts both models of the combination to each dev and test character from
 #                                the combination's own first pass (asrkit-adapt: LHUC on conf/adapt.conf, fitted
 #                                to the first pass's lattice posteriors) and decodes them again with them ->
@@ -79,7 +81,7 @@
 #         server applies narrowband styles on the fly: telephone band, G.711, 8-bit PCM, MP3, rooms,
 #         noise) -> exp/<am>_ce; 7 decoding and scoring of test (LM weight chosen on dev) ->
 #         exp/<am>_ce/decode_*; 8 sMBR sequence training with seq-mode example servers ->
-#         exp/<am>_smbr; 9 its decoding and scoring -> exp/<am>_smbr/decode_*; 10 its recognizer package
+#         exp/<am>_smbr, with --sat true from the CE model's speaker-adaptive training -> exp/<am>_sat; 9 its decoding and scoring -> exp/<am>_smbr/decode_*; 10 its recognizer package
 #         (asrkit-export, the LM weight and prior scale chosen on dev) -> exp/<am>_smbr/package; 11 unless
 #         --warps none, each dev and test character's VTLN warp factor chosen with the sMBR model
 #         (steps/select_warps.sh) and dev and test featurized again with it -> data/{dev,test}/spk2warp,
@@ -113,6 +115,7 @@ lfmmi_epochs=
 combine=true
 combine_weights="0.5 0.6"
 warps="0.85 0.9 0.95 1 1.05 1.1 1.15"
+sat=false
 adapt=false
 kaldi_baseline=
 external_lm=auto
@@ -297,12 +300,20 @@ if run_stage 7; then
 fi
 
 if run_stage 8; then
-  begin_stage 8 "bigram graph and sMBR training with seq-mode example servers -> $exp/${am}_smbr"
+  smbr_from="$exp/${am}_ce"
+  if $sat; then
+    begin_stage 8 "speaker-adaptive training from the CE model, bigram graph and sMBR training from it with seq-mode example servers -> $exp/${am}_sat, $exp/${am}_smbr"
+    ../../steps/train_sat.sh --cmd "$cpu_cmd" --log-dir "$logs/stage8" --sat-opts "--method lhuc --num-threads 2" \
+      "$data/train" "$exp/$smbr_alignments" "$exp/${am}_ce" "$exp/${am}_sat"
+    smbr_from="$exp/${am}_sat"
+  else
+    begin_stage 8 "bigram graph and sMBR training with seq-mode example servers -> $exp/${am}_smbr"
+  fi
   seq_options="$smbr_options $ivector_options"
   ../../steps/train_smbr.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --log-dir "$logs/stage8" \
     --seq-config conf/train_seq.conf --num-streams "$streams" --max-steps "$seq_steps" \
     --snapshot-every "$snapshot_every" --noise-styles "$noise_styles" --more-opts "$seq_options" \
-    --overwrite "$overwrite" "$data/train" "$exp/$smbr_alignments" "$exp/${am}_ce" "$data/lang_bigram" \
+    --overwrite "$overwrite" "$data/train" "$exp/$smbr_alignments" "$smbr_from" "$data/lang_bigram" \
     "$exp/${am}_smbr"
 fi
 

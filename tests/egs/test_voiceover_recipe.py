@@ -28,7 +28,7 @@ RECIPE = os.path.join(ROOT, "egs", "voiceover")
 def test_tiny_recipe_runs_end_to_end(tmp_path):
     data, exp = tmp_path / "data", tmp_path / "exp"
     command = [os.path.join(RECIPE, "run.sh"), "--size", "tiny", "--data", str(data), "--exp", str(exp),
-               "--ivectors", "true", "--adapt", "true"]
+               "--ivectors", "true", "--sat", "true", "--adapt", "true"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stderr[-3000:]
     speakers = {}
@@ -82,7 +82,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert json.load(open(exp / "wblstm_ce" / "final" / "model.json"))["model"]["name"] == "wblstm"
     # Its input is the 4 stacked frames of 40 bands and a 10-dim i-vector (--size tiny), which the noisifying
     # servers extract from the features they serve; the models carry the extractor to alignment and decoding.
-    for model in ("wblstm_ce", "wblstm_smbr"):
+    for model in ("wblstm_ce", "wblstm_sat", "wblstm_smbr"):
         assert json.load(open(exp / model / "final" / "model.json"))["feature_dim"] == 170
         assert os.path.exists(exp / model / "final" / "final.ie")
     assert "online i-vectors of dimension 10" in open(exp / "wblstm_ce" / "log" / "serve.1.log").read()
@@ -93,8 +93,16 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
             assert os.path.exists(exp / model / f"decode_{split}" / "best_wer")
         log = open(exp / "log" / ("stage7" if model == "wblstm_ce" else "stage9") / f"decode_{model}_test.log").read()
         assert f"--acoustic-scale {1 / weight!r} " in log
+    # --sat true: sMBR trains from the CE model's speaker-adaptive training, which gave the training characters
+    # with enough frames amplitudes of their own.
+    sat_log = open(exp / "log" / "stage8" / "train_wblstm_sat.log").read()
+    assert "asrkit-train-sat summary: status=ok" in sat_log
+    sat = json.load(open(exp / "wblstm_sat" / "final" / "sat.json"))
+    assert sat["options"]["method"] == "lhuc" and sat["speakers"]
+    assert set(sat["speakers"]) <= set(speakers["train"])
     smbr_log = open(exp / "log" / "stage8" / "train_wblstm_smbr.log").read()
     assert "asrkit-train-seq summary: status=ok steps=10" in smbr_log
+    assert f"{exp}/wblstm_sat/final {exp}/wblstm_sat/graph_bigram" in smbr_log
     # The sMBR model is exported as a recognizer package at the parameters dev chose, and it transcribes.
     package = exp / "wblstm_smbr" / "package"
     decode = json.load(open(package / "decode.json"))

@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -35,6 +36,7 @@ MISSING = {
     "select_warps.sh": (["graph", "lstm_smbr/final", "data/dev", "data/test", "warps"], "graph/HCLG.fst"),
     "train_ce.sh": (["data/train", "tree_ali", "lstm_ce"], "data/train/feats.scp"),
     "train_ivectors.sh": (["data/train", "extractor", "ivectors"], "data/train/feats.scp"),
+    "train_sat.sh": (["data/train", "ali", "lstm_ce", "lstm_sat"], "data/train/feats.scp"),
     "train_smbr.sh": (["--noise-styles", "styles.json", "data/train", "ali", "lstm_ce", "lang_bigram", "smbr"],
                       "data/train/wav.scp"),
     "train_tree_and_ce.sh": (["--noise-styles", "styles.json", "data/train", "lang", "mono_ali3", "exp"],
@@ -103,6 +105,27 @@ def test_featurize_runs_each_set_through_the_launcher_and_records_its_options(ma
     record = (tmp_path / "feats" / "log" / "featurize.options").read_text().splitlines()
     assert record[0].startswith(f"# {ROOT}/steps/featurize.sh --nj 3 --feature-opts --cmvn-mean\\ speaker ")
     assert record[2:] == ["--cmd run-local", "--nj 3", f"--log-dir {tmp_path}/feats/log", "--feature-opts --cmvn-mean\\ speaker"]
+
+
+def test_train_sat_fine_tunes_the_model_s_final_into_the_sat_dir_and_records_its_options(make_data_dir, tmp_path):
+    commands = tmp_path / "commands"
+    commands.mkdir()
+    stub(commands, "asrkit-train-sat", 'echo "args: $*"; mkdir -p "${@: -1}"; echo "asrkit-train-sat summary: status=ok"\n')
+    train = Path(make_data_dir({"a-1": 0.3, "b-1": 0.3}, name="train"))
+    (train / "feats.scp").write_text("")
+    (tmp_path / "ali").mkdir()
+    (tmp_path / "ali" / "ali.scp").write_text("")
+    (tmp_path / "lstm_ce" / "final").mkdir(parents=True)
+    env = {**os.environ, "PATH": f"{commands}:{ROOT}/bin:{os.environ['PATH']}"}
+    sat_dir = tmp_path / "lstm_sat"
+    result = run_step(os.path.join(ROOT, "steps", "train_sat.sh"), "--sat-opts", "--method lhuc --epochs 1", train,
+                      tmp_path / "ali", tmp_path / "lstm_ce", sat_dir, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "asrkit-train-sat summary: status=ok" in result.stderr
+    log = (sat_dir / "log" / "train_lstm_sat.log").read_text()
+    assert f"args: --method lhuc --epochs 1 {tmp_path}/lstm_ce/final {train} {tmp_path}/ali {sat_dir}/final" in log
+    record = (sat_dir / "log" / "train_sat.options").read_text().splitlines()
+    assert record[2:] == ["--cmd run-local", f"--log-dir {sat_dir}/log", "--sat-opts --method\\ lhuc\\ --epochs\\ 1"]
 
 
 # A decoding stub: dev's WER is lowest at prior scale 0.5, its LM weight 4 chosen; any other set scores 30.

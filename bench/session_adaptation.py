@@ -1,7 +1,7 @@
 """Recognition adapted to each speaker (asrkit.Recognizer.session) against the package alone, on the same audio.
 
     .venv/bin/python bench/session_adaptation.py --package P --data D [--method lhuc] [--iterations 8] \
-        [--learning-rate 0.1] [--speakers spk1,spk2]
+        [--learning-rate 0.1] [--no-speaker-cmvn] [--min-frames N] [--speakers spk1,spk2]
 
 For every speaker of --data (utt2spk), all their recordings are transcribed by the package (the first pass,
 which is also the package's own result), a session fits the networks to that pass and transcribes them again.
@@ -27,6 +27,11 @@ def parse_arguments():
     parser.add_argument("--method", default="lhuc", choices=["lhuc", "input", "lhuc+input"])
     parser.add_argument("--iterations", type=int, default=8)
     parser.add_argument("--learning-rate", type=float, default=0.1)
+    parser.add_argument("--no-speaker-cmvn", action="store_true",
+                        help="keep online CMN in the session (SessionOptions.speaker_cmvn off)")
+    parser.add_argument("--min-frames", type=int, default=300,
+                        help="a speaker with fewer frames of targets is not fitted (a huge value: the speaker's CMVN "
+                             "alone)")
     parser.add_argument("--speakers", default="", help="comma-separated speakers (default: all)")
     return parser.parse_args()
 
@@ -54,7 +59,8 @@ def main():
             wav[utterance] = spec
     wanted = set(filter(None, args.speakers.split(",")))
     recognizer = Recognizer(args.package)
-    options = SessionOptions(method=args.method, iterations=args.iterations, learning_rate=args.learning_rate)
+    options = SessionOptions(method=args.method, iterations=args.iterations, learning_rate=args.learning_rate,
+                             min_frames=args.min_frames, speaker_cmvn=not args.no_speaker_cmvn)
     first, second, seconds = {}, {}, {"first pass": 0.0, "fitting": 0.0, "second pass": 0.0}
     for speaker in sorted(set(utt2spk.values())):
         if wanted and speaker not in wanted:

@@ -78,6 +78,9 @@ logger = logging.getLogger(COMMAND)
     click.option("--adapt-min-confidence", default=0.0, show_default=True, type=click.FloatRange(0, 1),
                  help="With --adapt: nor one whose first pass is less sure of itself (the mean lattice posterior of "
                       "its best path's speech frames)."),
+    click.option("--adapt-speaker-cmvn/--no-adapt-speaker-cmvn", default=True, show_default=True,
+                 help="With --adapt and a package trained with each speaker's CMVN: normalise each speaker's inputs "
+                      "by their own statistics over all of them before fitting, as in training (else online CMN)."),
 ])
 @click.option("--grammar", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Hear only these phrases (one per line; '[unk]' for anything else), one or more in a row: a "
@@ -134,7 +137,8 @@ def main(package, audio, inputs, output, decoding, max_fail_ratio, streaming, ad
                         segmenting.windows, segmenting.early_endpoints)
     if adapt:
         options = SessionOptions(method=adaptation.adapt_method, min_frames=adaptation.adapt_min_frames,
-                                 min_confidence=adaptation.adapt_min_confidence)
+                                 min_confidence=adaptation.adapt_min_confidence,
+                                 speaker_cmvn=adaptation.adapt_speaker_cmvn)
         audio_seconds, failed = transcribe_adapted(run, todo, {key: speakers[key] for key, _ in todo}, options)
     else:
         audio_seconds, failed = transcribe_each(run, todo, streaming)

@@ -16,7 +16,9 @@ alone takes longer than the whole transcription of a short file.
   with, and what asrkit-decode does), in streaming online CMN (asrkit.frontend.online_cmvn: the
   running mean, started from the training set's, by default Kaldi's OnlineCmvn at its 6-s window and
   2-s prior, 200 and 67 frames of 30 ms), as `asrkit-decode --cmvn-online`;
-  speaker mean: online CMN in both (there are no other utterances of the speaker);
+  speaker mean: online CMN in both (there are no other utterances of the speaker), or, where the caller holds
+  all of one speaker's recordings (asrkit.recognizer.adaptation's session), that speaker's own statistics as
+  in training (`speaker_statistics`, `normalize_as_speaker`);
   online mean (a model trained with online CMN): online CMN in both, as in training.
   `online=True` forces online CMN in batch too (a recipe that decoded with --cmvn-online).
 """
@@ -207,6 +209,25 @@ class Cmvn:
             return ((features - mean) / self.stddev).astype(np.float32)
         stream = self.stream()
         return stream.accept(features)
+
+    def speaker_statistics(self, frames):
+        """(mean, stddev) [D] of one speaker's raw frames [T, D], every recording of theirs together: what a model
+        trained with mean_norm "speaker" removes (asrkit.frontend.cmvn: the speaker's mean, and with var_norm
+        "speaker" the speaker's stddev, else the training set's within-speaker one)."""
+        frames = np.asarray(frames, np.float64)
+        if self.mean_norm != "speaker" or not len(frames):
+            raise ValueError("speaker statistics are for a model trained with speaker CMVN, from a speaker's frames")
+        mean = frames.mean(axis=0)
+        if self.var_norm != "speaker":
+            return mean, self.stddev
+        variance = np.einsum("td,td->d", frames, frames) / len(frames) - mean**2
+        return mean, np.sqrt(np.maximum(variance, self.variance_floor))
+
+    @staticmethod
+    def normalize_as_speaker(features, statistics):
+        """Features [T, D] normalised by a speaker's (mean, stddev) (speaker_statistics), float32."""
+        mean, stddev = statistics
+        return ((np.asarray(features, np.float64) - mean) / stddev).astype(np.float32)
 
     def stream(self):
         """A CmvnStream: frame by frame, each frame normalised by what came before it (and itself)."""

@@ -58,9 +58,18 @@ class AcousticModel:
     def network_input(self, samples, source="the audio"):
         """[T, input dim] float32: the features of the samples, normalised, with their i-vectors if the network
         takes them: what the network reads."""
+        return self.input_of(self.raw_features(samples, source))
+
+    def raw_features(self, samples, source="the audio"):
+        """[T, feature dim]: the front end's frames of the samples, before CMVN."""
         with np.errstate(over="ignore", invalid="ignore"):  # overflowing samples are refused by name just below
-            frames = finite_features(features(self.analysis.config, samples, self.analysis), source)
-        normalized = self.cmvn.normalize(frames)
+            return finite_features(features(self.analysis.config, samples, self.analysis), source)
+
+    def input_of(self, frames, speaker_statistics=None):
+        """The network's input from raw frames: normalised as the package does alone, or with
+        speaker_statistics (Cmvn.speaker_statistics) by the speaker's own; i-vectors appended if it takes them."""
+        normalized = self.cmvn.normalize(frames) if speaker_statistics is None else \
+            self.cmvn.normalize_as_speaker(frames, speaker_statistics)
         if self.ivectors is not None and len(frames):
             normalized = self.ivectors.append("audio", frames, normalized)
         return normalized

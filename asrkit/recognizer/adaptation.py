@@ -6,6 +6,11 @@
     adapted = session.adapt()                 # a Recognizer whose networks fit this voice
     results = session.results()               # the second pass of every recording added
 
+A package trained with each speaker's CMVN (mean_norm "speaker") hears a recording alone with online CMN; a
+session holds all of the speaker's recordings, so adapting first normalises them by the speaker's own
+statistics over all of them, as training did (Kaldi's online decoders carry a speaker's CMVN state from one
+utterance to the next for the same reason), and decodes them again: that pass gives the targets, and the
+second pass hears the same normalisation (SessionOptions.speaker_cmvn).
 The first pass's lattices give each frame's pdf posteriors (asrkit.adapt.targets); every network of the
 package (both of a combination) gets LHUC amplitudes (and/or an input transform) fitted to them with the
 rest frozen (asrkit.adapt.estimate), folded into its weights (asrkit.adapt.fold), so the adapted recognizer
@@ -38,6 +43,15 @@ class SessionOptions:
     min_posterior: float = 0.0
     min_frames: int = 300  # fewer frames of targets and the package stays as it is
     min_confidence: float = 0.0  # a first pass less sure of itself (asrkit.adapt.adapt_dir) too
+    speaker_cmvn: bool = True  # a package trained with speaker CMVN hears the speaker's own statistics
+
+
+@dataclasses.dataclass
+class _Recording:
+    frames: np.ndarray  # [T, D] raw features, before CMVN
+    inputs: np.ndarray  # [T, input dim] what the network reads
+    decoded: object  # the pass that gives the targets (a Decoded)
+    end: float  # seconds
 
 
 class SpeakerSession:
@@ -46,8 +60,9 @@ class SpeakerSession:
     def __init__(self, recognizer, options=None):
         self.recognizer = recognizer
         self.options = options or SessionOptions()
-        self._inputs = []  # (network input [T, D], first-pass Decoded, end seconds)
+        self._recordings = []  # _Recording
         self.adapted = None
+        self.speaker_statistics = None  # (mean, stddev) with speaker_cmvn, once adapt() has normalised
         self.frames = 0.0
         self.confidence = None  # the first pass's mean speech-frame posterior, once adapt() has looked
         self.losses = []  # per network: (loss per frame before, after)
@@ -57,16 +72,19 @@ class SpeakerSession:
         recognizer = self.recognizer
         samples = recognizer.load_audio(audio, sample_rate)
         source = audio if isinstance(audio, str) else "the samples"
-        inputs = recognizer.acoustic.network_input(samples, source)
+        frames = recognizer.acoustic.raw_features(samples, source)
+        inputs = recognizer.acoustic.input_of(frames)
         loglikes = recognizer.acoustic.network.log_posteriors(inputs) - recognizer.acoustic.log_priors
         decoded = recognizer.decode(loglikes)
-        self._inputs.append((inputs, decoded, len(samples) / recognizer.sample_rate))
+        self._recordings.append(_Recording(frames, inputs, decoded, len(samples) / recognizer.sample_rate))
+        self.adapted = self.speaker_statistics = None  # a new recording: the speaker is fitted again
         return recognizer.result(loglikes, nbest=nbest, end=len(samples) / recognizer.sample_rate, details=details,
                                  decoded=decoded)
 
     def adapt(self):
         """A Recognizer whose networks are fitted to the recordings added (the recognizer itself when their
         targets are fewer than min_frames)."""
+        self._normalize_as_speaker()
         targets = self._targets()
         self.frames = float(sum(target.sum() for target in targets))
         self.confidence = self._confidence()
@@ -92,10 +110,29 @@ class SpeakerSession:
         """The second pass: every recording added, with the adapted recognizer (adapting first if need be)."""
         adapted = self.adapted or self.adapt()
         results = []
-        for inputs, _, end in self._inputs:
-            loglikes = adapted.acoustic.network.log_posteriors(inputs) - adapted.acoustic.log_priors
-            results.append(adapted.result(loglikes, nbest=nbest, end=end, details=details))
+        for recording in self._recordings:
+            loglikes = adapted.acoustic.network.log_posteriors(recording.inputs) - adapted.acoustic.log_priors
+            results.append(adapted.result(loglikes, nbest=nbest, end=recording.end, details=details))
         return results
+
+    def _normalize_as_speaker(self):
+        """With speaker_cmvn, for a package trained with speaker CMVN: every recording normalised by the
+        speaker's statistics over all of them, and decoded again so that the targets come from what the
+        model was trained to hear."""
+        acoustic = self.recognizer.acoustic
+        if not self.options.speaker_cmvn or acoustic.cmvn.mean_norm != "speaker" or \
+                self.speaker_statistics is not None:
+            return
+        frames = [recording.frames for recording in self._recordings if len(recording.frames)]
+        if not frames:
+            return
+        self.speaker_statistics = acoustic.cmvn.speaker_statistics(np.concatenate(frames))
+        for recording in self._recordings:
+            recording.inputs = acoustic.input_of(recording.frames, self.speaker_statistics)
+            loglikes = acoustic.network.log_posteriors(recording.inputs) - acoustic.log_priors
+            recording.decoded = self.recognizer.decode(loglikes)
+        logger.info("the speaker's own CMVN over %d recordings, %d frames: decoded again", len(frames),
+                    sum(len(f) for f in frames))
 
     def _targets(self):
         """Dense targets [T, num_pdfs] of every recording: its lattice's frame posteriors."""
@@ -105,13 +142,12 @@ class SpeakerSession:
         package = self.recognizer.package
         lm_weight = float(package.params["lm_weight"])
         targets = []
-        for inputs, decoded, _ in self._inputs:
-            posteriors = None
+        for recording in self._recordings:
+            frames, decoded, posteriors = len(recording.inputs), recording.decoded, None
             if decoded.status in ("ok", "retried") and len(decoded.lattice):
-                posteriors = lattice_frame_posteriors(decoded.lattice, lm_weight, len(inputs),
-                                                      self.options.min_posterior)
-            targets.append(np.zeros((len(inputs), package.num_pdfs), np.float32) if posteriors is None
-                           else posteriors.dense(len(inputs), package.num_pdfs))
+                posteriors = lattice_frame_posteriors(decoded.lattice, lm_weight, frames, self.options.min_posterior)
+            targets.append(np.zeros((frames, package.num_pdfs), np.float32) if posteriors is None
+                           else posteriors.dense(frames, package.num_pdfs))
         return targets
 
     def _confidence(self):
@@ -119,8 +155,8 @@ class SpeakerSession:
         package = self.recognizer.package
         silence = silence_pdfs_of_package(package.directory)
         lm_weight = float(package.params["lm_weight"])
-        candidates = [best_path_confidence("recording", decoded.lattice, lm_weight, silence)
-                      for _, decoded, _ in self._inputs if len(decoded.lattice)]
+        candidates = [best_path_confidence("recording", recording.decoded.lattice, lm_weight, silence)
+                      for recording in self._recordings if len(recording.decoded.lattice)]
         return mean_confidence([candidate for candidate in candidates if candidate is not None])
 
     def _fitted(self, config, weights, targets):
@@ -146,10 +182,10 @@ class SpeakerSession:
         except ValueError as error:
             raise AsrkitError(f"{self.recognizer.package.directory}: cannot adapt: {error}") from None
         model = NetworkModel(net)
-        data = SpeakerData([inputs for inputs, _, _ in self._inputs], targets)
+        data = SpeakerData([recording.inputs for recording in self._recordings], targets)
         transform = SpeakerTransform(points)
         self.losses.append(estimate_transform(transform, SpeakerEstimator(model, points.kernels), data,
                                               EstimateOptions(o.iterations, o.learning_rate, o.kld_weight)))
         logger.info("adapted %s over %d recordings, %.0f frames: loss per frame %.4f -> %.4f",
-                    config["model"]["name"], len(self._inputs), self.frames, *self.losses[-1])
+                    config["model"]["name"], len(self._recordings), self.frames, *self.losses[-1])
         return network_weights(net)

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from asrkit.cli.transcribe import main
 from tests.conftest import speech_like
-from tests.recognizer.conftest import model_dirs, package_dir, toy_task  # noqa: F401 (fixtures)
+from tests.recognizer.conftest import model_dirs, package_dir, speaker_cmvn_package, toy_task  # noqa: F401 (fixtures)
 
 
 def _wavs(tmp_path, count=4):
@@ -54,3 +54,15 @@ def test_without_a_speaker_map_the_inputs_are_one_session_and_wrong_uses_are_ref
     assert alone.exit_code == 2 and "give --adapt too" in alone.output
     streaming = CliRunner().invoke(main, [package_dir, *wavs, "--adapt", "--streaming"])
     assert streaming.exit_code == 2 and "cannot be combined with --streaming" in streaming.output
+
+
+def test_a_speaker_cmvn_package_hears_each_speaker_s_own_statistics_unless_told_not(speaker_cmvn_package,  # noqa: F811
+                                                                                       tmp_path):
+    wavs = _wavs(tmp_path, 2)
+    run = CliRunner().invoke(main, [speaker_cmvn_package, *wavs, "--adapt", "--adapt-min-frames", "50"])
+    assert run.exit_code == 0, run.output
+    assert "the speaker's own CMVN over 2 recordings" in run.stderr
+    online = CliRunner().invoke(main, [speaker_cmvn_package, *wavs, "--adapt", "--adapt-min-frames", "50",
+                                       "--no-adapt-speaker-cmvn"])
+    assert online.exit_code == 0, online.output
+    assert "speaker session: 2 inputs" in online.stderr and "own CMVN" not in online.stderr

@@ -43,11 +43,12 @@ def write_random_extractor(root, frames, ivector_dim, seed=0):
     return [extractor_path, config_path]
 
 
-def make_model_dir(root, task, config, overrides, mean_norm="utterance", seed=0, ivector_dim=0):
+def make_model_dir(root, task, config, overrides, mean_norm="utterance", seed=0, ivector_dim=0, var_norm="global"):
     """An exported model dir (asrkit.nn.model_dir) of a random network for the toy task's tree, with CMVN
-    statistics of the front end's features of random speech-like audio (and with ivector_dim, a random
-    i-vector extractor whose i-vectors the network reads beside the features)."""
-    from asrkit.frontend.cmvn import CmvnStats
+    statistics of the front end's features of random speech-like audio (mean_norm "speaker": each utterance a
+    speaker; and with ivector_dim, a random i-vector extractor whose i-vectors the network reads beside the
+    features)."""
+    from asrkit.frontend.cmvn import CmvnStats, SpeakerCmvn
     from asrkit.nn.model_dir import write_model_dir
     from asrkit.nn.registry import build_model, model_config
     from asrkit.inference.frontend import features
@@ -56,10 +57,16 @@ def make_model_dir(root, task, config, overrides, mean_norm="utterance", seed=0,
     num_pdfs = int(open(os.path.join(task["graph"], "num_pdfs")).read())
     dim = FEATURE_CONFIG["num_mel_bins"] * FEATURE_CONFIG["stack_frames"]
     os.makedirs(root, exist_ok=True)
-    stats = CmvnStats(dim, mean_norm=mean_norm)
     frames = [features(FEATURE_CONFIG, speech_like(1.0, 8000, seed=seed + index)) for index in range(4)]
-    for utterance in frames:
-        stats.accumulate(utterance)
+    if mean_norm == "speaker":
+        speakers = SpeakerCmvn(dim)
+        for index, utterance in enumerate(frames):
+            speakers.accumulate(f"spk{index}", utterance)
+        stats = CmvnStats.from_speakers(speakers, var_norm=var_norm)
+    else:
+        stats = CmvnStats(dim, mean_norm=mean_norm)
+        for utterance in frames:
+            stats.accumulate(utterance)
     stats.write(os.path.join(root, "cmvn.h5"))
     with open(os.path.join(root, "featurize.json"), "w") as out:
         json.dump(FEATURE_CONFIG, out)
@@ -129,6 +136,19 @@ def package_dir(toy_task, model_dirs, tmp_path_factory):
 
     path = str(tmp_path_factory.mktemp("package") / "pkg")
     write_package(model_dirs["wblstm"], toy_task["graph"], path, {"lm_weight": 2.0, "prior_scale": 0.5})
+    return path
+
+
+@pytest.fixture(scope="session")
+def speaker_cmvn_package(toy_task, tmp_path_factory):
+    """A windowed BLSTM trained (at random) with each speaker's mean and variance removed, as a package."""
+    root = tmp_path_factory.mktemp("speaker_cmvn")
+    model = make_model_dir(str(root / "model"), toy_task, *NETWORKS["wblstm"], mean_norm="speaker",
+                           var_norm="speaker")
+    from asrkit.recognizer.package import write_package
+
+    path = str(root / "pkg")
+    write_package(model, toy_task["graph"], path, {"lm_weight": 2.0, "prior_scale": 0.5})
     return path
 
 

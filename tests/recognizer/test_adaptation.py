@@ -1,9 +1,13 @@
 """A recognizer adapted to the speaker of a session: the first pass's lattices fit LHUC amplitudes, folded into the
 package's weights, and the second pass runs the same NumPy networks with them."""
 
+import os
+
 import numpy as np
 import pytest
 
+from asrkit.frontend.cmvn import CmvnStats, Moments
+from asrkit.inference.frontend import features
 from asrkit.recognizer.adaptation import SessionOptions
 from asrkit.recognizer.package import write_package
 from asrkit.recognizer.recognizer import Recognizer
@@ -71,3 +75,35 @@ def test_too_little_speech_leaves_the_recognizer_as_it_is(package_dir):
         bad = recognizer.session(SessionOptions(method="fmllr", min_frames=1))
         bad.add(_recordings(1)[0])
         bad.adapt()
+
+
+def test_a_session_hears_a_speaker_cmvn_model_with_the_speaker_s_own_statistics(speaker_cmvn_package):
+    recognizer = Recognizer(speaker_cmvn_package)
+    recordings = _recordings()
+    session = recognizer.session(SessionOptions(min_frames=20, iterations=5))
+    for samples in recordings:
+        session.add(samples, details=False)
+    online = [recording.inputs for recording in session._recordings]
+    adapted = session.adapt()
+    # Training's normalisation (asrkit.frontend.cmvn) with the speaker's moments over all of the recordings.
+    stats = CmvnStats.read(os.path.join(speaker_cmvn_package, "..", "model", "cmvn.h5"))
+    frames = [features(recognizer.package.feature_config, samples) for samples in recordings]
+    speaker = Moments.of(np.concatenate(frames))
+    for recording, utterance, before in zip(session._recordings, frames, online):
+        np.testing.assert_allclose(recording.inputs, stats.normalize(utterance, speaker), rtol=1e-5, atol=1e-5)
+        assert not np.allclose(recording.inputs, before, atol=1e-3)  # the package alone: online CMN
+    # The second pass is the adapted networks on those inputs.
+    second = session.results(details=False)
+    for result, recording in zip(second, session._recordings):
+        loglikes = adapted.acoustic.network.log_posteriors(recording.inputs) - adapted.acoustic.log_priors
+        assert result.text == adapted.result(loglikes, details=False).text
+    # Too little speech to fit: the speaker's CMVN alone; without speaker_cmvn the inputs stay online.
+    alone = recognizer.session(SessionOptions(min_frames=10 ** 6))
+    kept = recognizer.session(SessionOptions(min_frames=10 ** 6, speaker_cmvn=False))
+    for samples in recordings:
+        alone.add(samples, details=False)
+        kept.add(samples, details=False)
+    assert alone.adapt() is recognizer and kept.adapt() is recognizer
+    np.testing.assert_allclose(alone._recordings[0].inputs, session._recordings[0].inputs, rtol=1e-6)
+    np.testing.assert_array_equal(kept._recordings[0].inputs, online[0])
+    assert kept.speaker_statistics is None and alone.speaker_statistics is not None

@@ -220,6 +220,10 @@ lfmmi_epochs="${lfmmi_epochs:-$ce_epochs}"
 require_whole_number lfmmi_epochs
 train_fit_utts=150
 [ "$size" = tiny ] && train_fit_utts=10
+# SAT gives a training character amplitudes of its own from asrkit-train-sat's 3,000 frames (90 s) on; the tiny
+# corpus's characters have a few hundred.
+sat_options="--method lhuc --num-threads 2"
+[ "$size" = tiny ] && sat_options+=" --min-speaker-frames 200"
 train_options="--config conf/train_ce.conf --num-streams $streams"
 $overwrite && train_options+=" --no-resume"
 # The frame-local monophone DNN of egs/voicesearch (see there why not an LSTM), and the acoustic network.
@@ -303,7 +307,7 @@ if run_stage 8; then
   smbr_from="$exp/${am}_ce"
   if $sat; then
     begin_stage 8 "speaker-adaptive training from the CE model, bigram graph and sMBR training from it with seq-mode example servers -> $exp/${am}_sat, $exp/${am}_smbr"
-    ../../steps/train_sat.sh --cmd "$cpu_cmd" --log-dir "$logs/stage8" --sat-opts "--method lhuc --num-threads 2" \
+    ../../steps/train_sat.sh --cmd "$cpu_cmd" --log-dir "$logs/stage8" --sat-opts "$sat_options" \
       "$data/train" "$exp/$smbr_alignments" "$exp/${am}_ce" "$exp/${am}_sat"
     smbr_from="$exp/${am}_sat"
   else

@@ -63,7 +63,9 @@
 #                                lexicon and LM with the Kaldi that bin/build-kaldi built in DIR -> exp/kaldi_*;
 #                                empty: not run (about an hour here) (default: empty)
 #     --sat true|false           stage 8 first fine-tunes the CE model with speaker-adaptive training (LHUC-SAT:
-#                                steps/train_sat.sh -> exp/<am>_sat) and trains sMBR from it (default: false)
+#                                steps/train_sat.sh -> exp/<am>_sat) and trains sMBR from it.  Measured and not
+#                                kept: the combination's dev 0.998x (0.993x with --adapt true) for about 12 more
+#                                minutes of training (RESULTS) (default: false)
 #     --adapt true|false         stage 16 adapts both models of the combination to each dev and test character from
 #                                the combination's own first pass (asrkit-adapt: LHUC on conf/adapt.conf, fitted
 #                                to the first pass's lattice posteriors) and decodes them again with them ->

@@ -6,17 +6,18 @@
     adapted = session.adapt()                 # a Recognizer whose networks fit this voice
     results = session.results()               # the second pass of every recording added
 
-A package trained with each speaker's CMVN (mean_norm "speaker") hears a recording alone with online CMN; a
-session holds all of the speaker's recordings, so adapting first normalises them by the speaker's own
-statistics over all of them, as training did (Kaldi's online decoders carry a speaker's CMVN state from one
-utterance to the next for the same reason), and decodes them again: that pass gives the targets, and the
-second pass hears the same normalisation (SessionOptions.speaker_cmvn).
 The first pass's lattices give each frame's pdf posteriors (asrkit.adapt.targets); every network of the
 package (both of a combination) gets LHUC amplitudes (and/or an input transform) fitted to them with the
 rest frozen (asrkit.adapt.estimate), folded into its weights (asrkit.adapt.fold), so the adapted recognizer
 runs the same NumPy networks with other weights.  This is asrkit-adapt's test-time adaptation for files a
 user brings (asrkit-adapt adapts a data dir's speakers for asrkit-decode).  Fitting needs TensorFlow, which
 is imported only here, when a session adapts; recognition alone stays without it.
+
+A package trained with each speaker's CMVN (mean_norm "speaker") hears a recording alone with online CMN; a
+session holds all of the speaker's recordings, so adapting first normalises them by the speaker's own
+statistics over all of them, as training did (Kaldi's online decoders carry a speaker's CMVN state from one
+utterance to the next for the same reason), and decodes them again: that pass gives the targets, and the
+second pass hears the same normalisation (SessionOptions.speaker_cmvn).
 """
 
 import copy

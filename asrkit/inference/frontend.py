@@ -23,6 +23,8 @@ alone takes longer than the whole transcription of a short file.
   `online=True` forces online CMN in batch too (a recipe that decoded with --cmvn-online).
 """
 
+import copy
+
 import numpy as np
 
 from asrkit.frontend.config import FeatureConfig
@@ -185,6 +187,7 @@ class Cmvn:
             window, prior_frames = int(stats["online_window"]), int(stats["online_prior_frames"])
             rule = OnlineCmvnOptions.rule  # training's (asrkit.frontend.cmvn writes no rule: asrkit's)
         self.window, self.prior_frames, self.variance_floor, self.rule = window, prior_frames, variance_floor, rule
+        self.speaker = None  # one speaker's (mean, stddev) that every utterance and stream hears (with_speaker)
         # Online CMN in batch: asked for, the model's own (trained with it), or the only estimate of a speaker's
         # mean one utterance gives.
         self.online = self.mean_norm != "global" and (online or self.mean_norm in ("speaker", "online"))
@@ -192,6 +195,8 @@ class Cmvn:
             raise ValueError("these CMVN statistics have no raw frames' statistics, which online CMN starts from")
 
     def describe(self, streaming=False):
+        if self.speaker is not None:
+            return "one speaker's mean and variance"
         if self.mean_norm == "global":
             return "global mean and variance"
         if self.online or streaming:
@@ -201,6 +206,8 @@ class Cmvn:
 
     def normalize(self, features):
         """A whole utterance's features [T, D] normalised, float32 (batch)."""
+        if self.speaker is not None:
+            return self.normalize_as_speaker(features, self.speaker)
         features = np.asarray(features, np.float64)
         if self.mean_norm == "global":
             return ((features - self.mean) / self.stddev).astype(np.float32)
@@ -229,9 +236,27 @@ class Cmvn:
         mean, stddev = statistics
         return ((np.asarray(features, np.float64) - mean) / stddev).astype(np.float32)
 
+    def with_speaker(self, statistics):
+        """A copy that normalises every utterance and stream by one speaker's (mean, stddev)
+        (speaker_statistics): the CMVN of a recognizer adapted to that speaker."""
+        fixed = copy.copy(self)
+        fixed.speaker = statistics
+        return fixed
+
     def stream(self):
-        """A CmvnStream: frame by frame, each frame normalised by what came before it (and itself)."""
-        return CmvnStream(self)
+        """A CmvnStream: frame by frame, each frame normalised by what came before it (and itself); with a
+        speaker's statistics (with_speaker), by those."""
+        return CmvnStream(self) if self.speaker is None else _SpeakerCmvnStream(self.speaker)
+
+
+class _SpeakerCmvnStream:
+    """Frames normalised as they arrive by one speaker's fixed statistics (Cmvn.with_speaker)."""
+
+    def __init__(self, statistics):
+        self.statistics = statistics
+
+    def accept(self, features):
+        return Cmvn.normalize_as_speaker(features, self.statistics)
 
 
 class CmvnStream:

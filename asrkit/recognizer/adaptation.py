@@ -83,27 +83,32 @@ class SpeakerSession:
                                  decoded=decoded)
 
     def adapt(self):
-        """A Recognizer whose networks are fitted to the recordings added (the recognizer itself when their
-        targets are fewer than min_frames)."""
+        """A Recognizer whose networks are fitted to the recordings added, and that hears the speaker's CMVN
+        where the session normalised by it (the recognizer itself when neither: targets fewer than min_frames
+        and no speaker CMVN)."""
         self._normalize_as_speaker()
         targets = self._targets()
         self.frames = float(sum(target.sum() for target in targets))
         self.confidence = self._confidence()
+        package = copy.copy(self.recognizer.package)
+        package.__dict__.pop("_acoustic_model", None)
         if self.frames < self.options.min_frames or self.confidence < self.options.min_confidence:
             logger.info("%.0f frames of targets, confidence %.3f (the floors: %d frames, %.3f): not adapted",
                         self.frames, self.confidence, self.options.min_frames, self.options.min_confidence)
-            self.adapted = self.recognizer
-            return self.adapted
-        package = copy.copy(self.recognizer.package)
-        package.__dict__.pop("_acoustic_model", None)
-        package.weights = self._fitted(package.config, package.weights, targets)
-        if package.combined is not None:
-            package.combined = dict(package.combined,
-                                    weights=self._fitted(package.combined["config"], package.combined["weights"],
-                                                         targets))
+            if self.speaker_statistics is None:
+                self.adapted = self.recognizer
+                return self.adapted
+        else:
+            package.weights = self._fitted(package.config, package.weights, targets)
+            if package.combined is not None:
+                package.combined = dict(package.combined,
+                                        weights=self._fitted(package.combined["config"],
+                                                             package.combined["weights"], targets))
         adapted = copy.copy(self.recognizer)
         adapted.package = package
         adapted.acoustic = package._acoustic_model = AcousticModel(package)
+        if self.speaker_statistics is not None:  # new recordings of this speaker hear their CMVN too
+            adapted.acoustic.cmvn = adapted.acoustic.cmvn.with_speaker(self.speaker_statistics)
         self.adapted = adapted
         return adapted
 

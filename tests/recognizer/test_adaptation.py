@@ -8,10 +8,12 @@ import pytest
 
 from asrkit.frontend.cmvn import CmvnStats, Moments
 from asrkit.inference.frontend import features
+from asrkit.recognizer.acoustic import AcousticStream
 from asrkit.recognizer.adaptation import SessionOptions
 from asrkit.recognizer.package import write_package
 from asrkit.recognizer.recognizer import Recognizer
 from tests.conftest import speech_like
+from tests.recognizer.conftest import assert_same_rows
 
 COMBINATION = {"weight": 0.4, "model_scale": 0.5, "combine_scale": 1.5, "combine_prior_scale": 0.0}
 
@@ -92,18 +94,30 @@ def test_a_session_hears_a_speaker_cmvn_model_with_the_speaker_s_own_statistics(
     for recording, utterance, before in zip(session._recordings, frames, online):
         np.testing.assert_allclose(recording.inputs, stats.normalize(utterance, speaker), rtol=1e-5, atol=1e-5)
         assert not np.allclose(recording.inputs, before, atol=1e-3)  # the package alone: online CMN
-    # The second pass is the adapted networks on those inputs.
+    # The second pass is the adapted networks on those inputs; the adapted recognizer hears a recording of the
+    # speaker the same way, in batch and streaming, and the recognizer it came from still hears online CMN.
     second = session.results(details=False)
     for result, recording in zip(second, session._recordings):
         loglikes = adapted.acoustic.network.log_posteriors(recording.inputs) - adapted.acoustic.log_priors
         assert result.text == adapted.result(loglikes, details=False).text
+    np.testing.assert_allclose(adapted.acoustic.network_input(recordings[0]), session._recordings[0].inputs,
+                               rtol=1e-6)
+    stream = AcousticStream(adapted.package)
+    streamed = np.concatenate([stream.accept(recordings[0][:5000]), stream.accept(recordings[0][5000:]),
+                               stream.finish()])
+    assert_same_rows(streamed, adapted.acoustic.log_likelihoods(recordings[0]))
+    np.testing.assert_array_equal(recognizer.acoustic.network_input(recordings[0]), online[0])
     # Too little speech to fit: the speaker's CMVN alone; without speaker_cmvn the inputs stay online.
     alone = recognizer.session(SessionOptions(min_frames=10 ** 6))
     kept = recognizer.session(SessionOptions(min_frames=10 ** 6, speaker_cmvn=False))
     for samples in recordings:
         alone.add(samples, details=False)
         kept.add(samples, details=False)
-    assert alone.adapt() is recognizer and kept.adapt() is recognizer
+    normalized = alone.adapt()
+    assert kept.adapt() is recognizer and normalized is not recognizer and alone.losses == []
+    assert normalized.package.weights is recognizer.package.weights
     np.testing.assert_allclose(alone._recordings[0].inputs, session._recordings[0].inputs, rtol=1e-6)
+    np.testing.assert_allclose(normalized.acoustic.network_input(recordings[0]), alone._recordings[0].inputs,
+                               rtol=1e-6)
     np.testing.assert_array_equal(kept._recordings[0].inputs, online[0])
     assert kept.speaker_statistics is None and alone.speaker_statistics is not None

@@ -18,7 +18,7 @@ alone takes longer than the whole transcription of a short file.
   2-s prior, 200 and 67 frames of 30 ms), as `asrkit-decode --cmvn-online`;
   speaker mean: online CMN in both (there are no other utterances of the speaker), or, where the caller holds
   all of one speaker's recordings (asrkit.recognizer.adaptation's session), that speaker's own statistics as
-  in training (`speaker_statistics`, `normalize_as_speaker`);
+  in training (`speaker_statistics`, `with_speaker`);
   online mean (a model trained with online CMN): online CMN in both, as in training.
   `online=True` forces online CMN in batch too (a recipe that decoded with --cmvn-online).
 """

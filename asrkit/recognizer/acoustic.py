@@ -65,11 +65,10 @@ class AcousticModel:
         with np.errstate(over="ignore", invalid="ignore"):  # overflowing samples are refused by name just below
             return finite_features(features(self.analysis.config, samples, self.analysis), source)
 
-    def input_of(self, frames, speaker_statistics=None):
-        """The network's input from raw frames: normalised as the package does alone, or with
-        speaker_statistics (Cmvn.speaker_statistics) by the speaker's own; i-vectors appended if it takes them."""
-        normalized = self.cmvn.normalize(frames) if speaker_statistics is None else \
-            self.cmvn.normalize_as_speaker(frames, speaker_statistics)
+    def input_of(self, frames, cmvn=None):
+        """The network's input from raw frames: normalised by the package's CMVN, or by `cmvn` (e.g. one
+        speaker's: Cmvn.with_speaker); i-vectors appended if it takes them."""
+        normalized = (cmvn or self.cmvn).normalize(frames)
         if self.ivectors is not None and len(frames):
             normalized = self.ivectors.append("audio", frames, normalized)
         return normalized

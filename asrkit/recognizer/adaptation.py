@@ -133,8 +133,9 @@ class SpeakerSession:
         if not frames:
             return
         self.speaker_statistics = acoustic.cmvn.speaker_statistics(np.concatenate(frames))
+        speaker_cmvn = acoustic.cmvn.with_speaker(self.speaker_statistics)
         for recording in self._recordings:
-            recording.inputs = acoustic.input_of(recording.frames, self.speaker_statistics)
+            recording.inputs = acoustic.input_of(recording.frames, speaker_cmvn)
             loglikes = acoustic.network.log_posteriors(recording.inputs) - acoustic.log_priors
             recording.decoded = self.recognizer.decode(loglikes)
         logger.info("the speaker's own CMVN over %d recordings, %d frames: decoded again", len(frames),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# steps/adapt_combined.sh: speaker adaptation of a frame-level combination from its own first pass: each model
-# adapted to every speaker of each set (asrkit-adapt), the combination decoded again with the speakers' models.
+# steps/adapt_combined.sh: speaker adaptation of a frame-level combination from its own first pass: the first model
+# (or both) adapted to every speaker of each set (asrkit-adapt), the combination decoded again with the speakers'
+# models.
 set -euo pipefail
 
 cmd=run-local
@@ -12,18 +13,20 @@ decode_config=
 decode_opts=
 dev_set=dev
 test_sets=test
+networks=first
 sweep_opts="--lmwt-sweep --sweep-method lattice --acoustic-scale 1 --min-lmwt 0.6 --max-lmwt 1.6 --lmwt-step 0.1"
 help_message="Usage: steps/adapt_combined.sh [options] <graph-dir> <data-root> <model-dir> <other-model-dir> \\
          <combined-dir> <out-dir>
  e.g.: steps/adapt_combined.sh exp/lstm_ce/graph data exp/lstm_smbr exp/lstm_lfmmi exp/lstm_smbr_lfmmi \\
          exp/lstm_smbr_lfmmi_adapted
 <combined-dir> is steps/decode_combined.sh's output for <model-dir>/final and <other-model-dir>/final, decoded
-with lattices (its --decode-opts --write-lattices): for the dev set and each test set, both models are adapted to
-each speaker of <data-root>/SET on the lattices of <combined-dir>/decode_SET, the first pass (asrkit-adapt ->
-<out-dir>/adapt_<model dir's name>_SET), then SET is decoded again by the combination dev chose
-(<combined-dir>/decode_DEV/combination_opts), each utterance with its speaker's models -> <out-dir>/decode_SET:
-dev with an LM-weight sweep (--sweep-opts), each test set at the weight dev chose.  The adaptation's own options
-(method, iterations, ...) are fixed beforehand (--adapt-config), not chosen on a test set.
+with lattices (its --decode-opts --write-lattices): for the dev set and each test set, <model-dir>'s model (with
+--networks all, both models) is adapted to each speaker of <data-root>/SET on the lattices of
+<combined-dir>/decode_SET, the first pass (asrkit-adapt -> <out-dir>/adapt_<model dir's name>_SET), then SET is
+decoded again by the combination dev chose (<combined-dir>/decode_DEV/combination_opts), each utterance with its
+speaker's models -> <out-dir>/decode_SET: dev with an LM-weight sweep (--sweep-opts), each test set at the weight
+dev chose.  The adaptation's own options (method, iterations, ...) are fixed beforehand (--adapt-config), not
+chosen on a test set.
 Options:
   --cmd LAUNCHER           how jobs are launched (cmd.sh; default: $cmd)
   --nj N                   parallel jobs of each decoding (default: $nj)
@@ -34,12 +37,19 @@ Options:
   --decode-opts 'OPTS'     more asrkit-decode options of every decoding, e.g. --cmvn-online (default: none)
   --dev-set NAME           the set the LM weight is chosen on (default: $dev_set)
   --test-sets 'NAMES'      the sets decoded at the chosen weight (default: $test_sets)
-  --sweep-opts 'OPTS'      the dev decoding's LM-weight sweep (default: $sweep_opts)"
+  --sweep-opts 'OPTS'      the dev decoding's LM-weight sweep (default: $sweep_opts)
+  --networks first|all     adapt <model-dir> alone, the other model decoded as it is, or both (default: $networks;
+                           an LF-MMI model's outputs are not posteriors: fitted with cross-entropy they sharpen,
+                           and on egs/voiceover's dev both tied with the first alone at twice the fitting time)"
 . "$(dirname "$0")/parse_options.sh"
 . "$(dirname "$0")/common.sh"
 
 [ $# -eq 6 ] || usage_error "expected 6 arguments, got $#" "$help_message"
 require_whole_number nj
+case "$networks" in
+  first|all) ;;
+  *) usage_error "--networks must be first or all, not '$networks'" "$help_message" ;;
+esac
 echo "$parse_command_line" >&2
 graph_dir="$1"; data_root="$2"; model_dir="$3"; other_dir="$4"; combined_dir="$5"; out_dir="$6"
 words_of "$test_sets" tests
@@ -68,15 +78,16 @@ adapt() {
 
 # decode SET OPTION...: SET decoded by the chosen combination with its speakers' adapted models.
 decode() {
-  local set="$1" speaker_models other_models
+  local set="$1" speaker_models
   shift
   adapt "$model_dir" "$set"
-  adapt "$other_dir" "$set"
-  speaker_models="$(adapted_dir "$model_dir" "$set")"
-  other_models="$(adapted_dir "$other_dir" "$set")"
+  speaker_models="--speaker-models $(adapted_dir "$model_dir" "$set")"
+  if [ "$networks" = all ]; then
+    adapt "$other_dir" "$set"
+    speaker_models="$speaker_models --combine-speaker-models $(adapted_dir "$other_dir" "$set")"
+  fi
   "$steps/decode.sh" --cmd "$cmd" --nj "$nj" --log-dir "$log_dir" --decode-config "$decode_config" \
-    --decode-opts "$decode_opts $(cat "$combination_opts") --speaker-models $speaker_models \
-      --combine-speaker-models $other_models $*" \
+    --decode-opts "$decode_opts $(cat "$combination_opts") $speaker_models $*" \
     "$graph_dir" "$model_dir/final" "$data_root/$set" "$out_dir/decode_$set"
 }
 
@@ -91,4 +102,4 @@ for split in "${tests[@]}"; do
        "the first pass: $(cat "$combined_dir/decode_$split/best_wer"))" >&2
 done
 record_options "$out_dir" adapt_combined "$parse_command_line" cmd nj log_dir adapt_config adapt_opts decode_config \
-  decode_opts dev_set test_sets sweep_opts
+  decode_opts dev_set test_sets sweep_opts networks

@@ -81,6 +81,9 @@ logger = logging.getLogger(COMMAND)
     click.option("--adapt-speaker-cmvn/--no-adapt-speaker-cmvn", default=True, show_default=True,
                  help="With --adapt and a package trained with each speaker's CMVN: normalise each speaker's inputs "
                       "by their own statistics over all of them before fitting, as in training (else online CMN)."),
+    click.option("--adapt-networks", type=click.Choice(["first", "all"]), default="first", show_default=True,
+                 help="With --adapt and a package of two combined networks: fit the package's own network alone, or "
+                      "both (an LF-MMI network's outputs are not posteriors: fitted, it outweighs the LM)."),
 ])
 @click.option("--grammar", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Hear only these phrases (one per line; '[unk]' for anything else), one or more in a row: a "
@@ -138,7 +141,7 @@ def main(package, audio, inputs, output, decoding, max_fail_ratio, streaming, ad
     if adapt:
         options = SessionOptions(method=adaptation.adapt_method, min_frames=adaptation.adapt_min_frames,
                                  min_confidence=adaptation.adapt_min_confidence,
-                                 speaker_cmvn=adaptation.adapt_speaker_cmvn)
+                                 speaker_cmvn=adaptation.adapt_speaker_cmvn, networks=adaptation.adapt_networks)
         audio_seconds, failed = transcribe_adapted(run, todo, {key: speakers[key] for key, _ in todo}, options)
     else:
         audio_seconds, failed = transcribe_each(run, todo, streaming)

@@ -6,12 +6,19 @@
     adapted = session.adapt()                 # a Recognizer whose networks fit this voice
     results = session.results()               # the second pass of every recording added
 
-The first pass's lattices give each frame's pdf posteriors (asrkit.adapt.targets); every network of the
-package (both of a combination) gets LHUC amplitudes (and/or an input transform) fitted to them with the
-rest frozen (asrkit.adapt.estimate), folded into its weights (asrkit.adapt.fold), so the adapted recognizer
-runs the same NumPy networks with other weights.  This is asrkit-adapt's test-time adaptation for files a
-user brings (asrkit-adapt adapts a data dir's speakers for asrkit-decode).  Fitting needs TensorFlow, which
-is imported only here, when a session adapts; recognition alone stays without it.
+The first pass's lattices give each frame's pdf posteriors (asrkit.adapt.targets); the package's network
+gets LHUC amplitudes (and/or an input transform) fitted to them with the rest frozen (asrkit.adapt.estimate),
+folded into its weights (asrkit.adapt.fold), so the adapted recognizer runs the same NumPy networks with
+other weights.  This is asrkit-adapt's test-time adaptation for files a user brings (asrkit-adapt adapts a
+data dir's speakers for asrkit-decode).  Fitting needs TensorFlow, which is imported only here, when a
+session adapts; recognition alone stays without it.
+
+Of a combination, only the package's own network is fitted unless SessionOptions.networks is "all".  The
+second network of the recipes' combinations is an LF-MMI one, whose outputs are not posteriors (Kaldi's
+chain outputs are pseudo log-likelihoods): fitting their softmax with cross-entropy sharpens it (5.0 -> 4.2
+nats a frame on egs/voiceover's characters) until the acoustic costs outweigh the LM at the weight dev
+chose.  On dev, fitting both lost to fitting the first alone at every LM weight from 0.8 to 1.2
+(egs/voiceover/RESULTS).
 
 A package trained with each speaker's CMVN (mean_norm "speaker") hears a recording alone with online CMN; a
 session holds all of the speaker's recordings, so adapting first normalises them by the speaker's own
@@ -45,6 +52,10 @@ class SessionOptions:
     min_frames: int = 300  # fewer frames of targets and the package stays as it is
     min_confidence: float = 0.0  # a first pass less sure of itself (asrkit.adapt.adapt_dir) too
     speaker_cmvn: bool = True  # a package trained with speaker CMVN hears the speaker's own statistics
+    networks: str = "first"  # of a combination: "first" fits the package's own network, "all" both (NETWORKS)
+
+
+NETWORKS = ("first", "all")
 
 
 @dataclasses.dataclass
@@ -86,6 +97,9 @@ class SpeakerSession:
         """A Recognizer whose networks are fitted to the recordings added, and that hears the speaker's CMVN
         where the session normalised by it (the recognizer itself when neither: targets fewer than min_frames
         and no speaker CMVN)."""
+        if self.options.networks not in NETWORKS:
+            raise AsrkitError(f"the networks adapted must be one of {', '.join(NETWORKS)}, not "
+                              f"{self.options.networks!r}")
         self._normalize_as_speaker()
         targets = self._targets()
         self.frames = float(sum(target.sum() for target in targets))
@@ -100,7 +114,7 @@ class SpeakerSession:
                 return self.adapted
         else:
             package.weights = self._fitted(package.config, package.weights, targets)
-            if package.combined is not None:
+            if package.combined is not None and self.options.networks == "all":
                 package.combined = dict(package.combined,
                                         weights=self._fitted(package.combined["config"],
                                                              package.combined["weights"], targets))

@@ -66,9 +66,9 @@
 #                                steps/train_sat.sh -> exp/<am>_sat) and trains sMBR from it.  Measured and not
 #                                kept: the combination's dev 0.998x (0.993x with --adapt true) for stage 8's 2,062 s
 #                                against 902 s (RESULTS) (default: false)
-#     --adapt true|false         stage 16 adapts both models of the combination to each dev and test character from
+#     --adapt true|false         stage 16 adapts the combination's sMBR model to each dev and test character from
 #                                the combination's own first pass (asrkit-adapt: LHUC on conf/adapt.conf, fitted
-#                                to the first pass's lattice posteriors) and decodes them again with them ->
+#                                to the first pass's lattice posteriors) and decodes them again with it ->
 #                                exp/<am>_smbr_lfmmi_adapted; needs --combine true.  Measured and not kept: on
 #                                one run's models it made dev worse (RESULTS) (default: false)
 #

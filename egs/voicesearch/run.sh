@@ -29,7 +29,7 @@
 #                                -> exp/<am>_smbr_lfmmi/package; needs exp/<am>_lfmmi decoded (--lfmmi true, now or
 #                                before) (default: true)
 #     --combine-weights 'W...'   the LF-MMI model's weights tried on each dev set (default: 0.4 0.5 0.6 0.7)
-#     --adapt true|false         stage 22 adapts both models of the combination to each speaker of every dev and
+#     --adapt true|false         stage 22 adapts the combination's sMBR model to each speaker of every dev and
 #                                test set from the combination's own first pass (asrkit-adapt, conf/adapt.conf)
 #                                and decodes them again -> exp/<am>_smbr_lfmmi_adapted; needs --combine true
 #                                (default: false: on egs/voiceover's dev it did not pay; its RESULTS)

@@ -6,6 +6,7 @@ import soundfile
 from click.testing import CliRunner
 
 from asrkit.cli.transcribe import main
+from asrkit.recognizer.package import write_package
 from tests.conftest import speech_like
 from tests.recognizer.conftest import model_dirs, package_dir, speaker_cmvn_package, toy_task  # noqa: F401 (fixtures)
 
@@ -66,3 +67,17 @@ def test_a_speaker_cmvn_package_hears_each_speaker_s_own_statistics_unless_told_
                                        "--no-adapt-speaker-cmvn"])
     assert online.exit_code == 0, online.output
     assert "speaker session: 2 inputs" in online.stderr and "own CMVN" not in online.stderr
+
+
+def test_a_combination_fits_its_own_network_unless_told_all(model_dirs, toy_task, tmp_path):  # noqa: F811
+    path = str(tmp_path / "combined")
+    combination = {"weight": 0.4, "model_scale": 0.5, "combine_scale": 1.5, "combine_prior_scale": 0.0}
+    write_package(model_dirs["wblstm"], toy_task["graph"], path, {"lm_weight": 1.0, "combination": combination},
+                  model_dirs["lstm"])
+    wavs = _wavs(tmp_path, 2)
+    first = CliRunner().invoke(main, [path, *wavs, "--adapt", "--adapt-min-frames", "50"])
+    assert first.exit_code == 0, first.output
+    assert "adapted wblstm over 2 recordings" in first.stderr and "adapted lstm" not in first.stderr
+    both = CliRunner().invoke(main, [path, *wavs, "--adapt", "--adapt-min-frames", "50", "--adapt-networks", "all"])
+    assert both.exit_code == 0, both.output
+    assert "adapted wblstm over 2 recordings" in both.stderr and "adapted lstm over 2 recordings" in both.stderr

@@ -51,20 +51,31 @@ def test_a_session_fits_the_speaker_and_scales_only_what_the_hidden_units_feed(p
     assert recognizer.package.weights is base
 
 
-def test_both_networks_of_a_combination_are_adapted(model_dirs, toy_task, tmp_path):
+def test_a_combination_fits_its_own_network_and_both_when_told(model_dirs, toy_task, tmp_path):
     path = str(tmp_path / "combined")
     write_package(model_dirs["wblstm"], toy_task["graph"], path, {"lm_weight": 1.0, "prior_scale": 0.5,
                                                                   "combination": COMBINATION}, model_dirs["lstm"])
     recognizer = Recognizer(path)
-    session = recognizer.session(SessionOptions(min_frames=20, iterations=5, learning_rate=0.02,
-                                                method="lhuc+input"))
-    for samples in _recordings(2):
-        session.add(samples, details=False)
-    adapted = session.adapt()
+    recordings = _recordings(2)
+
+    def adapted(networks):
+        session = recognizer.session(SessionOptions(min_frames=20, iterations=5, learning_rate=0.02,
+                                                    method="lhuc+input", networks=networks))
+        for samples in recordings:
+            session.add(samples, details=False)
+        return session, session.adapt()
+
+    session, first = adapted("first")
+    assert len(session.losses) == 1 and session.losses[0][1] < session.losses[0][0]
+    assert first.package.combined["weights"] is recognizer.package.combined["weights"]
+    assert not np.array_equal(first.package.weights["softmax/kernel"], recognizer.package.weights["softmax/kernel"])
+    session, both = adapted("all")
     assert len(session.losses) == 2 and all(after < before for before, after in session.losses)
     for name in ("lstm1/kernel", "lstm2/kernel", "softmax/kernel"):  # the input transform reaches lstm1's
-        assert not np.array_equal(adapted.package.combined["weights"][name],
+        assert not np.array_equal(both.package.combined["weights"][name],
                                   recognizer.package.combined["weights"][name]), name
+    np.testing.assert_allclose(both.package.weights["softmax/kernel"], first.package.weights["softmax/kernel"],
+                               rtol=1e-5)
     assert len(session.results()) == 2
 
 
@@ -75,6 +86,10 @@ def test_too_little_speech_leaves_the_recognizer_as_it_is(package_dir):
     assert session.adapt() is recognizer and session.losses == []
     with pytest.raises(Exception, match="method must be one of"):
         bad = recognizer.session(SessionOptions(method="fmllr", min_frames=1))
+        bad.add(_recordings(1)[0])
+        bad.adapt()
+    with pytest.raises(Exception, match="networks adapted must be one of"):
+        bad = recognizer.session(SessionOptions(networks="second", min_frames=1))
         bad.add(_recordings(1)[0])
         bad.adapt()
 

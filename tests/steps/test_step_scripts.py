@@ -237,7 +237,7 @@ echo "asrkit-adapt summary: status=ok" > "$log"
 """
 
 
-def test_adapt_combined_adapts_both_models_to_each_set_and_decodes_test_at_dev_s_weight(tmp_path):
+def test_adapt_combined_adapts_the_first_model_or_both_to_each_set_and_decodes_test_at_dev_s_weight(tmp_path):
     steps = tmp_path / "steps"
     shutil.copytree(os.path.join(ROOT, "steps"), steps)
     stub(steps, "decode.sh", COMBINED_DECODE_STUB)
@@ -260,11 +260,21 @@ def test_adapt_combined_adapts_both_models_to_each_set_and_decodes_test_at_dev_s
     assert no_lattices.returncode == 1 and "decode_dev has no lattices" in no_lattices.stderr
     for split in ("dev", "test"):
         (combined / f"decode_{split}" / "lat.scp").write_text("")
-    result = run_step(steps / "adapt_combined.sh", "--cmd", tmp_path / "launcher", "--adapt-opts", "--iterations 4",
-                      *args, env=env)
-    assert result.returncode == 0, result.stderr
+    first = run_step(steps / "adapt_combined.sh", "--cmd", tmp_path / "launcher", *args, env=env)
+    assert first.returncode == 0, first.stderr
     calls = (tmp_path / "calls").read_text().splitlines()
     adapted = exp / "adapted"
+    assert [call.split()[-1] for call in calls if call.startswith("launch")] == [
+        f"{adapted}/adapt_lstm_smbr_dev", f"{adapted}/adapt_lstm_smbr_test"]
+    decodes = [" ".join(call.split()) for call in calls if call.startswith("decode.sh")]
+    assert f"--combine-weight 0.5 --speaker-models {adapted}/adapt_lstm_smbr_test --acoustic-scale" in decodes[1]
+    assert "--combine-speaker-models" not in " ".join(decodes)
+    (tmp_path / "calls").unlink()
+    args[-1] = adapted = exp / "adapted_all"
+    result = run_step(steps / "adapt_combined.sh", "--cmd", tmp_path / "launcher", "--adapt-opts", "--iterations 4",
+                      "--networks", "all", *args, env=env)
+    assert result.returncode == 0, result.stderr
+    calls = (tmp_path / "calls").read_text().splitlines()
     assert [call.split()[-1] for call in calls if call.startswith("launch")] == [
         f"{adapted}/adapt_lstm_smbr_dev", f"{adapted}/adapt_lstm_lfmmi_dev", f"{adapted}/adapt_lstm_smbr_test",
         f"{adapted}/adapt_lstm_lfmmi_test"]
@@ -276,6 +286,8 @@ def test_adapt_combined_adapts_both_models_to_each_set_and_decodes_test_at_dev_s
     assert f"--combine-model x/final --combine-weight 0.5 --speaker-models {adapted}/adapt_lstm_smbr_test " \
         f"--combine-speaker-models {adapted}/adapt_lstm_lfmmi_test" in decodes[1]
     assert "test: %WER 30" in result.stderr and "the first pass: %WER 40" in result.stderr
+    wrong = run_step(steps / "adapt_combined.sh", "--networks", "second", *args, env=env)
+    assert wrong.returncode != 0 and "--networks must be first or all" in wrong.stderr
 
 
 def test_make_lang_and_lms_mixes_a_general_lm_over_a_larger_decoding_vocabulary(tmp_path):

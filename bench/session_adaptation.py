@@ -11,8 +11,8 @@ seconds each part took (first pass, fitting, second pass; wall time on this mach
 machine's load).  --combination-variants W1,W2,... (a package of two combined networks): the session fits both,
 and the second pass is also decoded with each network fitted or left as it was (neither, first, second, both)
 at each of these LM weights, one %WER line each: how egs/voiceover/RESULTS chose which networks a session fits.
-What the recipe's stage 16 gains with the data dir's speakers (asrkit-adapt, decoded by
-asrkit-decode) is the reference the issue holds this against.
+What the recipe's stage 16 gains with the data dir's speakers (asrkit-adapt, decoded by asrkit-decode) is the
+reference the issue holds this against.
 """
 
 import argparse
@@ -122,9 +122,10 @@ def main():
         done = time.monotonic()
         for part, elapsed in zip(seconds, (fitted - started, adapted - fitted, done - adapted)):
             seconds[part] += elapsed
-        for key, words in (combination_variants(recognizer, session, [wav[u] for u in utterances], lm_weights).items()
-                           if lm_weights else ()):
-            variants.setdefault(key, {}).update(zip(utterances, words))
+        if lm_weights:
+            recordings = [wav[u] for u in utterances]
+            for key, words in combination_variants(recognizer, session, recordings, lm_weights).items():
+                variants.setdefault(key, {}).update(zip(utterances, words))
         print(f"{speaker}: {len(utterances)} utterances; first pass {wer_line(refs, {u: first[u] for u in utterances})}"
               f"; adapted {wer_line(refs, {u: second[u] for u in utterances})}", flush=True)
     print(f"all, first pass (the package alone): {wer_line(refs, first)}")

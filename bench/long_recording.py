@@ -37,17 +37,17 @@ def parse_arguments():
     return parser.parse_args()
 
 
-def write_concatenation(path, recognizer, utterances, wav, seconds, pause=0.0, pause_level=0.0):
+def write_concatenation(path, recognizer, utterances, wav, seconds, pause=0.0, pause_level=0.0, count=None):
     """Utterances one after another (repeated from the first when the set is shorter), `pause` seconds of noise
-    at RMS pause_level between two, into a PCM-16 WAV of at least `seconds`, one utterance in memory at a time;
-    returns the utterance ids in the order written."""
+    at RMS pause_level between two, into a PCM-16 WAV of at least `seconds` (or of `count` utterances), one
+    utterance in memory at a time; returns the utterance ids in the order written."""
     import numpy as np
     import soundfile
 
     rng = np.random.default_rng(0)
     written, total, index = [], 0.0, 0
     with soundfile.SoundFile(path, "w", recognizer.sample_rate, 1, "PCM_16") as handle:
-        while total < seconds:
+        while total < seconds and (count is None or index < count):
             if written and pause > 0:
                 handle.write((pause_level * rng.standard_normal(round(pause * recognizer.sample_rate))))
                 total += pause

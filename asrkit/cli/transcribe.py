@@ -68,7 +68,8 @@ logger = logging.getLogger(COMMAND)
                  help="Adapt the package to each speaker across their inputs: all of them are transcribed, the "
                       "networks fitted to each speaker's first pass (LHUC: asrkit.recognizer.adaptation), then "
                       "transcribed again; what is written is the second pass.  Speakers from --utt2spk, else all "
-                      "inputs are one speaker (a session).  Not with --streaming."),
+                      "inputs are one speaker (a session); an input past --max-utterance-seconds is cut at its "
+                      "pauses, each segment one of the speaker's recordings.  Not with --streaming."),
     click.option("--utt2spk", type=click.Path(exists=True, dir_okay=False), default=None,
                  help="With --adapt: 'key speaker' lines (Kaldi's utt2spk), the keys as the outputs name the inputs."),
     click.option("--adapt-method", type=click.Choice(["lhuc", "input", "lhuc+input"]), default="lhuc",
@@ -307,34 +308,52 @@ def read_speakers(utt2spk, keys):
 
 def transcribe_adapted(run, inputs, speakers, options):
     """Each speaker's inputs: a first pass, the networks adapted to it (options: a SessionOptions), the second
-    pass, written in the inputs' order.  Returns (audio seconds, [keys that failed])."""
+    pass, written in the inputs' order (a long input's segments in its writer, in order).  Returns (audio
+    seconds, [keys that failed])."""
     results, failed = {}, []
     for speaker in sorted(set(speakers.values())):
         session = run.recognizer.session(options)
-        added = []
+        added = []  # the input of each recording the session holds (one per segment of a long input)
         for key, spec in inputs:
             if speakers[key] != speaker:
                 continue
             try:
-                samples = read_stdin(run.sample_rate) if spec == "-" else spec
-                session.add(samples, sample_rate=run.sample_rate if spec == "-" else None, details=False)
-                added.append(key)
+                added.extend([key] * add_to_session(run, session, spec))
             except AsrkitError as error:
                 failed.append(key)
                 logger.error("%s: %s", key, error)
         if added:
             session.adapt()
             losses = "".join(f"; loss per frame {before:.4f} -> {after:.4f}" for before, after in session.losses)
-            logger.info("speaker %s: %d inputs, %.0f frames of first-pass targets, confidence %.3f%s", speaker,
-                        len(added), session.frames, session.confidence, losses or " (not adapted)")
-            results.update(zip(added, session.results(nbest=run.nbest, details=run.outputs.format != "text")))
+            logger.info("speaker %s: %d inputs, %d recordings, %.0f frames of first-pass targets, confidence %.3f%s",
+                        speaker, len(set(added)), len(added), session.frames, session.confidence,
+                        losses or " (not adapted)")
+            for key, result in zip(added, session.results(nbest=run.nbest, details=run.outputs.format != "text")):
+                results.setdefault(key, []).append(result)
     audio_seconds = 0.0
     for key, _ in inputs:
         if key in results:
-            audio_seconds += results[key].end - results[key].start
             with run.outputs.writer(key) as writer:
-                writer.add(results[key])
+                for result in results[key]:
+                    audio_seconds += result.end - result.start
+                    writer.add(result)
     return audio_seconds, failed
+
+
+def add_to_session(run, session, spec):
+    """Adds one input to the session: whole, or cut at its pauses where it is longer than
+    run.max_utterance_seconds (as transcribe_file cuts it); returns the recordings it became."""
+    # deferred: numpy and soundfile come with these; --help imports neither
+    from asrkit.recognizer.long_audio import SEGMENT_SECONDS, recording_seconds
+
+    if spec == "-":
+        session.add(read_stdin(run.sample_rate), sample_rate=run.sample_rate, details=False)
+        return 1
+    seconds = recording_seconds(spec)
+    if seconds is None or seconds <= run.max_utterance_seconds:
+        session.add(spec, details=False)
+        return 1
+    return len(session.add_long(spec, min(run.max_utterance_seconds, SEGMENT_SECONDS), details=False))
 
 
 def read_phrases(path):

@@ -6,6 +6,9 @@
     adapted = session.adapt()                 # a Recognizer whose networks fit this voice
     results = session.results()               # the second pass of every recording added
 
+session.add_long(path) adds a long recording as the segments its pauses cut it into (asrkit.recognizer.long_audio),
+each a recording of the session, so a lecture or an interview of one voice adapts to it.
+
 The first pass's lattices give each frame's pdf posteriors (asrkit.adapt.targets); the package's network
 gets LHUC amplitudes (and/or an input transform) fitted to them with the rest frozen (asrkit.adapt.estimate),
 folded into its weights (asrkit.adapt.fold), so the adapted recognizer runs the same NumPy networks with
@@ -63,7 +66,8 @@ class _Recording:
     frames: np.ndarray  # [T, D] raw features, before CMVN
     inputs: np.ndarray  # [T, input dim] what the network reads
     decoded: object  # the pass that gives the targets (a Decoded)
-    end: float  # seconds
+    start: float  # seconds into the recording it was cut from (0: a recording of its own)
+    end: float
 
 
 class SpeakerSession:
@@ -79,8 +83,10 @@ class SpeakerSession:
         self.confidence = None  # the first pass's mean speech-frame posterior, once adapt() has looked
         self.losses = []  # per network: (loss per frame before, after)
 
-    def add(self, audio, sample_rate=None, nbest=1, details=True):
-        """Transcribes one recording (a path or samples, as Recognizer.transcribe) and keeps it for adaptation."""
+    def add(self, audio, sample_rate=None, nbest=1, details=True, start=0.0):
+        """Transcribes one recording (a path or samples, as Recognizer.transcribe) and keeps it for adaptation;
+        start: where it begins in a longer recording (add_long's segments), its Results' times counted from
+        there."""
         recognizer = self.recognizer
         samples = recognizer.load_audio(audio, sample_rate)
         source = audio if isinstance(audio, str) else "the samples"
@@ -88,10 +94,27 @@ class SpeakerSession:
         inputs = recognizer.acoustic.input_of(frames)
         loglikes = recognizer.acoustic.network.log_posteriors(inputs) - recognizer.acoustic.log_priors
         decoded = recognizer.decode(loglikes)
-        self._recordings.append(_Recording(frames, inputs, decoded, len(samples) / recognizer.sample_rate))
+        end = start + len(samples) / recognizer.sample_rate
+        self._recordings.append(_Recording(frames, inputs, decoded, start, end))
         self.adapted = self.speaker_statistics = None  # a new recording: the speaker is fitted again
-        return recognizer.result(loglikes, nbest=nbest, end=len(samples) / recognizer.sample_rate, details=details,
-                                 decoded=decoded)
+        return recognizer.result(loglikes, nbest=nbest, start=start, end=end, details=details, decoded=decoded)
+
+    def add_long(self, audio, max_seconds=None, nbest=1, details=True, on_piece=None):
+        """A long recording (a path or `command |`) read a block at a time and cut at its pauses as
+        Recognizer.segments cuts it, each segment added as a recording with its times from the recording's
+        start; returns the segments' first-pass Results.  A recording that cannot be read to its end leaves
+        the session as it was."""
+        # deferred: only long recordings need the block reader
+        from asrkit.recognizer.long_audio import SEGMENT_SECONDS, recording_pieces, recording_segments
+
+        rate = self.recognizer.sample_rate
+        held = len(self._recordings)
+        try:
+            return [self.add(samples, rate, nbest, details, start) for start, samples in
+                    recording_segments(recording_pieces(audio, rate), rate, max_seconds or SEGMENT_SECONDS, on_piece)]
+        except BaseException:
+            del self._recordings[held:]
+            raise
 
     def adapt(self):
         """A Recognizer whose networks are fitted to the recordings added, and that hears the speaker's CMVN
@@ -132,7 +155,8 @@ class SpeakerSession:
         results = []
         for recording in self._recordings:
             loglikes = adapted.acoustic.network.log_posteriors(recording.inputs) - adapted.acoustic.log_priors
-            results.append(adapted.result(loglikes, nbest=nbest, end=recording.end, details=details))
+            results.append(adapted.result(loglikes, nbest=nbest, start=recording.start, end=recording.end,
+                                          details=details))
         return results
 
     def _normalize_as_speaker(self):

@@ -125,18 +125,24 @@ def first_pause(power, run_frames, min_middle):
     return int(middles[usable[0]]) if len(usable) else None
 
 
-def segment_results(recognizer, pieces, max_seconds=SEGMENT_SECONDS, nbest=1, details=True, on_piece=None):
-    """The Results of a recording's pieces (sample arrays at the recognizer's rate) cut by a PauseCutter, each
-    segment recognised whole with its times from the recording's start; on_piece(samples) after each piece."""
-    rate = recognizer.sample_rate
-    cutter = PauseCutter(rate, max_seconds)
+def recording_segments(pieces, sample_rate, max_seconds=SEGMENT_SECONDS, on_piece=None):
+    """(start in seconds, samples) of each segment a PauseCutter cuts a recording's pieces (sample arrays at
+    sample_rate) into; on_piece(samples) after each piece."""
+    cutter = PauseCutter(sample_rate, max_seconds)
     for piece in pieces:
         for first, samples in cutter.accept(piece):
-            yield _segment_result(recognizer, first / rate, samples, nbest, details)
+            yield first / sample_rate, samples
         if on_piece is not None:
             on_piece(len(piece))
     for first, samples in cutter.finish():
-        yield _segment_result(recognizer, first / rate, samples, nbest, details)
+        yield first / sample_rate, samples
+
+
+def segment_results(recognizer, pieces, max_seconds=SEGMENT_SECONDS, nbest=1, details=True, on_piece=None):
+    """The Results of a recording's pieces (sample arrays at the recognizer's rate) cut by a PauseCutter, each
+    segment recognised whole with its times from the recording's start; on_piece(samples) after each piece."""
+    for start, samples in recording_segments(pieces, recognizer.sample_rate, max_seconds, on_piece):
+        yield _segment_result(recognizer, start, samples, nbest, details)
 
 
 def _segment_result(recognizer, start, samples, nbest, details):

@@ -80,3 +80,19 @@ def test_subtitles_of_several_inputs_need_a_directory_and_keys_must_differ(packa
     (tmp_path / "first.wav").write_bytes(b"")
     same = CliRunner().invoke(main, [package_dir, directory, str(tmp_path / "first.wav")])
     assert same.exit_code == 1 and "two inputs have the key 'first'" in same.stderr
+
+
+def test_adapting_to_long_files_cuts_them_as_without_and_adapts_to_all_their_segments(package_dir,  # noqa: F811
+                                                                                     talks):
+    directory, segments = talks
+    paths = [os.path.join(directory, f"{name}.flac") for name in ("first", "second")]
+    run = CliRunner().invoke(main, [package_dir, *paths, *LONG, "--adapt", "--adapt-min-frames", "50",
+                                    "--format", "json"])
+    assert run.exit_code == 0, run.output
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [(line["key"], line["start"], line["end"]) for line in lines] == \
+        [(name, result.start, result.end) for name in ("first", "second") for result in segments[name]]
+    recordings = len(segments["first"]) + len(segments["second"])
+    assert f"speaker session: 2 inputs, {recordings} recordings, " in run.stderr
+    assert "; loss per frame" in run.stderr
+    assert "inputs=2 skipped=0 failed=0 audio_seconds=12.00" in run.stderr.splitlines()[-1]

@@ -5,7 +5,9 @@ import os
 
 import numpy as np
 import pytest
+import soundfile
 
+from asrkit.errors import AsrkitError
 from asrkit.frontend.cmvn import CmvnStats, Moments
 from asrkit.inference.frontend import features
 from asrkit.recognizer.acoustic import AcousticStream
@@ -136,3 +138,25 @@ def test_a_session_hears_a_speaker_cmvn_model_with_the_speaker_s_own_statistics(
                                rtol=1e-6)
     np.testing.assert_array_equal(kept._recordings[0].inputs, online[0])
     assert kept.speaker_statistics is None and alone.speaker_statistics is not None
+
+
+def test_a_long_recording_is_added_as_the_segments_its_pauses_cut_it_into(package_dir, tmp_path):
+    recognizer = Recognizer(package_dir)
+    audio = np.concatenate([speech_like(2.0, 8000, seed=41, f0=180.0), np.zeros(16000, np.float32),
+                            speech_like(2.5, 8000, seed=42, f0=180.0)])
+    path = str(tmp_path / "talk.wav")
+    soundfile.write(path, audio, 8000, subtype="PCM_16")
+    session = recognizer.session(SessionOptions(min_frames=20, iterations=3))
+    first = session.add_long(path, 2.0, details=False)
+    segments = list(recognizer.segments(path, 2.0, details=False))
+    assert len(first) == len(segments) >= 3
+    assert [(r.start, r.end, r.text) for r in first] == [(r.start, r.end, r.text) for r in segments]
+    second = session.results(details=False)
+    assert [(r.start, r.end) for r in second] == [(r.start, r.end) for r in segments]
+    assert session.losses and session.frames > 20
+    # A recording that cannot be read to its end (its header promises more samples) leaves the session as it was.
+    truncated = tmp_path / "truncated.wav"
+    truncated.write_bytes(open(path, "rb").read()[:-4000])
+    with pytest.raises(AsrkitError, match="truncated.wav"):
+        session.add_long(str(truncated), 2.0)
+    assert [(r.start, r.end) for r in session.results(details=False)] == [(r.start, r.end) for r in segments]

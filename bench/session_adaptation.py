@@ -25,10 +25,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 
-def parse_arguments():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def session_parser(description):
+    """An ArgumentParser with the options of both session benches (this and session_long_recordings.py)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--package", required=True)
     parser.add_argument("--data", required=True, help="a data dir with wav.scp, text and utt2spk")
+    parser.add_argument("--networks", default="first", choices=["first", "all"],
+                        help="of a combination: fit the package's own network alone, or both (SessionOptions.networks)")
+    parser.add_argument("--speakers", default="", help="comma-separated speakers (default: all)")
+    return parser
+
+
+def parse_arguments():
+    parser = session_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--method", default="lhuc", choices=["lhuc", "input", "lhuc+input"])
     parser.add_argument("--iterations", type=int, default=8)
     parser.add_argument("--learning-rate", type=float, default=0.1)
@@ -37,12 +46,9 @@ def parse_arguments():
     parser.add_argument("--min-frames", type=int, default=300,
                         help="a speaker with fewer frames of targets is not fitted (a huge value: the speaker's CMVN "
                              "alone)")
-    parser.add_argument("--networks", default="first", choices=["first", "all"],
-                        help="of a combination: fit the package's own network alone, or both (SessionOptions.networks)")
     parser.add_argument("--combination-variants", default="",
                         help="comma-separated LM weights: the second pass with each of a combination's networks fitted "
                              "or not, at each")
-    parser.add_argument("--speakers", default="", help="comma-separated speakers (default: all)")
     return parser.parse_args()
 
 

@@ -11,7 +11,6 @@ utterances' references in the same order, without adaptation and with, the total
 seconds each part took (wall time on this machine, so read them beside the machine's load).
 """
 
-import argparse
 import os
 import sys
 import time
@@ -19,17 +18,14 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from bench.session_adaptation import session_parser, wer_line  # noqa: E402
+
 
 def parse_arguments():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--package", required=True)
-    parser.add_argument("--data", required=True, help="a data dir with wav.scp, text and utt2spk")
+    parser = session_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--pause", type=float, default=0.3, help="seconds between two utterances (default 0.3)")
     parser.add_argument("--pause-level", type=float, default=3e-4, help="the pauses' noise, RMS of full scale")
     parser.add_argument("--work", default="bench_session_long_recordings", help="where the WAV files are written")
-    parser.add_argument("--networks", default="first", choices=["first", "all"],
-                        help="of a combination: fit the package's own network alone, or both (SessionOptions.networks)")
-    parser.add_argument("--speakers", default="", help="comma-separated speakers (default: all)")
     return parser.parse_args()
 
 
@@ -38,7 +34,6 @@ def main():
     from asrkit.recognizer.recognizer import Recognizer
     from asrkit.scoring import read_kaldi_text, read_utt2spk
     from bench.long_recording import write_concatenation
-    from bench.session_adaptation import wer_line
 
     args = parse_arguments()
     refs = read_kaldi_text(os.path.join(args.data, "text"))

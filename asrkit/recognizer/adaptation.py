@@ -103,7 +103,8 @@ class SpeakerSession:
         """A long recording (a path or `command |`) read a block at a time and cut at its pauses as
         Recognizer.segments cuts it, each segment added as a recording with its times from the recording's
         start; returns the segments' first-pass Results.  A recording that cannot be read to its end leaves
-        the session as it was."""
+        the session as it was.  Unlike Recognizer.segments, whose memory is one segment's, a session keeps every
+        segment's features and first pass for the second: its memory grows with the audio."""
         # deferred: only long recordings need the block reader
         from asrkit.recognizer.long_audio import SEGMENT_SECONDS, recording_pieces, recording_segments
 

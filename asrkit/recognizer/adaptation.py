@@ -57,6 +57,15 @@ class SessionOptions:
     speaker_cmvn: bool = True  # a package trained with speaker CMVN hears the speaker's own statistics
     networks: str = "first"  # of a combination: "first" fits the package's own network, "all" both (NETWORKS)
 
+    def check(self):
+        # deferred: asrkit.adapt's modules, which a recognizer that never adapts does not load
+        from asrkit.adapt.adapt_dir import METHODS
+
+        if self.method not in METHODS:
+            raise AsrkitError(f"the adaptation method must be one of {', '.join(METHODS)}, not {self.method!r}")
+        if self.networks not in NETWORKS:
+            raise AsrkitError(f"the networks adapted must be one of {', '.join(NETWORKS)}, not {self.networks!r}")
+
 
 NETWORKS = ("first", "all")
 
@@ -121,9 +130,7 @@ class SpeakerSession:
         """A Recognizer whose networks are fitted to the recordings added, and that hears the speaker's CMVN
         where the session normalised by it (the recognizer itself when neither: targets fewer than min_frames
         and no speaker CMVN)."""
-        if self.options.networks not in NETWORKS:
-            raise AsrkitError(f"the networks adapted must be one of {', '.join(NETWORKS)}, not "
-                              f"{self.options.networks!r}")
+        self.options.check()
         self._normalize_as_speaker()
         targets = self._targets()
         self.frames = float(sum(target.sum() for target in targets))
@@ -208,15 +215,12 @@ class SpeakerSession:
     def _fitted(self, config, weights, targets):
         """The weights of one network with this speaker's transform folded in."""
         # deferred: fitting needs TensorFlow (~6 s), which recognition alone never imports
-        from asrkit.adapt.adapt_dir import METHODS
         from asrkit.adapt.estimate import (EstimateOptions, NetworkModel, SpeakerData, SpeakerEstimator,
                                            estimate_transform)
         from asrkit.adapt.fold import FoldPoints, SpeakerTransform, input_point, lhuc_points
         from asrkit.nn.registry import build_from_config
 
         o = self.options
-        if o.method not in METHODS:
-            raise AsrkitError(f"the adaptation method must be one of {', '.join(METHODS)}, not {o.method!r}")
         net = build_from_config(config["model"], int(config["feature_dim"]), int(config["num_pdfs"]))
         assign_network_weights(net, weights)
         feature_config = self.recognizer.package.feature_config

@@ -250,6 +250,19 @@ def search_options(lattice_beam_help):
     ])
 
 
+def lmwt_range_options(step=defaults.LMWT_STEP):
+    """--min-lmwt, --max-lmwt and --lmwt-step: the LM weights a sweep scores (asrkit-decode, asrkit-tune-package),
+    `step` apart by default."""
+    return apply_options([
+        click.option("--min-lmwt", default=defaults.MIN_LMWT, type=click.FloatRange(min=0, min_open=True),
+                     show_default=True, help="Smallest LM weight of the sweep."),
+        click.option("--max-lmwt", default=defaults.MAX_LMWT, type=click.FloatRange(min=0, min_open=True),
+                     show_default=True, help="Largest LM weight of the sweep."),
+        click.option("--lmwt-step", default=step, type=click.FloatRange(min=0, min_open=True),
+                     show_default=True, help="Step between the LM weights of the sweep."),
+    ])
+
+
 def endpoint_options(prefix):
     """--max-utterance-seconds and --endpoint-silence of the commands that stream: Kaldi's endpoint rules 5 and 2
     (asrkit.recognizer.endpoint), their help after `prefix` ("" or "With ...: ")."""

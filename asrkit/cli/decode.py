@@ -5,7 +5,8 @@ import logging
 import click
 
 from asrkit.cli.common import (CONTEXT_SETTINGS, asrkit_command, combination_options, existing_dirs, jobs_options,
-                               online_cmvn_options, option_group, prior_scale_option, search_options)
+                               lmwt_range_options, online_cmvn_options, option_group, prior_scale_option,
+                               search_options)
 from asrkit.cli.options_file import options_file
 from asrkit.decode import defaults
 from asrkit.logs import summary_line
@@ -43,12 +44,7 @@ COMMAND = "asrkit-decode"
                  show_default=True,
                  help="lattice: best paths of one lattice per utterance (Kaldi's score.sh); "
                  "best-path: FasterDecoder again at each acoustic scale 1/LMWT over the same log-likelihoods."),
-    click.option("--min-lmwt", default=defaults.MIN_LMWT, type=click.FloatRange(min=0, min_open=True),
-                 show_default=True, help="Smallest LM weight of the sweep."),
-    click.option("--max-lmwt", default=defaults.MAX_LMWT, type=click.FloatRange(min=0, min_open=True),
-                 show_default=True, help="Largest LM weight of the sweep."),
-    click.option("--lmwt-step", default=defaults.LMWT_STEP, type=click.FloatRange(min=0, min_open=True),
-                 show_default=True, help="Step between the LM weights of the sweep."),
+    lmwt_range_options(),
 ])
 @combination_options
 @online_cmvn_options

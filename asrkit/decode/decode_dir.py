@@ -66,11 +66,16 @@ class DecodeOptions:
     max_fail_ratio: float = 0.05
 
     def lm_weights(self):
-        """The sweep's LM weights, rounded so that file names (wer_3.5) come out clean."""
-        if self.lmwt_step <= 0:
-            raise AsrkitError(f"--lmwt-step must be positive, not {self.lmwt_step:g}")
-        count = math.floor((self.max_lmwt - self.min_lmwt) / self.lmwt_step + 1e-9) + 1
-        return [round(self.min_lmwt + index * self.lmwt_step, 6) for index in range(max(count, 0))]
+        """The sweep's LM weights (lm_weight_range)."""
+        return lm_weight_range(self.min_lmwt, self.max_lmwt, self.lmwt_step)
+
+
+def lm_weight_range(min_lmwt, max_lmwt, step):
+    """min_lmwt, min_lmwt + step, .. up to max_lmwt, rounded so that file names (wer_3.5) come out clean."""
+    if step <= 0:
+        raise AsrkitError(f"--lmwt-step must be positive, not {step:g}")
+    count = math.floor((max_lmwt - min_lmwt) / step + 1e-9) + 1
+    return [round(min_lmwt + index * step, 6) for index in range(max(count, 0))]
 
 
 @dataclasses.dataclass
@@ -288,33 +293,39 @@ def _score(data_dir, graph_dir, decode_dir, options, results, result):
     if oov:
         logger.warning("%d reference words (%d distinct) are not in %s/words.txt and cannot be recognised, e.g. %s",
                        len(oov), len(set(oov)), graph_dir, " ".join(sorted(set(oov))[:10]))
-    candidates = {}
     sweep = {}
     for job_result in results:
         for weight, hyps in job_result.sweep.items():
             sweep.setdefault(weight, {}).update(hyps)
-    if sweep:
-        os.makedirs(os.path.join(decode_dir, "scoring"), exist_ok=True)
-        for weight in sorted(sweep):
-            hyps = {utt: sweep[weight][utt] for utt in c_sorted(sweep[weight])}
-            with atomic_output(os.path.join(decode_dir, "scoring", f"{weight:g}.txt")) as out:
-                out.writelines(f"{utt} {' '.join(words_)}".rstrip() + "\n" for utt, words_ in hyps.items())
-            scored = score_texts(refs, hyps)
-            with atomic_output(os.path.join(decode_dir, f"wer_{weight:g}")) as out:
-                out.write("\n".join(wer_lines(scored)) + "\n")
-            candidates[weight] = scored
-            logger.info("LMWT %g: %s", weight, format_wer_line(scored.counts, scored.partial))
-    else:
-        hyps = read_kaldi_text(os.path.join(decode_dir, "hyp.txt"))
-        candidates[None] = score_texts(refs, hyps)
-    # Ties go to the weight nearest the one --acoustic-scale stands for.
     asked = 1.0 / options.decoder.acoustic_scale
-    best_weight = min(candidates, key=lambda weight: (candidates[weight].counts.errors,
-                                                       0 if weight is None else abs(weight - asked)))
-    best = candidates[best_weight]
-    line = write_best_score(data_dir, decode_dir, best, best_weight)
+    if sweep:
+        best_weight, best, line = score_lm_sweep(data_dir, decode_dir, refs, sweep, asked)
+    else:
+        best_weight, best = None, score_texts(refs, read_kaldi_text(os.path.join(decode_dir, "hyp.txt")))
+        line = write_best_score(data_dir, decode_dir, best)
     result.wer, result.best_lmwt, result.wer_line = best.wer, best_weight, line
     logger.info("best: %s%s", line, f" at LMWT {best_weight:g}" if best_weight is not None else "")
+
+
+def score_lm_sweep(data_dir, decode_dir, refs, sweep, asked_weight):
+    """Score an LM-weight sweep, sweep {weight: {utt: [words]}}, against refs (data_dir's text) into decode_dir:
+    scoring/LMWT.txt and wer_LMWT for every weight, then the best weight's score/, best_wer and best_lmwt
+    (write_best_score).  Ties go to the weight nearest asked_weight, the one the decode stood for.  Returns
+    (best weight, its scoring result, its %WER line)."""
+    candidates = {}
+    os.makedirs(os.path.join(decode_dir, "scoring"), exist_ok=True)
+    for weight in sorted(sweep):
+        hyps = {utt: sweep[weight][utt] for utt in c_sorted(sweep[weight])}
+        with atomic_output(os.path.join(decode_dir, "scoring", f"{weight:g}.txt")) as out:
+            out.writelines(f"{utt} {' '.join(words_)}".rstrip() + "\n" for utt, words_ in hyps.items())
+        scored = score_texts(refs, hyps)
+        with atomic_output(os.path.join(decode_dir, f"wer_{weight:g}")) as out:
+            out.write("\n".join(wer_lines(scored)) + "\n")
+        candidates[weight] = scored
+        logger.info("LMWT %g: %s", weight, format_wer_line(scored.counts, scored.partial))
+    best_weight = min(candidates, key=lambda weight: (candidates[weight].counts.errors, abs(weight - asked_weight)))
+    best = candidates[best_weight]
+    return best_weight, best, write_best_score(data_dir, decode_dir, best, best_weight)
 
 
 def decode_data_dir(graph_dir, model_dir, data_dir, decode_dir, source, options=None):

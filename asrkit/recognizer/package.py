@@ -23,8 +23,9 @@ NumPy alone (no TensorFlow, no FST parsing), every file, value and array checked
 | `words.txt`       | the graph's word symbol table                                                      |
 | `decode.json`     | decoding parameters: `lm_weight` (acoustic scale 1 / lm_weight), `prior_scale`,    |
 |                   | `beam`, `max_active`, `min_active`, `lattice_beam`, `cmvn_online`, and where they   |
-|                   | were chosen (`chosen_on`: the dev decode dir, or null); `combination` (null, or    |
-|                   | `weight`, `model_scale`, `combine_scale`, `combine_prior_scale`: see combined/)    |
+|                   | were chosen (`chosen_on`: the dev decode dir, or asrkit-tune-package's; or null);  |
+|                   | `combination` (null, or `weight`, `model_scale`, `combine_scale`,                 |
+|                   | `combine_prior_scale`: see combined/); update_decode_params changes it in place    |
 | `combined/`       | a second model of the same tree, front end and CMVN, combined frame by frame with  |
 |                   | the first (asrkit-export --combine-model; asrkit.recognizer.combination): its      |
 |                   | `network.json`, `weights.npz` and `priors.npz`                                     |
@@ -60,7 +61,7 @@ from asrkit.decode import defaults
 from asrkit.decode.combined_loglikes import check_same_tree
 from asrkit.decode.lattice_faster import DecodingGraph
 from asrkit.errors import AsrkitError
-from asrkit.io.atomic import temporary_name
+from asrkit.io.atomic import atomic_output, temporary_name
 from asrkit.io.output_dir import check_output_dir, replace_output_dir
 from asrkit.recognizer.package_checks import (PackageError, check_cmvn, check_combination, check_decode_params,
                                               check_feature_config, check_files, check_graph, check_ivector_dir,
@@ -246,7 +247,7 @@ def _copy_ivector_files(model_dir, ivector_dir):
 
 
 def _write_json(path, value):
-    with open(path, "w", encoding="utf-8") as out:
+    with atomic_output(path) as out:
         json.dump(value, out, indent=2, sort_keys=True)
         out.write("\n")
 
@@ -339,6 +340,16 @@ def write_package(model_dir, graph_dir, package_dir, decode_params=None, combine
         raise
     return {"package_dir": package_dir, "num_pdfs": config["num_pdfs"], "graph_states": int(graph["num_states"]),
             "align": align, "ivectors": ivectors, "params": params}
+
+
+def update_decode_params(package_dir, changes):
+    """Change some of a package's decode.json values (DEFAULT_DECODE_PARAMS' keys), checked as a loaded package's
+    are, and write it again atomically (a temporary name, then renamed over it); returns the new values."""
+    path = os.path.join(os.fspath(package_dir), "decode.json")
+    params = check_decode_params(dict(DEFAULT_DECODE_PARAMS) | read_json(path) | dict(changes), path,
+                                 DEFAULT_DECODE_PARAMS)
+    _write_json(path, params)
+    return params
 
 
 class Package:

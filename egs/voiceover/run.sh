@@ -333,9 +333,11 @@ fi
 if run_stage 10; then
   begin_stage 10 "the sMBR model's recognizer package -> $exp/${am}_smbr/package"
   # The package's beams: on the full dev set (bench/recognizer_beams.py, RESULTS), beam 10 with max-active
-  # 3000 recognised within 0.1% absolute of the decodes' 13 and 7000 for much less decoding CPU.
+  # 3000 recognised within 0.1% absolute of the decodes' 13 and 7000 for much less decoding CPU.  Its LM weight is
+  # chosen on dev again as the package hears it (asrkit-tune-package: one file at a time, online CMN, no warps,
+  # those beams): on run F's final package dev chose 0.9 where the recipe's decode chose 0.8 (RESULTS).
   ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage10" \
-    --export-opts "$cmvn_decode_options --beam 10 --max-active 3000" \
+    --export-opts "$cmvn_decode_options --beam 10 --max-active 3000" --tune-data "$data/dev" \
     "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" "$exp/${am}_smbr/decode_dev" "$exp/${am}_smbr/package"
 fi
 
@@ -401,10 +403,11 @@ if run_stage 15 && $combine; then
   begin_stage 15 "the combination's recognizer package -> $exp/${am}_smbr_lfmmi/package"
   # The recipe's best model as a recognizer package too: both networks, combined as dev chose.  Its beams: on
   # the full dev set (bench/recognizer_beams.py, RESULTS), beam 10 with max-active 2000 recognised within 0.1%
-  # absolute of stage 10's 10 and 3000 for less decoding CPU.
+  # absolute of stage 10's 10 and 3000 for less decoding CPU.  Its LM weight chosen again as stage 10's is.
   require_files "$exp/${am}_smbr_lfmmi/decode_dev/combination_opts"
-  ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage15" --export-opts "$cmvn_decode_options \
-    --beam 10 --max-active 2000 $(cat "$exp/${am}_smbr_lfmmi/decode_dev/combination_opts")" \
+  ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage15" --tune-data "$data/dev" \
+    --export-opts "$cmvn_decode_options --beam 10 --max-active 2000 \
+    $(cat "$exp/${am}_smbr_lfmmi/decode_dev/combination_opts")" \
     "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" "$exp/${am}_smbr_lfmmi/decode_dev" "$exp/${am}_smbr_lfmmi/package"
 fi
 

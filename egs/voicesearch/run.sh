@@ -356,9 +356,11 @@ fi
 if run_stage 12; then
   begin_stage 12 "the sMBR model's recognizer package -> $exp/${am}_smbr/package"
   # The final model as a recognizer package for asrkit-transcribe and asrkit.Recognizer (docs/recognition.md),
-  # at the prior scale and LM weight chosen on dev.
+  # at the prior scale chosen on dev, and the LM weight chosen on dev as the package hears it (one file at a time,
+  # online CMN, its beams: asrkit-tune-package), which may differ from the recipe's decode's.
   ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage12" --export-opts "$cmvn_decode_options" \
-    "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" "$exp/${am}_smbr/decode_dev" "$exp/${am}_smbr/package"
+    --tune-data "$data/dev" "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" "$exp/${am}_smbr/decode_dev" \
+    "$exp/${am}_smbr/package"
 fi
 
 if run_stage 13; then
@@ -506,12 +508,13 @@ fi
 
 if run_stage 21 && $combine; then
   begin_stage 21 "the combination's recognizer package -> $exp/${am}_smbr_lfmmi/package"
-  # The recipe's best model as a recognizer package too: both networks, combined as the clean dev set chose.
+  # The recipe's best model as a recognizer package too: both networks, combined as the clean dev set chose, its
+  # LM weight chosen there again as the package hears it (stage 12's).
   dev_set="${tuned_sets%%:*}"
   require_files "$exp/${am}_smbr_lfmmi/decode_$dev_set/combination_opts"
-  ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage21" --export-opts "$cmvn_decode_options \
-    $(cat "$exp/${am}_smbr_lfmmi/decode_$dev_set/combination_opts")" "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" \
-    "$exp/${am}_smbr_lfmmi/decode_$dev_set" "$exp/${am}_smbr_lfmmi/package"
+  ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage21" --tune-data "$data/$dev_set" \
+    --export-opts "$cmvn_decode_options $(cat "$exp/${am}_smbr_lfmmi/decode_$dev_set/combination_opts")" \
+    "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" "$exp/${am}_smbr_lfmmi/decode_$dev_set" "$exp/${am}_smbr_lfmmi/package"
 fi
 
 if run_stage 22 && $adapt; then

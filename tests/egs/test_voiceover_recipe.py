@@ -103,11 +103,15 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     smbr_log = open(exp / "log" / "stage8" / "train_wblstm_smbr.log").read()
     assert "asrkit-train-seq summary: status=ok steps=10" in smbr_log
     assert f"{exp}/wblstm_sat/final {exp}/wblstm_sat/graph_bigram" in smbr_log
-    # The sMBR model is exported as a recognizer package at the parameters dev chose, and it transcribes.
+    # The sMBR model is exported as a recognizer package at the parameters dev chose, its LM weight chosen again on
+    # dev as the package hears it (asrkit-tune-package), and it transcribes.
     package = exp / "wblstm_smbr" / "package"
     decode = json.load(open(package / "decode.json"))
-    assert decode["lm_weight"] == float(open(exp / "wblstm_smbr" / "decode_dev" / "best_lmwt").read())
-    assert decode["chosen_on"] == str(exp / "wblstm_smbr" / "decode_dev")
+    tuned = exp / "wblstm_smbr" / "decode_dev_package"
+    assert decode["lm_weight"] == float(open(tuned / "best_lmwt").read())
+    assert decode["chosen_on"] == str(tuned) and (tuned / f"wer_{decode['lm_weight']:g}").exists()
+    assert (tuned / f"wer_{float(open(exp / 'wblstm_smbr' / 'decode_dev' / 'best_lmwt').read()):g}").exists()
+    assert "asrkit-tune-package summary: status=ok" in open(exp / "log" / "stage10" / "tune_dev.log").read()
     assert (decode["beam"], decode["max_active"]) == (10, 3000)  # the beams dev chose (run.sh's stage 10)
     assert "asrkit-export summary: status=ok" in open(exp / "log" / "stage10" / "export_wblstm_smbr.log").read()
     # Each dev and test character gets a warp factor of the grid (VTLN), and those sets are featurized again.
@@ -137,7 +141,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     combined_package = exp / "wblstm_smbr_lfmmi" / "package"
     decode = json.load(open(combined_package / "decode.json"))
     assert decode["combination"]["weight"] == float(weight) and decode["beam"] == 10
-    assert decode["lm_weight"] == float(open(combined / "best_lmwt").read())
+    assert decode["lm_weight"] == float(open(exp / "wblstm_smbr_lfmmi" / "decode_dev_package" / "best_lmwt").read())
     assert "combined=true" in open(exp / "log" / "stage15" / "export_wblstm_smbr.log").read()
     from asrkit.recognizer.recognizer import Recognizer
 

@@ -9,6 +9,7 @@ import pytest
 
 from asrkit.decode.synthetic import build_toy_task
 from asrkit.inference.network import load_network
+from asrkit.recognizer.acoustic import AcousticModel
 
 # A small front end at 8 kHz: 16 mel bands, 2 frames stacked, every third kept (32-dim frames every 30 ms).
 FEATURE_CONFIG = {"sample_rate": 8000, "fft_length": 256, "num_mel_bins": 16, "high_freq": 3800.0,
@@ -159,3 +160,16 @@ def copy_package(package_dir, tmp_path):
         shutil.copytree(package_dir, target)
         return str(target)
     return copy
+
+
+@pytest.fixture
+def distinct_acoustics(monkeypatch):
+    """The toy package's random network hears every recording alike (the same word at every LM weight): noise on its
+    log-likelihoods, seeded by the audio's length, gives lattices whose best path moves with the LM weight."""
+    plain = AcousticModel.log_likelihoods
+
+    def noisy(self, samples, source="the audio"):
+        loglikes = plain(self, samples, source)
+        return loglikes + np.random.default_rng(len(samples)).normal(0, 4, loglikes.shape).astype(np.float32)
+
+    monkeypatch.setattr(AcousticModel, "log_likelihoods", noisy)

@@ -1,6 +1,7 @@
 """The recipe steps (steps/*.sh) as scripts: a usage on wrong arguments, an error naming a missing input, a record
 of their options in their output dir; featurize.sh and decode_tuned.sh with their commands stubbed."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from asrkit.decode.synthetic import write_dict_dir
+from tests.recognizer.conftest import model_dirs, toy_task  # noqa: F401 (fixtures)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)  # the console scripts (make_lm, mix_lm, ...) beside this Python
@@ -410,3 +412,31 @@ def test_select_warps_works_on_a_single_data_dir(make_data_dir, tmp_path):
     assert result.returncode == 0, result.stderr
     assert open(os.path.join(dev, "spk2warp")).read() == "a 1.1\nb 0.95\n"
     assert (tmp_path / "work" / "subset" / "utt2spk").read_text() == "a-1 a\na-2 a\nb-1 b\n"
+
+
+def test_export_package_tunes_the_package_s_lm_weight_on_the_dev_data_it_is_given(model_dirs, toy_task,  # noqa: F811
+                                                                                  tmp_path):
+    from tests.recognizer.test_tuning import write_data_dir
+
+    dev = write_data_dir(str(tmp_path / "data" / "dev"), count=2)
+    (tmp_path / "data" / "dev" / "text").write_text("rec0 ECHO\nrec1 ECHO DELTA\n")
+    decode_dir = tmp_path / "exp" / "decode_dev"
+    decode_dir.mkdir(parents=True)
+    (decode_dir / "best_lmwt").write_text("2\n")
+    package = tmp_path / "exp" / "package"
+    env = {**os.environ, "PATH": f"{ROOT}/bin:{RECIPE_PATH}"}  # bin/run-local, the launcher
+    args = [model_dirs["wblstm"], toy_task["graph"], decode_dir, package]
+    missing = run_step(os.path.join(ROOT, "steps", "export_package.sh"), "--tune-data", tmp_path / "none", *args,
+                       env=env)
+    assert missing.returncode == 1 and f"missing input: {tmp_path}/none/wav.scp" in missing.stderr
+    result = run_step(os.path.join(ROOT, "steps", "export_package.sh"), "--tune-data", dev, "--tune-opts",
+                      "--min-lmwt 1 --max-lmwt 3 --lmwt-step 1", *args, env=env)
+    assert result.returncode == 0, result.stderr
+    tuned = tmp_path / "exp" / "decode_dev_package"
+    assert sorted(path.name for path in tuned.glob("wer_*")) == ["wer_1", "wer_2", "wer_3"]
+    decode = json.loads((package / "decode.json").read_text())
+    assert decode["lm_weight"] == float((tuned / "best_lmwt").read_text()) and decode["chosen_on"] == str(tuned)
+    log_dir = tmp_path / "exp" / "log"  # beside the package, which asrkit-export replaces whole
+    assert "asrkit-tune-package summary: status=ok utterances=2" in (log_dir / "tune_dev.log").read_text()
+    assert "package tuned on dev as it hears it: %WER " in result.stderr and "the dev decode's 2)" in result.stderr
+    assert "--tune-data" in (package / "log" / "export_package.options").read_text()

@@ -27,9 +27,10 @@ def main(package_dir, data_dir, decode_dir, sweep, dry_run):
     Every utterance with a transcript is transcribed by the package one at a time, as asrkit-transcribe does
     (its online CMN, beams and combination), and the best path of each lattice is read at every LM weight of
     the sweep (and at the package's own) and scored into DECODE_DIR as asrkit-decode scores a sweep:
-    scoring/LMWT.txt, wer_LMWT, best_wer, best_lmwt, score/, and prior_scale (the package's), so that
-    asrkit-export --decode-dir DECODE_DIR gives the same parameters again.  The package's decode.json then
-    takes the best weight (chosen_on: DECODE_DIR), unless --dry-run.  Tune on dev, then transcribe test.
+    scoring/LMWT.txt, wer_LMWT, best_wer, best_lmwt, score/, and prior_scale (the package's).  The package's
+    decode.json then takes the best weight as its lm_weight (chosen_on: DECODE_DIR), unless --dry-run, and keeps
+    searching at the weight it searched at (search_lm_weight), so that it says what the sweep read.  Tune on
+    dev, then transcribe test.
     """
     # deferred: --help imports neither the recognizer nor the scorer
     from asrkit.data.data_dir import DataDir
@@ -38,7 +39,7 @@ def main(package_dir, data_dir, decode_dir, sweep, dry_run):
     from asrkit.io.atomic import atomic_output
     from asrkit.recognizer.package import update_decode_params
     from asrkit.recognizer.recognizer import Recognizer
-    from asrkit.recognizer.tuning import sweep_lm_weights
+    from asrkit.recognizer.tuning import search_lm_weight, sweep_lm_weights
     from asrkit.scoring import read_kaldi_text
 
     start = time.monotonic()
@@ -46,12 +47,12 @@ def main(package_dir, data_dir, decode_dir, sweep, dry_run):
     if data.text is None or data.wav_scp is None:
         raise AsrkitError(f"{data_dir} needs wav.scp and text: the sweep scores the package against transcripts")
     recognizer = Recognizer(package_dir)
-    own = float(recognizer.package.params["lm_weight"])
+    own, search = float(recognizer.package.params["lm_weight"]), search_lm_weight(recognizer.package)
     weights = sorted(set(lm_weight_range(sweep.min_lmwt, sweep.max_lmwt, sweep.lmwt_step)) | {own})
     refs = read_kaldi_text(data.table_path("text"))
     utterances = [utterance for utterance in data.utterance_ids if utterance in refs]
-    logger.info("%d utterances of %s, read at %d LM weights from %g to %g (the package's: %g)", len(utterances),
-                data_dir, len(weights), weights[0], weights[-1], own)
+    logger.info("%d utterances of %s, searched at LM weight %g, read at %d from %g to %g (the package's: %g)",
+                len(utterances), data_dir, search, len(weights), weights[0], weights[-1], own)
     with Progress(len(utterances), "utterances", logger) as progress:
         result = sweep_lm_weights(recognizer, data, utterances, weights, progress)
     os.makedirs(decode_dir, exist_ok=True)
@@ -61,10 +62,11 @@ def main(package_dir, data_dir, decode_dir, sweep, dry_run):
         out.write(f"{float(recognizer.package.params['prior_scale']):g}\n")
     click.echo(line)
     if not dry_run:
-        update_decode_params(package_dir, {"lm_weight": best_weight, "chosen_on": os.path.abspath(decode_dir)})
-        logger.info("%s/decode.json: LM weight %g (was %g)", package_dir, best_weight, own)
+        update_decode_params(package_dir, {"lm_weight": best_weight, "chosen_on": os.path.abspath(decode_dir),
+                                           "search_lm_weight": None if best_weight == search else search})
+        logger.info("%s/decode.json: LM weight %g (was %g), searched at %g", package_dir, best_weight, own, search)
     logger.info(summary_line(COMMAND, "ok", utterances=len(utterances), lm_weight=f"{best_weight:g}",
-                             package_lm_weight=f"{own:g}", wer=f"{best.wer:.2f}",
+                             package_lm_weight=f"{own:g}", search_lm_weight=f"{search:g}", wer=f"{best.wer:.2f}",
                              updated=str(not dry_run).lower(), frames=result.frames,
                              decode_seconds=f"{result.seconds:.1f}", seconds=f"{time.monotonic() - start:.1f}"))
 

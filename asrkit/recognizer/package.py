@@ -22,6 +22,8 @@ NumPy alone (no TensorFlow, no FST parsing), every file, value and array checked
 |                   | pdf + 1), plus `start` and `num_states`                                            |
 | `words.txt`       | the graph's word symbol table                                                      |
 | `decode.json`     | decoding parameters: `lm_weight` (acoustic scale 1 / lm_weight), `prior_scale`,    |
+|                   | `search_lm_weight` (null, or the weight the search runs at when lm_weight only     |
+|                   | reads the best path from its lattice: asrkit-tune-package),                        |
 |                   | `beam`, `max_active`, `min_active`, `lattice_beam`, `cmvn_online`, and where they   |
 |                   | were chosen (`chosen_on`: the dev decode dir, or asrkit-tune-package's; or null);  |
 |                   | `combination` (null, or `weight`, `model_scale`, `combine_scale`,                 |
@@ -72,7 +74,7 @@ FORMAT_VERSION = 1
 DEFAULT_DECODE_PARAMS = {"lm_weight": defaults.LM_WEIGHT, "prior_scale": 1.0, "beam": defaults.BEAM,
                          "max_active": defaults.MAX_ACTIVE, "min_active": defaults.MIN_ACTIVE,
                          "lattice_beam": defaults.LATTICE_BEAM, "cmvn_online": False, "chosen_on": None,
-                         "combination": None}
+                         "combination": None, "search_lm_weight": None}
 # decode.json's "combination" of a package with a second network (combined/): the weight w of the second model,
 # each model's own acoustic scale, the second's prior scale (package_checks.COMBINATION_KEYS;
 # asrkit.recognizer.combination).
@@ -434,6 +436,13 @@ class Package:
     @property
     def acoustic_scale(self):
         return defaults.acoustic_scale_of(self.params["lm_weight"])
+
+    @property
+    def search_acoustic_scale(self):
+        """The acoustic scale the search runs at, which the beams are measured in: 1 / search_lm_weight where
+        asrkit-tune-package chose lm_weight from lattices searched at another weight, else acoustic_scale."""
+        search = self.params["search_lm_weight"]
+        return self.acoustic_scale if search is None else defaults.acoustic_scale_of(search)
 
     def scaled_log_priors(self, prior_scale=None, combined=False):
         """The log priors log-likelihoods subtract: prior_scale x log priors (decode.json's scale by default), the

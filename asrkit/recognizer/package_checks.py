@@ -193,8 +193,12 @@ def check_decode_params(params, where, defaults):
     unknown = sorted(set(params) - set(defaults))
     if unknown:
         raise PackageError(f"{where}: unknown decoding parameters: {', '.join(unknown)}")
-    if not _is_real(params["lm_weight"]) or not math.isfinite(params["lm_weight"]) or params["lm_weight"] <= 0:
-        raise PackageError(f"{where}: the LM weight must be positive and finite, not {params['lm_weight']!r}")
+    for key in ("lm_weight", "search_lm_weight"):
+        value = params[key]
+        if (key == "lm_weight" or value is not None) and (not _is_real(value) or not math.isfinite(value) or
+                                                          value <= 0):
+            what = "the LM weight" if key == "lm_weight" else "the search's LM weight (or null)"
+            raise PackageError(f"{where}: {what} must be positive and finite, not {value!r}")
     real(params["prior_scale"], "prior_scale", where, low=0.0)
     real(params["beam"], "beam", where, low=0.0, low_open=True)
     real(params["lattice_beam"], "lattice_beam", where, low=0.0, low_open=True)

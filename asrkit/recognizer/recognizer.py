@@ -18,7 +18,9 @@ A long recording, cut at its pauses (asrkit.recognizer.long_audio):
         print(result.start, result.end, result.text)
 
 The utterance's log-likelihoods (asrkit.recognizer.acoustic) are decoded into a lattice with asrkit's
-lattice decoder (asrkit.decode.lattice_faster) at the package's beams and acoustic scale 1 / LM weight,
+lattice decoder (asrkit.decode.lattice_faster) at the package's beams and acoustic scale 1 / LM weight (1 /
+search_lm_weight where asrkit-tune-package chose the LM weight from lattices searched there; results are read
+from the lattice at the LM weight),
 again at asrkit.decode.decoder's retry beam (4 x the beam) when no path reaches a final state, as
 asrkit-decode does, keeping the best partial path when even that fails.  From the lattice: the best path,
 each word's confidence (asrkit.decode.word_lattice.word_confidences: the posterior of the word around its
@@ -52,7 +54,7 @@ logger = logging.getLogger("asrkit.recognizer")
 def decode_loglikes(package, loglikes):
     """Decode [T, num_pdfs] log-likelihoods with the package's graph and decode.json parameters -> Decoded."""
     params = package.params
-    scale = package.acoustic_scale
+    scale = package.search_acoustic_scale
     if len(loglikes) == 0:
         return Decoded(np.zeros((0, 6)), 0, np.zeros(0, np.int64), [], "empty")
     costs = -scale * np.asarray(loglikes, np.float32)
@@ -68,7 +70,7 @@ def decode_loglikes(package, loglikes):
         status = "partial"  # every surviving token counted as final (Kaldi's --allow-partial)
     lattice = output.lattice
     lattice[:, 5] /= scale
-    rows = lattice_faster.best_path_rows(lattice, output.num_states, acoustic_scale=scale)
+    rows = lattice_faster.best_path_rows(lattice, output.num_states, acoustic_scale=package.acoustic_scale)
     if not len(rows):
         return Decoded(lattice, output.num_states, rows, [], "failed")
     word_ids = [int(word) for word in lattice[rows, 3] if word != 0]
@@ -77,7 +79,8 @@ def decode_loglikes(package, loglikes):
 
 class Recognizer:
     """A loaded package, ready to transcribe; param_overrides change decode.json's values (lm_weight,
-    prior_scale, beam, max_active, min_active, lattice_beam, cmvn_online).  runtime "onnx" ("onnx-int8"): whole
+    prior_scale, beam, max_active, min_active, lattice_beam, cmvn_online, search_lm_weight; an lm_weight given
+    is searched at too, unless search_lm_weight is given as well).  runtime "onnx" ("onnx-int8"): whole
     utterances' log-likelihoods from the package's model.onnx (model.int8.onnx) on onnxruntime
     (asrkit.recognizer.onnx_model)."""
 
@@ -87,7 +90,10 @@ class Recognizer:
             raise AsrkitError(f"unknown decoding parameters: {', '.join(unknown)}; known: "
                               f"{', '.join(sorted(DEFAULT_DECODE_PARAMS))}")
         self.package = load_package(package_dir)
-        self.package.params.update({key: value for key, value in param_overrides.items() if value is not None})
+        given = {key: value for key, value in param_overrides.items() if value is not None}
+        if "lm_weight" in given:
+            given.setdefault("search_lm_weight", None)  # a weight asked for is the one searched at
+        self.package.params.update(given)
         check_decode_params(self.package.params, "the decoding parameters", DEFAULT_DECODE_PARAMS)
         self.acoustic = acoustic_model(self.package, runtime)
         self._aligner = None

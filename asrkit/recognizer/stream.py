@@ -74,7 +74,7 @@ TENTATIVE_MAX_ACTIVE = 200
 def decoder_options(package):
     """The package's decoding parameters as DecoderOptions, partial paths kept as Recognizer keeps them."""
     params = package.params
-    return DecoderOptions(acoustic_scale=package.acoustic_scale, beam=float(params["beam"]),
+    return DecoderOptions(acoustic_scale=package.search_acoustic_scale, beam=float(params["beam"]),
                           max_active=int(params["max_active"]), min_active=int(params["min_active"]),
                           lattice_beam=float(params["lattice_beam"]), allow_partial=True)
 

@@ -7,6 +7,7 @@ from click.testing import CliRunner
 
 from asrkit.cli.tune_package import main
 from asrkit.recognizer.package import update_decode_params
+from asrkit.recognizer.recognizer import Recognizer
 from tests.recognizer.conftest import (copy_package, distinct_acoustics, model_dirs, package_dir,  # noqa: F401
                                       toy_task)
 from tests.recognizer.test_tuning import write_data_dir
@@ -35,7 +36,8 @@ def test_the_weight_with_fewest_errors_goes_into_the_package_unless_a_dry_run(co
     dry = CliRunner().invoke(main, [package, data, str(tmp_path / "dry"), *SWEEP, "--dry-run"])
     assert dry.exit_code == 0, dry.output
     assert _decode_json(package) == before
-    assert "4 utterances of" in dry.stderr and "read at 8 LM weights from 0.5 to 4 (the package's: 1)" in dry.stderr
+    assert "4 utterances of" in dry.stderr
+    assert "searched at LM weight 1, read at 8 from 0.5 to 4 (the package's: 1)" in dry.stderr
     assert "summary: status=ok utterances=4" in dry.stderr and "updated=false" in dry.stderr
     with open(tmp_path / "dry" / "prior_scale") as handle:
         assert float(handle.read()) == before["prior_scale"]
@@ -52,8 +54,13 @@ def test_the_weight_with_fewest_errors_goes_into_the_package_unless_a_dry_run(co
     assert _errors(tmp_path / "tuned", f"{chosen:g}") == 0 and _errors(tmp_path / "tuned", "1") > 0
     assert run.stdout.startswith("%WER 0.00 [ 0 / ")
     after = _decode_json(package)
-    assert after == before | {"lm_weight": chosen, "chosen_on": str(tmp_path / "tuned")}
-    assert f"decode.json: LM weight {chosen:g} (was 1)" in run.stderr
+    assert after == before | {"lm_weight": chosen, "chosen_on": str(tmp_path / "tuned"), "search_lm_weight": 1.0}
+    assert f"decode.json: LM weight {chosen:g} (was 1), searched at 1" in run.stderr
+    # Searching at 1 and reading at the weight chosen, the package now says the transcripts.
+    recognizer = Recognizer(package)
+    for line in at_three.splitlines():
+        utterance, *words = line.split()
+        assert recognizer.transcribe(os.path.join(data, f"{utterance}.wav"), details=False).text.split() == words
 
 
 def test_a_data_dir_without_transcripts_is_refused(package_dir, tmp_path):  # noqa: F811

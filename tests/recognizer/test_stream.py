@@ -8,7 +8,7 @@ import pytest
 
 from asrkit.recognizer.endpoint import EndpointConfig
 from asrkit.recognizer.recognizer import Recognizer
-from asrkit.recognizer.stream import BATCH_PASS_TRAILING_SILENCE, default_endpoint
+from asrkit.recognizer.stream import BATCH_PASS_TRAILING_SILENCE, decoder_options, default_endpoint
 from tests.conftest import speech_like
 
 
@@ -48,6 +48,18 @@ def test_streaming_gives_the_batch_result_when_no_endpoint_fires(package_dir, se
         assert ours.confidence == pytest.approx(theirs.confidence, abs=1e-3)
     assert not any(partial.is_final for partial in partials)
     assert partials[-1].end == pytest.approx(len(audio) / 8000, abs=0.2)
+
+
+def test_a_tuned_package_streams_with_its_search_s_scale_and_reads_results_at_its_lm_weight(package_dir):
+    # asrkit-tune-package's packages search at search_lm_weight (the beams' scale) and read at lm_weight.
+    recognizer = Recognizer(package_dir, cmvn_online=True, search_lm_weight=1.0)  # lm_weight stays 2
+    assert decoder_options(recognizer.package).acoustic_scale == 1.0 and recognizer.package.acoustic_scale == 0.5
+    audio = speech_like(2.5, 8000, seed=5)
+    results, _ = run_stream(recognizer.stream(endpoint=EndpointConfig(rules=()), windows="grid"), audio, 5)
+    batch = recognizer.transcribe(audio)
+    assert [result.text for result in results] == [batch.text] and batch.text
+    assert [word.confidence for word in results[0].words] == pytest.approx([word.confidence for word in batch.words],
+                                                                           abs=1e-3)
 
 
 def test_the_batch_final_pass_gives_transcribes_result_for_utterance_mean_models(package_dir):

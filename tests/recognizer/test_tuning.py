@@ -49,7 +49,7 @@ def test_each_lattice_is_read_at_every_weight_and_at_the_package_s_own_it_is_tra
     data = DataDir.load(write_data_dir(str(tmp_path / "data")))
     recognizer = wide_lattices(package_dir)
     sweep = sweep_lm_weights(recognizer, data, data.utterance_ids, WEIGHTS)
-    assert sweep.decoded_at == 1.0 and sorted(sweep.words) == WEIGHTS and sweep.frames > 0
+    assert sweep.searched_at == 1.0 and sorted(sweep.words) == WEIGHTS and sweep.frames > 0
     for utterance in data.utterance_ids:
         transcribed = recognizer.transcribe(data.wav_scp[utterance], details=False).text.split()
         assert sweep.words[1.0][utterance] == transcribed, utterance
@@ -58,6 +58,26 @@ def test_each_lattice_is_read_at_every_weight_and_at_the_package_s_own_it_is_tra
             expected = [recognizer.package.words[word] for word in nbest(decoded.lattice, 1, weight)[0].words]
             assert sweep.words[weight][utterance] == expected, (utterance, weight)
     assert len({tuple(map(tuple, sweep.words[weight].values())) for weight in WEIGHTS}) > 1  # the weights matter
+
+
+def test_a_package_tuned_so_searches_at_its_old_weight_and_says_what_its_lattice_reads_at_the_new(
+        copy_package, tmp_path, distinct_acoustics):  # noqa: F811
+    data = DataDir.load(write_data_dir(str(tmp_path / "data")))
+    package = copy_package()
+    update_decode_params(package, {"lm_weight": 1.0, "beam": 30.0, "lattice_beam": 30.0})
+    sweep = sweep_lm_weights(Recognizer(package), data, data.utterance_ids, WEIGHTS)
+    update_decode_params(package, {"lm_weight": 4.0, "search_lm_weight": 1.0})
+    tuned = Recognizer(package)
+    assert tuned.package.search_acoustic_scale == 1.0 and tuned.package.acoustic_scale == 0.25
+    for utterance in data.utterance_ids:
+        assert tuned.transcribe(data.wav_scp[utterance], details=False).text.split() == sweep.words[4.0][utterance]
+    assert sweep_lm_weights(tuned, data, data.utterance_ids, [4.0]).searched_at == 1.0
+    # A weight asked for at transcription is searched at too, unless the search's is asked for as well.
+    assert Recognizer(package, lm_weight=2.0).package.search_acoustic_scale == 0.5
+    assert Recognizer(package, lm_weight=2.0, search_lm_weight=4.0).package.search_acoustic_scale == 0.25
+    for bad in (0.0, "1", float("nan")):
+        with pytest.raises(AsrkitError, match="the search's LM weight .or null. must be positive"):
+            update_decode_params(package, {"search_lm_weight": bad})
 
 
 def test_segments_are_read_from_their_recordings(package_dir, tmp_path):  # noqa: F811

@@ -50,7 +50,7 @@ ROLES = {
            "graph with the CTC topology)",
     "lfmmi": "lattice-free MMI from scratch ([Povey2016]; 50-frame chunks, the tree alignments' numerators, a phone "
              "4-gram's denominator graph; uniform priors, {network}_ce's graph)",
-    "smbr_lfmmi": "{network}_smbr and {network}_lfmmi combined frame by frame (steps/decode_combined.sh: each at "
+    "smbr_lfmmi": "{network}_smbr and {lfmmi} combined frame by frame (steps/decode_combined.sh: each at "
                   "its own dev LM weight, the combination weight and LM weight chosen on dev)",
     "smbr_lfmmi_adapted": "{network}_smbr_lfmmi with both models adapted to each speaker from its first pass "
                           "(steps/adapt_combined.sh: asrkit-adapt on the first pass's lattices; LM weight chosen "
@@ -72,13 +72,15 @@ PER_SPK_PERCENT_ROW = "sys"
 PER_SPK_ERR_COLUMN = 8
 
 
-def describe(model):
+def describe(model, lfmmi=None):
+    """A model dir's description from its name; lfmmi, the LF-MMI model a combination holds (None: the network's
+    own, <network>_lfmmi)."""
     if model in DESCRIPTIONS:
         return DESCRIPTIONS[model]
     match = MODEL_NAME.match(model)
     if match:
         network, role = match.groups()
-        return f"{NETWORKS[network]}, " + ROLES[role].format(network=network)
+        return f"{NETWORKS[network]}, " + ROLES[role].format(network=network, lfmmi=lfmmi or f"{network}_lfmmi")
     match = UNROLL_MODEL.match(model)
     if match:
         kind = match.group(1)
@@ -91,7 +93,7 @@ def describe(model):
 
 def describe_trained(exp_dir, model):
     """`describe`, plus the model it continued when its training started from another's weights."""
-    description = describe(model)
+    description = describe(model, combined_lfmmi_model(exp_dir, model))
     config = read_json(exp_dir, model, "config.json") or {}
     if config.get("init_model"):
         description += f", continuing {model_dir_name(config['init_model'])}"
@@ -186,6 +188,19 @@ def read_training(exp_dir, model):
 def model_dir_name(init_model):
     """The model dir's name of a model path (exp/wblstm_ce/final -> wblstm_ce)."""
     return os.path.basename(os.path.dirname(init_model.rstrip("/")))
+
+
+def combined_lfmmi_model(exp_dir, model):
+    """The model dir a combination's dev decode combined with its first model (--combine-model of its
+    decode_dev/combination_opts: run.sh --lfmmi-am's), or None for another model or without the file."""
+    if not model.endswith("_smbr_lfmmi"):
+        return None
+    path = os.path.join(exp_dir, model, "decode_dev", "combination_opts")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as handle:
+        words = handle.read().split()
+    return model_dir_name(words[words.index("--combine-model") + 1]) if "--combine-model" in words else None
 
 
 def continued_model(exp_dir, model):

@@ -132,9 +132,10 @@ def main(package, audio, inputs, output, decoding, max_fail_ratio, streaming, ad
     if grammar:
         recognizer = recognizer.with_phrases(read_phrases(grammar))
     recognizer = hotwords(recognizer)
-    logger.info("%s: %d pdfs, LM weight %g, prior scale %g, beam %g, %s", package, recognizer.package.num_pdfs,
-                recognizer.package.params["lm_weight"], recognizer.package.params["prior_scale"],
-                recognizer.package.params["beam"], recognizer.acoustic.cmvn.describe())
+    params = recognizer.package.params
+    searched = "" if params["search_lm_weight"] is None else f" (searched at {params['search_lm_weight']:g})"
+    logger.info("%s: %d pdfs, LM weight %g%s, prior scale %g, beam %g, %s", package, recognizer.package.num_pdfs,
+                params["lm_weight"], searched, params["prior_scale"], params["beam"], recognizer.acoustic.cmvn.describe())
     endpoint = default_endpoint(default_final_pass(recognizer), recognizer.package.frame_shift_s,
                                 segmenting.max_utterance_seconds, segmenting.endpoint_silence)
     run = TranscribeRun(recognizer, outputs, sample_rate, output.nbest, endpoint, segmenting.max_utterance_seconds,

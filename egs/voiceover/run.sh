@@ -37,17 +37,21 @@
 #     --external-lm auto|none|FILE   a general LM (ARPA, plain or gzipped, or a Sphinx trie .lm.bin) the
 #                                decoding LM interpolates with the training lines' trigram, the weight chosen
 #                                on dev's text (utils/mix_lm); auto is pocketsphinx's en-us 3-gram (default: auto)
-#     --lfmmi true|false         stage 13 trains the acoustic network from scratch with lattice-free MMI
-#                                ([Povey2016]) from the multi-style example server -> exp/<am>_lfmmi, decoded
+#     --lfmmi true|false         stage 13 trains a network of --lfmmi-am from scratch with lattice-free MMI
+#                                ([Povey2016]) from the multi-style example server -> exp/<lfmmi-am>_lfmmi, decoded
 #                                and in the results beside CE and sMBR (default: true)
+#     --lfmmi-am wblstm|lstm|tdnnf   the LF-MMI model's network, as --am's (default: tdnnf: combined with the
+#                                windowed BLSTM's sMBR model it beat the windowed BLSTM's LF-MMI model on dev,
+#                                0.896x, and on test, 0.965x; RESULTS)
 #     --lfmmi-epochs N           the LF-MMI model's epochs (default: the CE model's, 8; tiny 10)
 #     --combine true|false       stage 14 combines the sMBR and LF-MMI models frame by frame (asrkit-decode
 #                                --combine-model, each at its own dev LM weight; the combination weight of
 #                                --combine-weights and the LM weight chosen on dev) -> exp/<am>_smbr_lfmmi, the
 #                                recipe's best model on dev (RESULTS), and stage 15 exports it as a recognizer
-#                                package; needs exp/<am>_lfmmi decoded (--lfmmi true, now or before) (default: true)
-#     --combine-weights 'W...'   the LF-MMI model's weights tried on dev (default: 0.5 0.6; 0.4 and 0.7, never
-#                                chosen in RESULTS' runs, left the grid for the recipe's hour)
+#                                package; needs exp/<lfmmi-am>_lfmmi decoded (--lfmmi true, now or before)
+#                                (default: true)
+#     --combine-weights 'W...'   the LF-MMI model's weights tried on dev (default: 0.6 0.7 0.8; the windowed
+#                                BLSTM's LF-MMI model took 0.5 or 0.6 in RESULTS' runs, TDNN-F's 0.7 of 0.5-0.8)
 #     --warps 'F...'|none        stage 11 gives each dev and test character the frequency warp factor of
 #                                these (VTLN: their audio warped by Kaldi's map, factors as Kaldi's: above 1
 #                                formants up; asrkit.frontend.warp) under which the sMBR model's decode of their
@@ -91,7 +95,7 @@
 #         exp/feats/{dev,test}; 12 baseline: pocketsphinx's stock en-us model
 #         (audio resampled to 16 kHz) with the same lexicon and LM, on test -> exp/pocketsphinx, and with --kaldi-baseline
 #         Kaldi's GMM systems -> exp/kaldi_{mono,tri1,tri2b,tri3b}; 13 with --lfmmi true the LF-MMI model
-#         (steps/lfmmi.sh, multi-style) -> exp/<am>_lfmmi; 14 with --combine true its frame-level combination
+#         (steps/lfmmi.sh, multi-style) -> exp/<lfmmi-am>_lfmmi; 14 with --combine true its frame-level combination
 #         with the sMBR model (steps/decode_combined.sh) -> exp/<am>_smbr_lfmmi; 15 with --combine true the
 #         combination's recognizer package -> exp/<am>_smbr_lfmmi/package; 16 with --adapt true each dev and
 #         test character's adapted models and the combination's second pass -> exp/<am>_smbr_lfmmi_adapted;
@@ -114,9 +118,10 @@ cmvn_online=false
 ivectors=false
 steel_sky=true
 lfmmi=true
+lfmmi_am=tdnnf
 lfmmi_epochs=
 combine=true
-combine_weights="0.5 0.6"
+combine_weights="0.6 0.7 0.8"
 warps="0.85 0.9 0.95 1 1.05 1.1 1.15"
 sat=false
 adapt=false
@@ -128,6 +133,7 @@ switch_options=overwrite
 require_no_arguments "$@"
 command_line="$parse_command_line"
 require_choice am wblstm lstm tdnnf
+require_choice lfmmi_am wblstm lstm tdnnf
 require_choice size tiny default
 require_choice cmvn_mean utterance speaker global online
 [ -n "$cmvn_variance" ] || { [ "$cmvn_mean" = speaker ] && cmvn_variance=speaker || cmvn_variance=global; }
@@ -379,13 +385,13 @@ if run_stage 12; then
 fi
 
 if run_stage 13 && $lfmmi; then
-  begin_stage 13 "lattice-free MMI from the multi-style example server -> $exp/${am}_lfmmi"
+  begin_stage 13 "lattice-free MMI from the multi-style example server -> $exp/${lfmmi_am}_lfmmi"
   ../../steps/lfmmi.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage13" \
-    --train-opts "$train_options $ce_model" --lfmmi-opts "$lfmmi_options" --num-epochs "$lfmmi_epochs" \
+    --train-opts "$train_options $(ce_model_options "$lfmmi_am" "$ce_cells")" --lfmmi-opts "$lfmmi_options" --num-epochs "$lfmmi_epochs" \
     --num-streams "$streams" \
     --more-opts "$ivector_options --example-servers local:1 --server-styles $noise_styles" \
     --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" --tuned-sets dev:test:train_fit \
-    "$data/train" "$exp/tree_ali" "$exp/${am}_ce/graph" "$data" "$exp/${am}_lfmmi"
+    "$data/train" "$exp/tree_ali" "$exp/${am}_ce/graph" "$data" "$exp/${lfmmi_am}_lfmmi"
 fi
 
 if run_stage 14 && $combine; then
@@ -396,7 +402,7 @@ if run_stage 14 && $combine; then
   ../../steps/decode_combined.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage14" \
     --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options $combined_lattices" \
     --combine-weights "$combine_weights" \
-    "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" "$exp/${am}_lfmmi" "$exp/${am}_smbr_lfmmi"
+    "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" "$exp/${lfmmi_am}_lfmmi" "$exp/${am}_smbr_lfmmi"
 fi
 
 if run_stage 15 && $combine; then
@@ -415,7 +421,7 @@ if run_stage 16 && $adapt; then
   begin_stage 16 "each character's adapted models, the combination's second pass -> $exp/${am}_smbr_lfmmi_adapted"
   ../../steps/adapt_combined.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage16" --adapt-config conf/adapt.conf \
     --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" \
-    "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" "$exp/${am}_lfmmi" "$exp/${am}_smbr_lfmmi" \
+    "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" "$exp/${lfmmi_am}_lfmmi" "$exp/${am}_smbr_lfmmi" \
     "$exp/${am}_smbr_lfmmi_adapted"
 fi
 

@@ -127,13 +127,16 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     results = open(exp / "RESULTS").read()
     assert results.startswith("# egs/voiceover results")
     assert "# warp factors chosen per speaker (VTLN" in results
-    for model in ("wblstm_ce", "wblstm_smbr", "wblstm_lfmmi", "wblstm_smbr_lfmmi", "pocketsphinx"):
+    for model in ("wblstm_ce", "wblstm_smbr", "tdnnf_lfmmi", "wblstm_smbr_lfmmi", "pocketsphinx"):
         assert f"] EXP/{model}/decode_test/score/wer" in results  # the exp dir as EXP: no machine's paths
-    # By default the LF-MMI model trains too, and its frame-level combination with the sMBR model is decoded at
-    # the combination weight and LM weight dev chose, which test is then decoded at.
+    # By default a TDNN-F trains with LF-MMI too (--lfmmi-am tdnnf), and its frame-level combination with the
+    # windowed BLSTM's sMBR model is decoded at the combination weight and LM weight dev chose, which test is then
+    # decoded at.
+    assert json.load(open(exp / "tdnnf_lfmmi" / "config.json"))["model"]["name"] == "tdnnf"
+    assert "wblstm_smbr and tdnnf_lfmmi combined frame by frame" in results
     combined = exp / "wblstm_smbr_lfmmi" / "decode_dev"
     weight = open(combined / "combine_weight").read().strip()
-    assert weight in ("0.5", "0.6")
+    assert weight in ("0.6", "0.7", "0.8")
     test_log = open(exp / "log" / "stage14" / "decode_wblstm_smbr_test.log").read()  # the combination's
     assert f"--combine-weight {weight} " in test_log
     # The combination is the recipe's final model: its package holds both networks at the weights dev chose, and it
@@ -160,7 +163,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
         log = open(exp / "log" / "stage16" / f"adapt_wblstm_smbr_{split}.log").read()
         assert "asrkit-adapt summary: status=ok" in log
         assert (adapted / f"adapt_wblstm_smbr_{split}" / "adapt.json").exists()
-        assert not (adapted / f"adapt_wblstm_lfmmi_{split}").exists()
+        assert not (adapted / f"adapt_tdnnf_lfmmi_{split}").exists()
     assert f"] EXP/{adapted.name}/decode_test/score/wer" in results
     assert "speaker adaptation relative to the combination's first pass" in results
     assert "# stage times (s)" in results

@@ -63,6 +63,12 @@ def test_the_frame_level_combination_is_described_and_compared_with_smbr(tmp_pat
     out = _make_results(exp).stdout
     assert "# sMBR + LF-MMI combined relative to sMBR: test -20.0%" in out
     assert "wblstm_smbr_lfmmi: windowed BLSTM, wblstm_smbr and wblstm_lfmmi combined frame by frame" in out
+    # With another network's LF-MMI model (run.sh --lfmmi-am), the one its dev decode combined is named.
+    (exp / "wblstm_smbr_lfmmi" / "decode_dev").mkdir()
+    (exp / "wblstm_smbr_lfmmi" / "decode_dev" / "combination_opts").write_text(
+        f"--model-acoustic-scale 0.3 --combine-model {exp}/tdnnf_lfmmi/final --combine-weight 0.7\n")
+    out = _make_results(exp).stdout
+    assert "wblstm_smbr_lfmmi: windowed BLSTM, wblstm_smbr and tdnnf_lfmmi combined frame by frame" in out
 
 
 def _seconds(exp, model, seconds, init_model=None):

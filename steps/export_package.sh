@@ -13,7 +13,8 @@ help_message="Usage: steps/export_package.sh [options] <model> <graph-dir> <deco
 prior scale and LM weight chosen on dev (<decode-dir>: steps/decode_tuned.sh's decode dir of the dev set):
 what asrkit-transcribe and asrkit.Recognizer read, without TensorFlow.
 With --tune-data, the package's LM weight is then chosen again on that dev set as the package hears it, one
-file at a time (asrkit-tune-package) -> <package-dir>/../decode_<set>_package, the package's decode.json.
+file at a time (asrkit-tune-package) -> <package-dir>_tuning_<set> (not a decode_* dir: make_results would take
+it for a model's decode of a set), the package's decode.json.
 Options:
   --cmd LAUNCHER           how the jobs are launched (cmd.sh; default: $cmd)
   --log-dir DIR            the jobs' logs, export_<model dir's name>.log (default: <package-dir>/../log: asrkit-export
@@ -34,7 +35,7 @@ words_of "$export_opts" options
 launch "$cmd" "$log_dir/export_$(basename "$(dirname "$model")").log" \
   asrkit-export "${options[@]}" --decode-dir "$decode_dir" "$model" "$graph_dir" "$package_dir"
 if [ -n "$tune_data" ]; then
-  tuned="$(dirname "$package_dir")/decode_$(basename "$tune_data")_package"
+  tuned="${package_dir%/}_tuning_$(basename "$tune_data")"
   words_of "$tune_opts" sweep
   launch "$cmd" "$log_dir/tune_$(basename "$tune_data").log" \
     asrkit-tune-package "${sweep[@]}" "$package_dir" "$tune_data" "$tuned"

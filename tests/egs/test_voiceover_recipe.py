@@ -107,7 +107,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     # dev as the package hears it (asrkit-tune-package), and it transcribes.
     package = exp / "wblstm_smbr" / "package"
     decode = json.load(open(package / "decode.json"))
-    tuned = exp / "wblstm_smbr" / "decode_dev_package"
+    tuned = exp / "wblstm_smbr" / "package_tuning_dev"
     assert decode["lm_weight"] == float(open(tuned / "best_lmwt").read())
     assert decode["chosen_on"] == str(tuned) and (tuned / f"wer_{decode['lm_weight']:g}").exists()
     assert (tuned / f"wer_{float(open(exp / 'wblstm_smbr' / 'decode_dev' / 'best_lmwt').read()):g}").exists()
@@ -144,7 +144,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     combined_package = exp / "wblstm_smbr_lfmmi" / "package"
     decode = json.load(open(combined_package / "decode.json"))
     assert decode["combination"]["weight"] == float(weight) and decode["beam"] == 10
-    assert decode["lm_weight"] == float(open(exp / "wblstm_smbr_lfmmi" / "decode_dev_package" / "best_lmwt").read())
+    assert decode["lm_weight"] == float(open(exp / "wblstm_smbr_lfmmi" / "package_tuning_dev" / "best_lmwt").read())
     assert "combined=true" in open(exp / "log" / "stage15" / "export_wblstm_smbr.log").read()
     from asrkit.recognizer.recognizer import Recognizer
 

@@ -95,8 +95,8 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     # Stage 12 exports the sMBR model as a recognizer package at the prior scale dev chose and the LM weight dev chose
     # as the package hears it (asrkit-tune-package).
     decode = json.load(open(exp / "wblstm_smbr" / "package" / "decode.json"))
-    assert decode["lm_weight"] == float(open(exp / "wblstm_smbr" / "decode_dev_package" / "best_lmwt").read())
-    assert decode["chosen_on"] == str(exp / "wblstm_smbr" / "decode_dev_package")
+    assert decode["lm_weight"] == float(open(exp / "wblstm_smbr" / "package_tuning_dev" / "best_lmwt").read())
+    assert decode["chosen_on"] == str(exp / "wblstm_smbr" / "package_tuning_dev")
     assert decode["prior_scale"] == float(open(exp / "wblstm_smbr" / "decode_dev" / "prior_scale").read())
     assert "asrkit-export summary: status=ok" in open(exp / "log" / "stage12" / "export_wblstm_smbr.log").read()
     assert "server_objective" in smbr_log and "staleness histogram" in smbr_log
@@ -148,8 +148,8 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
         assert f"--combine-weight {weight} " in log and "--combine-model" in log
     # Stage 21, the combination's package: its LM weight chosen on dev as it hears it, as stage 12's.
     decode = json.load(open(exp / "wblstm_smbr_lfmmi" / "package" / "decode.json"))
-    assert decode["chosen_on"] == str(exp / "wblstm_smbr_lfmmi" / "decode_dev_package")
-    assert decode["lm_weight"] == float(open(exp / "wblstm_smbr_lfmmi" / "decode_dev_package" / "best_lmwt").read())
+    assert decode["chosen_on"] == str(exp / "wblstm_smbr_lfmmi" / "package_tuning_dev")
+    assert decode["lm_weight"] == float(open(exp / "wblstm_smbr_lfmmi" / "package_tuning_dev" / "best_lmwt").read())
     # Stage 17, [Mohamed2015]'s frame grouping: 20+1+20 and 20+8+20, their test WER and decoding speed.
     for group in (1, 8):
         params = json.load(open(exp / f"wblstm_g{group}" / "config.json"))["model"]["params"]

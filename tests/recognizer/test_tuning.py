@@ -102,8 +102,8 @@ def test_an_unreadable_recording_is_named_with_its_utterance(package_dir, tmp_pa
 def test_decode_params_are_changed_in_place_and_checked_first(copy_package):  # noqa: F811
     path = copy_package()
     before = load_package(path).params
-    after = update_decode_params(path, {"lm_weight": 0.9, "chosen_on": "/somewhere/decode_dev_package"})
-    assert after == load_package(path).params == before | {"lm_weight": 0.9, "chosen_on": "/somewhere/decode_dev_package"}
+    after = update_decode_params(path, {"lm_weight": 0.9, "chosen_on": "/somewhere/package_tuning_dev"})
+    assert after == load_package(path).params == before | {"lm_weight": 0.9, "chosen_on": "/somewhere/package_tuning_dev"}
     with open(os.path.join(path, "decode.json")) as handle:
         written = handle.read()
     for bad, message in (({"lm_weight": -1.0}, "LM weight must be positive"), ({"beams": 3}, "unknown decoding")):

@@ -432,7 +432,7 @@ def test_export_package_tunes_the_package_s_lm_weight_on_the_dev_data_it_is_give
     result = run_step(os.path.join(ROOT, "steps", "export_package.sh"), "--tune-data", dev, "--tune-opts",
                       "--min-lmwt 1 --max-lmwt 3 --lmwt-step 1", *args, env=env)
     assert result.returncode == 0, result.stderr
-    tuned = tmp_path / "exp" / "decode_dev_package"
+    tuned = tmp_path / "exp" / "package_tuning_dev"
     assert sorted(path.name for path in tuned.glob("wer_*")) == ["wer_1", "wer_2", "wer_3"]
     decode = json.loads((package / "decode.json").read_text())
     assert decode["lm_weight"] == float((tuned / "best_lmwt").read_text()) and decode["chosen_on"] == str(tuned)

@@ -20,6 +20,19 @@ def test_adapting_without_the_combination_is_refused_before_training(recipe, tmp
     assert not exp.exists() and not data.exists()
 
 
+def test_voiceover_adapts_by_default_only_with_the_combination(tmp_path):
+    """egs/voiceover's --adapt follows --combine unless given: --combine false alone runs, without stage 16."""
+    def run(*options):
+        return subprocess.run([os.path.join(ROOT, "egs", "voiceover", "run.sh"), *options, "--stage", "99",
+                               "--stop-stage", "99", "--data", str(tmp_path / "data"), "--exp", str(tmp_path / "exp")],
+                              capture_output=True, text=True, timeout=60)
+
+    assert run("--combine", "false").returncode == 0
+    assert run().returncode == 0
+    wrong = run("--adapt", "maybe")
+    assert wrong.returncode != 0 and "--adapt must be true or false" in wrong.stderr
+
+
 @pytest.mark.parametrize("recipe", ["voiceover", "voicesearch"])
 def test_a_kaldi_baseline_without_a_built_kaldi_is_refused_before_training(recipe, tmp_path):
     """The Kaldi baseline runs after every asrkit model has trained: a directory that holds no built Kaldi is named

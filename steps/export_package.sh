@@ -39,6 +39,7 @@ if [ -n "$tune_data" ]; then
   words_of "$tune_opts" sweep
   launch "$cmd" "$log_dir/tune_$(basename "$tune_data").log" \
     asrkit-tune-package "${sweep[@]}" "$package_dir" "$tune_data" "$tuned"
-  echo "$(basename "$package_dir") tuned on $(basename "$tune_data") as it hears it: $(cat "$tuned/best_wer") (LM weight $(cat "$tuned/best_lmwt"), the dev decode's $(cat "$decode_dir/best_lmwt"))" >&2
+  echo "$(basename "$package_dir") tuned on $(basename "$tune_data") as it hears it: $(cat "$tuned/best_wer")" \
+    "(LM weight $(cat "$tuned/best_lmwt"), the dev decode's $(cat "$decode_dir/best_lmwt"))" >&2
 fi
 record_options "$package_dir" export_package "$parse_command_line" cmd log_dir export_opts tune_data tune_opts

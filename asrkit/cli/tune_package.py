@@ -51,6 +51,8 @@ def main(package_dir, data_dir, decode_dir, sweep, dry_run):
     weights = sorted(set(lm_weight_range(sweep.min_lmwt, sweep.max_lmwt, sweep.lmwt_step)) | {own})
     refs = read_kaldi_text(data.table_path("text"))
     utterances = [utterance for utterance in data.utterance_ids if utterance in refs]
+    if not utterances:
+        raise AsrkitError(f"{data.table_path('text')} has a transcript for none of {data_dir}'s utterances")
     logger.info("%d utterances of %s, searched at LM weight %g, read at %d from %g to %g (the package's: %g)",
                 len(utterances), data_dir, search, len(weights), weights[0], weights[-1], own)
     with Progress(len(utterances), "utterances", logger) as progress:

@@ -391,8 +391,8 @@ fi
 if run_stage 13 && $lfmmi; then
   begin_stage 13 "lattice-free MMI from the multi-style example server -> $exp/${lfmmi_am}_lfmmi"
   ../../steps/lfmmi.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage13" \
-    --train-opts "$train_options $(ce_model_options "$lfmmi_am" "$ce_cells")" --lfmmi-opts "$lfmmi_options" --num-epochs "$lfmmi_epochs" \
-    --num-streams "$streams" \
+    --train-opts "$train_options $(ce_model_options "$lfmmi_am" "$ce_cells")" --lfmmi-opts "$lfmmi_options" \
+    --num-epochs "$lfmmi_epochs" --num-streams "$streams" \
     --more-opts "$ivector_options --example-servers local:1 --server-styles $noise_styles" \
     --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" --tuned-sets dev:test:train_fit \
     "$data/train" "$exp/tree_ali" "$exp/${am}_ce/graph" "$data" "$exp/${lfmmi_am}_lfmmi"

@@ -68,3 +68,7 @@ def test_a_data_dir_without_transcripts_is_refused(package_dir, tmp_path):  # no
     run = CliRunner().invoke(main, [package_dir, data, str(tmp_path / "out")])
     assert run.exit_code == 1 and "needs wav.scp and text" in run.stderr
     assert "summary: status=failed" in run.stderr and not os.path.exists(tmp_path / "out")
+    with open(os.path.join(data, "text"), "w") as out:
+        out.write("someone_else ECHO\n")
+    strangers = CliRunner().invoke(main, [package_dir, data, str(tmp_path / "out")])
+    assert strangers.exit_code == 1 and "has a transcript for none of" in strangers.stderr

@@ -52,9 +52,9 @@ ROLES = {
              "4-gram's denominator graph; uniform priors, {network}_ce's graph)",
     "smbr_lfmmi": "{network}_smbr and {lfmmi} combined frame by frame (steps/decode_combined.sh: each at "
                   "its own dev LM weight, the combination weight and LM weight chosen on dev)",
-    "smbr_lfmmi_adapted": "{network}_smbr_lfmmi with both models adapted to each speaker from its first pass "
-                          "(steps/adapt_combined.sh: asrkit-adapt on the first pass's lattices; LM weight chosen "
-                          "on dev)",
+    "smbr_lfmmi_adapted": "{network}_smbr_lfmmi with {network}_smbr (with --networks all both models) adapted to "
+                          "each speaker from its first pass (steps/adapt_combined.sh: asrkit-adapt on the first "
+                          "pass's lattices; LM weight chosen on dev)",
 }
 MODEL_NAME = re.compile(r"^(" + "|".join(NETWORKS) + r")_(" + "|".join(ROLES) + r")$")
 KALDI_BASELINE = ("Kaldi's mini_librispeech GMM recipe on this recipe's data, lexicon and trigram LM "

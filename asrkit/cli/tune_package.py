@@ -39,7 +39,7 @@ def main(package_dir, data_dir, decode_dir, sweep, dry_run):
     from asrkit.io.atomic import atomic_output
     from asrkit.recognizer.package import update_decode_params
     from asrkit.recognizer.recognizer import Recognizer
-    from asrkit.recognizer.tuning import search_lm_weight, sweep_lm_weights
+    from asrkit.recognizer.tuning import sweep_lm_weights
     from asrkit.scoring import read_kaldi_text
 
     start = time.monotonic()
@@ -47,7 +47,7 @@ def main(package_dir, data_dir, decode_dir, sweep, dry_run):
     if data.text is None or data.wav_scp is None:
         raise AsrkitError(f"{data_dir} needs wav.scp and text: the sweep scores the package against transcripts")
     recognizer = Recognizer(package_dir)
-    own, search = float(recognizer.package.params["lm_weight"]), search_lm_weight(recognizer.package)
+    own, search = float(recognizer.package.params["lm_weight"]), recognizer.package.search_lm_weight
     weights = sorted(set(lm_weight_range(sweep.min_lmwt, sweep.max_lmwt, sweep.lmwt_step)) | {own})
     refs = read_kaldi_text(data.table_path("text"))
     utterances = [utterance for utterance in data.utterance_ids if utterance in refs]

@@ -438,11 +438,16 @@ class Package:
         return defaults.acoustic_scale_of(self.params["lm_weight"])
 
     @property
-    def search_acoustic_scale(self):
-        """The acoustic scale the search runs at, which the beams are measured in: 1 / search_lm_weight where
-        asrkit-tune-package chose lm_weight from lattices searched at another weight, else acoustic_scale."""
+    def search_lm_weight(self):
+        """The LM weight the search runs at: decode.json's search_lm_weight where asrkit-tune-package chose lm_weight
+        from lattices searched at another weight, else lm_weight."""
         search = self.params["search_lm_weight"]
-        return self.acoustic_scale if search is None else defaults.acoustic_scale_of(search)
+        return float(self.params["lm_weight"] if search is None else search)
+
+    @property
+    def search_acoustic_scale(self):
+        """The acoustic scale the search runs at, which the beams are measured in."""
+        return defaults.acoustic_scale_of(self.search_lm_weight)
 
     def scaled_log_priors(self, prior_scale=None, combined=False):
         """The log priors log-likelihoods subtract: prior_scale x log priors (decode.json's scale by default), the

@@ -21,8 +21,7 @@ import logging
 import time
 
 from asrkit.data.audio import AudioOptions, load_utterance_audio
-from asrkit.decode import defaults
-from asrkit.decode.lattice_faster import best_path_rows
+from asrkit.decode.lattice import best_path_words
 from asrkit.errors import AudioError
 
 logger = logging.getLogger("asrkit.recognizer.tuning")
@@ -52,14 +51,6 @@ def utterance_samples(recognizer, data_dir, utterance_id):
         raise AudioError(str(error), utterance_id) from None  # the reader names the file, not the utterance
 
 
-def best_path_words(decoded, words, lm_weight):
-    """The best path's words of a Decoded's lattice at `lm_weight` (graph cost + acoustic cost / lm_weight)."""
-    if not len(decoded.lattice):
-        return []
-    rows = best_path_rows(decoded.lattice, decoded.num_states, acoustic_scale=defaults.acoustic_scale_of(lm_weight))
-    return [words[int(word)] for word in decoded.lattice[rows, 3] if word != 0]
-
-
 def sweep_lm_weights(recognizer, data_dir, utterance_ids, lm_weights, progress=None):
     """SweepResult of transcribing utterance_ids of data_dir with the recognizer's package, read at each of
     lm_weights; progress, a Progress updated per utterance (or None)."""
@@ -75,13 +66,8 @@ def sweep_lm_weights(recognizer, data_dir, utterance_ids, lm_weights, progress=N
         if decoded.status in ("retried", "partial"):
             logger.warning("%s: decoded with status %s", utterance_id, decoded.status)
         for weight in lm_weights:
-            sweep[weight][utterance_id] = best_path_words(decoded, package.words, weight)
+            best = best_path_words(decoded.lattice, weight) if len(decoded.lattice) else None
+            sweep[weight][utterance_id] = [package.words[int(word)] for word in best or []]
         if progress is not None:
             progress.update()
-    return SweepResult(sweep, search_lm_weight(package), frames, time.monotonic() - start)
-
-
-def search_lm_weight(package):
-    """The LM weight the package's search runs at (decode.json's search_lm_weight, else its lm_weight)."""
-    search = package.params["search_lm_weight"]
-    return float(package.params["lm_weight"] if search is None else search)
+    return SweepResult(sweep, package.search_lm_weight, frames, time.monotonic() - start)

@@ -6,7 +6,9 @@ by a speaker's amplitude a = 2 sigmoid(r), r = 0 being the unadapted network.  W
 output feeds is the next layer's GEMM, so scaling the output is scaling the rows of the kernels
 that read it: the adapted network is the same network with other weights, and every path that
 runs a network (decoding, alignment, the recognizer's packages) runs it unchanged.  The
-amplitudes act on what a layer passes up; an LSTM's own recurrence keeps the unscaled output.
+amplitudes act on what a layer passes up; an LSTM's own recurrence keeps the unscaled output.  A TDNN-F's
+layers add their input to their output (the bypass), which no kernel reads: there the top layers alone are
+scaled (`_fold_layout`).
 
 The input transform is the hybrid counterpart of fMLLR (Gales, "Maximum likelihood linear
 transformations for HMM-based speech recognition", 1998; for networks, the "linear input
@@ -49,34 +51,39 @@ def _layer_kernels(layer):
     return [layer.kernel]
 
 
-def _layers(net):
-    """(the hidden layers in order, the output layers that read the top one)."""
+def _output_kernels(net):
+    """The kernels of the output layers, which read the top hidden layer: the softmax's, and the xent output's."""
+    outputs = [net.softmax] + ([net.xent_output] if getattr(net, "xent_output", None) is not None else [])
+    return [kernel for layer in outputs for kernel in _layer_kernels(layer)]
+
+
+def _fold_layout(net):
+    """(the kernels that read each adapted hidden layer's output, bottom up; the first layer's, which read the
+    input)."""
+    if getattr(net, "tdnnf", None) and getattr(net, "prefinal", None) is not None:
+        # A TDNN-F layer's output is read through two taps and also added to the next layer's output (the
+        # bypass): a scale folded into the next kernels would leave the bypass unscaled, which is not LHUC.  Only
+        # the top TDNN-F layer's output, which the prefinal layer alone reads, and the prefinal's, which the
+        # output layers read, are scaled: LHUC of the top layers.  tdnn1 reads the input frames, as a DNN does.
+        return [_layer_kernels(net.prefinal), _output_kernels(net)], _layer_kernels(net.tdnn1)
     hidden = list(getattr(net, "layers", None) or getattr(net, "hidden", None) or [])
     if not hidden:
-        # TDNN-F's layers read their input through two taps and a bypass: a scale folded into the kernels would
-        # leave the bypass unscaled, which is not LHUC; it is not adapted.
         raise ValueError(f"{type(net).__name__}: no hidden layers to adapt (LHUC and the input transform adapt "
-                         f"lstm, dnn and wblstm networks)")
-    outputs = [net.softmax] + ([net.xent_output] if getattr(net, "xent_output", None) is not None else [])
-    return hidden, outputs
+                         f"lstm, dnn, wblstm and tdnnf networks)")
+    readers = [_layer_kernels(layer) for layer in hidden[1:]] + [_output_kernels(net)]
+    return readers, _layer_kernels(hidden[0])
 
 
 def lhuc_points(net):
-    """One FoldPoint per hidden layer: the kernels of the layer (or output layers) above it."""
-    hidden, outputs = _layers(net)
-    points = []
-    for index, layer in enumerate(hidden):
-        readers = hidden[index + 1 : index + 2] or outputs
-        kernels = [kernel for reader in readers for kernel in _layer_kernels(reader)]
-        size = int(kernels[0].shape[0])
-        points.append(FoldPoint(f"lhuc{index + 1}", kernels, np.arange(size), size))
-    return points
+    """One FoldPoint per adapted hidden layer: the kernels of the layer (or output layers) above it."""
+    readers, _ = _fold_layout(net)
+    return [FoldPoint(f"lhuc{index + 1}", kernels, np.arange(int(kernels[0].shape[0])), int(kernels[0].shape[0]))
+            for index, kernels in enumerate(readers)]
 
 
 def input_point(net, feature_dim, base_dim):
     """The FoldPoint of the first layer's kernels, rows of the features (not the i-vectors) in base frames."""
-    hidden, _ = _layers(net)
-    kernels = _layer_kernels(hidden[0])
+    _, kernels = _fold_layout(net)
     input_dim = int(net.input_dim)
     if feature_dim > input_dim or feature_dim % base_dim:
         raise ValueError(f"features of {feature_dim} dims are not whole base frames of {base_dim} in a "

@@ -15,8 +15,9 @@ COMMAND = "asrkit-adapt"
 @existing_dirs("model_dir", "data_dir", "decode_dir")
 @click.argument("out_dir", type=click.Path(file_okay=False))
 @click.option("--method", type=click.Choice(["lhuc", "input", "lhuc+input"]), default="lhuc", show_default=True,
-              help="What each speaker gets: LHUC amplitudes of every hidden unit (Swietojanski and Renals, 2014), a "
-                   "linear transform of each input frame (the hybrid counterpart of fMLLR), or both.")
+              help="What each speaker gets: LHUC amplitudes of every hidden unit (Swietojanski and Renals, 2014; a "
+                   "TDNN-F's top two layers'), a linear transform of each input frame (the hybrid counterpart of "
+                   "fMLLR), or both.")
 @option_group("estimate", [
     click.option("--iterations", default=8, show_default=True, type=click.IntRange(min=1),
                  help="Passes over each speaker's utterances (one Adam step each)."),

@@ -40,6 +40,31 @@ def test_each_new_speaker_gets_a_model_that_fits_its_first_pass_better(first_pas
                     open(tmp_path / "again" / name / "weights" / file_name, "rb").read())
 
 
+def test_a_tdnnf_adapts_its_top_layers_and_input_to_each_speaker(first_pass, tmp_path):
+    """A TDNN-F (the recipes' LF-MMI network) gets LHUC amplitudes of its top two layers and an input transform,
+    fitted to the first pass's lattices (of another model: the targets are pdf posteriors)."""
+    from asrkit.train.trainer import TrainOptions, train_ce
+
+    params = {"num_streams": 4, "unroll": 10, "max_steps": 100, "num_epochs": 0, "valid_utts": 0, "log_every": 50,
+              "checkpoint_every": 0, "optimizer": "adam", "learning_rate": 0.01}
+    tdnnf = train_ce(first_pass["train"], first_pass["ali"], str(tmp_path / "tdnnf"), TrainOptions(
+        model="tdnnf", model_overrides={"dim": 16, "bottleneck_dim": 4, "prefinal_dim": 8, "time_strides": "1,0"},
+        params=params)).model_dir
+    _adapt({**first_pass, "model": tdnnf}, str(tmp_path / "adapted"), "--method", "lhuc+input", "--iterations", "6")
+    record = json.load(open(tmp_path / "adapted" / "adapt.json"))
+    spk2model = dict(line.split() for line in open(tmp_path / "adapted" / "spk2model"))
+    assert sorted(spk2model) == sorted(record["speakers"]) and len(spk2model) == 4
+    for speaker, stats in record["speakers"].items():
+        assert stats["loss_after"] < stats["loss_before"], speaker
+        transform = np.load(tmp_path / "adapted" / spk2model[speaker] / "transform.npz")
+        assert sorted(transform) == ["input_matrix", "lhuc1_amplitudes", "lhuc2_amplitudes"]
+        assert transform["lhuc1_amplitudes"].shape == (16,) and transform["lhuc2_amplitudes"].shape == (8,)
+    adapted = ModelLoglikes(tdnnf, first_pass["data"], speaker_models=str(tmp_path / "adapted"))
+    plain = ModelLoglikes(tdnnf, first_pass["data"])
+    utterance_id = adapted.utterance_ids()[0]
+    assert not np.allclose(adapted.loglikes(utterance_id), plain.loglikes(utterance_id), atol=1e-3)
+
+
 def test_decoding_with_the_speakers_models_uses_each_speaker_s_own(first_pass, tmp_path):
     adapt_dir = str(tmp_path / "both")
     _adapt(first_pass, adapt_dir, "--method", "lhuc+input", "--iterations", "4", "--kld-weight", "0.2")

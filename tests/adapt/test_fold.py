@@ -92,12 +92,45 @@ def test_the_windowed_blstm_s_lhuc_scales_what_both_directions_of_the_next_layer
     assert points[1].kernels == [net.softmax.kernel] and points[1].size == 10
 
 
-def test_a_tdnnf_is_not_adapted_and_says_which_networks_are():
-    net = build_model("tdnnf", INPUT_DIM, NUM_PDFS, {"dim": 8, "bottleneck_dim": 3, "prefinal_dim": 5,
-                                                     "time_strides": "1"})
-    for points in (lambda: lhuc_points(net), lambda: input_point(net, INPUT_DIM, INPUT_DIM)):
-        with pytest.raises(ValueError, match="Tdnnf: no hidden layers to adapt .*lstm, dnn and wblstm"):
-            points()
+def _tdnnf(xent_output=False):
+    net = build_model("tdnnf", INPUT_DIM, NUM_PDFS, {"dim": 6, "bottleneck_dim": 3, "prefinal_dim": 5,
+                                                     "time_strides": "1,0,1", "first_context": 1})
+    if xent_output:
+        net.add_xent_output()
+    return net
+
+
+class _ScaledInput:
+    """A layer that reads its input multiplied by amplitudes: LHUC of the layer below, as the paper writes it."""
+
+    def __init__(self, layer, amplitudes):
+        self.layer, self.amplitudes = layer, amplitudes.astype(np.float32)
+
+    def __call__(self, inputs):
+        return self.layer(inputs * self.amplitudes)
+
+
+@pytest.mark.parametrize("xent_output", [False, True])
+def test_a_tdnnf_s_top_layers_and_input_fold_as_the_transforms_apply(xent_output):
+    """A TDNN-F's bypasses leave its lower layers unadapted; the top TDNN-F layer's output (the prefinal reads it)
+    and the prefinal's (the output layers read it) are scaled, and tdnn1's input frames transformed."""
+    rng = np.random.default_rng(6)
+    net = _tdnnf(xent_output)
+    points, transform = _random_transform(net, rng)
+    assert [(point.name, point.size) for point in points.lhuc] == [("lhuc1", 6), ("lhuc2", 5)]
+    features = rng.standard_normal((9, 1, INPUT_DIM)).astype(np.float32)
+    layers = {name: getattr(net, name) for name in ("prefinal", "softmax", "xent_output")}
+    net.prefinal = _ScaledInput(layers["prefinal"], transform.amplitudes("lhuc1"))
+    net.softmax = _ScaledInput(layers["softmax"], transform.amplitudes("lhuc2"))
+    if xent_output:
+        net.xent_output = _ScaledInput(layers["xent_output"], transform.amplitudes("lhuc2"))
+    expected = net.sequence_time_major(tf.constant(_transformed_input(features, transform.matrix))).numpy()
+    for name, layer in layers.items():
+        setattr(net, name, layer)
+    assert expected.shape[-1] == NUM_PDFS * (2 if xent_output else 1)
+    transform.apply()
+    folded = net.sequence_time_major(tf.constant(features)).numpy()
+    np.testing.assert_allclose(folded, expected, rtol=2e-4, atol=2e-5)
 
 
 def test_an_input_that_is_not_whole_base_frames_is_refused():
@@ -105,11 +138,11 @@ def test_an_input_that_is_not_whole_base_frames_is_refused():
         input_point(_net("lstm"), FEATURE_DIM, 3)
 
 
-@pytest.mark.parametrize("name", ["lstm", "wblstm", "dnn"])
+@pytest.mark.parametrize("name", ["lstm", "wblstm", "dnn", "tdnnf"])
 def test_the_parameter_gradients_are_the_loss_s(name):
     """The chain rule from the kernels' gradients to r and M, against central differences of the loss."""
     rng = np.random.default_rng(5)
-    net = _net(name)
+    net = _tdnnf() if name == "tdnnf" else _net(name)
     features = tf.constant(rng.standard_normal((6, 1, INPUT_DIM)).astype(np.float32))
     labels = rng.integers(0, NUM_PDFS, 6)
     points, transform = _random_transform(net, rng)

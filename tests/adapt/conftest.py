@@ -29,3 +29,15 @@ def first_pass(tmp_path_factory):
                     options)
     return {"model": result.model_dir, "data": test_dir, "decode": decode_dir, "graph": task["graph"],
             "train": train_dir, "ali": ali_dir, "root": str(root)}
+
+
+@pytest.fixture(scope="module")
+def tdnnf_model(first_pass):
+    """A small TDNN-F (the recipes' LF-MMI network) trained on the first pass's training speakers: its model dir."""
+    from asrkit.train.trainer import TrainOptions, train_ce
+
+    params = {"num_streams": 4, "unroll": 10, "max_steps": 100, "num_epochs": 0, "valid_utts": 0, "log_every": 50,
+              "checkpoint_every": 0, "optimizer": "adam", "learning_rate": 0.01}
+    return train_ce(first_pass["train"], first_pass["ali"], first_pass["root"] + "/tdnnf", TrainOptions(
+        model="tdnnf", model_overrides={"dim": 16, "bottleneck_dim": 4, "prefinal_dim": 8, "time_strides": "1,0"},
+        params=params)).model_dir

@@ -40,16 +40,10 @@ def test_each_new_speaker_gets_a_model_that_fits_its_first_pass_better(first_pas
                     open(tmp_path / "again" / name / "weights" / file_name, "rb").read())
 
 
-def test_a_tdnnf_adapts_its_top_layers_and_input_to_each_speaker(first_pass, tmp_path):
+def test_a_tdnnf_adapts_its_top_layers_and_input_to_each_speaker(first_pass, tdnnf_model, tmp_path):
     """A TDNN-F (the recipes' LF-MMI network) gets LHUC amplitudes of its top two layers and an input transform,
     fitted to the first pass's lattices (of another model: the targets are pdf posteriors)."""
-    from asrkit.train.trainer import TrainOptions, train_ce
-
-    params = {"num_streams": 4, "unroll": 10, "max_steps": 100, "num_epochs": 0, "valid_utts": 0, "log_every": 50,
-              "checkpoint_every": 0, "optimizer": "adam", "learning_rate": 0.01}
-    tdnnf = train_ce(first_pass["train"], first_pass["ali"], str(tmp_path / "tdnnf"), TrainOptions(
-        model="tdnnf", model_overrides={"dim": 16, "bottleneck_dim": 4, "prefinal_dim": 8, "time_strides": "1,0"},
-        params=params)).model_dir
+    tdnnf = tdnnf_model
     _adapt({**first_pass, "model": tdnnf}, str(tmp_path / "adapted"), "--method", "lhuc+input", "--iterations", "6")
     record = json.load(open(tmp_path / "adapted" / "adapt.json"))
     spk2model = dict(line.split() for line in open(tmp_path / "adapted" / "spk2model"))

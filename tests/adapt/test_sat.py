@@ -132,6 +132,17 @@ def test_sat_trains_the_shared_weights_and_an_amplitude_set_per_training_speaker
     assert json.load(open(tmp_path / "again" / "sat.json"))["epoch_losses"] == record["epoch_losses"]
 
 
+def test_sat_trains_a_tdnnf_with_amplitudes_of_its_top_layers_per_training_speaker(first_pass, tdnnf_model, tmp_path):
+    output = _train({**first_pass, "model": tdnnf_model}, str(tmp_path / "sat"), "--epochs", "2")
+    assert "adapted_speakers=4" in output
+    record = json.load(open(tmp_path / "sat" / "sat.json"))
+    assert record["epoch_losses"][-1] < record["epoch_losses"][0]
+    amplitudes = np.load(tmp_path / "sat" / "speaker_transforms.npz")
+    assert sorted(amplitudes) == [f"spk000{n}_lhuc{layer}_amplitudes" for n in range(1, 5) for layer in (1, 2)]
+    assert {values.shape for values in amplitudes.values()} == {(16,), (8,)}
+    assert all(np.abs(values - 1).max() > 0.01 for values in amplitudes.values())
+
+
 def test_speakers_with_too_few_frames_are_heard_with_amplitudes_of_one_and_bad_inputs_are_refused(first_pass,
                                                                                                 tmp_path):
     output = _train(first_pass, str(tmp_path / "pooled"), "--min-speaker-frames", "100000")

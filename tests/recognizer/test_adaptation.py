@@ -81,6 +81,25 @@ def test_a_combination_fits_its_own_network_and_both_when_told(model_dirs, toy_t
     assert len(session.results()) == 2
 
 
+def test_a_tdnnf_package_fits_its_top_layers_amplitudes_and_input_transform(model_dirs, toy_task, tmp_path):
+    path = str(tmp_path / "tdnnf")
+    write_package(model_dirs["tdnnf"], toy_task["graph"], path, {"lm_weight": 2.0, "prior_scale": 0.5})
+    recognizer = Recognizer(path)
+    session = recognizer.session(SessionOptions(min_frames=20, iterations=5, method="lhuc+input"))
+    for samples in _recordings(2):
+        session.add(samples, details=False)
+    adapted = session.adapt()
+    assert session.losses[0][1] < session.losses[0][0]
+    base, folded = recognizer.package.weights, adapted.package.weights
+    # The prefinal and softmax kernels read the adapted outputs (rows scaled), tdnn1's the input (transformed);
+    # the TDNN-F layers, whose outputs also pass through the bypass, are left as they are.
+    changed = {name for name in base if not np.array_equal(folded[name], base[name])}
+    assert changed == {"tdnn1/kernel", "prefinal/kernel", "softmax/kernel"}
+    for name in ("prefinal/kernel", "softmax/kernel"):
+        scales = folded[name].sum(axis=1) / base[name].sum(axis=1)
+        np.testing.assert_allclose(folded[name], base[name] * scales[:, None], rtol=1e-4, atol=1e-6)
+
+
 def test_too_little_speech_leaves_the_recognizer_as_it_is(package_dir):
     recognizer = Recognizer(package_dir)
     session = recognizer.session(SessionOptions(min_frames=10 ** 6))

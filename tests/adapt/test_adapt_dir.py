@@ -43,8 +43,8 @@ def test_each_new_speaker_gets_a_model_that_fits_its_first_pass_better(first_pas
 def test_a_tdnnf_adapts_its_top_layers_and_input_to_each_speaker(first_pass, tdnnf_model, tmp_path):
     """A TDNN-F (the recipes' LF-MMI network) gets LHUC amplitudes of its top two layers and an input transform,
     fitted to the first pass's lattices (of another model: the targets are pdf posteriors)."""
-    tdnnf = tdnnf_model
-    _adapt({**first_pass, "model": tdnnf}, str(tmp_path / "adapted"), "--method", "lhuc+input", "--iterations", "6")
+    _adapt({**first_pass, "model": tdnnf_model}, str(tmp_path / "adapted"), "--method", "lhuc+input",
+           "--iterations", "6")
     record = json.load(open(tmp_path / "adapted" / "adapt.json"))
     spk2model = dict(line.split() for line in open(tmp_path / "adapted" / "spk2model"))
     assert sorted(spk2model) == sorted(record["speakers"]) and len(spk2model) == 4
@@ -53,8 +53,8 @@ def test_a_tdnnf_adapts_its_top_layers_and_input_to_each_speaker(first_pass, tdn
         transform = np.load(tmp_path / "adapted" / spk2model[speaker] / "transform.npz")
         assert sorted(transform) == ["input_matrix", "lhuc1_amplitudes", "lhuc2_amplitudes"]
         assert transform["lhuc1_amplitudes"].shape == (16,) and transform["lhuc2_amplitudes"].shape == (8,)
-    adapted = ModelLoglikes(tdnnf, first_pass["data"], speaker_models=str(tmp_path / "adapted"))
-    plain = ModelLoglikes(tdnnf, first_pass["data"])
+    adapted = ModelLoglikes(tdnnf_model, first_pass["data"], speaker_models=str(tmp_path / "adapted"))
+    plain = ModelLoglikes(tdnnf_model, first_pass["data"])
     utterance_id = adapted.utterance_ids()[0]
     assert not np.allclose(adapted.loglikes(utterance_id), plain.loglikes(utterance_id), atol=1e-3)
 

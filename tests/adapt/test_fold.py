@@ -133,6 +133,15 @@ def test_a_tdnnf_s_top_layers_and_input_fold_as_the_transforms_apply(xent_output
     np.testing.assert_allclose(folded, expected, rtol=2e-4, atol=2e-5)
 
 
+def test_a_network_without_hidden_layers_is_refused_naming_those_that_adapt():
+    class Bare:
+        softmax = None
+
+    for points in (lambda: lhuc_points(Bare()), lambda: input_point(Bare(), FEATURE_DIM, BASE_DIM)):
+        with pytest.raises(ValueError, match="Bare: no hidden layers to adapt .*lstm, dnn, wblstm and tdnnf"):
+            points()
+
+
 def test_an_input_that_is_not_whole_base_frames_is_refused():
     with pytest.raises(ValueError, match="not whole base frames of 3"):
         input_point(_net("lstm"), FEATURE_DIM, 3)

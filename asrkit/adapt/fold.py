@@ -60,7 +60,7 @@ def _output_kernels(net):
 def _fold_layout(net):
     """(the kernels that read each adapted hidden layer's output, bottom up; the first layer's, which read the
     input)."""
-    if getattr(net, "tdnnf", None) and getattr(net, "prefinal", None) is not None:
+    if getattr(net, "registry_name", None) == "tdnnf":
         # A TDNN-F layer's output is read through two taps and also added to the next layer's output (the
         # bypass): a scale folded into the next kernels would leave the bypass unscaled, which is not LHUC.  Only
         # the top TDNN-F layer's output, which the prefinal layer alone reads, and the prefinal's, which the
@@ -77,8 +77,11 @@ def _fold_layout(net):
 def lhuc_points(net):
     """One FoldPoint per adapted hidden layer: the kernels of the layer (or output layers) above it."""
     readers, _ = _fold_layout(net)
-    return [FoldPoint(f"lhuc{index + 1}", kernels, np.arange(int(kernels[0].shape[0])), int(kernels[0].shape[0]))
-            for index, kernels in enumerate(readers)]
+    points = []
+    for index, kernels in enumerate(readers):
+        size = int(kernels[0].shape[0])
+        points.append(FoldPoint(f"lhuc{index + 1}", kernels, np.arange(size), size))
+    return points
 
 
 def input_point(net, feature_dim, base_dim):

@@ -1,0 +1,122 @@
+"""Does a recipe repeat itself?  Two fresh runs of one recipe, the second beside a CPU-heavy job, compared to the
+last error (issue #57: the same data, options and seed give the same WER whatever the machine's load).
+
+    .venv/bin/python bench/recipe_repeatability.py --recipe voiceover --work DIR [--size tiny] [--hogs N] \
+        [-- run.sh options...]
+
+Each run is a fresh clone of this checkout's HEAD (DIR/alone/src, DIR/loaded/src) running
+egs/<recipe>/run.sh --size SIZE --data DIR/<run>/data --exp DIR/<run>/exp, its log in DIR/<run>/run.log.  The
+first runs alone; the second beside --hogs busy processes at the recipe's own priority (default: one per core),
+so that every example server, trainer and decoder is slowed and preempted at other moments than in the first.
+Printed: every decode's best_wer of both runs side by side (the WER the recipe's RESULTS reads), whether each
+model's final weights are the same to the bit (their checkpoint files' sha256), and each run's wall time.  Exit
+status 1 when any WER differs or a decode is in one run only.  Start it on a quiet machine: the first run is the
+reference the loaded one is held against.
+"""
+
+import argparse
+import glob
+import hashlib
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def parse_arguments(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--recipe", required=True, help="a directory of egs/ (voiceover, voicesearch, ...)")
+    parser.add_argument("--work", required=True, help="where both runs go (made; must not hold them already)")
+    parser.add_argument("--size", default="tiny", help="run.sh --size (default: tiny)")
+    parser.add_argument("--hogs", type=int, default=os.cpu_count(),
+                        help="busy processes beside the second run (default: one per core)")
+    parser.add_argument("run_options", nargs="*", help="after --: more options for run.sh")
+    return parser.parse_args(argv)
+
+
+def start_hogs(count):
+    """`count` processes that spin on the CPU until killed."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def run_recipe(args, name, hogs):
+    """Clones HEAD into <work>/<name>/src and runs the recipe there; returns its wall time in seconds."""
+    run_dir = os.path.join(args.work, name)
+    source = os.path.join(run_dir, "src")
+    subprocess.run(["git", "clone", "-q", ROOT, source], check=True)
+    command = [os.path.join(source, "egs", args.recipe, "run.sh"), "--size", args.size,
+               "--data", os.path.join(run_dir, "data"), "--exp", os.path.join(run_dir, "exp"), *args.run_options]
+    print(f"{name}: {' '.join(command)}" + (f" (beside {hogs} busy processes)" if hogs else ""), flush=True)
+    spinning = start_hogs(hogs)
+    started = time.monotonic()
+    try:
+        with open(os.path.join(run_dir, "run.log"), "w") as log:
+            status = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT,
+                                    cwd=os.path.join(source, "egs", args.recipe)).returncode
+    finally:
+        for process in spinning:
+            process.kill()
+            process.wait()
+    seconds = time.monotonic() - started
+    if status != 0:
+        sys.exit(f"{name}: run.sh failed with status {status} after {seconds:.0f} s; see {run_dir}/run.log")
+    return seconds
+
+
+def best_wers(exp_dir):
+    """{decode dir relative to exp: its best_wer line}."""
+    wers = {}
+    for path in glob.glob(os.path.join(exp_dir, "**", "best_wer"), recursive=True):
+        with open(path) as handle:
+            wers[os.path.relpath(os.path.dirname(path), exp_dir)] = handle.read().strip()
+    return wers
+
+
+def weight_digests(exp_dir):
+    """{model dir relative to exp: sha256 over its final checkpoint's files}: a model dir is one holding
+    final/weights (asrkit's exported models)."""
+    digests = {}
+    for weights in glob.glob(os.path.join(exp_dir, "**", "final", "weights"), recursive=True):
+        digest = hashlib.sha256()
+        for path in sorted(glob.glob(os.path.join(weights, "*"))):
+            with open(path, "rb") as handle:
+                digest.update(os.path.basename(path).encode() + b"\0" + handle.read())
+        digests[os.path.relpath(os.path.dirname(os.path.dirname(weights)), exp_dir)] = digest.hexdigest()
+    return digests
+
+
+def compare(alone, loaded):
+    """Prints both runs' WERs and weights side by side; returns the number of decodes that differ."""
+    wers = [best_wers(os.path.join(run, "exp")) for run in (alone, loaded)]
+    differing = 0
+    print(f"{'decode':44s} {'same':5s} alone | loaded")
+    for decode in sorted(set(wers[0]) | set(wers[1])):
+        first, second = (run.get(decode, "(none)") for run in wers)
+        same = first == second
+        differing += not same
+        print(f"{decode:44s} {'yes' if same else 'NO':5s} {first}" + ("" if same else f" | {second}"))
+    digests = [weight_digests(os.path.join(run, "exp")) for run in (alone, loaded)]
+    for model in sorted(set(digests[0]) | set(digests[1])):
+        same = digests[0].get(model) == digests[1].get(model)
+        print(f"weights {model:36s} {'same to the bit' if same else 'differ'}")
+    return differing, len(set(wers[0]) | set(wers[1]))
+
+
+def main(argv=None):
+    args = parse_arguments(sys.argv[1:] if argv is None else argv)
+    print("recipe_repeatability:", " ".join(sys.argv), flush=True)
+    if os.path.exists(os.path.join(args.work, "alone")) or os.path.exists(os.path.join(args.work, "loaded")):
+        sys.exit(f"{args.work} already holds a run: give a new --work")
+    os.makedirs(args.work, exist_ok=True)
+    seconds = {"alone": run_recipe(args, "alone", 0), "loaded": run_recipe(args, "loaded", args.hogs)}
+    differing, decodes = compare(os.path.join(args.work, "alone"), os.path.join(args.work, "loaded"))
+    print(f"recipe_repeatability summary: recipe={args.recipe} size={args.size} decodes={decodes} "
+          f"differing={differing} alone={seconds['alone']:.0f}s loaded={seconds['loaded']:.0f}s "
+          f"hogs={args.hogs} ratio={seconds['loaded'] / seconds['alone']:.2f}x")
+    return 1 if differing or not decodes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,7 +2,7 @@
 last error (issue #57: the same data, options and seed give the same WER whatever the machine's load).
 
     .venv/bin/python bench/recipe_repeatability.py --recipe voiceover --work DIR [--size tiny] [--hogs N] \
-        [-- run.sh options...]
+        [--compare-only] [-- run.sh options...]
 
 Each run is a fresh clone of this checkout's HEAD (DIR/alone/src, DIR/loaded/src) running
 egs/<recipe>/run.sh --size SIZE --data DIR/<run>/data --exp DIR/<run>/exp, its log in DIR/<run>/run.log.  The
@@ -11,7 +11,7 @@ so that every example server, trainer and decoder is slowed and preempted at oth
 Printed: every decode's best_wer of both runs side by side (the WER the recipe's RESULTS reads), whether each
 model's final weights are the same to the bit (their checkpoint files' sha256), and each run's wall time.  Exit
 status 1 when any WER differs or a decode is in one run only.  Start it on a quiet machine: the first run is the
-reference the loaded one is held against.
+reference the loaded one is held against.  --compare-only compares the two runs already in --work again.
 """
 
 import argparse
@@ -32,6 +32,8 @@ def parse_arguments(argv):
     parser.add_argument("--size", default="tiny", help="run.sh --size (default: tiny)")
     parser.add_argument("--hogs", type=int, default=os.cpu_count(),
                         help="busy processes beside the second run (default: one per core)")
+    parser.add_argument("--compare-only", action="store_true",
+                        help="compare the two runs already in --work instead of running them")
     parser.add_argument("run_options", nargs="*", help="after --: more options for run.sh")
     return parser.parse_args(argv)
 
@@ -66,11 +68,13 @@ def run_recipe(args, name, hogs):
 
 
 def best_wers(exp_dir):
-    """{decode dir relative to exp: its best_wer line}."""
+    """{decode dir relative to exp: its best_wer line up to the counts' closing bracket} (the rest names the file
+    it was read from, under each run's own exp dir)."""
     wers = {}
     for path in glob.glob(os.path.join(exp_dir, "**", "best_wer"), recursive=True):
         with open(path) as handle:
-            wers[os.path.relpath(os.path.dirname(path), exp_dir)] = handle.read().strip()
+            line = handle.read().strip()
+        wers[os.path.relpath(os.path.dirname(path), exp_dir)] = line.split("]", 1)[0] + "]"
     return wers
 
 
@@ -88,7 +92,7 @@ def weight_digests(exp_dir):
 
 
 def compare(alone, loaded):
-    """Prints both runs' WERs and weights side by side; returns the number of decodes that differ."""
+    """Prints both runs' WERs and weights side by side; returns (decodes that differ, decodes in either run)."""
     wers = [best_wers(os.path.join(run, "exp")) for run in (alone, loaded)]
     differing = 0
     print(f"{'decode':44s} {'same':5s} alone | loaded")
@@ -107,14 +111,17 @@ def compare(alone, loaded):
 def main(argv=None):
     args = parse_arguments(sys.argv[1:] if argv is None else argv)
     print("recipe_repeatability:", " ".join(sys.argv), flush=True)
-    if os.path.exists(os.path.join(args.work, "alone")) or os.path.exists(os.path.join(args.work, "loaded")):
-        sys.exit(f"{args.work} already holds a run: give a new --work")
-    os.makedirs(args.work, exist_ok=True)
-    seconds = {"alone": run_recipe(args, "alone", 0), "loaded": run_recipe(args, "loaded", args.hogs)}
+    timing = ""
+    if not args.compare_only:
+        if os.path.exists(os.path.join(args.work, "alone")) or os.path.exists(os.path.join(args.work, "loaded")):
+            sys.exit(f"{args.work} already holds a run: give a new --work, or --compare-only")
+        os.makedirs(args.work, exist_ok=True)
+        seconds = {"alone": run_recipe(args, "alone", 0), "loaded": run_recipe(args, "loaded", args.hogs)}
+        timing = (f" alone={seconds['alone']:.0f}s loaded={seconds['loaded']:.0f}s hogs={args.hogs} "
+                  f"ratio={seconds['loaded'] / seconds['alone']:.2f}x")
     differing, decodes = compare(os.path.join(args.work, "alone"), os.path.join(args.work, "loaded"))
     print(f"recipe_repeatability summary: recipe={args.recipe} size={args.size} decodes={decodes} "
-          f"differing={differing} alone={seconds['alone']:.0f}s loaded={seconds['loaded']:.0f}s "
-          f"hogs={args.hogs} ratio={seconds['loaded'] / seconds['alone']:.2f}x")
+          f"differing={differing}{timing}")
     return 1 if differing or not decodes else 0
 
 

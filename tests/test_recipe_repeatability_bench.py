@@ -1,0 +1,55 @@
+"""bench/recipe_repeatability.py's comparison of two runs: WERs to the last error whatever file each was read from,
+a decode of one run only counted as differing, weights compared to the bit."""
+
+import importlib.util
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location(
+        "recipe_repeatability", os.path.join(ROOT, "bench", "recipe_repeatability.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(work, name, wers, weights):
+    exp = work / name / "exp"
+    for decode, counts in wers.items():
+        (exp / decode).mkdir(parents=True)
+        (exp / decode / "best_wer").write_text(f"%WER {counts} {exp / decode / 'wer_10'}\n")
+    for model, data in weights.items():
+        (exp / model / "final" / "weights").mkdir(parents=True)
+        (exp / model / "final" / "weights" / "model.data-00000-of-00001").write_bytes(data)
+
+
+def test_the_same_counts_read_from_each_run_s_own_files_are_the_same(bench, tmp_path, capsys):
+    wers = {"ce/decode_dev": "40.00 [ 2 / 5, 0 ins, 1 del, 1 sub ]",
+            "ce/decode_test": "0.00 [ 0 / 3, 0 ins, 0 del, 0 sub ]"}
+    _run(tmp_path, "alone", wers, {"ce": b"\x01\x02"})
+    _run(tmp_path, "loaded", wers, {"ce": b"\x01\x02"})
+    assert bench.compare(str(tmp_path / "alone"), str(tmp_path / "loaded")) == (0, 2)
+    weight_lines = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("weights ")]
+    assert weight_lines == [["weights", "ce", "same", "to", "the", "bit"]]
+    assert bench.main(["--recipe", "voiceover", "--work", str(tmp_path), "--compare-only"]) == 0
+
+
+def test_another_error_kind_a_missing_decode_and_other_weights_are_reported(bench, tmp_path, capsys):
+    _run(tmp_path, "alone", {"ce/decode_dev": "40.00 [ 2 / 5, 0 ins, 1 del, 1 sub ]",
+                             "smbr/decode_dev": "0.00 [ 0 / 5, 0 ins, 0 del, 0 sub ]"}, {"ce": b"\x01\x02"})
+    _run(tmp_path, "loaded", {"ce/decode_dev": "40.00 [ 2 / 5, 1 ins, 0 del, 1 sub ]"}, {"ce": b"\x01\x03"})
+    assert bench.compare(str(tmp_path / "alone"), str(tmp_path / "loaded")) == (2, 2)
+    out = capsys.readouterr().out
+    assert "smbr/decode_dev" in out and "(none)" in out and "differ" in out
+    assert bench.main(["--recipe", "voiceover", "--work", str(tmp_path), "--compare-only"]) == 1
+
+
+def test_a_work_dir_holding_runs_is_not_run_into(bench, tmp_path):
+    (tmp_path / "alone").mkdir()
+    with pytest.raises(SystemExit, match="already holds a run"):
+        bench.main(["--recipe", "voiceover", "--work", str(tmp_path)])

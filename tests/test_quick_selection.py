@@ -1,4 +1,5 @@
-"""tests/run.sh --quick selects by the `slow` marker: the recipes end to end are left out, unit tests stay."""
+"""tests/run.sh selects by the `slow` marker: --quick leaves out the recipes end to end and keeps the unit tests;
+the whole suite runs the unit tests across the cores, then the slow tests in one process."""
 
 import os
 import subprocess
@@ -19,3 +20,48 @@ def test_quick_leaves_out_the_recipes_and_keeps_the_unit_tests():
     assert not collected("not slow", *recipes)
     assert collected("not slow", "tests/test_function_length.py")
 
+
+
+def _suite(tmp_path, unit_passes, slow_passes):
+    """A checkout of its own for tests/run.sh: a no-op bin/setup-env, .venv/bin/python this interpreter, and
+    one unit test and one slow test that pass or fail as asked."""
+    (tmp_path / "bin").mkdir()
+    setup_env = tmp_path / "bin" / "setup-env"
+    setup_env.write_text("#!/bin/sh\nexit 0\n")
+    setup_env.chmod(0o755)
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    python = tmp_path / ".venv" / "bin" / "python"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "run.sh").write_bytes(open(os.path.join(ROOT, "tests", "run.sh"), "rb").read())
+    (tmp_path / "tests" / "run.sh").chmod(0o755)
+    (tmp_path / "setup.cfg").write_text("[tool:pytest]\ntestpaths = tests\nmarkers =\n    slow: slow\n")
+    (tmp_path / "tests" / "test_unit.py").write_text(
+        f"import os\n\ndef test_unit():\n    open('unit.ran', 'w').write(os.environ.get('PYTEST_XDIST_WORKER', ''))\n"
+        f"    assert {unit_passes}\n")
+    (tmp_path / "tests" / "test_slow.py").write_text(
+        f"import os, pytest\n\n@pytest.mark.slow\ndef test_slow():\n"
+        f"    open('slow.ran', 'w').write(os.environ.get('PYTEST_XDIST_WORKER', ''))\n    assert {slow_passes}\n")
+    return subprocess.run([str(tmp_path / "tests" / "run.sh")], cwd=tmp_path, capture_output=True, text=True)
+
+
+def test_the_whole_suite_runs_the_unit_tests_across_workers_then_the_slow_ones_in_one_process(tmp_path):
+    run = _suite(tmp_path, unit_passes=True, slow_passes=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (tmp_path / "unit.ran").read_text().startswith("gw")
+    assert (tmp_path / "slow.ran").read_text() == ""
+    assert "unit pass exit 0, slow pass exit 0" in run.stdout
+
+
+def test_a_failing_unit_pass_still_runs_the_slow_pass_and_fails_the_suite(tmp_path):
+    run = _suite(tmp_path, unit_passes=False, slow_passes=True)
+    assert run.returncode == 1
+    assert (tmp_path / "slow.ran").exists()
+    assert "unit pass exit 1, slow pass exit 0" in run.stdout
+
+
+def test_a_failing_slow_pass_fails_the_suite(tmp_path):
+    run = _suite(tmp_path, unit_passes=True, slow_passes=False)
+    assert run.returncode == 1
+    assert "unit pass exit 0, slow pass exit 1" in run.stdout

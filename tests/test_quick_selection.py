@@ -43,7 +43,9 @@ def _suite(tmp_path, unit_passes, slow_passes):
     (tmp_path / "tests" / "test_slow.py").write_text(
         f"import os, pytest\n\n@pytest.mark.slow\ndef test_slow():\n"
         f"    open('slow.ran', 'w').write(os.environ.get('PYTEST_XDIST_WORKER', ''))\n    assert {slow_passes}\n")
-    return subprocess.run([str(tmp_path / "tests" / "run.sh")], cwd=tmp_path, capture_output=True, text=True)
+    # Not this run's pytest-xdist worker variables: the inner passes say where each test ran by their own.
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
+    return subprocess.run([str(tmp_path / "tests" / "run.sh")], cwd=tmp_path, capture_output=True, text=True, env=env)
 
 
 def test_the_whole_suite_runs_the_unit_tests_across_workers_then_the_slow_ones_in_one_process(tmp_path):

@@ -34,9 +34,14 @@ def test_a_command_runs_on_head_with_ssh_and_slurm_at_hand(needs_ssh, needs_slur
     assert failing.returncode == 3
 
 
+def _as_at_a_terminal():
+    """Ctrl-C's default action, which a suite started in the background (`nohup tests/run.sh &`) passes on ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_without_a_command_it_waits_and_ctrl_c_tears_it_down(needs_namespaces, tmp_path):
     process = subprocess.Popen([sys.executable, SCRIPT, "--nodes", "1"], cwd=tmp_path, stdout=subprocess.PIPE,
-                               text=True)
+                               text=True, preexec_fn=_as_at_a_terminal)
     first = process.stdout.readline()
     assert first.startswith("bin/test-cluster: hosts head 10.77.0.1, node1 10.77.0.2")
     assert len(namespaces_of(process.pid)) == 3  # head, node1 and the switch

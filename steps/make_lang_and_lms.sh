@@ -12,6 +12,7 @@ decoding_dict=
 lm_prune=0
 trigram_through_format_lm=false
 fourgram=true
+bigram_train_dir=
 help_message="Usage: steps/make_lang_and_lms.sh [options] <dict-dir> <train-dir> <heldout-dir> <data-dir>
  e.g.: steps/make_lang_and_lms.sh data/local/dict data/train data/dev data
 The lang dir -> <data-dir>/lang (prepare_lang, unknown word --oov-word), and from <train-dir>/text's
@@ -37,15 +38,19 @@ Options:
                                 lexicon's words only (local/lm/train_trigram.arpa) and goes through format_lm
                                 as an external LM would (default: $trigram_through_format_lm: make_lm builds
                                 lang_test's G.fst itself)
-  --fourgram true|false         the 4-gram for rescoring (default: $fourgram)"
+  --fourgram true|false         the 4-gram for rescoring (default: $fourgram)
+  --bigram-train-dir DIR        sequence training's bigram from this data dir's transcripts instead of
+                                <train-dir>'s: the acoustic training set, where it holds other corpora's
+                                utterances that the decoding LMs should not learn from (default: <train-dir>)"
 . "$(dirname "$0")/parse_options.sh"
 . "$(dirname "$0")/common.sh"
 
 [ $# -eq 4 ] || usage_error "expected 4 arguments, got $#" "$help_message"
 echo "$parse_command_line" >&2
 dict_dir="$1"; train_dir="$2"; heldout_dir="$3"; data_dir="$4"
-require_files "$dict_dir/lexicon.txt" "$train_dir/text" "$heldout_dir/text" ${decoding_lm:+"$decoding_lm"} \
-  ${mix_lm:+"$mix_lm"} ${decoding_dict:+"$decoding_dict/lexicon.txt"}
+bigram_train_dir="${bigram_train_dir:-$train_dir}"
+require_files "$dict_dir/lexicon.txt" "$train_dir/text" "$bigram_train_dir/text" "$heldout_dir/text" \
+  ${decoding_lm:+"$decoding_lm"} ${mix_lm:+"$mix_lm"} ${decoding_dict:+"$decoding_dict/lexicon.txt"}
 [ -z "$decoding_lm" ] || [ -z "$mix_lm" ] || usage_error "give --decoding-lm or --mix-lm, not both" "$help_message"
 lm_dir="$data_dir/local/lm"
 log_dir="${log_dir:-$lm_dir/log}"
@@ -61,6 +66,7 @@ fi
 mkdir -p "$lm_dir" "$log_dir"
 cut -d' ' -f2- "$train_dir/text" > "$lm_dir/train_text.txt"
 cut -d' ' -f2- "$heldout_dir/text" > "$lm_dir/dev_text.txt"
+cut -d' ' -f2- "$bigram_train_dir/text" > "$lm_dir/bigram_train_text.txt"
 
 lms="bigram:2 test:3"
 if [ -n "$decoding_lm" ] || [ -n "$mix_lm" ] || $trigram_through_format_lm; then
@@ -87,11 +93,13 @@ if [ -n "$decoding_lm" ] || [ -n "$mix_lm" ] || $trigram_through_format_lm; then
 fi
 for lm in $lms; do
   name="${lm%%:*}"; order="${lm##*:}"
+  text="$lm_dir/train_text.txt"
+  [ "$name" = bigram ] && text="$lm_dir/bigram_train_text.txt"
   rm -rf "$data_dir/lang_$name"
   cp -r "$data_dir/lang" "$data_dir/lang_$name"
   launch "$cmd" "$log_dir/make_lm_$name.log" \
     make_lm --order "$order" --method kn --heldout "$lm_dir/dev_text.txt" --lang-dir "$data_dir/lang_$name" \
-      "$lm_dir/train_text.txt" "$lm_dir/${name}.arpa"
+      "$text" "$lm_dir/${name}.arpa"
 done
 if $fourgram; then
   # The 4-gram only rescores lattices: no graph is made from it, but it needs the lang dir's vocabulary,
@@ -101,4 +109,4 @@ if $fourgram; then
       --oov-word "$(cat "$data_dir/lang/oov.txt")" "$lm_dir/train_text.txt" "$lm_dir/fourgram.arpa"
 fi
 record_options "$lm_dir" make_lang_and_lms "$parse_command_line" cmd log_dir oov_word decoding_lm mix_lm \
-  mix_lm_opts decoding_dict lm_prune trigram_through_format_lm fourgram
+  mix_lm_opts decoding_dict lm_prune trigram_through_format_lm fourgram bigram_train_dir

@@ -16,6 +16,13 @@
 #     --data DIR                 where data dirs go (default: data, in this directory)
 #     --exp DIR                  where features, alignments and models go (default: exp, in this directory)
 #     --steel-sky true|false     train on Beneath a Steel Sky's lines too (default: true)
+#     --extra-train DIR          a Kaldi data dir of another corpus (wav.scp, text, utt2spk, spk2utt, utt2dur; e.g.
+#                                egs/voicesearch's data/train, its synthesised voices) the acoustic models train on
+#                                beside the games' lines (Kaldi's baseline, stage 12, does not): stage 1
+#                                combines them -> data/train_combined (the audio read at 8 kHz as the games'),
+#                                the training dictionary and sequence training's bigram cover its words, the
+#                                decoding vocabulary and LMs stay the games'.  Not measured yet on the whole
+#                                recipe (issue #57's second training domain) (default: none)
 #     --overwrite                retrain the models from scratch instead of resuming
 #     --am wblstm|lstm|tdnnf     the acoustic network: [Mohamed2015]'s windowed BLSTM, [Variani2017]'s LSTM or the
 #                                factorized TDNN of Kaldi's chain recipes (Povey et al. 2018); its models are
@@ -79,7 +86,8 @@
 #                                (default: true with --combine true, else false)
 #
 # Stages: 0 set-up (.venv, festival); 1 the games from Debian (apt-get download, dpkg-deb -x) and the
-#         data dirs -> data/{train,dev,test}; 2 dictionary: CMUdict, festival's letter-to-sound rules
+#         data dirs -> data/{train,dev,test}, with --extra-train their union with train -> data/train_combined;
+#         2 dictionary: CMUdict, festival's letter-to-sound rules
 #         for the rest -> data/local/dict, and the decoding vocabulary's -> data/local/dict_test; 3 lang
 #         dir, bigram and trigram LMs from train's transcripts (perplexity on dev in the log), the trigram
 #         interpolated with --external-lm for decoding -> data/lang{,_bigram,_test}; 4 narrowband features (+ CMVN
@@ -129,6 +137,7 @@ sat=false
 adapt=
 kaldi_baseline=
 external_lm=auto
+extra_train=
 
 switch_options=overwrite
 . "$(dirname "$0")/../../steps/parse_options.sh"
@@ -146,12 +155,22 @@ require_whole_number stage stop_stage nj
 require_choice adapt true false
 ! $adapt || $combine || { echo "$0: --adapt true adapts the combination: give --combine true" >&2; exit 1; }
 games="${games:-$data/local/games}"
+# The acoustic models' training set: the games' lines, or those and --extra-train's utterances.  The LMs, the
+# decoding vocabulary and train_fit (how well training is fitted, on the games' lines) keep $data/train.
+am_train="$data/train"
+[ -z "$extra_train" ] || am_train="$data/train_combined"
 
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
 . ../../steps/common.sh
 stages_init "$exp/log" "$stage" "$stop_stage"
 echo "$command_line" >&2
+# --extra-train is read at stage 1 (a path relative to this directory, as --data's), combined with the games' train,
+# which holds these tables: refused now if it lacks one.
+for file in ${extra_train:+wav.scp text utt2spk spk2utt utt2dur}; do
+  [ -f "$extra_train/$file" ] || { echo "$0: --extra-train: $extra_train/$file does not exist (the games' data dirs" \
+    "hold wav.scp, text, utt2spk, spk2utt and utt2dur)" >&2; exit 1; }
+done
 # Stage 12's Kaldi baseline needs a built Kaldi: refused now, not after the hour of training.
 [ -z "$kaldi_baseline" ] || ! run_stage 12 || require_built_kaldi "$kaldi_baseline" --kaldi-baseline
 
@@ -176,6 +195,10 @@ if run_stage 1; then
   launch "$cpu_cmd" "$logs/stage1/prepare_data.log" \
     python local/prepare_data.py "${prepare_options[@]}" "$games" "$data"
   for split in train dev test; do validate_data_dir "$data/$split"; done
+  if [ -n "$extra_train" ]; then
+    launch "$cpu_cmd" "$logs/stage1/combine_data.log" combine_data "$am_train" "$data/train" "$extra_train"
+    validate_data_dir "$am_train"
+  fi
 fi
 
 # The general English words in the vocabulary (steps/prepare_dict.py --frequent-words): of training (the
@@ -192,7 +215,7 @@ if run_stage 2; then
   # for those CMUdict lacks) and the most frequent English words, never dev's or test's own, so that
   # their words outside it count as errors (a vocabulary from the test transcripts would hide them).
   ../../steps/make_dict.sh --cmd "$cpu_cmd" --log-dir "$logs/stage2" --lts true --frequent-words "$frequent_words" \
-    "$data/train/text" "$data/local/dict"
+    "$am_train/text" "$data/local/dict"
   if [ "$external_lm" != none ]; then
     ../../steps/make_dict.sh --cmd "$cpu_cmd" --log-dir "$logs/stage2/dict_test" --lts true \
       --frequent-words "$decode_frequent_words" --frequent-apostrophes true "$data/train/text" "$data/local/dict_test"
@@ -218,8 +241,8 @@ print(os.path.join(os.path.dirname(pocketsphinx.__file__), "model", "en-us", "en
     lm_options=(--decoding-dict "$data/local/dict_test" --mix-lm "$external_lm" --mix-lm-opts "--case upper"
                 --lm-prune "$external_lm_prune")
   fi
-  ../../steps/make_lang_and_lms.sh --cmd "$cpu_cmd" --log-dir "$logs/stage3" "${lm_options[@]}" "$data/local/dict" \
-    "$data/train" "$data/dev" "$data"
+  ../../steps/make_lang_and_lms.sh --cmd "$cpu_cmd" --log-dir "$logs/stage3" "${lm_options[@]}" \
+    --bigram-train-dir "$am_train" "$data/local/dict" "$data/train" "$data/dev" "$data"
 fi
 
 # Model sizes and training lengths per corpus size: the tiny corpus only has to run the chain end to
@@ -284,21 +307,30 @@ lfmmi_options="--xent-regularize 0.1"
 if run_stage 4; then
   begin_stage 4 "narrowband features -> $exp/feats (CMVN from train)"
   ../../steps/featurize.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage4" --feature-opts "$feature_options" \
-    "$data/train" "$data/dev" "$data/test" "$exp/feats"
+    "$am_train" "$data/dev" "$data/test" "$exp/feats"
   if $ivectors; then
     ../../steps/train_ivectors.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage4" --num-gauss "$ivector_gauss" \
-      --ivector-dim "$ivector_dim" --use-dims 40 --ivector-period 4 "$data/train" "$exp/ivector_extractor" \
+      --ivector-dim "$ivector_dim" --use-dims 40 --ivector-period 4 "$am_train" "$exp/ivector_extractor" \
       "$exp/ivectors_train"
   fi
-  launch "$cpu_cmd" "$logs/stage4/subset_train_fit.log" \
-    subset_data_dir --seed 1 "$data/train" "$train_fit_utts" "$data/train_fit"
+  if [ "$am_train" = "$data/train" ]; then
+    launch "$cpu_cmd" "$logs/stage4/subset_train_fit.log" \
+      subset_data_dir --seed 1 "$data/train" "$train_fit_utts" "$data/train_fit"
+  else
+    # The games' lines train_fit has without --extra-train, with the features they have in the combined set.
+    launch "$cpu_cmd" "$logs/stage4/subset_train_fit_lines.log" \
+      subset_data_dir --seed 1 "$data/train" "$train_fit_utts" "$data/train_fit_lines"
+    cut -d' ' -f1 "$data/train_fit_lines/utt2spk" > "$data/train_fit_lines/utts"
+    launch "$cpu_cmd" "$logs/stage4/subset_train_fit.log" \
+      subset_data_dir --utt-list "$data/train_fit_lines/utts" "$am_train" "$data/train_fit"
+  fi
 fi
 
 if run_stage 5; then
   begin_stage 5 "flat start, monophone CE training and realignment -> $exp/mono*"
   ../../steps/flat_start.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage5" \
     --train-opts "$train_options $mono_model" --num-epochs "$mono_epochs" --align-config conf/align.conf \
-    "$data/train" "$data/lang" "$exp"
+    "$am_train" "$data/lang" "$exp"
 fi
 
 if run_stage 6; then
@@ -306,7 +338,7 @@ if run_stage 6; then
   ../../steps/train_tree_and_ce.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage6" \
     --am "$am" --num-leaves "$num_leaves" --train-opts "$train_options $ce_model" --more-opts "$ivector_options" \
     --num-epochs "$ce_epochs" --num-streams "$streams" --noise-styles "$noise_styles" --prior-scale "$ce_prior_scale" \
-    --align-config conf/align.conf "$data/train" "$data/lang" "$exp/mono_ali3" "$exp"
+    --align-config conf/align.conf "$am_train" "$data/lang" "$exp/mono_ali3" "$exp"
 fi
 
 if run_stage 7; then
@@ -321,7 +353,7 @@ if run_stage 8; then
   if $sat; then
     begin_stage 8 "LHUC-SAT from the CE model, bigram graph and sMBR from it -> $exp/${am}_sat, $exp/${am}_smbr"
     ../../steps/train_sat.sh --cmd "$cpu_cmd" --log-dir "$logs/stage8" --sat-opts "$sat_options" \
-      "$data/train" "$exp/$smbr_alignments" "$exp/${am}_ce" "$exp/${am}_sat"
+      "$am_train" "$exp/$smbr_alignments" "$exp/${am}_ce" "$exp/${am}_sat"
     smbr_from="$exp/${am}_sat"
   else
     begin_stage 8 "bigram graph and sMBR training with seq-mode example servers -> $exp/${am}_smbr"
@@ -330,7 +362,7 @@ if run_stage 8; then
   ../../steps/train_smbr.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --log-dir "$logs/stage8" \
     --seq-config conf/train_seq.conf --num-streams "$streams" --max-steps "$seq_steps" \
     --snapshot-every "$snapshot_every" --noise-styles "$noise_styles" --more-opts "$seq_options" \
-    --overwrite "$overwrite" "$data/train" "$exp/$smbr_alignments" "$smbr_from" "$data/lang_bigram" \
+    --overwrite "$overwrite" "$am_train" "$exp/$smbr_alignments" "$smbr_from" "$data/lang_bigram" \
     "$exp/${am}_smbr"
 fi
 
@@ -395,7 +427,7 @@ if run_stage 13 && $lfmmi; then
     --num-epochs "$lfmmi_epochs" --num-streams "$streams" \
     --more-opts "$ivector_options --example-servers local:1 --server-styles $noise_styles" \
     --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" --tuned-sets dev:test:train_fit \
-    "$data/train" "$exp/tree_ali" "$exp/${am}_ce/graph" "$data" "$exp/${lfmmi_am}_lfmmi"
+    "$am_train" "$exp/tree_ali" "$exp/${am}_ce/graph" "$data" "$exp/${lfmmi_am}_lfmmi"
 fi
 
 if run_stage 14 && $combine; then

@@ -48,3 +48,28 @@ def test_a_kaldi_baseline_without_a_built_kaldi_is_refused_before_training(recip
             f"with bin/build-kaldi {kaldi})") in result.stderr
     assert "run.sh --kaldi-baseline" in result.stderr.splitlines()[0]  # the command line comes first
     assert not exp.exists() and not data.exists()
+
+
+def test_voiceover_refuses_an_extra_training_set_that_is_no_data_dir_before_stage_0(tmp_path):
+    """--extra-train is combined into the training set at stage 1: a directory without the tables it needs is named
+    before anything runs; a relative path is the recipe directory's, as --data's is."""
+    data, exp, extra = tmp_path / "data", tmp_path / "exp", tmp_path / "extra"
+    extra.mkdir()
+    (extra / "wav.scp").write_text("u1 /a.wav\n")
+
+    def run(extra_train):
+        return subprocess.run([os.path.join(ROOT, "egs", "voiceover", "run.sh"), "--extra-train", extra_train,
+                               "--stage", "99", "--stop-stage", "99", "--data", str(data), "--exp", str(exp)],
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path)
+
+    missing = run(str(extra))
+    assert missing.returncode == 1 and f"--extra-train: {extra}/text does not exist" in missing.stderr
+    assert not data.exists()
+    (extra / "text").write_text("u1 HELLO\n")
+    (extra / "utt2spk").write_text("u1 s1\n")
+    (extra / "spk2utt").write_text("s1 u1\n")
+    assert f"--extra-train: {extra}/utt2dur does not exist" in run(str(extra)).stderr
+    (extra / "utt2dur").write_text("u1 1.5\n")
+    assert run(str(extra)).returncode == 0
+    relative = run(os.path.relpath(extra, os.path.join(ROOT, "egs", "voiceover")))
+    assert relative.returncode == 0, relative.stderr

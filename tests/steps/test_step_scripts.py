@@ -331,6 +331,35 @@ def test_make_lang_and_lms_mixes_a_general_lm_over_a_larger_decoding_vocabulary(
     assert both.returncode == 1 and "give --decoding-lm or --mix-lm, not both" in both.stderr
 
 
+def test_make_lang_and_lms_learns_sequence_training_s_bigram_from_the_acoustic_training_set(tmp_path):
+    """--bigram-train-dir: lang_bigram's LM learns the acoustic training set's word pairs (another corpus's
+    lines among them), the decoding trigram only <train-dir>'s; without the option both learn <train-dir>'s."""
+    write_dict_dir(str(tmp_path / "dict"), {"BAT": ["B", "AA", "T"], "CAT": ["K", "AA", "T"], "TEA": ["T", "IY"]})
+    for split, lines in (("train", ["BAT CAT", "CAT BAT"]), ("dev", ["BAT CAT"]),
+                         ("train_combined", ["BAT CAT", "CAT BAT", "TEA TEA TEA"])):
+        (tmp_path / "data" / split).mkdir(parents=True)
+        (tmp_path / "data" / split / "text").write_text(
+            "".join(f"{split}-{n} {line}\n" for n, line in enumerate(lines)))
+    env = {**os.environ, "PATH": f"{BIN}:{ROOT}/bin:{os.environ['PATH']}"}
+    data = tmp_path / "data"
+    lm_dir = data / "local" / "lm"
+
+    def bigrams(arpa):
+        text = arpa.read_text()
+        return text[text.index("\\2-grams:"):]
+
+    for option, teas_in_bigram in (([], False), (["--bigram-train-dir", data / "train_combined"], True)):
+        result = run_step(os.path.join(ROOT, "steps", "make_lang_and_lms.sh"), *option, "--fourgram", "false",
+                          tmp_path / "dict", data / "train", data / "dev", data, env=env)
+        assert result.returncode == 0, result.stderr
+        assert ("TEA TEA" in bigrams(lm_dir / "bigram.arpa")) == teas_in_bigram
+        assert "TEA TEA" not in bigrams(lm_dir / "test.arpa")
+    assert f"--bigram-train-dir {data}/train_combined" in (lm_dir / "log" / "make_lang_and_lms.options").read_text()
+    missing = run_step(os.path.join(ROOT, "steps", "make_lang_and_lms.sh"), "--bigram-train-dir", data / "nowhere",
+                       tmp_path / "dict", data / "train", data / "dev", data, env=env)
+    assert missing.returncode != 0 and "nowhere/text" in missing.stderr
+
+
 def test_make_dict_passes_frequent_apostrophes_and_records_it(tmp_path):
     (tmp_path / "cmudict.txt").write_text("THE  DH AH0\nDON'T  D OW1 N T\nIT'S  IH1 T S\n")
     (tmp_path / "text").write_text("utt1 THE\n")

@@ -14,7 +14,9 @@ import shutil
 import subprocess
 
 import pytest
+import soundfile
 
+from asrkit.data.data_dir import DataDir
 from asrkit.data.validate import validate_data_dir
 
 # The tiny voiceover recipe end to end, both games and i-vectors: left out by tests/run.sh --quick.
@@ -199,10 +201,6 @@ def _espeak_data_dir(out_dir):
             wav = out_dir / "audio" / f"{utterance}.wav"
             subprocess.run(["espeak-ng", "-v", voice, "-w", str(wav), sentence], check=True)
             texts[utterance] = sentence.upper()
-    import soundfile
-
-    from asrkit.data.data_dir import DataDir
-
     utterances = sorted(texts)
     speakers = {utterance: utterance.rsplit("-", 1)[0] for utterance in utterances}
     DataDir(wav_scp={utterance: f"{out_dir}/audio/{utterance}.wav" for utterance in utterances}, text=texts,

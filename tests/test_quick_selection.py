@@ -2,6 +2,7 @@
 the whole suite runs the unit tests across the cores, then the slow tests in one process."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -21,7 +22,6 @@ def test_quick_leaves_out_the_recipes_and_keeps_the_unit_tests():
     assert collected("not slow", "tests/test_function_length.py")
 
 
-
 def _suite(tmp_path, unit_passes, slow_passes):
     """A checkout of its own for tests/run.sh: a no-op bin/setup-env, .venv/bin/python this interpreter, and
     one unit test and one slow test that pass or fail as asked."""
@@ -34,8 +34,7 @@ def _suite(tmp_path, unit_passes, slow_passes):
     python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
     python.chmod(0o755)
     (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "run.sh").write_bytes(open(os.path.join(ROOT, "tests", "run.sh"), "rb").read())
-    (tmp_path / "tests" / "run.sh").chmod(0o755)
+    shutil.copy(os.path.join(ROOT, "tests", "run.sh"), tmp_path / "tests" / "run.sh")  # its mode too
     (tmp_path / "setup.cfg").write_text("[tool:pytest]\ntestpaths = tests\nmarkers =\n    slow: slow\n")
     (tmp_path / "tests" / "test_unit.py").write_text(
         f"import os\n\ndef test_unit():\n    open('unit.ran', 'w').write(os.environ.get('PYTEST_XDIST_WORKER', ''))\n"

@@ -1,5 +1,6 @@
 """egs/voiceover/local: subtitle normalisation, the character split file, and the dev/test sentence filter."""
 
+import io
 import os
 import random
 import struct
@@ -178,3 +179,37 @@ def test_undecodable_audio_is_dropped_and_counted(tmp_path):
     assert prepare_data.audio_durations(items, dropped) == {"u-good": 1.0}
     assert [item[0] for item in items] == ["u-good"]
     assert [entry[:2] for entry in dropped] == [("u-bad", "undecodable audio")] and str(bad) in dropped[0][2]
+
+
+def _wav_bytes(seconds, rate=11025):
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as writer:
+        writer.setnchannels(1)
+        writer.setsampwidth(2)
+        writer.setframerate(rate)
+        writer.writeframes(b"\0\0" * int(seconds * rate))
+    return buffer.getvalue()
+
+
+class SpeechBundle:
+    """Four speech files: a dialogue's, a scene's, and two that no line speaks (one of them damaged)."""
+
+    files = {"APE11.SB": _wav_bytes(1), "C1___021.SB": _wav_bytes(1), "1000SSSS.SB": _wav_bytes(2.5),
+             "101SSSSS.SB": b"\xff\xfb" + bytes(range(256)) * 4, "APE.DOG": b""}
+
+    def names(self, extension):
+        return sorted(name for name in self.files if name.endswith(extension))
+
+    def read(self, name):
+        return self.files[name]
+
+
+def test_speech_files_no_line_speaks_are_counted_with_their_seconds(monkeypatch):
+    monkeypatch.setattr(prepare_data.amazon_queen, "spoken_segments", lambda bundle: [
+        prepare_data.amazon_queen.SpokenSegment("APE11.SB", "APE", "Oop", "APE.DOG")])
+    monkeypatch.setattr(prepare_data.amazon_queen_scenes, "scene_segments", lambda bundle: [
+        prepare_data.amazon_queen_scenes.SceneSegment("C1___021.SB", ("SPARKY",), "Hi there", "C1.CUT record 2")])
+    dropped = []
+    prepare_data.speech_without_a_line(SpeechBundle(), dropped)
+    assert dropped == [("fotaq-1000ssss", "speech file no line speaks", "2.50 s"),
+                       ("fotaq-101sssss", "speech file no line speaks", "undecodable")]

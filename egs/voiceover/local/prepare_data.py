@@ -25,11 +25,13 @@ game's line.  The game does not record who speaks a line, so each line is its ow
 dropped, as the scenes' are.
 
 --size tiny keeps a few dozen utterances a set for the tests.  Also writes
-<data-dir>/local/corpus/{characters.txt, dropped.txt}.
+<data-dir>/local/corpus/{characters.txt, dropped.txt}; dropped.txt also lists the speech files that no line
+speaks (their seconds in the text column): the games' untranscribed speech.
 """
 
 import argparse
 import collections
+import io
 import logging
 import os
 import random
@@ -125,6 +127,22 @@ def scene_utterances(bundle, audio_dir, assignment, dropped):
             if utterance:
                 utterances.append(utterance)
     return utterances
+
+
+def speech_without_a_line(bundle, dropped):
+    """Counts in `dropped` the bundle's speech files that no dialogue, scene or object description speaks, with
+    their seconds: the game's only speech without a transcript (what semi-supervised training could use; RESULTS
+    says how little it is), whose speakers are unknown and may be held-out characters, so it stays out."""
+    named = {segment.speech_file for segment in amazon_queen.spoken_segments(bundle)}
+    named |= {segment.speech_file for segment in amazon_queen_scenes.scene_segments(bundle)}
+    for speech_file in bundle.names(".SB"):
+        if speech_file not in named:
+            stem = speech_file.rsplit(".", 1)[0].lower()
+            try:
+                seconds = f"{soundfile.info(io.BytesIO(bundle.read(speech_file))).duration:.2f} s"
+            except (soundfile.LibsndfileError, RuntimeError):
+                seconds = "undecodable"
+            dropped.append((f"fotaq-{stem}", "speech file no line speaks", seconds))
 
 
 def audio_path(audio_dir, name):
@@ -263,6 +281,7 @@ def main(argv=None):
         assignment = read_split(args.split)
         bundle, utterances = queen_utterances(args.games_dir, audio_dir, dropped)
         scenes = scene_utterances(bundle, audio_dir, assignment, dropped)
+        speech_without_a_line(bundle, dropped)
         splits = assign_splits(utterances, assignment, dropped, extra_train=scenes)
         if args.size == "tiny":
             generator = random.Random(args.seed)

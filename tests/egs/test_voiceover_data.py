@@ -1,4 +1,5 @@
-"""egs/voiceover/local: subtitle normalisation, the character split file, and the dev/test sentence filter."""
+"""egs/voiceover/local: subtitle normalisation, the character split file, the dev/test sentence filter, and the
+speech files no line speaks."""
 
 import io
 import os

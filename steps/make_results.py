@@ -28,6 +28,7 @@ import glob
 import json
 import os
 import re
+import shlex
 import sys
 
 WER = re.compile(r"%WER\s+([0-9.]+)")
@@ -49,7 +50,7 @@ ROLES = {
     "ctc": "CTC over phones and a blank ({network}_ce_clean's network, features and epochs; whole utterances; "
            "graph with the CTC topology)",
     "lfmmi": "lattice-free MMI from scratch ([Povey2016]; 50-frame chunks, the tree alignments' numerators, a phone "
-             "4-gram's denominator graph; uniform priors, {network}_ce's graph)",
+             "4-gram's denominator graph; uniform priors, {graph}'s graph)",
     "smbr_lfmmi": "{network}_smbr and {lfmmi} combined frame by frame (steps/decode_combined.sh: each at "
                   "its own dev LM weight, the combination weight and LM weight chosen on dev)",
     "smbr_lfmmi_adapted": "{network}_smbr_lfmmi with {network}_smbr (with --networks all both models) adapted to "
@@ -72,15 +73,16 @@ PER_SPK_PERCENT_ROW = "sys"
 PER_SPK_ERR_COLUMN = 8
 
 
-def describe(model, lfmmi=None):
+def describe(model, lfmmi=None, graph=None):
     """A model dir's description from its name; lfmmi, the LF-MMI model a combination holds (None: the network's
-    own, <network>_lfmmi)."""
+    own, <network>_lfmmi); graph, the model dir whose graph an LF-MMI model decoded with (None: <network>_ce)."""
     if model in DESCRIPTIONS:
         return DESCRIPTIONS[model]
     match = MODEL_NAME.match(model)
     if match:
         network, role = match.groups()
-        return f"{NETWORKS[network]}, " + ROLES[role].format(network=network, lfmmi=lfmmi or f"{network}_lfmmi")
+        return f"{NETWORKS[network]}, " + ROLES[role].format(network=network, lfmmi=lfmmi or f"{network}_lfmmi",
+                                                             graph=graph or f"{network}_ce")
     match = UNROLL_MODEL.match(model)
     if match:
         kind = match.group(1)
@@ -93,7 +95,7 @@ def describe(model, lfmmi=None):
 
 def describe_trained(exp_dir, model):
     """`describe`, plus the model it continued when its training started from another's weights."""
-    description = describe(model, combined_lfmmi_model(exp_dir, model))
+    description = describe(model, combined_lfmmi_model(exp_dir, model), decoding_graph_model(exp_dir, model))
     config = read_json(exp_dir, model, "config.json") or {}
     if config.get("init_model"):
         description += f", continuing {model_dir_name(config['init_model'])}"
@@ -201,6 +203,21 @@ def combined_lfmmi_model(exp_dir, model):
     with open(path, encoding="utf-8") as handle:
         words = handle.read().split()
     return model_dir_name(words[words.index("--combine-model") + 1]) if "--combine-model" in words else None
+
+
+def decoding_graph_model(exp_dir, model):
+    """The model dir whose graph steps/decode_tuned.sh decoded `model` with (its log/decode_tuned.options, the
+    command line steps/common.sh records: <graph-dir> <data-root> <model-dir> last), or None without the file.
+    run.sh --lfmmi-am decodes one network's LF-MMI model with the other's graph."""
+    path = os.path.join(exp_dir, model, "log", "decode_tuned.options")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as handle:
+        command = handle.readline()
+    words = shlex.split(command.lstrip("# "))
+    if len(words) < 4 or not words[-3].rstrip("/").endswith("/graph"):
+        return None
+    return model_dir_name(words[-3])
 
 
 def continued_model(exp_dir, model):
@@ -437,10 +454,13 @@ def main():
     test_sets = sorted({test_set for model in wers.values() for test_set in model})
     out.write("\n# WER (%)\n")
     widths = {test_set: max(14, len(test_set) + 2) for test_set in test_sets}
-    out.write("# " + "model".ljust(20) + "".join(test_set.rjust(widths[test_set]) for test_set in test_sets) + "\n")
+    # The names' column is as wide as the longest name (an adapted combination's is 25 characters).
+    name_width = max(20, max(len(model) for model in wers) + 2)
+    out.write("# " + "model".ljust(name_width) + "".join(test_set.rjust(widths[test_set]) for test_set in test_sets)
+              + "\n")
     for model in sorted(wers):
         cells = "".join((f"{wers[model][t][0]:.2f}" if t in wers[model] else "-").rjust(widths[t]) for t in test_sets)
-        out.write("# " + model.ljust(20) + cells + "\n")
+        out.write("# " + model.ljust(name_width) + cells + "\n")
     for before_model, after_model, what, papers in comparisons(wers):
         if before_model in wers and after_model in wers:
             changes = [f"{test_set} {relative(wers[before_model][test_set][0], wers[after_model][test_set][0]):+.1f}%"

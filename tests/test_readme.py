@@ -38,13 +38,14 @@ def test_the_results_table_reads_the_first_block_of_wer_lines(tmp_path):
         "# a note\n"
         "%WER 40.00 [ 4 / 10, 0 ins, 0 del, 4 sub ] EXP/wblstm_ce/decode_dev/wer_3\n"
         "%WER 30.00 [ 3 / 10, 0 ins, 0 del, 3 sub ] EXP/wblstm_smbr_lfmmi/decode_test/score/wer   # combined\n"
+        "%WER 25.00 [ 5 / 20, 0 ins, 0 del, 5 sub ] EXP/wblstm_smbr_lfmmi_adapted/decode_test/score/wer\n"
         "%WER 90.00 [ 9 / 10, 0 ins, 0 del, 9 sub ] EXP/pocketsphinx/dev_sweep/lw6.5/score/wer\n"
         "%WER 12.00 [ 1 / 10, 0 ins, 0 del, 1 sub ] EXP/wblstm_ce_clean/decode_dev/wer_3\n"
         "# an older run\n"
         "%WER 99.00 [ 9 / 10, 0 ins, 0 del, 9 sub ] EXP/wblstm_ce/decode_test/score/wer\n")
     table = readme_results.table(str(tmp_path)).splitlines()
-    assert table[2] == "| voiceover dev |  |  | 40.0% |  |  | 90.0% |"
-    assert table[3] == "| voiceover test | 30.0% |  |  |  |  |  |"
+    assert table[2] == "| voiceover dev |  |  |  | 40.0% |  |  | 90.0% |"
+    assert table[3] == "| voiceover test | 30.0% | 25.0% |  |  |  |  |  |"
     assert len(table) == 4  # the clean-only model and the older run are the RESULTS file's alone
 
 

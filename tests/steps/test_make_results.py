@@ -71,6 +71,31 @@ def test_the_frame_level_combination_is_described_and_compared_with_smbr(tmp_pat
     assert "wblstm_smbr_lfmmi: windowed BLSTM, wblstm_smbr and tdnnf_lfmmi combined frame by frame" in out
 
 
+def test_the_wer_table_columns_line_up_past_twenty_character_names(tmp_path):
+    exp = tmp_path / "exp"
+    _decode(exp, "wblstm_smbr", "test", 50.0)
+    _decode(exp, "wblstm_smbr_lfmmi_adapted", "test", 40.0)
+    lines = _make_results(exp).stdout.splitlines()
+    table = lines[lines.index("# WER (%)") + 1:][:3]
+    assert [line.split()[1] for line in table] == ["model", "wblstm_smbr", "wblstm_smbr_lfmmi_adapted"]
+    # every row's last cell ends in the same column as the header's
+    assert len({len(line) for line in table}) == 1, table
+
+
+def test_an_lfmmi_model_names_the_graph_it_was_decoded_with(tmp_path):
+    exp = tmp_path / "exp"
+    _decode(exp, "tdnnf_lfmmi", "test", 45.0)
+    out = _make_results(exp).stdout
+    assert "uniform priors, tdnnf_ce's graph)" in out  # without a record, the network's own CE graph
+    # run.sh --lfmmi-am tdnnf decodes it with the windowed BLSTM's graph, as its decode_tuned.options records
+    (exp / "tdnnf_lfmmi" / "log").mkdir()
+    (exp / "tdnnf_lfmmi" / "log" / "decode_tuned.options").write_text(
+        f"# ../../steps/decode_tuned.sh --cmd run-local\\ --num-threads\\ 2 --decode-opts '' {exp}/wblstm_ce/graph "
+        f"data {exp}/tdnnf_lfmmi\n# 2026-12-01T06:09:04\n")
+    out = _make_results(exp).stdout
+    assert "uniform priors, wblstm_ce's graph)" in out
+
+
 def _seconds(exp, model, seconds, init_model=None):
     (exp / model / "result.json").write_text(json.dumps({
         "criterion": "ce", "steps": 10, "frames": 5000, "frames_per_second": 5000 / seconds, "t_session": 0.99,

@@ -16,16 +16,18 @@
 #     --data DIR                 where data dirs go (default: data, in this directory)
 #     --exp DIR                  where features, alignments and models go (default: exp, in this directory)
 #     --steel-sky true|false     train on Beneath a Steel Sky's lines too (default: true)
-#     --extra-train DIR          a Kaldi data dir of another corpus (wav.scp, text, utt2spk, spk2utt, utt2dur; e.g.
-#                                egs/voicesearch's data/train, its synthesised voices) the acoustic models train on
-#                                beside the games' lines (Kaldi's baseline, stage 12, does not): stage 1
-#                                combines them -> data/train_combined (the audio read at 8 kHz as the games'),
-#                                the training dictionary and sequence training's bigram cover its words, the
-#                                decoding vocabulary and LMs stay the games'.  With a third of voicesearch's
-#                                training set (2.3 hours, subset_data_dir --seed 0 data/train 4431) the final,
-#                                adapted model gained on dev (0.955x: 27.62) and test (0.917x: 45.36; the witch
-#                                70.14), the LF-MMI model most (test 0.804x), for 1.26x the time of stages 0-7 and
-#                                5,000 LF-MMI steps for 3,432 (RESULTS, 2026-12-01) (default: none)
+#     --extra-train voicesearch|none|DIR   another corpus the acoustic models train on beside the games' lines
+#                                (Kaldi's baseline, stage 12, does not): stage 1 combines it with train ->
+#                                data/train_combined (the audio read at 8 kHz as the games'), the training
+#                                dictionary and sequence training's bigram cover its words, the decoding vocabulary
+#                                and LMs stay the games'.  voicesearch: egs/voicesearch's synthesised corpus (its
+#                                stage 1 at this --size -> data/voicesearch; 332 s here) and a random third of its
+#                                training set (subset_data_dir --seed 0: 4431 utterances, all 25 voices, 2.3 hours)
+#                                -> data/voicesearch/train_third; DIR: a Kaldi data dir (wav.scp, text, utt2spk,
+#                                spk2utt, utt2dur); none: the games' lines alone.  voicesearch's third made the
+#                                final, adapted model gain on dev (0.955x: 27.62) and test (0.917x: 45.36; the
+#                                witch 70.14), the LF-MMI model most (test 0.804x), for 1.26x the time of stages 0-7
+#                                and 5,000 LF-MMI steps for 3,432 (RESULTS, 2026-12-01, run X) (default: voicesearch)
 #     --overwrite                retrain the models from scratch instead of resuming
 #     --am wblstm|lstm|tdnnf     the acoustic network: [Mohamed2015]'s windowed BLSTM, [Variani2017]'s LSTM or the
 #                                factorized TDNN of Kaldi's chain recipes (Povey et al. 2018); its models are
@@ -89,7 +91,8 @@
 #                                (default: true with --combine true, else false)
 #
 # Stages: 0 set-up (.venv, festival); 1 the games from Debian (apt-get download, dpkg-deb -x) and the
-#         data dirs -> data/{train,dev,test}, with --extra-train their union with train -> data/train_combined;
+#         data dirs -> data/{train,dev,test}, with --extra-train voicesearch its synthesised corpus and a third
+#         of its training set -> data/voicesearch{,/train_third}, and their union with train -> data/train_combined;
 #         2 dictionary: CMUdict, festival's letter-to-sound rules
 #         for the rest -> data/local/dict, and the decoding vocabulary's -> data/local/dict_test; 3 lang
 #         dir, bigram and trigram LMs from train's transcripts (perplexity on dev in the log), the trigram
@@ -140,7 +143,7 @@ sat=false
 adapt=
 kaldi_baseline=
 external_lm=auto
-extra_train=
+extra_train=voicesearch
 
 switch_options=overwrite
 . "$(dirname "$0")/../../steps/parse_options.sh"
@@ -160,6 +163,12 @@ require_choice adapt true false
 games="${games:-$data/local/games}"
 # The acoustic models' training set: the games' lines, or those and --extra-train's utterances.  The LMs, the
 # decoding vocabulary and train_fit (how well training is fitted, on the games' lines) keep $data/train.
+# --extra-train voicesearch is synthesised at stage 1 into voicesearch_data, and a third of its train taken.
+voicesearch_data=
+case "$extra_train" in
+  none) extra_train= ;;
+  voicesearch) voicesearch_data="$data/voicesearch"; extra_train="$voicesearch_data/train_third" ;;
+esac
 am_train="$data/train"
 [ -z "$extra_train" ] || am_train="$data/train_combined"
 
@@ -170,7 +179,7 @@ stages_init "$exp/log" "$stage" "$stop_stage"
 echo "$command_line" >&2
 # --extra-train is read at stage 1 (a path relative to this directory, as --data's), combined with the games' train,
 # which holds these tables: refused now if it lacks one.
-for file in ${extra_train:+wav.scp text utt2spk spk2utt utt2dur}; do
+[ -n "$voicesearch_data" ] || for file in ${extra_train:+wav.scp text utt2spk spk2utt utt2dur}; do
   [ -f "$extra_train/$file" ] || { echo "$0: --extra-train: $extra_train/$file does not exist (the games' data dirs" \
     "hold wav.scp, text, utt2spk, spk2utt and utt2dur)" >&2; exit 1; }
 done
@@ -180,7 +189,10 @@ done
 if run_stage 0; then
   begin_stage 0 "set-up: the Python environment and festival"
   ../../bin/setup-env
-  command -v festival >/dev/null || { echo "$0: festival is missing: run bin/setup-env as root, or apt-get install it" >&2; exit 1; }
+  # festival speaks the dictionary's letter-to-sound rules; flite and espeak-ng voicesearch's voices too.
+  for tool in festival ${voicesearch_data:+flite espeak-ng}; do
+    command -v "$tool" >/dev/null || { echo "$0: $tool is missing: run bin/setup-env as root, or apt-get install it" >&2; exit 1; }
+  done
 fi
 
 . ./path.sh
@@ -198,6 +210,16 @@ if run_stage 1; then
   launch "$cpu_cmd" "$logs/stage1/prepare_data.log" \
     python local/prepare_data.py "${prepare_options[@]}" "$games" "$data"
   for split in train dev test; do validate_data_dir "$data/$split"; done
+  if [ -n "$voicesearch_data" ]; then
+    # egs/voicesearch's run.sh works in its own directory: it is given absolute paths.  Its corpus is seeded
+    # (--seed 1) and so is the third (--seed 0): the same utterances on every machine, those of run X.
+    mkdir -p "$voicesearch_data" "$exp/voicesearch"
+    launch "$cpu_cmd" "$logs/stage1/voicesearch_corpus.log" "$here/../voicesearch/run.sh" --stage 1 --stop-stage 1 \
+      --size "$size" --nj "$nj" --data "$(cd "$voicesearch_data" && pwd)" --exp "$(cd "$exp/voicesearch" && pwd)"
+    third=$(( $(wc -l < "$voicesearch_data/train/text") / 3 ))
+    launch "$cpu_cmd" "$logs/stage1/voicesearch_third.log" \
+      subset_data_dir --seed 0 "$voicesearch_data/train" "$third" "$extra_train"
+  fi
   if [ -n "$extra_train" ]; then
     launch "$cpu_cmd" "$logs/stage1/combine_data.log" combine_data "$am_train" "$data/train" "$extra_train"
     validate_data_dir "$am_train"

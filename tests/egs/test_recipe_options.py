@@ -73,3 +73,15 @@ def test_voiceover_refuses_an_extra_training_set_that_is_no_data_dir_before_stag
     assert run(str(extra)).returncode == 0
     relative = run(os.path.relpath(extra, os.path.join(ROOT, "egs", "voiceover")))
     assert relative.returncode == 0, relative.stderr
+
+
+@pytest.mark.parametrize("extra_train", [None, "voicesearch", "none"])
+def test_voiceover_needs_no_directory_for_the_synthesised_or_no_second_domain(extra_train, tmp_path):
+    """--extra-train voicesearch (the default) synthesises its corpus at stage 1 and none trains on the games' lines
+    alone: neither names a directory that must exist before stage 0."""
+    options = [] if extra_train is None else ["--extra-train", extra_train]
+    result = subprocess.run([os.path.join(ROOT, "egs", "voiceover", "run.sh"), *options, "--stage", "99",
+                             "--stop-stage", "99", "--data", str(tmp_path / "data"), "--exp", str(tmp_path / "exp")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "does not exist" not in result.stderr

@@ -189,7 +189,7 @@ done
 if run_stage 0; then
   begin_stage 0 "set-up: the Python environment and festival"
   ../../bin/setup-env
-  # festival speaks the dictionary's letter-to-sound rules; flite and espeak-ng voicesearch's voices too.
+  # festival gives the dictionary its letter-to-sound rules; flite and espeak-ng speak voicesearch's voices too.
   for tool in festival ${voicesearch_data:+flite espeak-ng}; do
     command -v "$tool" >/dev/null || { echo "$0: $tool is missing: run bin/setup-env as root, or apt-get install it" >&2; exit 1; }
   done
@@ -211,8 +211,8 @@ if run_stage 1; then
     python local/prepare_data.py "${prepare_options[@]}" "$games" "$data"
   for split in train dev test; do validate_data_dir "$data/$split"; done
   if [ -n "$voicesearch_data" ]; then
-    # egs/voicesearch's run.sh works in its own directory: it is given absolute paths.  Its corpus is seeded
-    # (--seed 1) and so is the third (--seed 0): the same utterances on every machine, those of run X.
+    # egs/voicesearch's run.sh works in its own directory: it is given absolute paths.  Its corpus is seeded (its
+    # default --seed 1) and so is the third (--seed 0): the same utterances on every machine, those of run X.
     mkdir -p "$voicesearch_data" "$exp/voicesearch"
     launch "$cpu_cmd" "$logs/stage1/voicesearch_corpus.log" "$here/../voicesearch/run.sh" --stage 1 --stop-stage 1 \
       --size "$size" --nj "$nj" --data "$(cd "$voicesearch_data" && pwd)" --exp "$(cd "$exp/voicesearch" && pwd)"

@@ -212,7 +212,7 @@ if run_stage 1; then
   for split in train dev test; do validate_data_dir "$data/$split"; done
   if [ -n "$voicesearch_data" ]; then
     # egs/voicesearch's run.sh works in its own directory: it is given absolute paths.  Its corpus is seeded (its
-    # default --seed 1) and so is the third (--seed 0): the same utterances on every machine, those of run X.
+    # default --seed 1) and so is the third (--seed 0): the same utterances on every machine, those RESULTS measured.
     mkdir -p "$voicesearch_data" "$exp/voicesearch"
     launch "$cpu_cmd" "$logs/stage1/voicesearch_corpus.log" "$here/../voicesearch/run.sh" --stage 1 --stop-stage 1 \
       --size "$size" --nj "$nj" --data "$(cd "$voicesearch_data" && pwd)" --exp "$(cd "$exp/voicesearch" && pwd)"

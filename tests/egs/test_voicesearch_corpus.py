@@ -270,6 +270,56 @@ def test_festival_session_survives_a_bad_utterance_and_a_bad_voice(synthesisers,
     assert rate == 16000 and len(samples) > 0.3 * rate
 
 
+@pytest.fixture
+def festival_under_valgrind(synthesisers, tmp_path, monkeypatch):
+    """`festival` on PATH runs the real one under valgrind; returns the directory of valgrind's logs."""
+    if shutil.which("valgrind") is None and os.geteuid() == 0 and shutil.which("apt-get"):
+        subprocess.run(["apt-get", "install", "-y", "-qq", "valgrind"], check=False, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+                       timeout=600)
+    if shutil.which("valgrind") is None:
+        pytest.skip("valgrind is not installed and not installable here: sudo apt-get install valgrind")
+    logs = tmp_path / "valgrind"
+    logs.mkdir()
+    wrapper_dir = tmp_path / "bin"
+    wrapper_dir.mkdir()
+    wrapper = wrapper_dir / "festival"
+    wrapper.write_text(f'#!/bin/sh\nexec valgrind --log-file={logs}/festival.%p.log {shutil.which("festival")} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper_dir}{os.pathsep}{os.environ['PATH']}")
+    return logs
+
+
+def invalid_reads_of_a_session(logs, tmp_path, speakers, text):
+    """Synthesise `text` in each voice in one FestivalSession; return valgrind's invalid reads in festival."""
+    import logging
+
+    session = synthesis.FestivalSession(logging.getLogger("test"), timeout_s=300)
+    try:
+        for index, speaker in enumerate(speakers):
+            session.synthesize(speaker, text, str(tmp_path / f"{index}.wav"))
+    finally:
+        session.close()
+    reports = "".join(path.read_text() for path in logs.glob("festival.*.log"))
+    assert "ERROR SUMMARY" in reports, "valgrind did not run festival"
+    for path in logs.glob("festival.*.log"):
+        path.unlink()
+    return reports.count("Invalid read")
+
+
+def test_festival_diphone_voices_read_no_memory_past_their_pitchmarks(festival_under_valgrind, tmp_path,
+                                                                        monkeypatch):
+    # festival's own us_mapping reads one source pitchmark past the end of its track, so an
+    # utterance depended on what earlier ones left on the heap; the guard keeps the read inside.
+    diphone_voices = [speaker_list.Speaker("fe-kal-01", "train", "festival", "kal_diphone", 1.0, 133.0, 1.16, 1.0),
+                      speaker_list.Speaker("fe-ked-01", "test", "festival", "ked_diphone", 1.0, 109.0, 1.13, 1.0)]
+    text = "where can i buy a control"
+    assert invalid_reads_of_a_session(festival_under_valgrind, tmp_path, diphone_voices, text) == 0
+    monkeypatch.setattr(synthesis, "FESTIVAL_MAPPING_GUARD", "(set! asrkit_no_guard t)")
+    assert invalid_reads_of_a_session(festival_under_valgrind, tmp_path, diphone_voices, text) > 0, \
+        "festival no longer reads past its pitchmarks without the guard: the guard may be dropped"
+
+
 # ---- the tiny corpus, end to end --------------------------------------------------------------------
 
 def load(data_dir, split):

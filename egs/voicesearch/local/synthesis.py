@@ -6,7 +6,9 @@ converted to 16-bit PCM and written to a temporary name that is renamed into
 place, so a file at the final path is always whole: a rerun skips it.
 
 Festival runs as one process per job, fed Scheme expressions on stdin (text2wave
-would reload the voice for every utterance, which costs more than synthesis).
+would reload the voice for every utterance, which costs more than synthesis).  Each process first
+wraps festival's pitchmark mapping (FESTIVAL_MAPPING_GUARD), without which a diphone voice's
+utterance depended on the utterances synthesised before it in the same process.
 
 piper (the piper-tts package, a neural voice) runs inside the job's process: each
 voice's ONNX model is loaded once per job and hands over its samples, which take
@@ -44,7 +46,7 @@ import timings
 TARGET_RATE = 16000
 # Part of every utterance's fingerprint: raise it when a change here changes the audio, so that
 # a rerun redoes the files an older version made instead of reusing them.
-SYNTHESIS_VERSION = 2
+SYNTHESIS_VERSION = 3
 ESPEAK_DEFAULT_WORDS_PER_MINUTE = 175
 ENGINE_PROGRAMS = {"flite": "flite", "festival": "festival", "espeak-ng": "espeak-ng"}
 # piper's voices: voice name (as in conf/speakers.txt) -> (module, pip package).  The module's
@@ -178,6 +180,35 @@ def _scheme_string(text):
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+# festival 2.5's diphone voices map target to source pitchmarks segment by segment (UniSyn's
+# us_mapping, method segment_single).  In the last segment the search for the nearest source
+# pitchmark goes on while its index is at most the segment's last (the frame below its
+# source_end), comparing against the next pitchmark's time; when that last frame is the track's
+# last, the next time is read from one past the end of the track (valgrind: "Invalid read of
+# size 4 ... 0 bytes after a block" in us_mapping).  What the heap holds there depends on
+# everything the process synthesised before, so an utterance's last pitch periods (once a
+# full-scale click) changed with the utterances dealt to its job before it, and two builds of one
+# corpus differed.  Festival's us_mapping is wrapped so that the last segment's source_end ends
+# three pitchmarks before the track does: every time the search reads is inside the track, and
+# the final pause loses at most three source pitch periods.  (Growing the track instead would
+# need track.resize, whose result is a second owner of the track: festival crashed once its
+# garbage collector freed it.)
+FESTIVAL_MAPPING_GUARD = """
+(set! asrkit_unguarded_us_mapping us_mapping)
+(define (asrkit_end_last_segment_inside_source utt)
+  (let ((coefs (item.feat (utt.relation.first utt 'SourceCoef) "coefs"))
+        (last_segment (utt.relation.last utt 'Segment)))
+    (if (and last_segment (> (track.num_frames coefs) 3))
+        (let ((latest_end (track.get_time coefs (- (track.num_frames coefs) 3))))
+          (if (> (item.feat last_segment "source_end") latest_end)
+              (item.set_feat last_segment "source_end" latest_end))))))
+(define (us_mapping utt method)
+  (if (eq method 'segment_single)
+      (asrkit_end_last_segment_inside_source utt))
+  (asrkit_unguarded_us_mapping utt method))
+"""
+
+
 class FestivalSession:
     """A festival process that synthesises utterance after utterance, switching voices only when needed."""
 
@@ -194,6 +225,10 @@ class FestivalSession:
                                         stderr=subprocess.STDOUT)
         self.current_speaker = None
         self.logger.info("started festival (pid %d)", self.process.pid)
+        output = self._evaluate(FESTIVAL_MAPPING_GUARD)
+        if "SIOD ERROR" in output:
+            self._kill()
+            raise SynthesisError(f"festival refused asrkit's us_mapping guard: {output.strip()[-300:]}")
 
     def _evaluate(self, expressions):
         """Send Scheme expressions and return festival's output up to a marker printed after them."""

@@ -1,6 +1,6 @@
 """Speed of the LF-MMI forward-backward (asrkit.chain) at the recipes' sizes, and its share of a training step.
 
-    .venv/bin/python bench/lfmmi.py [--ali-dir DIR] [--chunks 64] [--frames 20] [--model recipe]
+    .venv/bin/python bench/lfmmi.py [--ali-dir DIR] [--chunks 64] [--frames 20] [--model recipe] [--cut]
 
 The denominator graph is the recipe's when --ali-dir names an alignment dir
 (its phone LM, tree and topo, e.g. exp/tree_ali), otherwise a synthetic one of
@@ -11,7 +11,10 @@ Timed, each the best of --repeats, side by side in one process:
 
   compiled   asrkit.chain.forward_backward.lfmmi_batch on --chunks chunks of
              --frames frames (numerator and denominator, float32): frames/s
-             (wall) and CPU-seconds per 1000 frames
+             (wall) and CPU-seconds per 1000 frames; with --cut, the same rows
+             cut as training cuts them where an utterance starts (half the
+             rows at a random frame, so about 1.5 chunks a row of 1 to
+             --frames frames)
   numpy      the NumPy reference denominator (denominator_reference) on one
              chunk: frames/s; "speed-up" is compiled / numpy frames/s
   step       a training step of --model (forward, backward, no update) on the
@@ -76,6 +79,19 @@ def batch(graph, chunks, frames, seed=1):
     return x, targets, numerators
 
 
+def cut_batch(graph, rows, frames, seed=1):
+    """(x, numerators, lengths) of `rows` rows of `frames` frames, half of them cut in two at a random frame."""
+    rng = np.random.default_rng(seed)
+    lengths = []
+    for _ in range(rows):
+        cut = int(rng.integers(1, frames)) if rng.random() < 0.5 else frames
+        lengths += [cut, frames - cut] if cut < frames else [frames]
+    x = rng.normal(size=(len(lengths), frames, graph.num_pdfs)).astype(np.float32)
+    numerators = [numerator_of(units_from_pdfs(np.repeat(rng.integers(0, graph.num_pdfs, size=length), 3)[:length]),
+                               length, 1, 1, cut_start=True, cut_end=True) for length in lengths]
+    return x, numerators, lengths
+
+
 def time_steps(args, graph, x, targets):
     """(CE step seconds, LF-MMI step seconds) of the model on the batch: forward and gradients, no update."""
     from asrkit.nn.registry import build_from_config, model_config
@@ -115,6 +131,7 @@ def main():
     parser.add_argument("--model", default="recipe")
     parser.add_argument("--input-dim", type=int, default=240)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cut", action="store_true", help="also time the rows cut where utterances start")
     args = parser.parse_args()
 
     started = time.perf_counter()
@@ -128,6 +145,11 @@ def main():
     wall, cpu = best_of(args.repeats, lambda: lfmmi_batch(graph, numerators, x))
     print(f"compiled: {frames / wall:.0f} frames/s ({wall * 1000:.0f} ms for {args.chunks} x {args.frames} frames), "
           f"{cpu / frames * 1000:.3f} CPU-s per 1000 frames")
+    if args.cut:
+        cut_x, cut_numerators, lengths = cut_batch(graph, args.chunks, args.frames)
+        cut_wall, cut_cpu = best_of(args.repeats, lambda: lfmmi_batch(graph, cut_numerators, cut_x, lengths))
+        print(f"compiled, rows cut: {len(lengths)} chunks holding {sum(lengths)} of {len(lengths) * args.frames} "
+              f"padded frames, {cut_wall * 1000:.0f} ms, {cut_cpu / sum(lengths) * 1000:.3f} CPU-s per 1000 frames")
     reference_wall, _ = best_of(1, lambda: denominator_reference(graph, x[0]))
     print(f"numpy reference denominator: {args.frames / reference_wall:.0f} frames/s; speed-up "
           f"{(frames / wall) / (args.frames / reference_wall):.1f}x")

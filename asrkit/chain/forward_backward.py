@@ -44,23 +44,34 @@ LEAKY_HMM_COEFFICIENT = 1e-5  # Kaldi's default --leaky-hmm-coefficient
 
 
 class DenominatorArrays(NamedTuple):
-    """The denominator graph (asrkit.chain.den_graph.DenGraph) as the compiled forward-backward reads it."""
+    """The denominator graph (asrkit.chain.den_graph.DenGraph) as the compiled forward-backward reads it: its arcs
+    copied twice, in the order of each pass, so that a frame's pass reads them front to back (int32: at 94,000
+    arcs the four arrays of a pass are 1.5 MB, more than a core's L2 cache, and read again every frame).  Flat,
+    as numba's parallel loops take no nested tuples."""
 
-    by_target: np.ndarray  # int64: arc indices in order of target state (the forward pass's order)
-    by_source: np.ndarray  # int64: in order of source state (the backward pass's)
-    source: np.ndarray  # int64 per arc
-    target: np.ndarray  # int64 per arc
-    pdf: np.ndarray  # int64 per arc
+    forward_source: np.ndarray  # int32 per arc, the arcs in order of target state (the forward pass's)
+    forward_target: np.ndarray
+    forward_pdf: np.ndarray
+    forward_prob: np.ndarray  # in the outputs' precision
+    backward_source: np.ndarray  # the same in order of source state (the backward pass's)
+    backward_target: np.ndarray
+    backward_pdf: np.ndarray
+    backward_prob: np.ndarray
     state_pdf: np.ndarray  # int64: state_pdfs(graph), [-2] when the per-arc kernel is needed
-    prob: np.ndarray  # per arc, in the outputs' precision
     initial: np.ndarray  # float64 per state: the initial distribution
+
+
+def _arcs_in_order(graph, order, dtype):
+    """(source, target, pdf, prob) of the graph's arcs in `order`."""
+    return (graph.source[order].astype(np.int32), graph.target[order].astype(np.int32),
+            graph.pdf[order].astype(np.int32), graph.prob[order].astype(dtype))
 
 
 def denominator_arrays(graph, dtype):
     """DenominatorArrays of a DenGraph, its arc probabilities as `dtype` (the outputs')."""
-    return DenominatorArrays(np.argsort(graph.target, kind="stable"), np.argsort(graph.source, kind="stable"),
-                             graph.source.astype(np.int64), graph.target.astype(np.int64), graph.pdf.astype(np.int64),
-                             state_pdfs(graph), graph.prob.astype(dtype), graph.initial.astype(np.float64))
+    return DenominatorArrays(*_arcs_in_order(graph, np.argsort(graph.target, kind="stable"), dtype),
+                             *_arcs_in_order(graph, np.argsort(graph.source, kind="stable"), dtype),
+                             state_pdfs(graph), graph.initial.astype(np.float64))
 
 
 def _shifted_exp(x):
@@ -164,6 +175,19 @@ def _backward_start(log_z, shift, scales, lengths, like):
 
 
 @numba.njit(cache=True)
+def _active_prefix(lengths, num_frames):
+    """[T]: how many of a block's first chunks the loops over chunks at frame t must visit, one past the last
+    chunk still running there (lengths > t).  lfmmi_batch hands each block its chunks longest first, so the
+    prefix is exactly the running chunks and no work is spent on the frames past a chunk's end; in any
+    other order a finished chunk inside the prefix is computed as before and left out of every sum."""
+    active = np.zeros(num_frames, np.int64)
+    for b in range(lengths.shape[0]):
+        for t in range(min(lengths[b], num_frames)):
+            active[t] = b + 1
+    return active
+
+
+@numba.njit(cache=True)
 def _leak_back(backward, before, initial, leaky, t, lengths):
     """Frame t's backward variables of each chunk from `before` (the arcs' sums) plus the leaky HMM's jump back
     into the initial states; a chunk whose end is before t keeps its ones."""
@@ -179,18 +203,22 @@ def _leak_back(backward, before, initial, leaky, t, lengths):
 def _denominator_block(den, x, lengths, leaky, occupancies, log_z):
     """Forward-backward of a block of chunks x [b, T, K] at once, the chunks innermost in every array so that
     each arc's update is one vector operation; occupancies [b, T, K] get the denominator's, log_z [b] its."""
-    by_target, by_source, source, target, pdf, _, prob, initial = den
+    initial = den.initial
     block, num_frames, num_pdfs = x.shape
     num_states = initial.shape[0]
     emissions, shift, alpha_hat, scales, current, following = _forward_start(x, lengths, initial)
+    active = _active_prefix(lengths, num_frames)
     for t in range(num_frames):
+        running = active[t]
+        if running == 0:  # every chunk of the block has ended
+            break
         alpha_hat[t] = current
-        following[:] = 0
-        for a in by_target:
-            j, i, k, p = target[a], source[a], pdf[a], prob[a]
-            for b in range(block):
+        following[:, :running] = 0
+        for a in range(den.forward_prob.shape[0]):
+            j, i, k, p = den.forward_target[a], den.forward_source[a], den.forward_pdf[a], den.forward_prob[a]
+            for b in range(running):
                 following[j, b] += current[i, b] * p * emissions[t, k, b]
-        for b in range(block):
+        for b in range(running):
             total = following[:, b].sum()
             if t < lengths[b] or total > 0:  # past the chunk's end too, so that nothing overflows there
                 scales[t, b] = total
@@ -199,12 +227,15 @@ def _denominator_block(den, x, lengths, leaky, occupancies, log_z):
     backward, before = _backward_start(log_z, shift, scales, lengths, current)
     occupancy = np.empty((num_pdfs, block), dtype=emissions.dtype)
     for t in range(num_frames - 1, -1, -1):
-        before[:] = 0
-        occupancy[:] = 0
+        running = active[t]
+        if running == 0:
+            continue
+        before[:, :running] = 0
+        occupancy[:, :running] = 0
         inverse = (1.0 / scales[t]).astype(emissions.dtype)
-        for a in by_source:
-            j, i, k, p = target[a], source[a], pdf[a], prob[a]
-            for b in range(block):
+        for a in range(den.backward_prob.shape[0]):
+            j, i, k, p = den.backward_target[a], den.backward_source[a], den.backward_pdf[a], den.backward_prob[a]
+            for b in range(running):
                 weight = p * emissions[t, k, b] * inverse[b] * backward[j, b]
                 before[i, b] += weight
                 occupancy[k, b] += alpha_hat[t, i, b] * weight
@@ -221,22 +252,26 @@ def _state_pdf_block(den, x, lengths, leaky, occupancies, log_z):
     state no arc enters), as every graph of make_den_graph does: the emission multiplies each state once instead
     of each arc, and the occupancy of state j at frame t is alpha(t + 1, j) x beta(t + 1, j), so the backward
     pass's arc loop has one multiply-add."""
-    by_target, by_source, source, target, _, state_pdf, prob, initial = den
+    state_pdf, initial = den.state_pdf, den.initial
     block, num_frames, num_pdfs = x.shape
     num_states = initial.shape[0]
     # alpha: after frame t's emission
     emissions, shift, alpha, scales, current, following = _forward_start(x, lengths, initial)
+    active = _active_prefix(lengths, num_frames)
     for t in range(num_frames):
-        following[:] = 0
-        for a in by_target:
-            j, i, p = target[a], source[a], prob[a]
-            for b in range(block):
+        running = active[t]
+        if running == 0:
+            break
+        following[:, :running] = 0
+        for a in range(den.forward_prob.shape[0]):
+            j, i, p = den.forward_target[a], den.forward_source[a], den.forward_prob[a]
+            for b in range(running):
                 following[j, b] += current[i, b] * p
         for s in range(num_states):
             k = state_pdf[s]
-            for b in range(block):
+            for b in range(running):
                 following[s, b] = following[s, b] * emissions[t, k, b] if k >= 0 else 0
-        for b in range(block):
+        for b in range(running):
             total = following[:, b].sum()
             if t < lengths[b] or total > 0:  # past the chunk's end too, so that nothing overflows there
                 scales[t, b] = total
@@ -246,16 +281,19 @@ def _state_pdf_block(den, x, lengths, leaky, occupancies, log_z):
     backward, before = _backward_start(log_z, shift, scales, lengths, current)
     weighted = np.empty((num_states, block), dtype=emissions.dtype)
     for t in range(num_frames - 1, -1, -1):
+        running = active[t]
+        if running == 0:
+            continue
         for s in range(num_states):
             k = state_pdf[s]
-            for b in range(block):
+            for b in range(running):
                 if k >= 0 and t < lengths[b]:
                     occupancies[b, t, k] += alpha[t, s, b] * backward[s, b]
                 weighted[s, b] = emissions[t, k, b] * backward[s, b] / scales[t, b] if k >= 0 else 0
-        before[:] = 0
-        for a in by_source:
-            i, j, p = source[a], target[a], prob[a]
-            for b in range(block):
+        before[:, :running] = 0
+        for a in range(den.backward_prob.shape[0]):
+            i, j, p = den.backward_source[a], den.backward_target[a], den.backward_prob[a]
+            for b in range(running):
                 before[i, b] += p * weighted[j, b]
         _leak_back(backward, before, initial, leaky, t, lengths)
 
@@ -307,7 +345,7 @@ def _numerator_chunk(pdfs, first, last, may_start, may_end, x, occupancies):
 
 # Chunks a thread runs through the denominator together, at most: on the recipe's graph (5730 states, 93800
 # arcs, 800 pdfs) blocks of 8 and 32 chunks took 0.21 and 0.15 CPU-seconds per 1000 frames (the per-state
-# kernel; the per-arc one 0.58 and 0.23).
+# kernel; the per-arc one 0.58 and 0.23), measured before the arcs were copied into each pass's order.
 MAX_BLOCK = 32
 
 
@@ -317,12 +355,28 @@ def block_size(num_chunks):
     return int(min(MAX_BLOCK, max(1, per_thread)))
 
 
+def dealt_blocks(lengths):
+    """(order, offsets): the chunks' indices block after block (block k is order[offsets[k]:offsets[k + 1]]), each
+    block's longest first, so that the kernels' loops leave a chunk once it has ended; the chunks are dealt
+    round-robin from longest to shortest, so that every block, and every thread, gets about the same frames.
+    Chunks are cut where utterances start, so a batch's lengths vary (in egs/voiceover's, 47 chunks of 1 to 50
+    frames held 1,445 frames: blocks padded to the longest ran 2,350)."""
+    lengths = np.asarray(lengths)
+    if len(lengths) == 0:
+        return np.zeros(0, np.int64), np.zeros(1, np.int64)
+    longest_first = np.argsort(-lengths, kind="stable")
+    num_blocks = -(-len(lengths) // block_size(len(lengths)))
+    blocks = [longest_first[k::num_blocks] for k in range(num_blocks)]
+    offsets = np.concatenate([[0], np.cumsum([len(block) for block in blocks])])
+    return np.concatenate(blocks).astype(np.int64), offsets.astype(np.int64)
+
+
 @numba.njit(parallel=True, cache=True)
-def _denominator_batch(den, x, lengths, leaky, occupancies, log_z, block_chunks):
-    """The blocks of a batch in parallel; with den.state_pdf (its first entry >= -1) the per-state kernel."""
-    num_blocks = (x.shape[0] + block_chunks - 1) // block_chunks
-    for block in numba.prange(num_blocks):
-        low, high = block * block_chunks, min((block + 1) * block_chunks, x.shape[0])
+def _denominator_batch(den, x, lengths, leaky, occupancies, log_z, offsets):
+    """The blocks of a batch (offsets: their bounds) in parallel; with den.state_pdf (its first entry >= -1) the
+    per-state kernel."""
+    for block in numba.prange(offsets.shape[0] - 1):
+        low, high = offsets[block], offsets[block + 1]
         if den.state_pdf[0] >= -1:
             _state_pdf_block(den, x[low:high], lengths[low:high], leaky, occupancies[low:high], log_z[low:high])
         else:
@@ -372,12 +426,14 @@ def lfmmi_batch_occupancies(graph, numerators, x, lengths=None, leaky=LEAKY_HMM_
         parts = [np.asarray(getattr(n, field), dtype) for n in numerators]
         return np.concatenate(parts) if parts else np.zeros(0, dtype)
 
-    num_occupancies = np.zeros(x.shape, x.dtype)
-    den_occupancies = np.zeros(x.shape, x.dtype)
-    num_log_z, den_log_z = np.zeros(len(x)), np.zeros(len(x))
+    num_occupancies, num_log_z = np.zeros(x.shape, x.dtype), np.zeros(len(x))
     _numerator_batch(x, lengths, offsets, joined("pdfs", np.int64), joined("first", np.int64),
                      joined("last", np.int64), joined("may_start", np.bool_), joined("may_end", np.bool_),
                      num_occupancies, num_log_z)
-    _denominator_batch(denominator_arrays(graph, x.dtype), x, lengths, float(leaky), den_occupancies, den_log_z,
-                       block_size(len(x)))
+    order, blocks = dealt_blocks(lengths)
+    dealt_occupancies, dealt_log_z = np.zeros(x.shape, x.dtype), np.zeros(len(x))
+    _denominator_batch(denominator_arrays(graph, x.dtype), x[order], lengths[order], float(leaky), dealt_occupancies,
+                       dealt_log_z, blocks)
+    den_occupancies, den_log_z = np.empty_like(dealt_occupancies), np.empty_like(dealt_log_z)
+    den_occupancies[order], den_log_z[order] = dealt_occupancies, dealt_log_z
     return num_log_z, den_log_z, num_occupancies, den_occupancies

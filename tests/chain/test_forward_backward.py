@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from asrkit.chain.den_graph import DenGraph, make_den_graph
-from asrkit.chain.forward_backward import denominator_reference, lfmmi_batch, numerator_reference, state_pdfs
+from asrkit.chain.forward_backward import (MAX_BLOCK, dealt_blocks, denominator_reference, lfmmi_batch,
+                                          numerator_reference, state_pdfs)
 from asrkit.chain.numerator import numerator_of, units_from_pdfs
 from asrkit.chain.phone_lm import estimate_phone_lm
 from tests.chain.conftest import monophone_tree, random_sentences, topology
@@ -139,6 +140,34 @@ def test_the_per_arc_kernel_serves_graphs_whose_states_mix_pdfs():
     _, den_log_z, _ = lfmmi_batch(graph, numerators, x.astype(np.float64), None, 0.01)
     for b, length in enumerate([5, 9]):
         assert den_log_z[b] == pytest.approx(denominator_reference(graph, x[b, :length], 0.01)[0], abs=1e-9)
+
+
+def test_blocks_are_dealt_longest_first_with_even_shares():
+    lengths = np.array([3, 50, 17, 50, 1, 29, 8, 50, 12, 40, 2, 33, 50, 6] * 5)
+    order, offsets = dealt_blocks(lengths)
+    assert sorted(order.tolist()) == list(range(len(lengths)))
+    blocks = [order[low:high] for low, high in zip(offsets[:-1], offsets[1:])]
+    sizes, frames = [len(block) for block in blocks], [lengths[block].sum() for block in blocks]
+    assert max(sizes) <= MAX_BLOCK and max(sizes) - min(sizes) <= 1
+    assert max(frames) - min(frames) <= lengths.max()
+    for block in blocks:
+        assert lengths[block].tolist() == sorted(lengths[block].tolist(), reverse=True)
+    assert dealt_blocks([])[0].size == 0
+
+
+@pytest.mark.parametrize("per_arc", [False, True])
+def test_each_chunk_gets_the_same_bits_in_any_batch(den_graph, per_arc):
+    rng = np.random.default_rng(11)
+    graph = random_graph(rng, num_states=4, num_pdfs=4, num_arcs=12) if per_arc else den_graph
+    lengths = [1, 9, 4, 12, 12, 7, 2, 11, 5, 12, 3, 8] * 3  # chunks cut where utterances start: of every length
+    x, numerators = batch_case(rng, lengths)
+    whole = lfmmi_batch(graph, numerators, x, lengths, 0.01)
+    shuffle = rng.permutation(len(lengths))
+    shuffled = lfmmi_batch(graph, [numerators[i] for i in shuffle], x[shuffle], [lengths[i] for i in shuffle], 0.01)
+    alone = lfmmi_batch(graph, numerators[1:2], x[1:2], lengths[1:2], 0.01)
+    for in_batch, in_shuffled, by_itself in zip(whole, shuffled, alone):
+        assert np.array_equal(in_batch[shuffle], in_shuffled)
+        assert np.array_equal(in_batch[1:2], by_itself)
 
 
 def test_den_graphs_have_one_pdf_per_state(den_graph):

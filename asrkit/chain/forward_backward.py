@@ -415,9 +415,10 @@ def lfmmi_batch(graph, numerators, x, lengths=None, leaky=LEAKY_HMM_COEFFICIENT)
     return num_log_z, den_log_z, num_occupancies - den_occupancies
 
 
-def lfmmi_batch_occupancies(graph, numerators, x, lengths=None, leaky=LEAKY_HMM_COEFFICIENT):
+def lfmmi_batch_occupancies(graph, numerators, x, lengths=None, leaky=LEAKY_HMM_COEFFICIENT, arrays=None):
     """lfmmi_batch's (numerator log Z, denominator log Z) and the two occupancies [B, T, K] apart (the numerator's
-    are the soft targets of the cross-entropy regularisation, asrkit.train.criteria.lfmmi)."""
+    are the soft targets of the cross-entropy regularisation, asrkit.train.criteria.lfmmi).  arrays: the graph's
+    denominator_arrays in x's precision, made once by a caller that runs many batches (else made here)."""
     x = np.ascontiguousarray(x)
     lengths = np.array([n.num_frames for n in numerators] if lengths is None else lengths, np.int64)
     offsets = np.concatenate([[0], np.cumsum([n.num_states for n in numerators])]).astype(np.int64)
@@ -432,8 +433,9 @@ def lfmmi_batch_occupancies(graph, numerators, x, lengths=None, leaky=LEAKY_HMM_
                      num_occupancies, num_log_z)
     order, blocks = dealt_blocks(lengths)
     dealt_occupancies, dealt_log_z = np.zeros(x.shape, x.dtype), np.zeros(len(x))
-    _denominator_batch(denominator_arrays(graph, x.dtype), x[order], lengths[order], float(leaky), dealt_occupancies,
-                       dealt_log_z, blocks)
+    if arrays is None:
+        arrays = denominator_arrays(graph, x.dtype)
+    _denominator_batch(arrays, x[order], lengths[order], float(leaky), dealt_occupancies, dealt_log_z, blocks)
     den_occupancies, den_log_z = np.empty_like(dealt_occupancies), np.empty_like(dealt_log_z)
     den_occupancies[order], den_log_z[order] = dealt_occupancies, dealt_log_z
     return num_log_z, den_log_z, num_occupancies, den_occupancies

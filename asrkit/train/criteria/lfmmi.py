@@ -60,7 +60,7 @@ import os
 import numpy as np
 
 from asrkit.chain.den_graph import DenGraph, den_graph_of_ali_dir
-from asrkit.chain.forward_backward import lfmmi_batch_occupancies
+from asrkit.chain.forward_backward import denominator_arrays, lfmmi_batch_occupancies
 from asrkit.chain.numerator import numerator_of, units_from_pdfs
 from asrkit.errors import AsrkitError
 from asrkit.tf_runtime import import_tensorflow
@@ -98,6 +98,7 @@ class LfmmiObjective:
 
     def __init__(self, graph, left_tolerance=1, right_tolerance=1, leaky=1e-5, output_l2=0.0):
         self.graph = graph
+        self.arrays = {}  # the graph's denominator_arrays per precision, sorted and copied once, not every batch
         self.left_tolerance, self.right_tolerance = left_tolerance, right_tolerance
         self.leaky, self.output_l2 = leaky, output_l2
         self.failed_chunks = 0  # chunks whose numerator had no path (left out of the loss)
@@ -136,8 +137,11 @@ class LfmmiObjective:
         x = np.zeros((len(chunks), longest, logits.shape[2]), np.float32)
         for row, (column, frames, _) in enumerate(chunks):
             x[row, :len(frames)] = logits[frames, column]
+        if x.dtype not in self.arrays:
+            self.arrays[x.dtype] = denominator_arrays(self.graph, x.dtype)
         num_log_z, den_log_z, num_occupancies, den_occupancies = lfmmi_batch_occupancies(
-            self.graph, [numerator for _, _, numerator in chunks], x, [len(f) for _, f, _ in chunks], self.leaky)
+            self.graph, [numerator for _, _, numerator in chunks], x, [len(f) for _, f, _ in chunks], self.leaky,
+            self.arrays[x.dtype])
         loss = 0.0
         for row, (column, frames, _) in enumerate(chunks):
             if not np.isfinite(num_log_z[row]):

@@ -22,11 +22,13 @@
 #     --lfmmi true|false         stage 19 trains the acoustic network from scratch with lattice-free MMI
 #                                ([Povey2016], Kaldi's chain models), multi-style from the example server, and decodes
 #                                it on the CE graph: every dev and test set, noisy ones too (default: true)
+#     --lfmmi-am wblstm|lstm|tdnnf   the LF-MMI model's network, as --am's -> exp/<lfmmi-am>_lfmmi (default: --am's;
+#                                egs/voiceover's combination gained with tdnnf there, 0.896x on dev: its RESULTS)
 #     --combine true|false       stage 20 combines the sMBR and LF-MMI models frame by frame (asrkit-decode
 #                                --combine-model; the weight of --combine-weights and the LM weight chosen on dev
 #                                for test, on dev_noisy for test_noisy) -> exp/<am>_smbr_lfmmi, the recipe's best
 #                                model on dev (RESULTS), and stage 21 its recognizer package (dev's combination)
-#                                -> exp/<am>_smbr_lfmmi/package; needs exp/<am>_lfmmi decoded (--lfmmi true, now or
+#                                -> exp/<am>_smbr_lfmmi/package; needs exp/<lfmmi-am>_lfmmi decoded (--lfmmi true, now or
 #                                before) (default: true)
 #     --combine-weights 'W...'   the LF-MMI model's weights tried on each dev set (default: 0.4 0.5 0.6 0.7)
 #     --adapt true|false         stage 22 adapts the combination's sMBR model to each speaker of every dev and
@@ -78,7 +80,7 @@
 #         (steps/unsupervised_demo.sh) -> exp/<am>_sup, exp/<am>_semisup; 17 with --group-comparison true the
 #         windowed BLSTM at 20+1+20 and 20+8+20 -> exp/wblstm_g1, exp/wblstm_g8; 18 with --ctc-comparison true
 #         CTC over phones -> exp/<am>_ctc; 19 with --lfmmi true the LF-MMI model (steps/lfmmi.sh, multi-style)
-#         -> exp/<am>_lfmmi; 20 with --combine true its frame-level combination with the sMBR model
+#         -> exp/<lfmmi-am>_lfmmi; 20 with --combine true its frame-level combination with the sMBR model
 #         (steps/decode_combined.sh) -> exp/<am>_smbr_lfmmi; 21 with --combine true the combination's
 #         recognizer package -> exp/<am>_smbr_lfmmi/package;
 #         22 with --adapt true each dev and test speaker's adapted models, the combination's second pass
@@ -107,6 +109,7 @@ unsupervised_demo=false
 jitter_comparison=false
 ctc_comparison=false
 lfmmi=true
+lfmmi_am=
 combine=true
 combine_weights="0.4 0.5 0.6 0.7"
 adapt=false
@@ -123,6 +126,8 @@ require_no_arguments "$@"
 command_line="$parse_command_line"
 require_choice size tiny small default
 require_choice am wblstm lstm tdnnf
+lfmmi_am="${lfmmi_am:-$am}"
+require_choice lfmmi_am wblstm lstm tdnnf
 require_choice cmvn_mean utterance speaker global online
 require_whole_number stage stop_stage nj seed cmvn_online_prior_frames
 # Stage 22 adapts the combination from its own lattices: refused now, not after the hour of training.
@@ -483,12 +488,12 @@ fi
 # both dev sets (RESULTS), at the cost of LF-MMI's training and two networks in decoding.
 lfmmi_options="--xent-regularize 0.1"
 if run_stage 19 && $lfmmi; then
-  begin_stage 19 "lattice-free MMI ([Povey2016]), multi-style -> $exp/${am}_lfmmi"
+  begin_stage 19 "lattice-free MMI ([Povey2016]), multi-style -> $exp/${lfmmi_am}_lfmmi"
   ../../steps/lfmmi.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage19" \
-    --train-opts "$train_options $ce_model" --lfmmi-opts "$lfmmi_options" --num-epochs "$ce_epochs" \
+    --train-opts "$train_options $(ce_model_options "$lfmmi_am" "$ce_cells")" --lfmmi-opts "$lfmmi_options" --num-epochs "$ce_epochs" \
     --num-streams "$streams" --more-opts "--example-servers local:1 --server-styles $noise_styles" \
     --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" --tuned-sets "$tuned_sets" \
-    --first-only false "$data/train" "$exp/tree_ali" "$exp/${am}_ce/graph" "$data" "$exp/${am}_lfmmi"
+    --first-only false "$data/train" "$exp/tree_ali" "$exp/${am}_ce/graph" "$data" "$exp/${lfmmi_am}_lfmmi"
 fi
 
 if run_stage 20 && $combine; then
@@ -502,7 +507,7 @@ if run_stage 20 && $combine; then
       --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options $combined_lattices" \
       --combine-weights "$combine_weights" \
       --dev-set "$dev_set" --test-sets "$test_set" \
-      "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" "$exp/${am}_lfmmi" "$exp/${am}_smbr_lfmmi"
+      "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" "$exp/${lfmmi_am}_lfmmi" "$exp/${am}_smbr_lfmmi"
   done
 fi
 
@@ -524,7 +529,7 @@ if run_stage 22 && $adapt; then
     ../../steps/adapt_combined.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage22" \
       --adapt-config conf/adapt.conf --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" \
       --dev-set "$dev_set" --test-sets "$test_set" "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" \
-      "$exp/${am}_lfmmi" "$exp/${am}_smbr_lfmmi" "$exp/${am}_smbr_lfmmi_adapted"
+      "$exp/${lfmmi_am}_lfmmi" "$exp/${am}_smbr_lfmmi" "$exp/${am}_smbr_lfmmi_adapted"
   done
 fi
 

@@ -184,6 +184,15 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert "%WER" in result.stdout  # the table is printed at the end
     for model in ("wblstm_ce", "wblstm_smbr"):
         assert (exp / model / "training.png").stat().st_size > 1000
+    # --lfmmi-am: the LF-MMI model another network (egs/voiceover's default, a TDNN-F), in its own exp dir, and the
+    # combination made with it.
+    tdnnf = subprocess.run(command + ["--stage", "19", "--stop-stage", "20", "--lfmmi-am", "tdnnf"],
+                           capture_output=True, text=True, timeout=900)
+    assert tdnnf.returncode == 0, tdnnf.stderr[-3000:]
+    assert json.load(open(exp / "tdnnf_lfmmi" / "config.json"))["model"]["name"] == "tdnnf"
+    assert (exp / "tdnnf_lfmmi" / "decode_test_noisy" / "best_wer").exists()
+    log = open(exp / "log" / "stage20" / "decode_wblstm_smbr_test.log").read()
+    assert f"--combine-model {exp / 'tdnnf_lfmmi' / 'final'}" in log
     # Rerunning the data stages reuses every finished piece of work.
     rerun = subprocess.run(command + ["--stage", "1", "--stop-stage", "3"], capture_output=True, text=True,
                            timeout=900)

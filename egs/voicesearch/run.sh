@@ -28,8 +28,8 @@
 #                                --combine-model; the weight of --combine-weights and the LM weight chosen on dev
 #                                for test, on dev_noisy for test_noisy) -> exp/<am>_smbr_lfmmi, the recipe's best
 #                                model on dev (RESULTS), and stage 21 its recognizer package (dev's combination)
-#                                -> exp/<am>_smbr_lfmmi/package; needs exp/<lfmmi-am>_lfmmi decoded (--lfmmi true, now or
-#                                before) (default: true)
+#                                -> exp/<am>_smbr_lfmmi/package; needs exp/<lfmmi-am>_lfmmi decoded (--lfmmi true,
+#                                now or before) (default: true)
 #     --combine-weights 'W...'   the LF-MMI model's weights tried on each dev set (default: 0.4 0.5 0.6 0.7)
 #     --adapt true|false         stage 22 adapts the combination's sMBR model to each speaker of every dev and
 #                                test set from the combination's own first pass (asrkit-adapt, conf/adapt.conf)

@@ -65,6 +65,23 @@ class LinearLayer(tf.Module):
         outputs = matmul(flat, self.kernel, self.compute_dtype)
         return tf.reshape(outputs, tf.concat([shape[:-1], [self.kernel.shape[1]]], axis=0))
 
+    def over_pair(self, inputs, owners, stride):
+        """The bottleneck of a layer reading positions (y - stride, y), as self(_spliced(inputs, owners, (0, stride),
+        stride)) computes it: inputs [N, b, dim], owners [N, b] -> [N - stride, b, out] at the centres stride ..
+        N - 1, the earlier read zero where it is of another utterance than the centre's.  Computed as one GEMM of
+        every position with the kernel's two halves side by side, [dim, 2 out], whose two products are then added
+        `stride` positions apart: the spliced [N, b, 2 dim] copy, its mask and their gradients are never formed,
+        and the gradient reaches the inputs through the GEMM alone (the TDNN-F training step 1.2-1.35x as fast:
+        bench/tdnnf.py)."""
+        dim, out = self.kernel.shape[0] // 2, self.kernel.shape[1]
+        halves = tf.concat([self.kernel[:dim], self.kernel[dim:]], axis=1)
+        shape = tf.shape(inputs)
+        products = matmul(tf.reshape(inputs, [-1, dim]), halves, self.compute_dtype)
+        products = tf.reshape(products, tf.concat([shape[:-1], [2 * out]], axis=0))
+        length = shape[0] - stride
+        same = tf.cast(tf.equal(owners[:length], owners[stride:]), products.dtype)[:, :, None]
+        return same * products[:length, :, :out] + products[stride:, :, out:]
+
     def constrain_semi_orthogonal(self):
         """One step of the paper's update towards M M^T = alpha^2 I, M = kernel^T (the bottleneck's rows), alpha
         floating (Kaldi's orthonormal-constraint -1): M <- M - 1/(2 alpha^2) (M M^T - alpha^2 I) M, alpha^2 =
@@ -117,7 +134,7 @@ class TdnnfLayer(tf.Module):
         s = self.stride
         if s == 0:
             return renormalize(tf.nn.relu(self.affine(self.linear(inputs)))) + self.bypass_scale * inputs, owners
-        bottleneck = self.linear(_spliced(inputs, owners, (0, s), s))  # centres s .. N - 1
+        bottleneck = self.linear.over_pair(inputs, owners, s)  # centres s .. N - 1
         hidden = self.affine(_spliced(bottleneck, owners[s:], (0, s), 0))  # centres s .. N - 1 - s
         length = tf.shape(hidden)[0]
         return renormalize(tf.nn.relu(hidden)) + self.bypass_scale * inputs[s : s + length], owners[s : s + length]

@@ -7,7 +7,7 @@ import pytest
 from asrkit.training_examples.messages import Example
 from asrkit.nn.label_delay import delay_features
 from asrkit.nn.registry import build_model, model_config
-from asrkit.nn.tdnnf import LinearLayer
+from asrkit.nn.tdnnf import LinearLayer, _spliced
 from asrkit.nn.tdnnf_spec import parse_time_strides
 from asrkit.tf_runtime import import_tensorflow
 from asrkit.train.optimizers import Sgd
@@ -115,6 +115,39 @@ def test_streaming_windows_equal_each_utterance_alone(strides):
         alone = net.sequence(delay_features(example.features, net.label_delay)[None])[0].numpy()[net.label_delay :]
         streamed = outputs[example.utterance_id][-len(example.features) :]
         np.testing.assert_allclose(streamed, alone, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("stride", [1, 3])
+def test_the_bottleneck_over_a_pair_equals_the_spliced_product_and_its_gradient(stride):
+    """over_pair's two half-products added apart are the bottleneck of the spliced pair, zeros of other
+    utterances included, and so is the gradient that reaches the inputs and the kernel."""
+    rng = np.random.default_rng(5)
+    layer = LinearLayer(2 * 7, 4, rng)
+    inputs = tf.constant(rng.standard_normal((11, 3, 7)).astype(np.float32))
+    owners = tf.constant(np.array([[-1, -1, 0], [0, 0, 0], [0, 1, 0], [0, 1, 1]] + [[0, 1, 1]] * 4 + [[1, 2, 1]] * 3,
+                                  np.float32))
+    weights = tf.constant(rng.standard_normal((11 - stride, 3, 4)).astype(np.float32))
+
+    def outputs_and_gradients(bottleneck_of):
+        with tf.GradientTape() as tape:
+            tape.watch(inputs)
+            outputs = bottleneck_of()
+            loss = tf.reduce_sum(outputs * weights)
+        return [outputs.numpy()] + [g.numpy() for g in tape.gradient(loss, [inputs, layer.kernel])]
+
+    paired = outputs_and_gradients(lambda: layer.over_pair(inputs, owners, stride))
+    spliced = outputs_and_gradients(lambda: layer(_spliced(inputs, owners, (0, stride), stride)))
+    assert paired[0].shape == (11 - stride, 3, 4)
+    for ours, reference in zip(paired, spliced):
+        np.testing.assert_allclose(ours, reference, rtol=1e-5, atol=1e-5)
+    # The earlier read: output i (centre i + stride) hears position i only where both are of one utterance.
+    # Stream 1: position 1 is utterance 0, positions 2-7 utterance 1.
+    def change_at(position):
+        moved = inputs.numpy()
+        moved[position, 1] += 10.0
+        return np.abs(layer.over_pair(tf.constant(moved), owners, stride).numpy() - paired[0])[position, 1].max()
+
+    assert change_at(1) == 0.0 and change_at(3) > 0.1
 
 
 def test_the_constraint_makes_a_bottleneck_semi_orthogonal_up_to_a_scale():

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
-"""The TDNN-F training step with each layer's bottleneck as asrkit computes it (LinearLayer.over_pair: one GEMM
-of every position with the kernel's halves side by side, the two products added `stride` apart) against the
-spliced formulation it replaced (the pair of positions concatenated, masked, then one GEMM), in one run.
+"""The TDNN-F training step as asrkit runs it against what it replaced, in one run:
 
-Both nets have the same weights; the step is asrkit-train-ce's truncated one (asrkit.train.steps.Steps.truncated:
+- spliced: each layer's bottleneck over the pair of positions concatenated, masked, then one GEMM (before);
+- over_pair: LinearLayer.over_pair, one GEMM of every position with the kernel's halves side by side, the two
+  products added `stride` apart;
+- over_pair + XLA: the same with the training window's layers compiled by XLA (Tdnnf.compile_windows, what
+  asrkit-train-ce does unless --no-xla; with --precision bf16 it does not, and this row is over_pair's again).
+
+The nets have the same weights; the step is asrkit-train-ce's truncated one (asrkit.train.steps.Steps.truncated:
 forward, backward, Adagrad) at b=--streams, u=--unroll frames, timed in alternation (medians of --steps
 rounds, as bench/train.py does, because this shared machine's speed drifts).  Printed: each one's frames/s,
-the ratio, and the largest difference of their logits on one batch (rounding only: the same sums in another
-order).
+its ratio to spliced's, and the largest difference of its first window's logits from spliced's (rounding
+only: the same sums in another order).
 
 Usage:
 
@@ -34,7 +38,7 @@ def spliced_over_pair(linear, inputs, owners, stride):
     return linear(_spliced(inputs, owners, (0, stride), stride))
 
 
-def build(args, spliced):
+def build(args, spliced, xla):
     from asrkit.nn.precision import set_precision
     from asrkit.nn.registry import build_model
 
@@ -43,7 +47,21 @@ def build(args, spliced):
         for layer in net.tdnnf:
             layer.linear.over_pair = types.MethodType(spliced_over_pair, layer.linear)
     set_precision(net, args.precision)
+    if xla:
+        net.compile_windows()
     return net
+
+
+def first_window_logits(net, inputs):
+    """The logits of the step's batch through the training path from the zero state, before any update."""
+    from asrkit.tf_runtime import import_tensorflow
+
+    tf = import_tensorflow()
+    features, _, _, reset = inputs
+    keep = 1.0 - tf.transpose(reset)
+    window = tf.function(lambda: net.window_time_major(tf.transpose(features, [1, 0, 2]),
+                                                       net.zero_state(features.shape[0]), keep)[0])
+    return window().numpy()
 
 
 def training_step(net, args):
@@ -64,20 +82,18 @@ def main():
     parser.add_argument("--unroll", type=int, default=50, help="frames a window (LF-MMI's chunks: 50)")
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     args = parser.parse_args()
-    from asrkit.tf_runtime import import_tensorflow
-
-    tf = import_tensorflow()
-    nets = {"over_pair (asrkit)": build(args, False), "spliced (before)": build(args, True)}
-    features = tf.constant(np.random.default_rng(1).standard_normal((args.unroll, 8, args.feature_dim)), tf.float32)
-    logits = [net.sequence_time_major(features).numpy() for net in nets.values()]
+    nets = {"spliced (before)": build(args, True, False), "over_pair": build(args, False, False),
+            "over_pair + XLA": build(args, False, True)}
+    inputs = batch(args.streams, args.unroll, args.feature_dim, args.pdfs)
+    logits = [first_window_logits(net, inputs) for net in nets.values()]
     seconds = step_seconds([training_step(net, args) for net in nets.values()], args.steps)
     frames = args.streams * args.unroll
     print(f"# TDNN-F dim {args.dim}, input {args.feature_dim}, {args.pdfs} pdfs, b={args.streams} u={args.unroll}, "
           f"{args.precision}; medians of {args.steps} rounds")
-    for name, step in zip(nets, seconds):
-        print(f"{name:20} {frames / step:8.0f} frames/s  ({step * 1000:.0f} ms a step)")
-    print(f"# over_pair / spliced: {seconds[1] / seconds[0]:.2f}x the frames/s; logits differ by at most "
-          f"{np.abs(logits[0] - logits[1]).max():.1e} (of {np.abs(logits[1]).max():.1f})")
+    for index, name in enumerate(nets):
+        print(f"{name:18} {frames / seconds[index]:7.0f} frames/s ({seconds[index] * 1000:4.0f} ms a step), "
+              f"{seconds[0] / seconds[index]:.2f}x spliced's; logits within "
+              f"{np.abs(logits[index] - logits[0]).max():.1e} of spliced's (of {np.abs(logits[0]).max():.1f})")
 
 
 if __name__ == "__main__":

@@ -77,6 +77,12 @@ class AcousticNet(tf.Module):
             raise ValueError(f"the dropout rate must be in [0, 1), not {rate:g}")
         self.dropout = float(rate)
 
+    def compile_windows(self):
+        """Have XLA compile the training path's layers (`window`; TensorFlow's jit_compile), where that pays for
+        this network: the default does not (its layers are few large GEMMs or hand-written kernels).  Returns
+        whether it did.  Called before the training step is traced."""
+        return False
+
     def _drop(self, outputs):
         return tf.nn.dropout(outputs, rate=self.dropout) if self.dropout > 0 else outputs
 

@@ -257,6 +257,8 @@ def _build_network(net_config, data, params, distribution, layer_devices, criter
         raise AsrkitError(f"--unroll {params.unroll} is not a multiple of {net.unroll_multiple}, which model "
                           f"{net_config['config']} needs (its frames are predicted in groups)")
     logger.info("precision: %s", set_precision(net, params.precision))
+    if params.xla and net.compile_windows():
+        logger.info("XLA: the training windows' layers compiled (--no-xla: not)")
     cells = describe_cells(net)
     if cells:
         logger.info("LSTM cells: %s", cells)

@@ -107,6 +107,7 @@ def test_tdnnf_trains_with_its_bottlenecks_held_semi_orthogonal_and_exports(feat
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "asrkit-train-ce summary: status=ok steps=40" in result.output
+    assert "XLA: the training windows' layers compiled" in result.output
     model = load_acoustic_model(exp_dir / "final")
     assert model.label_delay == 1 + 1 + 1  # C/2: tdnn1's 1, two layers of stride 1
     initial = build_model("tdnnf", model.feature_dim, model.num_pdfs,
@@ -117,6 +118,10 @@ def test_tdnnf_trains_with_its_bottlenecks_held_semi_orthogonal_and_exports(feat
         utt, features = next(iter(feats.items()))
     loglikes = model.log_likelihoods(features)
     assert loglikes.shape == (len(features), model.num_pdfs) and np.isfinite(loglikes).all()
+    # --no-xla: the plain graph
+    args[2], args[args.index("--max-steps") + 1] = str(tmp_path / "plain"), "4"
+    plain = CliRunner().invoke(main, args + ["--no-xla"], catch_exceptions=False)
+    assert plain.exit_code == 0 and "status=ok steps=4" in plain.output and "XLA" not in plain.output
 
 
 def test_init_model_starts_from_another_runs_weights(featurized_corpus, tmp_path):

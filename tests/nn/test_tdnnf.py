@@ -6,6 +6,7 @@ import pytest
 
 from asrkit.training_examples.messages import Example
 from asrkit.nn.label_delay import delay_features
+from asrkit.nn.precision import set_precision
 from asrkit.nn.registry import build_model, model_config
 from asrkit.nn.tdnnf import LinearLayer, _spliced
 from asrkit.nn.tdnnf_spec import parse_time_strides
@@ -148,6 +149,40 @@ def test_the_bottleneck_over_a_pair_equals_the_spliced_product_and_its_gradient(
         return np.abs(layer.over_pair(tf.constant(moved), owners, stride).numpy() - paired[0])[position, 1].max()
 
     assert change_at(1) == 0.0 and change_at(3) > 0.1
+
+
+def test_windows_compiled_by_xla_equal_the_plain_ones_and_repeat_to_the_bit():
+    """compile_windows: the training window's logits, new state and gradients are the plain graph's to rounding,
+    and two nets of the same weights compiled apart give the same to the bit."""
+    rng = np.random.default_rng(6)
+    features = tf.constant(rng.standard_normal((9, 3, DIM)).astype(np.float32))
+    keep = np.ones((9, 3), np.float32)
+    keep[4, 1] = 0.0  # an utterance starts in stream 1
+    weights = tf.constant(rng.standard_normal((9, 3, PDFS)).astype(np.float32))
+
+    def window(compiled):
+        net = _net()
+        assert net.compile_windows() if compiled else True
+        state = (tf.fill([net.context, 3, DIM], 0.5),
+                 tf.constant([2.0, 0.0, 4.0]))
+        step = tf.function(lambda: _window_and_gradients(net, features, state, tf.constant(keep), weights))
+        return [value.numpy() for value in tf.nest.flatten(step())]
+
+    bf16 = _net()
+    set_precision(bf16, "bf16", support=lambda: (True, "a test"))
+    assert not bf16.compile_windows() and not bf16.xla_windows  # oneDNN's bf16 GEMMs outrun XLA's
+    plain, compiled, again = window(False), window(True), window(True)
+    for ours, reference in zip(compiled, plain):
+        np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-5)
+    for first, second in zip(compiled, again):
+        assert np.array_equal(first, second)
+
+
+def _window_and_gradients(net, features, state, keep, weights):
+    with tf.GradientTape() as tape:
+        logits, new_state = net.window_time_major(features, state, keep)
+        loss = tf.reduce_sum(logits * weights)
+    return logits, new_state, tape.gradient(loss, net.trainable_variables)
 
 
 def test_the_constraint_makes_a_bottleneck_semi_orthogonal_up_to_a_scale():

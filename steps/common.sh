@@ -30,11 +30,18 @@ run_logged() {
   grep -h " summary: " "$log" >&2 || true
 }
 
-# require_files FILE...: each FILE (or directory) exists, else an error naming the first missing one.
+# require_files FILE...: each FILE (or directory) exists, else an error naming the first missing one (and, for a
+# data dir's features, what makes them).
 require_files() {
   local path
   for path in "$@"; do
-    [ -e "$path" ] || { echo "$0: missing input: $path" >&2; exit 1; }
+    [ -e "$path" ] && continue
+    echo "$0: missing input: $path" >&2
+    case "$path" in
+      */feats.scp|feats.scp) echo "$0: (a data dir's features: steps/featurize.sh, a recipe's features stage;" \
+                                  "rerunning a recipe's data stages writes its data dirs anew, without them)" >&2 ;;
+    esac
+    exit 1
   done
 }
 

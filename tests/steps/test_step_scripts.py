@@ -79,6 +79,8 @@ def test_a_missing_input_is_named(step, tmp_path):
     args, missing = MISSING[step]
     result = run_step(os.path.join(ROOT, "steps", step), *args, cwd=tmp_path)
     assert result.returncode == 1 and f"missing input: {missing}\n" in result.stderr, result.stderr
+    # what makes a data dir's features, where those are missing
+    assert ("steps/featurize.sh, a recipe's features stage" in result.stderr) == missing.endswith("feats.scp")
 
 
 def stub(directory, name, body):

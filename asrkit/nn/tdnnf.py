@@ -71,8 +71,8 @@ class LinearLayer(tf.Module):
         N - 1, the earlier read zero where it is of another utterance than the centre's.  Computed as one GEMM of
         every position with the kernel's two halves side by side, [dim, 2 out], whose two products are then added
         `stride` positions apart: the spliced [N, b, 2 dim] copy, its mask and their gradients are never formed,
-        and the gradient reaches the inputs through the GEMM alone (the TDNN-F training step 1.2-1.35x as fast:
-        bench/tdnnf.py)."""
+        and the gradient reaches the inputs through the GEMM alone (the TDNN-F training step 1.19x the frames/s in
+        bench/tdnnf.py, LF-MMI training 1.30x: docs/benchmarks.md)."""
         dim, out = self.kernel.shape[0] // 2, self.kernel.shape[1]
         halves = tf.concat([self.kernel[:dim], self.kernel[dim:]], axis=1)
         shape = tf.shape(inputs)
@@ -184,8 +184,9 @@ class Tdnnf(AcousticNet):
     def compile_windows(self):
         """The training windows' forward (and so its gradient) compiled by XLA: a layer is two small GEMMs among
         ten elementwise passes over its outputs (masks, ReLU, renormalisation, bypass), which XLA fuses, so the
-        fp32 step runs 1.2-1.35x the frames/s (bench/tdnnf.py), with the same sums to rounding, deterministic
-        as the graph without it (the same weights to the bit in every run).  Not with bf16 GEMMs (set_precision
+        fp32 step runs 1.25-1.36x the frames/s (bench/tdnnf.py; LF-MMI training, its denominator and example
+        server beside, 1.12x), with the same sums to rounding, deterministic as the graph without it (the same
+        weights to the bit in every run).  Not with bf16 GEMMs (set_precision
         first), whose oneDNN kernels outrun XLA's: 0.92x there."""
         if self.tdnn1.compute_dtype != tf.float32:
             return False

@@ -62,8 +62,8 @@ def train_params():
     p.define("precision", "fp32", "fp32, or bf16: the networks' GEMMs in bfloat16 with fp32 weights, states, softmax "
              "and loss (asrkit.nn.precision); refused where the hardware has no native bf16 products.")
     p.define("xla", True, "Compile the training windows' layers with XLA (TensorFlow's jit_compile) where the network "
-             "gains from it (tdnnf with fp32 GEMMs: 1.25-1.36x the step's frames/s, bench/tdnnf.py; the other networks, and "
-             "bf16 GEMMs, run as without it).")
+             "gains from it (tdnnf with fp32 GEMMs: 1.25-1.36x the step's frames/s, bench/tdnnf.py, 1.12x in LF-MMI "
+             "training; the other networks, and bf16 GEMMs, run as without it).")
     p.define("dropout", 0.0, "Share of each hidden layer's outputs dropped in training steps (inverted dropout between "
              "the layers and before the softmax; AcousticNet.set_dropout); decoding, held-out evaluation and the "
              "exported model never drop.  0: none.")

@@ -20,10 +20,11 @@ def test_adapting_without_the_combination_is_refused_before_training(recipe, tmp
     assert not exp.exists() and not data.exists()
 
 
-def test_voiceover_adapts_by_default_only_with_the_combination(tmp_path):
-    """egs/voiceover's --adapt follows --combine unless given: --combine false alone runs, without stage 16."""
+@pytest.mark.parametrize("recipe", ["voiceover", "voicesearch"])
+def test_each_recipe_adapts_by_default_only_with_the_combination(recipe, tmp_path):
+    """--adapt follows --combine unless given: --combine false alone runs, without the adaptation stage."""
     def run(*options):
-        return subprocess.run([os.path.join(ROOT, "egs", "voiceover", "run.sh"), *options, "--stage", "99",
+        return subprocess.run([os.path.join(ROOT, "egs", recipe, "run.sh"), *options, "--stage", "99",
                                "--stop-stage", "99", "--data", str(tmp_path / "data"), "--exp", str(tmp_path / "exp")],
                               capture_output=True, text=True, timeout=60)
 

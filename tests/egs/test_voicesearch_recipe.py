@@ -159,9 +159,13 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert (exp / "log" / "stage6" / "train_mono1.log").exists() and (exp / "log" / "stage8" / "mkgraph.log").exists()
     assert "asrkit-decode summary: status=ok" in result.stderr
     assert "== run.sh done in " in result.stderr
-    # Each stage does one job, and each ran but the adaptation (stage 22, --adapt false).
+    # Each stage does one job, and each ran, the adaptation too (stage 22: --adapt follows --combine).
     for stage in range(25):
-        assert (f"== stage {stage} done in " in result.stderr) == (stage != 22), stage
+        assert f"== stage {stage} done in " in result.stderr, stage
+    # Stage 22, the combination adapted to each dev and test speaker: every set decoded again, the test sets at
+    # their dev sets' LM weights.
+    for split in ("dev", "dev_noisy", "test", "test_noisy"):
+        assert (exp / "wblstm_smbr_lfmmi_adapted" / f"decode_{split}" / "best_wer").exists(), split
     # Stage 23: pocketsphinx's stock model with the recipe's lexicon and LM, beside the models trained here.
     for split in ("test", "test_noisy"):
         assert len(open(exp / "pocketsphinx" / f"decode_{split}" / "hyp.txt").read().splitlines()) == 10
@@ -170,8 +174,9 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     # model, test for the four unrolling runs, dev and test for the two models of the untranscribed-data
     # demonstration and the selection's score, dev and test without jitter, of the CTC model and of the two
     # groupings, two for pocketsphinx.
-    # And the sMBR and LF-MMI combination's four (dev, test and the noisy ones).
-    assert results.count("%WER") == 4 * 5 + 3 + 4 + 2 * 2 + 1 + 2 + 2 + 2 * 2 + 2 + 4
+    # And the sMBR and LF-MMI combination's four (dev, test and the noisy ones), and its adapted second pass's four.
+    assert results.count("%WER") == 4 * 5 + 3 + 4 + 2 * 2 + 1 + 2 + 2 + 2 * 2 + 2 + 4 + 4
+    assert "speaker adaptation relative to the combination's first pass" in results
     assert "sMBR relative to CE" in results
     lfmmi_line = next(line for line in results.splitlines() if line.startswith("# LF-MMI relative to CE + sMBR: "))
     assert " test_noisy " in lfmmi_line and " dev_noisy " in lfmmi_line

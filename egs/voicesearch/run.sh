@@ -34,7 +34,8 @@
 #     --adapt true|false         stage 22 adapts the combination's sMBR model to each speaker of every dev and
 #                                test set from the combination's own first pass (asrkit-adapt, conf/adapt.conf)
 #                                and decodes them again -> exp/<am>_smbr_lfmmi_adapted; needs --combine true
-#                                (default: --combine's, true: every dev set gained, dev 0.898x, dev_noisy 0.975x; RESULTS)
+#                                (default: --combine's, true: both dev sets gained, dev 0.898x and dev_noisy
+#                                0.975x; RESULTS)
 #     --kaldi-baseline DIR       stage 23 also trains and decodes Kaldi's own GMM systems (mono, tri1, tri2b, tri3b
 #                                with per-speaker fMLLR: steps/kaldi_baseline.sh) on the same audio, lexicon and
 #                                LM with the Kaldi that bin/build-kaldi built in DIR -> exp/kaldi_*; empty: not

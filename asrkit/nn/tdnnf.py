@@ -186,8 +186,8 @@ class Tdnnf(AcousticNet):
         ten elementwise passes over its outputs (masks, ReLU, renormalisation, bypass), which XLA fuses, so the
         fp32 step runs 1.25-1.36x the frames/s (bench/tdnnf.py; LF-MMI training, its denominator and example
         server beside, 1.12x), with the same sums to rounding, deterministic as the graph without it (the same
-        weights to the bit in every run).  Not with bf16 GEMMs (set_precision
-        first), whose oneDNN kernels outrun XLA's: 0.92x there."""
+        weights to the bit in every run).  Not with bf16 GEMMs (set_precision first), whose oneDNN kernels
+        outrun XLA's: 0.92x there."""
         if self.tdnn1.compute_dtype != tf.float32:
             return False
         self.xla_windows = True

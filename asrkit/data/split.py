@@ -299,6 +299,8 @@ def _choose_count(data_dir, path, all_utts, num_utts, how, seed):
                 fix="create utt2dur (`<utt> <seconds>`) for the data dir")
         return sorted(all_utts, key=lambda utt: (data_dir.utt2dur.get(utt, float("inf")), utt))[
             :num_utts]
+    if how == "random":
+        return choose_random(all_utts, num_utts, seed)
     generator = random.Random(seed)
     if how == "speakers":
         if data_dir.utt2spk is None:
@@ -314,7 +316,14 @@ def _choose_count(data_dir, path, all_utts, num_utts, how, seed):
                 break
             chosen.extend(by_speaker[speaker])
         return chosen
-    return generator.sample(all_utts, num_utts)
+    raise ValueError(f"unknown choice {how!r}")
+
+
+def choose_random(utterance_ids, num_utts, seed=DEFAULT_SUBSET_SEED):
+    """`num_utts` of `utterance_ids` at random, as subset_data_dir chooses them: seeded, drawn from the ids in C
+    order, so a set's choice can be made before its data dir exists (egs/voicesearch synthesises only the part of its
+    training set that egs/voiceover trains on)."""
+    return random.Random(seed).sample(c_sorted(utterance_ids), num_utts)
 
 
 def copy_data_dir(path, out, utt_prefix="", spk_prefix=""):

@@ -20,14 +20,15 @@
 #                                (Kaldi's baseline, stage 12, does not): stage 1 combines it with train ->
 #                                data/train_combined (the audio read at 8 kHz as the games'), the training
 #                                dictionary and sequence training's bigram cover its words, the decoding vocabulary
-#                                and LMs stay the games'.  voicesearch: egs/voicesearch's synthesised corpus (its
-#                                stage 1 at this --size -> data/voicesearch; 332 s here) and a random third of its
-#                                training set (subset_data_dir --seed 0: 4431 utterances, all 25 voices, 2.3 hours)
-#                                -> data/voicesearch/train_third; DIR: a Kaldi data dir (wav.scp, text, utt2spk,
-#                                spk2utt, utt2dur); none: the games' lines alone.  voicesearch's third made the
-#                                final, adapted model gain on dev (0.955x: 27.62) and test (0.917x: 45.36; the
-#                                witch 70.14), the LF-MMI model most (test 0.804x), for 1.26x the time of stages 0-7
-#                                and 5,000 LF-MMI steps for 3,432 (RESULTS, 2026-12-01, run X) (default: voicesearch)
+#                                and LMs stay the games'.  voicesearch: a random third of the training set of
+#                                egs/voicesearch's synthesised corpus (its stage 1 at this --size with
+#                                --train-fraction 1/3: subset_data_dir --seed 0's draw, 4431 utterances, all 25
+#                                voices, 2.3 hours) -> data/voicesearch/train; DIR: a Kaldi data dir (wav.scp,
+#                                text, utt2spk, spk2utt, utt2dur); none: the games' lines alone.  voicesearch's third
+#                                made the final, adapted model gain on dev (0.955x: 27.62) and test (0.917x: 45.36;
+#                                the witch 70.14), the LF-MMI model most (test 0.804x), for 1.26x the time of stages
+#                                0-7 and 5,000 LF-MMI steps for 3,432 (RESULTS, 2026-12-01, run X) (default:
+#                                voicesearch)
 #     --overwrite                retrain the models from scratch instead of resuming
 #     --am wblstm|lstm|tdnnf     the acoustic network: [Mohamed2015]'s windowed BLSTM, [Variani2017]'s LSTM or the
 #                                factorized TDNN of Kaldi's chain recipes (Povey et al. 2018); its models are
@@ -91,8 +92,8 @@
 #                                (default: true with --combine true, else false)
 #
 # Stages: 0 set-up (.venv, festival); 1 the games from Debian (apt-get download, dpkg-deb -x) and the
-#         data dirs -> data/{train,dev,test}, with --extra-train voicesearch its synthesised corpus and a third
-#         of its training set -> data/voicesearch{,/train_third}, and their union with train -> data/train_combined;
+#         data dirs -> data/{train,dev,test}, with --extra-train voicesearch a third of the training set of its
+#         synthesised corpus -> data/voicesearch/train, and their union with train -> data/train_combined;
 #         2 dictionary: CMUdict, festival's letter-to-sound rules
 #         for the rest -> data/local/dict, and the decoding vocabulary's -> data/local/dict_test; 3 lang
 #         dir, bigram and trigram LMs from train's transcripts (perplexity on dev in the log), the trigram
@@ -163,11 +164,11 @@ require_choice adapt true false
 games="${games:-$data/local/games}"
 # The acoustic models' training set: the games' lines, or those and --extra-train's utterances.  The LMs, the
 # decoding vocabulary and train_fit (how well training is fitted, on the games' lines) keep $data/train.
-# --extra-train voicesearch is synthesised at stage 1 into voicesearch_data, and a third of its train taken.
+# --extra-train voicesearch: a third of its train is synthesised at stage 1 into voicesearch_data.
 voicesearch_data=
 case "$extra_train" in
   none) extra_train= ;;
-  voicesearch) voicesearch_data="$data/voicesearch"; extra_train="$voicesearch_data/train_third" ;;
+  voicesearch) voicesearch_data="$data/voicesearch"; extra_train="$voicesearch_data/train" ;;
 esac
 am_train="$data/train"
 [ -z "$extra_train" ] || am_train="$data/train_combined"
@@ -212,13 +213,12 @@ if run_stage 1; then
   for split in train dev test; do validate_data_dir "$data/$split"; done
   if [ -n "$voicesearch_data" ]; then
     # egs/voicesearch's run.sh works in its own directory: it is given absolute paths.  Its corpus is seeded (its
-    # default --seed 1) and so is the third (--seed 0): the same utterances on every machine, those RESULTS measured.
+    # default --seed 1) and so is the third (subset_data_dir --seed 0's draw from the planned training set): the
+    # same utterances on every machine, those RESULTS measured.  Only the third is synthesised (its train).
     mkdir -p "$voicesearch_data" "$exp/voicesearch"
     launch "$cpu_cmd" "$logs/stage1/voicesearch_corpus.log" "$here/../voicesearch/run.sh" --stage 1 --stop-stage 1 \
-      --size "$size" --nj "$nj" --data "$(cd "$voicesearch_data" && pwd)" --exp "$(cd "$exp/voicesearch" && pwd)"
-    third=$(( $(wc -l < "$voicesearch_data/train/text") / 3 ))
-    launch "$cpu_cmd" "$logs/stage1/voicesearch_third.log" \
-      subset_data_dir --seed 0 "$voicesearch_data/train" "$third" "$extra_train"
+      --size "$size" --nj "$nj" --train-fraction 1/3 --data "$(cd "$voicesearch_data" && pwd)" \
+      --exp "$(cd "$exp/voicesearch" && pwd)"
   fi
   if [ -n "$extra_train" ]; then
     launch "$cpu_cmd" "$logs/stage1/combine_data.log" combine_data "$am_train" "$data/train" "$extra_train"

@@ -8,6 +8,9 @@
 #     --hours X                  about X hours of audio (overrides --size)
 #     --nj N                     parallel jobs (default: 2)
 #     --seed N                   same seed, same corpus: ids, texts and audio (default: 1)
+#     --train-fraction F         stage 1 synthesises only this fraction of the training set (1/3, 0.5: the count
+#                                rounded down), the utterances subset_data_dir --seed 0 would draw from the whole
+#                                set; egs/voiceover's second domain (default: 1, all)
 #     --data DIR                 where data dirs and audio go (default: data, in this directory)
 #     --exp DIR                  where features, alignments and models go (default: exp, in this directory)
 #     --overwrite                rebuild the corpus and retrain the models from scratch instead of resuming
@@ -102,6 +105,7 @@ size=default
 hours=
 nj=2
 seed=1
+train_fraction=1
 data=data
 exp=exp
 overwrite=false
@@ -166,6 +170,7 @@ if run_stage 1; then
   begin_stage 1 "synthesise the corpus -> $data/{train,dev,test}"
   options=(--config conf/corpus.conf --size "$size" --nj "$nj" --seed "$seed")
   [ -n "$hours" ] && options+=(--hours "$hours")
+  [ "$train_fraction" = 1 ] || options+=(--train-fraction "$train_fraction")
   # The default corpus keeps the dev and test sets of the 2-hour corpus it grew from: 369 utterances each.
   [ "$size" = default ] && [ -z "$hours" ] && options+=(--dev-fraction 0.0263 --test-fraction 0.0263)
   $overwrite && options+=(--overwrite)

@@ -3,7 +3,7 @@ import os
 import pytest
 
 from asrkit.data.data_dir import DataDir
-from asrkit.data.split import balanced_boundaries, split_data_dir, subset_data_dir
+from asrkit.data.split import balanced_boundaries, choose_random, split_data_dir, subset_data_dir
 from asrkit.data.validate import validate_data_dir
 from asrkit.errors import AsrkitError, DataDirError
 
@@ -106,6 +106,15 @@ def test_subset_random_is_reproducible(speakers_dir, tmp_path):
     assert len(first) == 5 and first.utterance_ids == again.utterance_ids
     assert first.utterance_ids != other_seed.utterance_ids
     assert validate_data_dir(tmp_path / "sub1", require_text=True) == []
+
+
+def test_a_random_choice_made_from_the_ids_alone_is_subset_data_dirs(speakers_dir, tmp_path):
+    ids = DataDir.load(speakers_dir).utterance_ids
+    for seed in (0, 3):
+        written = subset_data_dir(speakers_dir, tmp_path / f"sub{seed}", num_utts=7, seed=seed)
+        # Whatever order the ids come in (a plan's, not the data dir's C order): the same utterances.
+        assert sorted(choose_random(ids[::-1], 7, seed)) == written.utterance_ids
+    assert sorted(choose_random(ids, 7, 0)) != sorted(choose_random(ids, 7, 3))
 
 
 def test_subset_first_last_shortest(speakers_dir, tmp_path):

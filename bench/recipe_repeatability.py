@@ -2,7 +2,7 @@
 last error (issue #57: the same data, options and seed give the same WER whatever the machine's load).
 
     .venv/bin/python bench/recipe_repeatability.py --recipe voiceover --work DIR [--size tiny] [--hogs N] \
-        [--compare-only] [-- run.sh options...]
+        [--compare-only] [--reference RESULTS] [-- run.sh options...]
 
 Each run is a fresh clone of this checkout's HEAD (DIR/alone/src, DIR/loaded/src) running
 egs/<recipe>/run.sh --size SIZE --data DIR/<run>/data --exp DIR/<run>/exp, its log in DIR/<run>/run.log.  The
@@ -12,6 +12,10 @@ Printed: every decode's best_wer of both runs side by side (the WER the recipe's
 model's final weights are the same to the bit (their checkpoint files' sha256), and each run's wall time.  Exit
 status 1 when any WER differs or a decode is in one run only.  Start it on a quiet machine: the first run is the
 reference the loaded one is held against.  --compare-only compares the two runs already in --work again.
+--reference holds the loaded run against an earlier run's %WER lines instead (the first block of them in a
+recipe's RESULTS file, as its results stage wrote them; e.g. a whole default run of another session), so only
+the loaded run is made: each of the reference's decodes must have the same line, errors of each kind included;
+decodes the reference does not list are printed and not counted, and weights cannot be compared.
 """
 
 import argparse
@@ -34,6 +38,8 @@ def parse_arguments(argv):
                         help="busy processes beside the second run (default: one per core)")
     parser.add_argument("--compare-only", action="store_true",
                         help="compare the two runs already in --work instead of running them")
+    parser.add_argument("--reference", help="a RESULTS file whose first block of %%WER lines stands for the run "
+                                            "alone (only the loaded run is made)")
     parser.add_argument("run_options", nargs="*", help="after --: more options for run.sh")
     return parser.parse_args(argv)
 
@@ -78,6 +84,25 @@ def best_wers(exp_dir):
     return wers
 
 
+def reference_wers(results_file):
+    """best_wers' {decode dir: line} of the first block of %WER lines in a RESULTS file: each line's path after the
+    counts is <exp>/<model>/<decode dir>/..., <exp> as the run named it (EXP or exp)."""
+    wers = {}
+    with open(results_file) as handle:
+        for line in handle:
+            if not line.startswith("%WER"):
+                if wers:
+                    break
+                continue
+            counts, _, rest = line.partition("]")
+            parts = rest.split()[0].split("/")[1:]
+            decode = next(index for index, part in enumerate(parts) if part.startswith("decode"))
+            wers.setdefault("/".join(parts[:decode + 1]), counts + "]")
+    if not wers:
+        sys.exit(f"{results_file}: no %WER lines")
+    return wers
+
+
 def weight_digests(exp_dir):
     """{model dir relative to exp: sha256 over its final checkpoint's files}: a model dir is one holding
     final/weights (asrkit's exported models)."""
@@ -91,21 +116,28 @@ def weight_digests(exp_dir):
     return digests
 
 
-def compare(alone, loaded):
-    """Prints both runs' WERs and weights side by side; returns (decodes that differ, decodes in either run)."""
-    wers = [best_wers(os.path.join(run, "exp")) for run in (alone, loaded)]
+def compare(alone, loaded, reference=None):
+    """Prints both runs' WERs and weights side by side (the run alone's WERs from `reference`, a RESULTS file,
+    where given); returns (decodes that differ, decodes compared)."""
+    wers = [reference_wers(reference) if reference else best_wers(os.path.join(alone, "exp")),
+            best_wers(os.path.join(loaded, "exp"))]
+    compared = set(wers[0]) if reference else set(wers[0]) | set(wers[1])
     differing = 0
-    print(f"{'decode':44s} {'same':5s} alone | loaded")
-    for decode in sorted(set(wers[0]) | set(wers[1])):
+    print(f"{'decode':44s} {'same':5s} {'reference' if reference else 'alone'} | loaded")
+    for decode in sorted(compared):
         first, second = (run.get(decode, "(none)") for run in wers)
         same = first == second
         differing += not same
         print(f"{decode:44s} {'yes' if same else 'NO':5s} {first}" + ("" if same else f" | {second}"))
+    for decode in sorted(set(wers[1]) - compared):
+        print(f"{decode:44s} {'-':5s} (not in the reference) | {wers[1][decode]}")
+    if reference:
+        return differing, len(compared)
     digests = [weight_digests(os.path.join(run, "exp")) for run in (alone, loaded)]
     for model in sorted(set(digests[0]) | set(digests[1])):
         same = digests[0].get(model) == digests[1].get(model)
         print(f"weights {model:36s} {'same to the bit' if same else 'differ'}")
-    return differing, len(set(wers[0]) | set(wers[1]))
+    return differing, len(compared)
 
 
 def main(argv=None):
@@ -116,10 +148,13 @@ def main(argv=None):
         if os.path.exists(os.path.join(args.work, "alone")) or os.path.exists(os.path.join(args.work, "loaded")):
             sys.exit(f"{args.work} already holds a run: give a new --work, or --compare-only")
         os.makedirs(args.work, exist_ok=True)
-        seconds = {"alone": run_recipe(args, "alone", 0), "loaded": run_recipe(args, "loaded", args.hogs)}
-        timing = (f" alone={seconds['alone']:.0f}s loaded={seconds['loaded']:.0f}s hogs={args.hogs} "
-                  f"ratio={seconds['loaded'] / seconds['alone']:.2f}x")
-    differing, decodes = compare(os.path.join(args.work, "alone"), os.path.join(args.work, "loaded"))
+        if args.reference:
+            timing = f" loaded={run_recipe(args, 'loaded', args.hogs):.0f}s hogs={args.hogs}"
+        else:
+            seconds = {"alone": run_recipe(args, "alone", 0), "loaded": run_recipe(args, "loaded", args.hogs)}
+            timing = (f" alone={seconds['alone']:.0f}s loaded={seconds['loaded']:.0f}s hogs={args.hogs} "
+                      f"ratio={seconds['loaded'] / seconds['alone']:.2f}x")
+    differing, decodes = compare(os.path.join(args.work, "alone"), os.path.join(args.work, "loaded"), args.reference)
     print(f"recipe_repeatability summary: recipe={args.recipe} size={args.size} decodes={decodes} "
           f"differing={differing}{timing}")
     return 1 if differing or not decodes else 0

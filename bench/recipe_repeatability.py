@@ -155,7 +155,8 @@ def main(argv=None):
             timing = (f" alone={seconds['alone']:.0f}s loaded={seconds['loaded']:.0f}s hogs={args.hogs} "
                       f"ratio={seconds['loaded'] / seconds['alone']:.2f}x")
     differing, decodes = compare(os.path.join(args.work, "alone"), os.path.join(args.work, "loaded"), args.reference)
-    print(f"recipe_repeatability summary: recipe={args.recipe} size={args.size} decodes={decodes} "
+    size = "" if args.compare_only else f" size={args.size}"  # the runs' --size, where this invocation made them
+    print(f"recipe_repeatability summary: recipe={args.recipe}{size} decodes={decodes} "
           f"differing={differing}{timing}")
     return 1 if differing or not decodes else 0
 

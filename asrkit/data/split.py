@@ -301,8 +301,8 @@ def _choose_count(data_dir, path, all_utts, num_utts, how, seed):
             :num_utts]
     if how == "random":
         return choose_random(all_utts, num_utts, seed)
-    generator = random.Random(seed)
     if how == "speakers":
+        generator = random.Random(seed)
         if data_dir.utt2spk is None:
             raise DataDirError("--speakers needs utt2spk", os.path.join(path, "utt2spk"))
         by_speaker = {}

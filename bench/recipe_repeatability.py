@@ -15,7 +15,8 @@ reference the loaded one is held against.  --compare-only compares the two runs 
 --reference holds the loaded run against an earlier run's %WER lines instead (the first block of them in a
 recipe's RESULTS file, as its results stage wrote them; e.g. a whole default run of another session), so only
 the loaded run is made: each of the reference's decodes must have the same line, errors of each kind included;
-decodes the reference does not list are printed and not counted, and weights cannot be compared.
+decodes the reference does not list are printed and not counted, and each model's weights are held against the
+digest the block's "# weights sha256" line gives it (blocks written before that line have none to compare).
 """
 
 import argparse
@@ -27,6 +28,9 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "steps"))
+
+from make_results import WEIGHTS_LINE  # noqa: E402  (the line this reads back)
 
 
 def parse_arguments(argv):
@@ -104,16 +108,28 @@ def reference_wers(results_file):
 
 
 def weight_digests(exp_dir):
-    """{model dir relative to exp: sha256 over its final checkpoint's files}: a model dir is one holding
-    final/weights (asrkit's exported models)."""
-    digests = {}
-    for weights in glob.glob(os.path.join(exp_dir, "**", "final", "weights"), recursive=True):
-        digest = hashlib.sha256()
-        for path in sorted(glob.glob(os.path.join(weights, "*"))):
-            with open(path, "rb") as handle:
-                digest.update(os.path.basename(path).encode() + b"\0" + handle.read())
-        digests[os.path.relpath(os.path.dirname(os.path.dirname(weights)), exp_dir)] = digest.hexdigest()
-    return digests
+    """{model dir relative to exp: asrkit.nn.model_dir.weights_digest}: a model dir is one holding final/weights
+    (asrkit's exported models)."""
+    from asrkit.nn.model_dir import weights_digest
+
+    return {os.path.relpath(os.path.dirname(os.path.dirname(weights)), exp_dir):
+            weights_digest(os.path.dirname(weights))
+            for weights in glob.glob(os.path.join(exp_dir, "**", "final", "weights"), recursive=True)}
+
+
+def reference_digests(results_file):
+    """{model: the first hex digits of its weights digest} of the first "# weights sha256" line after the first
+    block of %WER lines in a RESULTS file (steps/make_results.py writes one per run; older blocks have none: {})."""
+    seen_wers = False
+    with open(results_file) as handle:
+        for line in handle:
+            if line.startswith("%WER"):
+                seen_wers = True
+            elif seen_wers and line.startswith("# egs/"):
+                break  # the next run's block
+            elif seen_wers and line.startswith(WEIGHTS_LINE):
+                return dict(entry.split() for entry in line.split("): ", 1)[1].strip().split("; "))
+    return {}
 
 
 def compare(alone, loaded, reference=None):
@@ -131,11 +147,16 @@ def compare(alone, loaded, reference=None):
         print(f"{decode:44s} {'yes' if same else 'NO':5s} {first}" + ("" if same else f" | {second}"))
     for decode in sorted(set(wers[1]) - compared):
         print(f"{decode:44s} {'-':5s} (not in the reference) | {wers[1][decode]}")
+    loaded_digests = weight_digests(os.path.join(loaded, "exp"))
     if reference:
-        return differing, len(compared)
-    digests = [weight_digests(os.path.join(run, "exp")) for run in (alone, loaded)]
-    for model in sorted(set(digests[0]) | set(digests[1])):
-        same = digests[0].get(model) == digests[1].get(model)
+        # The reference names each model by the first digits of its digest: the loaded run's are cut to as many.
+        first_digests = reference_digests(reference)
+        loaded_digests = {model: digest[:len(first_digests[model])] for model, digest in loaded_digests.items()
+                          if model in first_digests}
+    else:
+        first_digests = weight_digests(os.path.join(alone, "exp"))
+    for model in sorted(set(first_digests) | set(loaded_digests)):
+        same = first_digests.get(model) == loaded_digests.get(model)
         print(f"weights {model:36s} {'same to the bit' if same else 'differ'}")
     return differing, len(compared)
 

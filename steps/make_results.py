@@ -31,6 +31,8 @@ import re
 import shlex
 import sys
 
+from asrkit.nn.model_dir import weights_digest
+
 WER = re.compile(r"%WER\s+([0-9.]+)")
 LM_SUMMARY = re.compile(r"make_lm summary: status=ok .*heldout_ppl=([0-9.]+) heldout_oovs=(\d+)")
 MIX_SUMMARY = re.compile(r"mix_lm summary: status=ok .*weights=([0-9.,]+) .*mixture_ppl=([0-9.]+)")
@@ -236,6 +238,28 @@ def ce_smbr_training(exp_dir, network):
     if any(result is None for _, result in results):
         return None
     return [(model, result["seconds"]) for model, result in results]
+
+
+# How many hex digits of each model's weights digest RESULTS records: enough to tell two trainings apart.
+DIGEST_DIGITS = 16
+WEIGHTS_LINE = "# weights sha256"
+
+
+def trained_model_dirs(exp_dir):
+    """The model dirs directly under exp_dir holding an exported model (final/weights), sorted."""
+    return sorted(os.path.basename(os.path.dirname(os.path.dirname(path)))
+                  for path in glob.glob(os.path.join(exp_dir, "*", "final", "weights")))
+
+
+def write_weight_digests(out, exp_dir):
+    """One line naming each trained model's weights (asrkit.nn.model_dir.weights_digest of its final/): two runs
+    whose lines agree trained every model to the bit (bench/recipe_repeatability.py --reference reads it)."""
+    models = trained_model_dirs(exp_dir)
+    if models:
+        out.write(f"{WEIGHTS_LINE} (final/weights, the first {DIGEST_DIGITS} hex digits; the same digest, the same "
+                  "network to the bit): " + "; ".join(
+                      f"{model} {weights_digest(os.path.join(exp_dir, model, 'final'))[:DIGEST_DIGITS]}"
+                      for model in models) + "\n")
 
 
 def write_training_time_comparison(out, exp_dir):
@@ -524,6 +548,7 @@ def main():
                   f"{'-' if valid is None else f'{valid:.4f}'}{extra}\n")
     write_training_time_comparison(out, args.exp_dir)
     write_kaldi_times(out, args.exp_dir)
+    write_weight_digests(out, args.exp_dir)
 
     times = read_stage_times(args.exp_dir)
     if times:

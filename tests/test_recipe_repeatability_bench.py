@@ -85,3 +85,22 @@ def test_a_loaded_run_is_held_against_the_first_block_of_an_earlier_runs_results
     (tmp_path / "loaded" / "exp" / "ce" / "decode_test" / "best_wer").unlink()
     assert bench.main(arguments) == 1
     assert "decodes=2 differing=2" in capsys.readouterr().out
+
+
+def test_a_loaded_run_s_weights_are_held_against_the_reference_s_digests(bench, tmp_path, capsys):
+    """The first block's "# weights sha256" line (steps/make_results.py's) names each model's weights; a model the
+    loaded run trained to other bits, or did not train, is reported as differing; an older block's line is not
+    read."""
+    from asrkit.nn.model_dir import weights_digest
+
+    _run(tmp_path, "loaded", {"ce/decode_dev": "40.00 [ 2 / 5, 0 ins, 1 del, 1 sub ]"},
+         {"ce": b"\x01\x02", "mono1": b"\x03"})
+    ce = weights_digest(tmp_path / "loaded" / "exp" / "ce" / "final")[:16]
+    results = RESULTS.replace("# WER (%)\n", f"# WER (%)\n# weights sha256 (16 hex digits): ce {ce}; smbr 0123\n"
+                                              "# egs/x results, an older run\n")
+    results += "# weights sha256 (16 hex digits): mono1 4567\n"
+    (tmp_path / "RESULTS").write_text(results)
+    assert bench.reference_digests(str(tmp_path / "RESULTS")) == {"ce": ce, "smbr": "0123"}
+    bench.compare(str(tmp_path / "alone"), str(tmp_path / "loaded"), str(tmp_path / "RESULTS"))
+    weight_lines = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("weights ")]
+    assert weight_lines == [["weights", "ce", "same", "to", "the", "bit"], ["weights", "smbr", "differ"]]

@@ -278,3 +278,24 @@ def test_the_untranscribed_data_demonstration(tmp_path):
     assert ("# wblstm_semisup's untranscribed utterances, their hypotheses against the hidden transcripts: "
             "%WER 4.00 [ 4 / 100, 1 ins, 1 del, 2 sub ]") in result.stdout
     assert "wblstm_semisup: windowed BLSTM, wblstm_sup's training on its half" in result.stdout
+
+
+def test_each_trained_model_s_weights_are_named_by_their_digest(tmp_path):
+    """The digest line: every model dir with final/weights, in order, by asrkit's weights_digest; a model dir
+    without an exported model (an alignment dir) is not named."""
+    from asrkit.nn.model_dir import weights_digest
+
+    exp = tmp_path / "exp"
+    _decode(exp, "wblstm_ce", "test", 30.0)
+    for model, data in (("wblstm_ce", b"\x01\x02"), ("mono1", b"\x03")):
+        weights = exp / model / "final" / "weights"
+        weights.mkdir(parents=True)
+        (weights / "model.data-00000-of-00001").write_bytes(data)
+        (weights / "model.index").write_bytes(b"index")
+    (exp / "wblstm_ce_ali").mkdir()
+    lines = [line for line in _make_results(exp).stdout.splitlines() if line.startswith("# weights sha256")]
+    assert len(lines) == 1
+    named = dict(entry.split() for entry in lines[0].split("): ", 1)[1].split("; "))
+    assert list(named) == ["mono1", "wblstm_ce"]
+    assert named["wblstm_ce"] == weights_digest(exp / "wblstm_ce" / "final")[:16]
+    assert named["mono1"] != named["wblstm_ce"]

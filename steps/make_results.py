@@ -25,6 +25,7 @@ last run), and the LMs' perplexity on dev from make_lm's logs.
 import argparse
 import datetime
 import glob
+import importlib.metadata
 import json
 import os
 import re
@@ -260,6 +261,40 @@ def write_weight_digests(out, exp_dir):
                   "network to the bit): " + "; ".join(
                       f"{model} {weights_digest(os.path.join(exp_dir, model, 'final'))[:DIGEST_DIGITS]}"
                       for model in models) + "\n")
+
+
+# What a run's bits depend on beyond its inputs (docs/training.md: runs repeat on one machine kind): the
+# packages that compute, and the CPU's instruction sets that oneDNN and asrkit's kernels choose among.
+PACKAGES = ("tensorflow", "tensorflow-cpu", "numpy", "numba", "kaldifst", "kaldi-decoder", "pocketsphinx")
+ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
+
+
+def machine_description(cpuinfo="/proc/cpuinfo"):
+    """'<CPU model> (family F, model M), <n> cores, <the ISA_FLAGS it has>' from cpuinfo ('unknown CPU' where
+    unreadable): the model name alone does not tell AMD's generations apart."""
+    fields = {}
+    try:
+        with open(cpuinfo, encoding="utf-8") as handle:
+            for line in handle:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    flags = set(fields.get("flags", "").split())
+    family = f" (family {fields['cpu family']}, model {fields['model']})" if "cpu family" in fields else ""
+    return (f"{fields.get('model name', 'unknown CPU')}{family}, {os.cpu_count()} cores, "
+            + (" ".join(flag for flag in ISA_FLAGS if flag in flags) or "none of " + " ".join(ISA_FLAGS)))
+
+
+def write_environment(out, cpuinfo="/proc/cpuinfo"):
+    """The machine and package versions the results were made with (the results stage's: the run's own)."""
+    versions = []
+    for package in PACKAGES:
+        try:
+            versions.append(f"{package} {importlib.metadata.version(package)}")
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    out.write(f"# machine: {machine_description(cpuinfo)}; packages: {', '.join(versions)}\n")
 
 
 def write_training_time_comparison(out, exp_dir):
@@ -549,6 +584,7 @@ def main():
     write_training_time_comparison(out, args.exp_dir)
     write_kaldi_times(out, args.exp_dir)
     write_weight_digests(out, args.exp_dir)
+    write_environment(out)
 
     times = read_stage_times(args.exp_dir)
     if times:

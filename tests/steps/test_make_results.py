@@ -299,3 +299,23 @@ def test_each_trained_model_s_weights_are_named_by_their_digest(tmp_path):
     assert list(named) == ["mono1", "wblstm_ce"]
     assert named["wblstm_ce"] == weights_digest(exp / "wblstm_ce" / "final")[:16]
     assert named["mono1"] != named["wblstm_ce"]
+
+
+def test_the_machine_and_packages_the_results_were_made_with(tmp_path):
+    import importlib.metadata
+    import importlib.util
+
+    exp = tmp_path / "exp"
+    _decode(exp, "wblstm_ce", "test", 30.0)
+    lines = [line for line in _make_results(exp).stdout.splitlines() if line.startswith("# machine: ")]
+    assert len(lines) == 1 and f"numpy {importlib.metadata.version('numpy')}" in lines[0]
+    spec = importlib.util.spec_from_file_location("make_results", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\ncpu family\t: 26\nmodel\t\t: 2\nmodel name\t: AMD EPYC\n"
+                       "flags\t\t: fpu avx2 avx512f avx512_bf16\n\nprocessor\t: 1\nmodel name\t: AMD EPYC\n")
+    assert module.machine_description(str(cpuinfo)) == (
+        f"AMD EPYC (family 26, model 2), {os.cpu_count()} cores, avx2 avx512f avx512_bf16")
+    assert module.machine_description(str(tmp_path / "none")).startswith("unknown CPU, ")
+    assert module.machine_description(str(tmp_path / "none")).endswith("none of avx2 avx512f avx512_bf16 amx_bf16")

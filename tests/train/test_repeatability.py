@@ -3,6 +3,7 @@ servers' examples taken in turn) and sequence training (their snapshots fixed by
 
 import glob
 import json
+import logging
 import os
 import signal
 import threading
@@ -28,12 +29,13 @@ def _weights(model_dir):
 
 
 class _Pauser(threading.Thread):
-    """Stops local server `server` for two seconds `delay` seconds after it has bound (its endpoint file written),
-    so the other runs far ahead; `paused` says whether it did (a server that had ended first would test nothing)."""
+    """Stops local server `server` as soon as it has bound (its endpoint file written), and lets it go on two
+    seconds later or, where `until` is given, a second after that event is set, so the other runs far ahead;
+    `paused` says whether it did (a server that had ended first would test nothing)."""
 
-    def __init__(self, exp_dir, server, delay=0.0):
+    def __init__(self, exp_dir, server, until=None):
         super().__init__(daemon=True)
-        self.delay = delay
+        self.until = until
         self.endpoint_file = os.path.join(exp_dir, "servers", f"serve.{server}.endpoint")
         self.paused = False
 
@@ -47,18 +49,34 @@ class _Pauser(threading.Thread):
                 time.sleep(0.005)
         else:
             return
-        time.sleep(self.delay)
         try:
             os.kill(pid, signal.SIGSTOP)
         except ProcessLookupError:  # it had served everything already
             return
         self.paused = True
-        time.sleep(2.0)
+        if self.until is None:
+            time.sleep(2.0)
+        else:
+            self.until.wait(deadline - time.monotonic())
+            time.sleep(1.0)
         os.kill(pid, signal.SIGCONT)
 
 
-def _paused(exp_dir, server, delay=0.0):
-    pauser = _Pauser(exp_dir, server, delay)
+class _Logged(logging.Handler):
+    """Sets `event` once a record whose message holds `text` is logged."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.text = text
+        self.event = threading.Event()
+
+    def emit(self, record):
+        if self.text in record.getMessage():
+            self.event.set()
+
+
+def _paused(exp_dir, server, until=None):
+    pauser = _Pauser(exp_dir, server, until)
     pauser.start()
     return pauser
 
@@ -79,9 +97,20 @@ def test_ce_training_from_two_servers_one_of_them_paused_trains_the_same_model(c
                                        "log_every": 50, "valid_every": 0, "checkpoint_every": 0,
                                        "learning_rate": 0.1, "valid_utts": 2},
                                example_servers="local:2", server_from_feats=True, server_receive_timeout=120)
-        # Paused once the trainer takes examples, with more than the sockets hold still to send.
-        pauser = _paused(str(tmp_path / name), 1, delay=1.0) if name == "paused" else None
-        models.append(train_ce(data_dir, ali_dir, str(tmp_path / name), options).model_dir)
+        # Server 1 is stopped until the trainer has heard from server 2, and a second more: the trainer, set up
+        # by then, has server 2's examples and none of server 1's.  (Stopped for a fixed time instead, it had
+        # resumed and sent its whole shard before the trainer's first step on a fast machine: that tested nothing.)
+        heard_from_2 = _Logged("(shard 2/2, 1 heard from so far)")
+        client_logger = logging.getLogger("asrkit.example_servers")
+        level = client_logger.level
+        client_logger.addHandler(heard_from_2)
+        client_logger.setLevel(logging.INFO)
+        try:
+            pauser = _paused(str(tmp_path / name), 1, heard_from_2.event) if name == "paused" else None
+            models.append(train_ce(data_dir, ali_dir, str(tmp_path / name), options).model_dir)
+        finally:
+            client_logger.removeHandler(heard_from_2)
+            client_logger.setLevel(level)
         if pauser is not None:
             pauser.join(10)
             assert pauser.paused

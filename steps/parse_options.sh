@@ -18,7 +18,9 @@
 #   require_whole_number NAME...      each NAME's value is a whole number (0, 1, 2, ...)
 #   require_no_arguments "$@"         a recipe's: no positional argument is left
 
-parse_command_line="$0$(printf ' %q' "$@")"
+# printf repeats its format at least once, so with no arguments it would write a stray ''.
+parse_command_line="$0"
+if [ $# -gt 0 ]; then parse_command_line+="$(printf ' %q' "$@")"; fi
 
 if [ "${1:-}" = --config ]; then
   [ $# -ge 2 ] || { echo "$0: --config needs a file" >&2; exit 2; }

@@ -39,6 +39,12 @@ def test_options_set_their_variables_and_leave_the_arguments(tmp_path):
     assert "--feature-opts --cmvn-mean\\ speaker" in result.stdout and "in\\ dir out" in result.stdout
 
 
+def test_the_command_line_of_a_run_without_arguments_is_the_script_alone(tmp_path):
+    result = parse(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"command line: {tmp_path / 'demo.sh'}\n" in result.stdout
+
+
 def test_a_config_file_is_read_first_and_options_override_it(tmp_path):
     (tmp_path / "my.conf").write_text("nj=8\nsize=small\n")
     result = parse(tmp_path, "--config", "my.conf", "--nj", "3")

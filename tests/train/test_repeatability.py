@@ -98,8 +98,8 @@ def test_ce_training_from_two_servers_one_of_them_paused_trains_the_same_model(c
                                        "learning_rate": 0.1, "valid_utts": 2},
                                example_servers="local:2", server_from_feats=True, server_receive_timeout=120)
         # Server 1 is stopped until the trainer has heard from server 2, and a second more: the trainer, set up
-        # by then, has server 2's examples and none of server 1's.  (Stopped for a fixed time instead, it had
-        # resumed and sent its whole shard before the trainer's first step on a fast machine: that tested nothing.)
+        # by then, has server 2's examples and none of server 1's.  (Stopped for a fixed time instead, a server can
+        # resume before the trainer takes its first example, or have sent its whole shard: the pause tests nothing.)
         heard_from_2 = _Logged("(shard 2/2, 1 heard from so far)")
         client_logger = logging.getLogger("asrkit.example_servers")
         level = client_logger.level

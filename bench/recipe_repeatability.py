@@ -21,7 +21,6 @@ digest the block's "# weights sha256" line gives it (blocks written before that 
 
 import argparse
 import glob
-import hashlib
 import os
 import subprocess
 import sys
@@ -30,6 +29,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "steps"))
 
+from asrkit.nn.model_dir import weights_digest  # noqa: E402
 from make_results import WEIGHTS_LINE  # noqa: E402  (the line this reads back)
 
 
@@ -110,8 +110,6 @@ def reference_wers(results_file):
 def weight_digests(exp_dir):
     """{model dir relative to exp: asrkit.nn.model_dir.weights_digest}: a model dir is one holding final/weights
     (asrkit's exported models)."""
-    from asrkit.nn.model_dir import weights_digest
-
     return {os.path.relpath(os.path.dirname(os.path.dirname(weights)), exp_dir):
             weights_digest(os.path.dirname(weights))
             for weights in glob.glob(os.path.join(exp_dir, "**", "final", "weights"), recursive=True)}

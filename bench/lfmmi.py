@@ -1,9 +1,12 @@
 """Speed of the LF-MMI forward-backward (asrkit.chain) at the recipes' sizes, and its share of a training step.
 
     .venv/bin/python bench/lfmmi.py [--ali-dir DIR] [--chunks 64] [--frames 20] [--model recipe] [--cut]
+                                    [--phone-lm-order 4] [--extra-states 1000]
 
 The denominator graph is the recipe's when --ali-dir names an alignment dir
-(its phone LM, tree and topo, e.g. exp/tree_ali), otherwise a synthetic one of
+(its phone LM, tree and topo, e.g. exp/tree_ali; the phone LM's order and
+extra history states as asrkit-train-ce's --phone-lm-order and
+--phone-lm-extra-states, to time smaller graphs), otherwise a synthetic one of
 about the same size: --phones phones in random sentences with a bigram
 preference, and a triphone tree of --pdfs pdfs hashing (left phone, phone).
 
@@ -132,10 +135,18 @@ def main():
     parser.add_argument("--input-dim", type=int, default=240)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cut", action="store_true", help="also time the rows cut where utterances start")
+    parser.add_argument("--phone-lm-order", type=int, default=4, help="with --ali-dir: the phone LM's order")
+    parser.add_argument("--extra-states", type=int, default=1000,
+                        help="with --ali-dir: the phone LM's history states beyond the trigram ones")
     args = parser.parse_args()
 
     started = time.perf_counter()
-    graph = den_graph_of_ali_dir(args.ali_dir)[0] if args.ali_dir else synthetic_graph(args.phones, args.pdfs)
+    if args.ali_dir:
+        graph = den_graph_of_ali_dir(args.ali_dir, order=args.phone_lm_order,
+                                     no_prune_order=min(3, args.phone_lm_order),
+                                     num_extra_states=args.extra_states)[0]
+    else:
+        graph = synthetic_graph(args.phones, args.pdfs)
     source = "from " + args.ali_dir if args.ali_dir else "synthetic"
     print(f"denominator graph: {graph.num_states} states, {graph.num_arcs} arcs, {graph.num_pdfs} pdfs "
           f"({source}; built in {time.perf_counter() - started:.1f} s)")

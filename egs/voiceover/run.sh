@@ -72,7 +72,8 @@
 #                                data/{dev,test}/spk2warp), and featurizes dev and test again: the LF-MMI model and
 #                                the combination decode them warped (default: 0.85 to 1.15 by 0.05, symmetric
 #                                around 1; the warps lowered the final model's dev WER in RESULTS, measured with
-#                                the bilinear warp of before, whose grid 0.95-1.1 is on another scale than these).
+#                                the bilinear warp of before, whose grid 0.95-1.1 is on another scale than these;
+#                                0.8 to 1.2 cost the first pass on dev and was not kept, RESULTS 2026-12-03).
 #                                Stage 9 run again decodes with the warps already there: remove
 #                                data/{dev,test}/spk2warp and run stage 4 to start over
 #     --kaldi-baseline DIR       stage 12 also trains and decodes Kaldi's own GMM systems (mono, tri1, tri2b, tri3b

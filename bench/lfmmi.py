@@ -142,9 +142,7 @@ def main():
 
     started = time.perf_counter()
     if args.ali_dir:
-        graph = den_graph_of_ali_dir(args.ali_dir, order=args.phone_lm_order,
-                                     no_prune_order=min(3, args.phone_lm_order),
-                                     num_extra_states=args.extra_states)[0]
+        graph = den_graph_of_ali_dir(args.ali_dir, order=args.phone_lm_order, num_extra_states=args.extra_states)[0]
     else:
         graph = synthetic_graph(args.phones, args.pdfs)
     source = "from " + args.ali_dir if args.ali_dir else "synthetic"

@@ -140,9 +140,12 @@ def make_den_graph(phone_lm, tree, topology):
                     int(arrays.start))
 
 
-def den_graph_of_ali_dir(ali_dir, utterance_ids=None, order=4, no_prune_order=3, num_extra_states=1000):
+def den_graph_of_ali_dir(ali_dir, utterance_ids=None, order=4, no_prune_order=None, num_extra_states=1000):
     """(DenGraph, PhoneLm) from an ali dir (asrkit.align.ali_dir): the phone LM of its phone alignments (of
-    `utterance_ids`, default all) through its tree and topo."""
+    `utterance_ids`, default all) through its tree and topo.  `no_prune_order` defaults to Kaldi's 3, or `order`
+    where that is lower (a bigram phone LM keeps all its states)."""
+    if no_prune_order is None:
+        no_prune_order = min(3, order)
     ali = AliDir(ali_dir)
     try:
         ids = ali.utterance_ids() if utterance_ids is None else utterance_ids

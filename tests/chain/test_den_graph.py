@@ -144,3 +144,6 @@ def test_den_graph_of_an_ali_dir_takes_its_phone_alignments_tree_and_topo(tmp_pa
     assert forward_from_start(graph, [0, 3]) == 0  # C (phone 4, pdf 3) is in no alignment
     only_u1, _ = den_graph_of_ali_dir(str(tmp_path), ["u1"], order=3)
     assert forward_from_start(only_u1, [0, 2]) == 0  # SIL B is in u2 only
+    bigram, bigram_lm = den_graph_of_ali_dir(str(tmp_path), order=2)  # --phone-lm-order 2 as training passes it
+    assert all(len(history) <= 1 for history in bigram_lm.histories)
+    assert forward_from_start(bigram, [0, 2, 2, 1, 1, 1, 0]) > 0

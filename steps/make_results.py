@@ -54,12 +54,23 @@ ROLES = {
            "graph with the CTC topology)",
     "lfmmi": "lattice-free MMI from scratch ([Povey2016]; 50-frame chunks, the tree alignments' numerators, a phone "
              "4-gram's denominator graph; uniform priors, {graph}'s graph)",
-    "smbr_lfmmi": "{network}_smbr and {lfmmi} combined frame by frame (steps/decode_combined.sh: each at "
-                  "its own dev LM weight, the combination weight and LM weight chosen on dev)",
-    "smbr_lfmmi_adapted": "{network}_smbr_lfmmi with {network}_smbr (with --networks all both models) adapted to "
-                          "each speaker from its first pass (steps/adapt_combined.sh: asrkit-adapt on the first "
-                          "pass's lattices; LM weight chosen on dev)",
 }
+# The frame-level combinations of LF-MMI with the model run.sh --combine-with names, and their adapted second passes.
+COMBINED_WITH = {"smbr": "sMBR", "ce": "CE"}
+
+
+def combination_roles(first):
+    """The roles of LF-MMI's combination with the {network}_<first> model and of its adapted second pass."""
+    return {
+        f"{first}_lfmmi": f"{{network}}_{first} and {{lfmmi}} combined frame by frame (steps/decode_combined.sh: each "
+                          "at its own dev LM weight, the combination weight and LM weight chosen on dev)",
+        f"{first}_lfmmi_adapted": f"{{network}}_{first}_lfmmi with {{network}}_{first} (with --networks all both "
+                                  "models) adapted to each speaker from its first pass (steps/adapt_combined.sh: "
+                                  "asrkit-adapt on the first pass's lattices; LM weight chosen on dev)",
+    }
+
+
+ROLES.update(role for first in COMBINED_WITH for role in combination_roles(first).items())
 MODEL_NAME = re.compile(r"^(" + "|".join(NETWORKS) + r")_(" + "|".join(ROLES) + r")$")
 KALDI_BASELINE = ("Kaldi's mini_librispeech GMM recipe on this recipe's data, lexicon and trigram LM "
                   "(steps/kaldi_baseline.sh; LM weight and insertion penalty chosen on dev)")
@@ -134,8 +145,14 @@ def comparisons(wers):
         pairs.append((f"{network}_ce_clean", f"{network}_lfmmi", f"LF-MMI relative to clean-only CE{suffix}", ""))
         pairs.append((f"{network}_smbr", f"{network}_smbr_lfmmi", f"sMBR + LF-MMI combined relative to sMBR{suffix}",
                       ""))
-        pairs.append((f"{network}_smbr_lfmmi", f"{network}_smbr_lfmmi_adapted",
-                      f"speaker adaptation relative to the combination's first pass{suffix}", ""))
+        pairs.append((f"{network}_ce", f"{network}_ce_lfmmi", f"CE + LF-MMI combined relative to CE{suffix}", ""))
+        pairs.append((f"{network}_smbr_lfmmi", f"{network}_ce_lfmmi",
+                      f"LF-MMI combined with CE relative to with sMBR{suffix}", ""))
+        for first, first_name in COMBINED_WITH.items():
+            pairs.append((f"{network}_{first}_lfmmi", f"{network}_{first}_lfmmi_adapted", "speaker adaptation "
+                          f"relative to the combination's first pass ({first_name} + LF-MMI){suffix}", ""))
+        pairs.append((f"{network}_smbr_lfmmi_adapted", f"{network}_ce_lfmmi_adapted",
+                      f"adapted, LF-MMI combined with CE relative to with sMBR{suffix}", ""))
     for role in ROLES:
         pairs.append((f"lstm_{role}", f"wblstm_{role}", f"windowed BLSTM relative to the LSTM, {role}", ""))
     return [pair for pair in pairs if pair[0] in wers and pair[1] in wers]
@@ -198,7 +215,8 @@ def model_dir_name(init_model):
 def combined_lfmmi_model(exp_dir, model):
     """The model dir a combination's dev decode combined with its first model (--combine-model of its
     decode_dev/combination_opts: run.sh --lfmmi-am's), or None for another model or without the file."""
-    if not model.endswith("_smbr_lfmmi"):
+    match = MODEL_NAME.match(model)
+    if not match or match.group(2) not in {f"{first}_lfmmi" for first in COMBINED_WITH}:
         return None
     path = os.path.join(exp_dir, model, "decode_dev", "combination_opts")
     if not os.path.exists(path):

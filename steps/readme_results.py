@@ -7,9 +7,10 @@
 
 Each egs/<recipe>/RESULTS begins with the block of `%WER` lines steps/make_results.py wrote for the recipe's last
 full run; the table has a row per recipe and test set of that block and a column per model kind, by the model's
-name in the block (EXP/<model>/decode_<set>/...): the final model (sMBR and LF-MMI combined), the same adapted to
-each speaker from its first pass (egs/voiceover's stage 16), CE + sMBR, the CE model, LF-MMI alone, Kaldi's tri3b
-and pocketsphinx.  Other models of the block (a clean-only CE model, rescored decodes) are left to the RESULTS file.
+name in the block (EXP/<model>/decode_<set>/...): the final model (LF-MMI combined with the sMBR model, or with
+the CE model in egs/voicesearch), the same adapted to each speaker from its first pass, CE + sMBR, the CE model,
+LF-MMI alone, Kaldi's tri3b and pocketsphinx.  Other models of the block (a clean-only CE model, rescored decodes)
+are left to the RESULTS file.
 """
 
 import argparse
@@ -23,8 +24,9 @@ BEGIN = "<!-- results table: steps/readme_results.py --write makes it from egs/*
 END = "<!-- end of the results table -->"
 WER_LINE = re.compile(r"^%WER (\d+\.\d+) \[.*?\] (?:LF)?EXP/([^/]+)/(?:decode_([^/]+)|dev_sweep)/")
 # (column title, how a model's name ends), in the table's order: the first that matches a model takes it.
-COLUMNS = (("final model (sMBR + LF-MMI)", ("_smbr_lfmmi", "_lfmmi_smbr")),
-           ("the same, adapted to each speaker", ("_smbr_lfmmi_adapted",)), ("CE + sMBR", ("_smbr",)),
+COLUMNS = (("final model (LF-MMI + sMBR or CE)", ("_smbr_lfmmi", "_lfmmi_smbr", "_ce_lfmmi")),
+           ("the same, adapted to each speaker", ("_smbr_lfmmi_adapted", "_ce_lfmmi_adapted")),
+           ("CE + sMBR", ("_smbr",)),
            ("CE", ("_ce",)), ("LF-MMI alone", ("_lfmmi",)), ("Kaldi tri3b (SAT GMM)", ("kaldi_tri3b",)),
            ("pocketsphinx", ("pocketsphinx",)))
 SET_NAMES = {"train_fit": "training utterances"}

@@ -47,6 +47,15 @@ def test_the_results_table_reads_the_first_block_of_wer_lines(tmp_path):
     assert table[2] == "| voiceover dev |  |  |  | 40.0% |  |  | 90.0% |"
     assert table[3] == "| voiceover test | 30.0% | 25.0% |  |  |  |  |  |"
     assert len(table) == 4  # the clean-only model and the older run are the RESULTS file's alone
+    # egs/voicesearch combines LF-MMI with the CE model: the same two columns.
+    recipe = tmp_path / "egs" / "voicesearch"
+    recipe.mkdir(parents=True)
+    (recipe / "RESULTS").write_text(
+        "%WER 20.00 [ 2 / 10, 0 ins, 0 del, 2 sub ] EXP/wblstm_ce_lfmmi/decode_test/score/wer\n"
+        "%WER 10.00 [ 1 / 10, 0 ins, 0 del, 1 sub ] EXP/wblstm_ce_lfmmi_adapted/decode_test/score/wer\n"
+        "%WER 60.00 [ 6 / 10, 0 ins, 0 del, 6 sub ] EXP/wblstm_ce/decode_test/score/wer\n")
+    table = readme_results.table(str(tmp_path)).splitlines()
+    assert table[2] == "| voicesearch test | 20.0% | 10.0% |  | 60.0% |  |  |  |"
 
 
 def test_the_manuals_links_point_at_pages_that_exist():

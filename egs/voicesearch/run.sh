@@ -27,18 +27,22 @@
 #                                it on the CE graph: every dev and test set, noisy ones too (default: true)
 #     --lfmmi-am wblstm|lstm|tdnnf   the LF-MMI model's network, as --am's -> exp/<lfmmi-am>_lfmmi (default: --am's;
 #                                egs/voiceover's combination gained with tdnnf there, 0.896x on dev: its RESULTS)
-#     --combine true|false       stage 20 combines the sMBR and LF-MMI models frame by frame (asrkit-decode
-#                                --combine-model; the weight of --combine-weights and the LM weight chosen on dev
-#                                for test, on dev_noisy for test_noisy) -> exp/<am>_smbr_lfmmi, the recipe's best
-#                                model on dev (RESULTS), and stage 21 its recognizer package (dev's combination)
-#                                -> exp/<am>_smbr_lfmmi/package; needs exp/<lfmmi-am>_lfmmi decoded (--lfmmi true,
-#                                now or before) (default: true)
+#     --combine true|false       stage 20 combines the LF-MMI model frame by frame with the multi-style CE or the
+#                                sMBR model (--combine-with; asrkit-decode --combine-model; the weight of
+#                                --combine-weights and the LM weight chosen on dev for test, on dev_noisy for
+#                                test_noisy) -> exp/<am>_<combine-with>_lfmmi, the recipe's best model on dev
+#                                (RESULTS), and stage 21 its recognizer package (dev's combination)
+#                                -> exp/<am>_<combine-with>_lfmmi/package; needs exp/<lfmmi-am>_lfmmi decoded
+#                                (--lfmmi true, now or before) (default: true)
+#     --combine-with ce|smbr     the model LF-MMI is combined with in stages 20-22: exp/<am>_ce or exp/<am>_smbr
+#                                (default: ce: dev preferred it in two runs, VS2 and VZ, adapted dev 0.963x and
+#                                dev_noisy 0.979x against the sMBR combination's; RESULTS)
 #     --combine-weights 'W...'   the LF-MMI model's weights tried on each dev set (default: 0.4 0.5 0.6 0.7)
-#     --adapt true|false         stage 22 adapts the combination's sMBR model to each speaker of every dev and
-#                                test set from the combination's own first pass (asrkit-adapt, conf/adapt.conf)
-#                                and decodes them again -> exp/<am>_smbr_lfmmi_adapted; needs --combine true
-#                                (default: --combine's, true: both dev sets gained, dev 0.898x and dev_noisy
-#                                0.975x; RESULTS)
+#     --adapt true|false         stage 22 adapts the combination's first model (--combine-with's) to each speaker
+#                                of every dev and test set from the combination's own first pass (asrkit-adapt,
+#                                conf/adapt.conf) and decodes them again -> exp/<am>_<combine-with>_lfmmi_adapted;
+#                                needs --combine true (default: --combine's, true: both dev sets gained, dev 0.898x
+#                                and dev_noisy 0.975x with the sMBR combination, 0.959x and 0.957x with CE's; RESULTS)
 #     --kaldi-baseline DIR       stage 23 also trains and decodes Kaldi's own GMM systems (mono, tri1, tri2b, tri3b
 #                                with per-speaker fMLLR: steps/kaldi_baseline.sh) on the same audio, lexicon and
 #                                LM with the Kaldi that bin/build-kaldi built in DIR -> exp/kaldi_*; empty: not
@@ -84,11 +88,11 @@
 #         (steps/unsupervised_demo.sh) -> exp/<am>_sup, exp/<am>_semisup; 17 with --group-comparison true the
 #         windowed BLSTM at 20+1+20 and 20+8+20 -> exp/wblstm_g1, exp/wblstm_g8; 18 with --ctc-comparison true
 #         CTC over phones -> exp/<am>_ctc; 19 with --lfmmi true the LF-MMI model (steps/lfmmi.sh, multi-style)
-#         -> exp/<lfmmi-am>_lfmmi; 20 with --combine true its frame-level combination with the sMBR model
-#         (steps/decode_combined.sh) -> exp/<am>_smbr_lfmmi; 21 with --combine true the combination's
-#         recognizer package -> exp/<am>_smbr_lfmmi/package;
+#         -> exp/<lfmmi-am>_lfmmi; 20 with --combine true its frame-level combination with the CE model
+#         (--combine-with; steps/decode_combined.sh) -> exp/<am>_ce_lfmmi; 21 with --combine true the
+#         combination's recognizer package -> exp/<am>_ce_lfmmi/package;
 #         22 with --adapt true each dev and test speaker's adapted models, the combination's second pass
-#         -> exp/<am>_smbr_lfmmi_adapted; 23 baseline: pocketsphinx's stock en-us model decoding test and
+#         -> exp/<am>_ce_lfmmi_adapted; 23 baseline: pocketsphinx's stock en-us model decoding test and
 #         test_noisy with the same lexicon and LM -> exp/pocketsphinx, and with --kaldi-baseline Kaldi's GMM
 #         systems -> exp/kaldi_{mono,tri1,tri2b,tri3b}; 24 results table -> exp/RESULTS,
 #         training plots -> exp/*/training.png.
@@ -116,6 +120,7 @@ ctc_comparison=false
 lfmmi=true
 lfmmi_am=
 combine=true
+combine_with=ce
 combine_weights="0.4 0.5 0.6 0.7"
 adapt=
 kaldi_baseline=
@@ -133,6 +138,7 @@ require_choice size tiny small default
 require_choice am wblstm lstm tdnnf
 lfmmi_am="${lfmmi_am:-$am}"
 require_choice lfmmi_am wblstm lstm tdnnf
+require_choice combine_with ce smbr
 adapt="${adapt:-$combine}"
 require_choice adapt true false
 require_choice cmvn_mean utterance speaker global online
@@ -492,8 +498,10 @@ fi
 # alignments' numerators and a 4-gram phone LM's denominator graph (steps/lfmmi.sh), from the example server
 # noisifying with the CE models' styles (multi-style, as egs/voiceover trains it, for test_noisy) and with Kaldi's
 # chain recipes' cross-entropy regularisation; decoded on every set CE and sMBR are, each test set at its dev
-# set's LM weight.  Then (--combine) its frame-level combination with the sMBR model: better than either alone on
-# both dev sets (RESULTS), at the cost of LF-MMI's training and two networks in decoding.
+# set's LM weight.  Then (--combine) its frame-level combination with the multi-style CE model (--combine-with):
+# better than either alone on both dev sets (RESULTS), at the cost of LF-MMI's training and two networks in
+# decoding.  CE rather than sMBR because dev preferred it, first pass and adapted (VS2, VZ): sMBR's 500 steps are
+# above CE on this dev set, below it on test.
 lfmmi_options="--xent-regularize 0.1"
 if run_stage 19 && $lfmmi; then
   begin_stage 19 "lattice-free MMI ([Povey2016]), multi-style -> $exp/${lfmmi_am}_lfmmi"
@@ -505,7 +513,7 @@ if run_stage 19 && $lfmmi; then
 fi
 
 if run_stage 20 && $combine; then
-  begin_stage 20 "the sMBR and LF-MMI models combined frame by frame -> $exp/${am}_smbr_lfmmi"
+  begin_stage 20 "the $combine_with and LF-MMI models combined frame by frame -> $exp/${am}_${combine_with}_lfmmi"
   # The combination's decodes keep their lattices when stage 22 adapts from them.
   combined_lattices=
   $adapt && combined_lattices=--write-lattices
@@ -515,29 +523,31 @@ if run_stage 20 && $combine; then
       --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options $combined_lattices" \
       --combine-weights "$combine_weights" \
       --dev-set "$dev_set" --test-sets "$test_set" \
-      "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" "$exp/${lfmmi_am}_lfmmi" "$exp/${am}_smbr_lfmmi"
+      "$exp/${am}_ce/graph" "$data" "$exp/${am}_${combine_with}" "$exp/${lfmmi_am}_lfmmi" "$exp/${am}_${combine_with}_lfmmi"
   done
 fi
 
 if run_stage 21 && $combine; then
-  begin_stage 21 "the combination's recognizer package -> $exp/${am}_smbr_lfmmi/package"
+  combined="$exp/${am}_${combine_with}_lfmmi"
+  begin_stage 21 "the combination's recognizer package -> $combined/package"
   # The recipe's best model as a recognizer package too: both networks, combined as the clean dev set chose, its
   # LM weight chosen there again as the package hears it (stage 12's).
   dev_set="${tuned_sets%%:*}"
-  require_files "$exp/${am}_smbr_lfmmi/decode_$dev_set/combination_opts"
+  require_files "$combined/decode_$dev_set/combination_opts"
   ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage21" --tune-data "$data/$dev_set" \
-    --export-opts "$cmvn_decode_options $(cat "$exp/${am}_smbr_lfmmi/decode_$dev_set/combination_opts")" \
-    "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" "$exp/${am}_smbr_lfmmi/decode_$dev_set" "$exp/${am}_smbr_lfmmi/package"
+    --export-opts "$cmvn_decode_options $(cat "$combined/decode_$dev_set/combination_opts")" \
+    "$exp/${am}_${combine_with}/final" "$exp/${am}_ce/graph" "$combined/decode_$dev_set" "$combined/package"
 fi
 
 if run_stage 22 && $adapt; then
-  begin_stage 22 "each speaker's adapted models, the combination's second pass -> $exp/${am}_smbr_lfmmi_adapted"
+  combined="$exp/${am}_${combine_with}_lfmmi"
+  begin_stage 22 "each speaker's adapted models, the combination's second pass -> ${combined}_adapted"
   for pair in $tuned_sets; do
     IFS=: read -r dev_set test_set _ <<< "$pair"
     ../../steps/adapt_combined.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage22" \
       --adapt-config conf/adapt.conf --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" \
-      --dev-set "$dev_set" --test-sets "$test_set" "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" \
-      "$exp/${lfmmi_am}_lfmmi" "$exp/${am}_smbr_lfmmi" "$exp/${am}_smbr_lfmmi_adapted"
+      --dev-set "$dev_set" --test-sets "$test_set" "$exp/${am}_ce/graph" "$data" "$exp/${am}_${combine_with}" \
+      "$exp/${lfmmi_am}_lfmmi" "$combined" "${combined}_adapted"
   done
 fi
 

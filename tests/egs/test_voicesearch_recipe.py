@@ -139,17 +139,17 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert (exp / "wblstm_lfmmi_den.npz").exists()
     assert len(set(open(exp / "wblstm_lfmmi" / "final" / "priors").read().split())) == 1
     assert (exp / "wblstm_lfmmi" / "decode_test" / "best_wer").exists()
-    # Stage 20, its frame-level combination with the sMBR model (--combine, on by default): the weights chosen on
-    # each dev set, the test set decoded at its dev set's.
+    # Stage 20, its frame-level combination with the multi-style CE model (--combine, on by default, and
+    # --combine-with's default): the weights chosen on each dev set, the test set decoded at its dev set's.
     for dev_set, test_set in (("dev", "test"), ("dev_noisy", "test_noisy")):
-        weight = open(exp / "wblstm_smbr_lfmmi" / f"decode_{dev_set}" / "combine_weight").read().strip()
+        weight = open(exp / "wblstm_ce_lfmmi" / f"decode_{dev_set}" / "combine_weight").read().strip()
         assert weight in ("0.4", "0.5", "0.6", "0.7")
-        log = open(exp / "log" / "stage20" / f"decode_wblstm_smbr_{test_set}.log").read()
+        log = open(exp / "log" / "stage20" / f"decode_wblstm_ce_{test_set}.log").read()
         assert f"--combine-weight {weight} " in log and "--combine-model" in log
     # Stage 21, the combination's package: its LM weight chosen on dev as it hears it, as stage 12's.
-    decode = json.load(open(exp / "wblstm_smbr_lfmmi" / "package" / "decode.json"))
-    assert decode["chosen_on"] == str(exp / "wblstm_smbr_lfmmi" / "package_tuning_dev")
-    assert decode["lm_weight"] == float(open(exp / "wblstm_smbr_lfmmi" / "package_tuning_dev" / "best_lmwt").read())
+    decode = json.load(open(exp / "wblstm_ce_lfmmi" / "package" / "decode.json"))
+    assert decode["chosen_on"] == str(exp / "wblstm_ce_lfmmi" / "package_tuning_dev")
+    assert decode["lm_weight"] == float(open(exp / "wblstm_ce_lfmmi" / "package_tuning_dev" / "best_lmwt").read())
     # Stage 17, [Mohamed2015]'s frame grouping: 20+1+20 and 20+8+20, their test WER and decoding speed.
     for group in (1, 8):
         params = json.load(open(exp / f"wblstm_g{group}" / "config.json"))["model"]["params"]
@@ -165,7 +165,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     # Stage 22, the combination adapted to each dev and test speaker: every set decoded again, the test sets at
     # their dev sets' LM weights.
     for split in ("dev", "dev_noisy", "test", "test_noisy"):
-        assert (exp / "wblstm_smbr_lfmmi_adapted" / f"decode_{split}" / "best_wer").exists(), split
+        assert (exp / "wblstm_ce_lfmmi_adapted" / f"decode_{split}" / "best_wer").exists(), split
     # Stage 23: pocketsphinx's stock model with the recipe's lexicon and LM, beside the models trained here.
     for split in ("test", "test_noisy"):
         assert len(open(exp / "pocketsphinx" / f"decode_{split}" / "hyp.txt").read().splitlines()) == 10
@@ -174,9 +174,10 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     # model, test for the four unrolling runs, dev and test for the two models of the untranscribed-data
     # demonstration and the selection's score, dev and test without jitter, of the CTC model and of the two
     # groupings, two for pocketsphinx.
-    # And the sMBR and LF-MMI combination's four (dev, test and the noisy ones), and its adapted second pass's four.
+    # And the CE and LF-MMI combination's four (dev, test and the noisy ones), and its adapted second pass's four.
     assert results.count("%WER") == 4 * 5 + 3 + 4 + 2 * 2 + 1 + 2 + 2 + 2 * 2 + 2 + 4 + 4
-    assert "speaker adaptation relative to the combination's first pass" in results
+    assert "speaker adaptation relative to the combination's first pass (CE + LF-MMI)" in results
+    assert "CE + LF-MMI combined relative to CE" in results
     assert "sMBR relative to CE" in results
     lfmmi_line = next(line for line in results.splitlines() if line.startswith("# LF-MMI relative to CE + sMBR: "))
     assert " test_noisy " in lfmmi_line and " dev_noisy " in lfmmi_line
@@ -190,14 +191,16 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     for model in ("wblstm_ce", "wblstm_smbr"):
         assert (exp / model / "training.png").stat().st_size > 1000
     # --lfmmi-am: the LF-MMI model another network (egs/voiceover's default, a TDNN-F), in its own exp dir, and the
-    # combination made with it.
-    tdnnf = subprocess.run(command + ["--stage", "19", "--stop-stage", "20", "--lfmmi-am", "tdnnf"],
+    # combination made with it, here with the sMBR model (--combine-with smbr).
+    tdnnf = subprocess.run(command + ["--stage", "19", "--stop-stage", "20", "--lfmmi-am", "tdnnf",
+                                      "--combine-with", "smbr"],
                            capture_output=True, text=True, timeout=900)
     assert tdnnf.returncode == 0, tdnnf.stderr[-3000:]
     assert json.load(open(exp / "tdnnf_lfmmi" / "config.json"))["model"]["name"] == "tdnnf"
     assert (exp / "tdnnf_lfmmi" / "decode_test_noisy" / "best_wer").exists()
     log = open(exp / "log" / "stage20" / "decode_wblstm_smbr_test.log").read()
     assert f"--combine-model {exp / 'tdnnf_lfmmi' / 'final'}" in log
+    assert (exp / "wblstm_smbr_lfmmi" / "decode_test" / "best_wer").exists()
     # Rerunning the data stages reuses every finished piece of work.
     rerun = subprocess.run(command + ["--stage", "1", "--stop-stage", "3"], capture_output=True, text=True,
                            timeout=900)

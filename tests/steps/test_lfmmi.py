@@ -118,9 +118,10 @@ def test_the_voicesearch_recipe_trains_lfmmi_multi_style_and_decodes_the_noisy_s
     shutil.copytree(os.path.join(ROOT, "egs", "voicesearch"), recipe,
                     ignore=shutil.ignore_patterns("data", "exp", "*.pyc", "__pycache__"))
     data, exp = tmp_path / "data", tmp_path / "exp"
-    chosen = exp / "wblstm_smbr_lfmmi" / "decode_dev" / "combination_opts"  # what decode_combined.sh leaves
-    chosen.parent.mkdir(parents=True)
-    chosen.write_text("--model-acoustic-scale 0.25 --combine-model M --combine-weight 0.6\n")
+    for first in ("ce", "smbr"):  # what decode_combined.sh leaves
+        chosen = exp / f"wblstm_{first}_lfmmi" / "decode_dev" / "combination_opts"
+        chosen.parent.mkdir(parents=True)
+        chosen.write_text("--model-acoustic-scale 0.25 --combine-model M --combine-weight 0.6\n")
     environment = {**os.environ, "PATH": f"{ROOT}/bin:{os.environ['PATH']}"}
     result = subprocess.run([str(recipe / "run.sh"), "--stage", "19", "--stop-stage", "21", "--lfmmi", "true", "--data",
                              str(data), "--exp", str(exp)], capture_output=True, text=True, env=environment,
@@ -133,15 +134,29 @@ def test_the_voicesearch_recipe_trains_lfmmi_multi_style_and_decodes_the_noisy_s
     assert "--lfmmi-opts --xent-regularize 0.1 " in call and "--num-epochs 3 " in call
     assert "--tuned-sets dev:test:train_fit dev_noisy:test_noisy --first-only false " in call
     assert call.endswith(f"{data}/train {exp}/tree_ali {exp}/wblstm_ce/graph {data} {exp}/wblstm_lfmmi")
-    # Then its combination with the sMBR model (--combine, on by default): test at dev's weights, test_noisy at
-    # dev_noisy's.
-    combined = [line for line in result.stdout.splitlines() if line.startswith("decode_combined.sh ")]
-    assert len(combined) == 2, result.stdout
+    # Then its combination with the multi-style CE model (--combine, on by default; --combine-with ce): test at dev's
+    # weights, test_noisy at dev_noisy's, and the combination dev chose exported as the recipe's recognizer package.
+    _assert_combined_with(result.stdout, exp, "ce")
+    # --combine-with smbr: the same with the sMBR model.
+    result = subprocess.run([str(recipe / "run.sh"), "--stage", "20", "--stop-stage", "21", "--combine-with", "smbr",
+                             "--data", str(data), "--exp", str(exp)], capture_output=True, text=True, env=environment,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    _assert_combined_with(result.stdout, exp, "smbr")
+    refused = subprocess.run([str(recipe / "run.sh"), "--stage", "20", "--combine-with", "lfmmi", "--data", str(data),
+                              "--exp", str(exp)], capture_output=True, text=True, env=environment, timeout=120)
+    assert refused.returncode != 0 and "--combine-with must be ce or smbr, not 'lfmmi'" in refused.stderr
+
+
+def _assert_combined_with(stdout, exp, first):
+    """run.sh's stubbed stages 20-21 combined LF-MMI with exp/wblstm_<first> on both dev/test pairs and exported the
+    combination dev chose."""
+    combined = [line for line in stdout.splitlines() if line.startswith("decode_combined.sh ")]
+    assert len(combined) == 2, stdout
     for call, (dev_set, test_set) in zip(combined, (("dev", "test"), ("dev_noisy", "test_noisy"))):
         assert f"--dev-set {dev_set} --test-sets {test_set} " in call
-        assert call.endswith(f"{exp}/wblstm_smbr {exp}/wblstm_lfmmi {exp}/wblstm_smbr_lfmmi")
-    # and the combination dev chose, exported as the recipe's recognizer package.
-    exported = [line for line in result.stdout.splitlines() if line.startswith("export_package.sh ")]
+        assert call.endswith(f"{exp}/wblstm_{first} {exp}/wblstm_lfmmi {exp}/wblstm_{first}_lfmmi")
+    exported = [line for line in stdout.splitlines() if line.startswith("export_package.sh ")]
     assert len(exported) == 1 and "--model-acoustic-scale 0.25 --combine-model M --combine-weight 0.6" in exported[0]
-    assert exported[0].endswith(f"{exp}/wblstm_smbr/final {exp}/wblstm_ce/graph {exp}/wblstm_smbr_lfmmi/decode_dev "
-                                f"{exp}/wblstm_smbr_lfmmi/package")
+    assert exported[0].endswith(f"{exp}/wblstm_{first}/final {exp}/wblstm_ce/graph "
+                                f"{exp}/wblstm_{first}_lfmmi/decode_dev {exp}/wblstm_{first}_lfmmi/package")

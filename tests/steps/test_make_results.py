@@ -71,6 +71,29 @@ def test_the_frame_level_combination_is_described_and_compared_with_smbr(tmp_pat
     assert "wblstm_smbr_lfmmi: windowed BLSTM, wblstm_smbr and tdnnf_lfmmi combined frame by frame" in out
 
 
+def test_the_combination_with_ce_is_described_and_compared_with_ce_and_with_smbrs(tmp_path):
+    exp = tmp_path / "exp"
+    _decode(exp, "wblstm_ce", "test", 50.0)
+    _decode(exp, "wblstm_ce_lfmmi", "test", 40.0)
+    _decode(exp, "wblstm_ce_lfmmi_adapted", "test", 36.0)
+    (exp / "wblstm_ce_lfmmi" / "decode_dev").mkdir()
+    (exp / "wblstm_ce_lfmmi" / "decode_dev" / "combination_opts").write_text(
+        f"--model-acoustic-scale 0.3 --combine-model {exp}/tdnnf_lfmmi/final --combine-weight 0.7\n")
+    out = _make_results(exp).stdout
+    assert "wblstm_ce_lfmmi: windowed BLSTM, wblstm_ce and tdnnf_lfmmi combined frame by frame" in out
+    assert "wblstm_ce_lfmmi_adapted: windowed BLSTM, wblstm_ce_lfmmi with wblstm_ce (with --networks all" in out
+    assert "# CE + LF-MMI combined relative to CE: test -20.0%" in out
+    assert "# speaker adaptation relative to the combination's first pass (CE + LF-MMI): test -10.0%" in out
+    assert "relative to with sMBR" not in out
+    # Beside the sMBR combination (run.sh --combine-with smbr in the same exp dir), the two are compared.
+    _decode(exp, "wblstm_smbr_lfmmi", "test", 50.0)
+    _decode(exp, "wblstm_smbr_lfmmi_adapted", "test", 45.0)
+    out = _make_results(exp).stdout
+    assert "# LF-MMI combined with CE relative to with sMBR: test -20.0%" in out
+    assert "# adapted, LF-MMI combined with CE relative to with sMBR: test -20.0%" in out
+    assert "# speaker adaptation relative to the combination's first pass (sMBR + LF-MMI): test -10.0%" in out
+
+
 def test_the_wer_table_columns_line_up_past_twenty_character_names(tmp_path):
     exp = tmp_path / "exp"
     _decode(exp, "wblstm_smbr", "test", 50.0)

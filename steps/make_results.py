@@ -150,7 +150,7 @@ def comparisons(wers):
                       f"LF-MMI combined with CE relative to with sMBR{suffix}", ""))
         for first, first_name in COMBINED_WITH.items():
             pairs.append((f"{network}_{first}_lfmmi", f"{network}_{first}_lfmmi_adapted", "speaker adaptation "
-                          f"relative to the combination's first pass ({first_name} + LF-MMI){suffix}", ""))
+                          f"relative to the {first_name} + LF-MMI combination's first pass{suffix}", ""))
         pairs.append((f"{network}_smbr_lfmmi_adapted", f"{network}_ce_lfmmi_adapted",
                       f"adapted, LF-MMI combined with CE relative to with sMBR{suffix}", ""))
     for role in ROLES:

@@ -37,7 +37,8 @@ for split in $(echo "$sets" | tr : ' '); do
       --prune-beam "$prune_beam" "$graph_dir" "$model_dir/decode_$split" "$out"
   launch "$cmd" "$log_dir/score_${model_name}_${split}_rescored.log" \
     asrkit-score "$data_root/$split/text" "$out/hyp.txt" "$out/score"
-  echo "$(grep -m1 "^%WER" "$out/score/wer") $out/score/wer" > "$out/best_wer"
+  # The absolute path, as asrkit-decode's best_wer names it: steps/make_results.py writes it EXP/... in RESULTS.
+  echo "$(grep -m1 "^%WER" "$out/score/wer") $(cd "$out/score" && pwd)/wer" > "$out/best_wer"
   echo "$split rescored with $(basename "$new_arpa"): $(cat "$out/best_wer")" >&2
 done
 record_options "$model_dir" rescore_lm "$parse_command_line" cmd log_dir sets prune_beam

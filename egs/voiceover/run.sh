@@ -57,12 +57,15 @@
 #                                windowed BLSTM's sMBR model it beat the windowed BLSTM's LF-MMI model on dev,
 #                                0.896x, and on test, 0.965x; RESULTS)
 #     --lfmmi-epochs N           the LF-MMI model's epochs (default: the CE model's, 8; tiny 10)
-#     --combine true|false       stage 14 combines the sMBR and LF-MMI models frame by frame (asrkit-decode
-#                                --combine-model, each at its own dev LM weight; the combination weight of
-#                                --combine-weights and the LM weight chosen on dev) -> exp/<am>_smbr_lfmmi, the
-#                                recipe's best model on dev (RESULTS), and stage 15 exports it as a recognizer
-#                                package; needs exp/<lfmmi-am>_lfmmi decoded (--lfmmi true, now or before)
-#                                (default: true)
+#     --combine true|false       stage 14 combines the sMBR (--combine-with) and LF-MMI models frame by frame
+#                                (asrkit-decode --combine-model, each at its own dev LM weight; the combination
+#                                weight of --combine-weights and the LM weight chosen on dev)
+#                                -> exp/<am>_<combine-with>_lfmmi, the recipe's best model on dev (RESULTS), and
+#                                stage 15 exports it as a recognizer package; needs exp/<lfmmi-am>_lfmmi decoded
+#                                (--lfmmi true, now or before) (default: true)
+#     --combine-with smbr|ce     the model LF-MMI is combined with in stages 14-16: exp/<am>_smbr or the CE model
+#                                exp/<am>_ce, egs/voicesearch's default (default: smbr: with CE on run Y's models
+#                                dev was 0.997x in the first pass but 1.005x adapted; RESULTS 2026-12-03)
 #     --combine-weights 'W...'   the LF-MMI model's weights tried on dev (default: 0.6 0.7 0.8; the windowed
 #                                BLSTM's LF-MMI model took 0.5 or 0.6 in RESULTS' runs, TDNN-F's 0.7 of 0.5-0.8)
 #     --warps 'F...'|none        stage 11 gives each dev and test character the frequency warp factor of
@@ -84,13 +87,13 @@
 #                                steps/train_sat.sh -> exp/<am>_sat) and trains sMBR from it.  Measured and not
 #                                kept: the combination's dev 0.998x (0.993x with --adapt true) for stage 8's 2,062 s
 #                                against 902 s (RESULTS) (default: false)
-#     --adapt true|false         stage 16 adapts the combination's sMBR model to each dev and test character from
-#                                the combination's own first pass (asrkit-adapt: LHUC on conf/adapt.conf, fitted
-#                                to the first pass's lattice posteriors) and decodes them again with it ->
-#                                exp/<am>_smbr_lfmmi_adapted; needs --combine true.  Kept: fitting the sMBR network
-#                                alone, dev gained on run F's models (0.989x) and with TDNN-F's LF-MMI model
-#                                (0.979x, test 0.933x), where both networks fitted on run E's lost (1.008x; RESULTS)
-#                                (default: true with --combine true, else false)
+#     --adapt true|false         stage 16 adapts the combination's sMBR model (--combine-with's) to each dev and
+#                                test character from the combination's own first pass (asrkit-adapt: LHUC on
+#                                conf/adapt.conf, fitted to the first pass's lattice posteriors) and decodes them
+#                                again with it -> exp/<am>_<combine-with>_lfmmi_adapted; needs --combine true.
+#                                Kept: fitting the sMBR network alone, dev gained on run F's models (0.989x) and
+#                                with TDNN-F's LF-MMI model (0.979x, test 0.933x), where both networks fitted on run
+#                                E's lost (1.008x; RESULTS) (default: true with --combine true, else false)
 #
 # Stages: 0 set-up (.venv, festival); 1 the games from Debian (apt-get download, dpkg-deb -x) and the
 #         data dirs -> data/{train,dev,test}, with --extra-train voicesearch a third of the training set of its
@@ -114,9 +117,10 @@
 #         (audio resampled to 16 kHz) with the same lexicon and LM, on test -> exp/pocketsphinx, and with --kaldi-baseline
 #         Kaldi's GMM systems -> exp/kaldi_{mono,tri1,tri2b,tri3b}; 13 with --lfmmi true the LF-MMI model
 #         (steps/lfmmi.sh, multi-style) -> exp/<lfmmi-am>_lfmmi; 14 with --combine true its frame-level combination
-#         with the sMBR model (steps/decode_combined.sh) -> exp/<am>_smbr_lfmmi; 15 with --combine true the
-#         combination's recognizer package -> exp/<am>_smbr_lfmmi/package; 16 with --adapt true each dev and
-#         test character's adapted models and the combination's second pass -> exp/<am>_smbr_lfmmi_adapted;
+#         with the sMBR model (--combine-with; steps/decode_combined.sh) -> exp/<am>_smbr_lfmmi; 15 with
+#         --combine true the combination's recognizer package -> exp/<am>_smbr_lfmmi/package; 16 with --adapt
+#         true each dev and test character's adapted models and the combination's second pass
+#         -> exp/<am>_smbr_lfmmi_adapted;
 #         17 the results -> exp/RESULTS.
 # The steps from the dictionary on are egs/voicesearch's, shared through steps/*.sh.
 set -euo pipefail
@@ -139,6 +143,7 @@ lfmmi=true
 lfmmi_am=tdnnf
 lfmmi_epochs=
 combine=true
+combine_with=smbr
 combine_weights="0.6 0.7 0.8"
 warps="0.85 0.9 0.95 1 1.05 1.1 1.15"
 sat=false
@@ -153,6 +158,7 @@ require_no_arguments "$@"
 command_line="$parse_command_line"
 require_choice am wblstm lstm tdnnf
 require_choice lfmmi_am wblstm lstm tdnnf
+require_choice combine_with smbr ce
 require_choice size tiny default
 require_choice cmvn_mean utterance speaker global online
 [ -n "$cmvn_variance" ] || { [ "$cmvn_mean" = speaker ] && cmvn_variance=speaker || cmvn_variance=global; }
@@ -456,35 +462,36 @@ if run_stage 13 && $lfmmi; then
     "$am_train" "$exp/tree_ali" "$exp/${am}_ce/graph" "$data" "$exp/${lfmmi_am}_lfmmi"
 fi
 
+combined="$exp/${am}_${combine_with}_lfmmi"  # stages 14-16's combination
 if run_stage 14 && $combine; then
-  begin_stage 14 "the sMBR and LF-MMI models combined frame by frame -> $exp/${am}_smbr_lfmmi"
+  begin_stage 14 "the ${am}_$combine_with and LF-MMI models combined frame by frame -> $combined"
   # The combination's decodes keep their lattices when stage 16 adapts from them.
   combined_lattices=
   $adapt && combined_lattices=--write-lattices
   ../../steps/decode_combined.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage14" \
     --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options $combined_lattices" \
     --combine-weights "$combine_weights" \
-    "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" "$exp/${lfmmi_am}_lfmmi" "$exp/${am}_smbr_lfmmi"
+    "$exp/${am}_ce/graph" "$data" "$exp/${am}_${combine_with}" "$exp/${lfmmi_am}_lfmmi" "$combined"
 fi
 
 if run_stage 15 && $combine; then
-  begin_stage 15 "the combination's recognizer package -> $exp/${am}_smbr_lfmmi/package"
+  begin_stage 15 "the combination's recognizer package -> $combined/package"
   # The recipe's best model as a recognizer package too: both networks, combined as dev chose.  Its beams: on
   # the full dev set (bench/recognizer_beams.py, RESULTS), beam 10 with max-active 2000 recognised within 0.1%
   # absolute of stage 10's 10 and 3000 for less decoding CPU.  Its LM weight chosen again as stage 10's is.
-  require_files "$exp/${am}_smbr_lfmmi/decode_dev/combination_opts"
+  require_files "$combined/decode_dev/combination_opts"
   ../../steps/export_package.sh --cmd "$cpu_cmd" --log-dir "$logs/stage15" --tune-data "$data/dev" \
     --export-opts "$cmvn_decode_options --beam 10 --max-active 2000 \
-    $(cat "$exp/${am}_smbr_lfmmi/decode_dev/combination_opts")" \
-    "$exp/${am}_smbr/final" "$exp/${am}_ce/graph" "$exp/${am}_smbr_lfmmi/decode_dev" "$exp/${am}_smbr_lfmmi/package"
+    $(cat "$combined/decode_dev/combination_opts")" \
+    "$exp/${am}_${combine_with}/final" "$exp/${am}_ce/graph" "$combined/decode_dev" "$combined/package"
 fi
 
 if run_stage 16 && $adapt; then
-  begin_stage 16 "each character's adapted models, the combination's second pass -> $exp/${am}_smbr_lfmmi_adapted"
+  begin_stage 16 "each character's adapted models, the combination's second pass -> ${combined}_adapted"
   ../../steps/adapt_combined.sh --cmd "$cpu_cmd" --nj "$nj" --log-dir "$logs/stage16" --adapt-config conf/adapt.conf \
     --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" \
-    "$exp/${am}_ce/graph" "$data" "$exp/${am}_smbr" "$exp/${lfmmi_am}_lfmmi" "$exp/${am}_smbr_lfmmi" \
-    "$exp/${am}_smbr_lfmmi_adapted"
+    "$exp/${am}_ce/graph" "$data" "$exp/${am}_${combine_with}" "$exp/${lfmmi_am}_lfmmi" "$combined" \
+    "${combined}_adapted"
 fi
 
 if run_stage 17; then

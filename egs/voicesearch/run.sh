@@ -503,6 +503,7 @@ fi
 # decoding.  CE rather than sMBR because dev preferred it, first pass and adapted (VS2, VZ): sMBR's 500 steps are
 # above CE on this dev set, below it on test.
 lfmmi_options="--xent-regularize 0.1"
+combined="$exp/${am}_${combine_with}_lfmmi"  # stages 20-22's combination
 if run_stage 19 && $lfmmi; then
   begin_stage 19 "lattice-free MMI ([Povey2016]), multi-style -> $exp/${lfmmi_am}_lfmmi"
   ../../steps/lfmmi.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage19" \
@@ -513,7 +514,7 @@ if run_stage 19 && $lfmmi; then
 fi
 
 if run_stage 20 && $combine; then
-  begin_stage 20 "the $combine_with and LF-MMI models combined frame by frame -> $exp/${am}_${combine_with}_lfmmi"
+  begin_stage 20 "the ${am}_$combine_with and LF-MMI models combined frame by frame -> $combined"
   # The combination's decodes keep their lattices when stage 22 adapts from them.
   combined_lattices=
   $adapt && combined_lattices=--write-lattices
@@ -523,12 +524,11 @@ if run_stage 20 && $combine; then
       --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options $combined_lattices" \
       --combine-weights "$combine_weights" \
       --dev-set "$dev_set" --test-sets "$test_set" \
-      "$exp/${am}_ce/graph" "$data" "$exp/${am}_${combine_with}" "$exp/${lfmmi_am}_lfmmi" "$exp/${am}_${combine_with}_lfmmi"
+      "$exp/${am}_ce/graph" "$data" "$exp/${am}_${combine_with}" "$exp/${lfmmi_am}_lfmmi" "$combined"
   done
 fi
 
 if run_stage 21 && $combine; then
-  combined="$exp/${am}_${combine_with}_lfmmi"
   begin_stage 21 "the combination's recognizer package -> $combined/package"
   # The recipe's best model as a recognizer package too: both networks, combined as the clean dev set chose, its
   # LM weight chosen there again as the package hears it (stage 12's).
@@ -540,7 +540,6 @@ if run_stage 21 && $combine; then
 fi
 
 if run_stage 22 && $adapt; then
-  combined="$exp/${am}_${combine_with}_lfmmi"
   begin_stage 22 "each speaker's adapted models, the combination's second pass -> ${combined}_adapted"
   for pair in $tuned_sets; do
     IFS=: read -r dev_set test_set _ <<< "$pair"

@@ -176,7 +176,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
         assert (adapted / f"adapt_wblstm_smbr_{split}" / "adapt.json").exists()
         assert not (adapted / f"adapt_tdnnf_lfmmi_{split}").exists()
     assert f"] EXP/{adapted.name}/decode_test/score/wer" in results
-    assert "speaker adaptation relative to the combination's first pass" in results
+    assert "speaker adaptation relative to the sMBR + LF-MMI combination's first pass" in results
     assert "# stage times (s)" in results
     # Each stage does one job, and each ran (--adapt true: stage 16 too).
     for stage in range(18):

@@ -176,7 +176,7 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     # groupings, two for pocketsphinx.
     # And the CE and LF-MMI combination's four (dev, test and the noisy ones), and its adapted second pass's four.
     assert results.count("%WER") == 4 * 5 + 3 + 4 + 2 * 2 + 1 + 2 + 2 + 2 * 2 + 2 + 4 + 4
-    assert "speaker adaptation relative to the combination's first pass (CE + LF-MMI)" in results
+    assert "speaker adaptation relative to the CE + LF-MMI combination's first pass" in results
     assert "CE + LF-MMI combined relative to CE" in results
     assert "sMBR relative to CE" in results
     lfmmi_line = next(line for line in results.splitlines() if line.startswith("# LF-MMI relative to CE + sMBR: "))

@@ -1,7 +1,8 @@
 """steps/lfmmi.sh multi-style, as egs/voiceover trains it, on a small featurized audio data dir (the example server
 noisifying on the fly, the LF-MMI trainer), with its decoding step (steps/decode_tuned.sh) stubbed; its
---first-only false; egs/voiceover/run.sh's --lfmmi option; and egs/voicesearch/run.sh's stages 19-21 (LF-MMI,
-the combination and its package) with --lfmmi true, its steps stubbed."""
+--first-only false; egs/voiceover/run.sh's --lfmmi option and its stages 14-16 (the combination, its package and
+its adaptation) with each --combine-with; and egs/voicesearch/run.sh's stages 19-21 (LF-MMI, the combination and
+its package) with --lfmmi true and each --combine-with, their steps stubbed."""
 
 import json
 import os
@@ -79,6 +80,36 @@ def test_the_voiceover_recipe_refuses_a_bad_lfmmi_value():
     assert result.returncode == 2 and "--lfmmi must be true or false, not 'yes'" in result.stderr
     usage = subprocess.run([run_sh, "--help"], capture_output=True, text=True, timeout=60)
     assert "--lfmmi true|false" in usage.stdout
+
+
+def test_the_voiceover_recipe_combines_lfmmi_with_the_model_combine_with_names(tmp_path):
+    """Stages 14-16 alone, their steps stubbed: the combination, its package and its adapted second pass take the
+    sMBR model by default and the CE model with --combine-with ce, each in its own exp dir."""
+    _stubbed_steps(tmp_path, "decode_combined.sh", "export_package.sh", "adapt_combined.sh")
+    recipe = tmp_path / "egs" / "voiceover"
+    shutil.copytree(os.path.join(ROOT, "egs", "voiceover"), recipe,
+                    ignore=shutil.ignore_patterns("data", "exp", "*.pyc", "__pycache__"))
+    data, exp = tmp_path / "data", tmp_path / "exp"
+    environment = {**os.environ, "PATH": f"{ROOT}/bin:{os.environ['PATH']}"}
+    for first, options in (("smbr", []), ("ce", ["--combine-with", "ce"])):
+        chosen = exp / f"wblstm_{first}_lfmmi" / "decode_dev" / "combination_opts"  # what decode_combined.sh leaves
+        chosen.parent.mkdir(parents=True)
+        chosen.write_text("--combine-model M --combine-weight 0.7\n")
+        result = subprocess.run([str(recipe / "run.sh"), "--stage", "14", "--stop-stage", "16", *options, "--data",
+                                 str(data), "--exp", str(exp)], capture_output=True, text=True, env=environment,
+                                timeout=120)
+        assert result.returncode == 0, result.stderr[-3000:]
+        calls = {line.split()[0]: line for line in result.stdout.splitlines()}
+        assert calls["decode_combined.sh"].endswith(f"{exp}/wblstm_{first} {exp}/tdnnf_lfmmi {exp}/wblstm_{first}_lfmmi")
+        assert "--combine-model M --combine-weight 0.7" in calls["export_package.sh"]
+        assert calls["export_package.sh"].endswith(f"{exp}/wblstm_{first}/final {exp}/wblstm_ce/graph "
+                                                   f"{exp}/wblstm_{first}_lfmmi/decode_dev "
+                                                   f"{exp}/wblstm_{first}_lfmmi/package")
+        assert calls["adapt_combined.sh"].endswith(f"{exp}/wblstm_{first} {exp}/tdnnf_lfmmi {exp}/wblstm_{first}_lfmmi "
+                                                   f"{exp}/wblstm_{first}_lfmmi_adapted")
+    refused = subprocess.run([str(recipe / "run.sh"), "--combine-with", "lfmmi"], capture_output=True, text=True,
+                             env=environment, timeout=60)
+    assert refused.returncode != 0 and "--combine-with must be smbr or ce, not 'lfmmi'" in refused.stderr
 
 
 def _stubbed_steps(tmp_path, *names):

@@ -83,7 +83,7 @@ def test_the_combination_with_ce_is_described_and_compared_with_ce_and_with_smbr
     assert "wblstm_ce_lfmmi: windowed BLSTM, wblstm_ce and tdnnf_lfmmi combined frame by frame" in out
     assert "wblstm_ce_lfmmi_adapted: windowed BLSTM, wblstm_ce_lfmmi with wblstm_ce (with --networks all" in out
     assert "# CE + LF-MMI combined relative to CE: test -20.0%" in out
-    assert "# speaker adaptation relative to the combination's first pass (CE + LF-MMI): test -10.0%" in out
+    assert "# speaker adaptation relative to the CE + LF-MMI combination's first pass: test -10.0%" in out
     assert "relative to with sMBR" not in out
     # Beside the sMBR combination (run.sh --combine-with smbr in the same exp dir), the two are compared.
     _decode(exp, "wblstm_smbr_lfmmi", "test", 50.0)
@@ -91,7 +91,7 @@ def test_the_combination_with_ce_is_described_and_compared_with_ce_and_with_smbr
     out = _make_results(exp).stdout
     assert "# LF-MMI combined with CE relative to with sMBR: test -20.0%" in out
     assert "# adapted, LF-MMI combined with CE relative to with sMBR: test -20.0%" in out
-    assert "# speaker adaptation relative to the combination's first pass (sMBR + LF-MMI): test -10.0%" in out
+    assert "# speaker adaptation relative to the sMBR + LF-MMI combination's first pass: test -10.0%" in out
 
 
 def test_the_wer_table_columns_line_up_past_twenty_character_names(tmp_path):

@@ -132,6 +132,28 @@ def test_train_sat_fine_tunes_the_model_s_final_into_the_sat_dir_and_records_its
     assert record[2:] == ["--cmd run-local", f"--log-dir {sat_dir}/log", "--sat-opts --method\\ lhuc\\ --epochs\\ 1"]
 
 
+def test_rescore_lm_rescores_each_set_at_dev_s_lm_weight_and_names_its_score_by_absolute_path(tmp_path):
+    commands = tmp_path / "commands"
+    commands.mkdir()
+    stub(commands, "asrkit-lattice", 'echo "args: $*"; mkdir -p "${@: -1}"\n')
+    stub(commands, "asrkit-score", 'mkdir -p "$3"; echo "%WER 12.50 [ 1 / 8, 0 ins, 0 del, 1 sub ]" > "$3/wer"\n')
+    for path in ("graph/HCLG.fst", "test.arpa", "fourgram.arpa", "data/dev/text", "data/test/text",
+                 "exp/lstm_smbr/decode_dev/lat.scp", "exp/lstm_smbr/decode_test/lat.scp"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
+    (tmp_path / "exp" / "lstm_smbr" / "decode_dev" / "best_lmwt").write_text("1.5\n")
+    env = {**os.environ, "PATH": f"{commands}:{ROOT}/bin:{os.environ['PATH']}"}
+    # Relative paths, as run.sh gives them (--exp exp).
+    result = run_step(os.path.join(ROOT, "steps", "rescore_lm.sh"), "--sets", "dev:test", "graph", "test.arpa",
+                      "fourgram.arpa", "data", "exp/lstm_smbr", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    for split in ("dev", "test"):
+        out = tmp_path / "exp" / "lstm_smbr" / f"decode_{split}_rescored"
+        assert (out / "best_wer").read_text() == f"%WER 12.50 [ 1 / 8, 0 ins, 0 del, 1 sub ] {out}/score/wer\n"
+        log = (tmp_path / "exp" / "lstm_smbr" / "log" / f"rescore_lstm_smbr_{split}.log").read_text()
+        assert "--lm-weight 1.5 " in log
+
+
 # A decoding stub: dev's WER is lowest at prior scale 0.5, its LM weight 4 chosen; any other set scores 30.
 DECODE_STUB = """
 echo "decode.sh $*" >> "$DECODE_CALLS"

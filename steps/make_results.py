@@ -71,6 +71,7 @@ def combination_roles(first):
 
 
 ROLES.update(role for first in COMBINED_WITH for role in combination_roles(first).items())
+COMBINATIONS = tuple(f"{first}_lfmmi" for first in COMBINED_WITH)
 MODEL_NAME = re.compile(r"^(" + "|".join(NETWORKS) + r")_(" + "|".join(ROLES) + r")$")
 KALDI_BASELINE = ("Kaldi's mini_librispeech GMM recipe on this recipe's data, lexicon and trigram LM "
                   "(steps/kaldi_baseline.sh; LM weight and insertion penalty chosen on dev)")
@@ -143,14 +144,13 @@ def comparisons(wers):
                       ""))
         pairs.append((f"{network}_smbr", f"{network}_lfmmi", f"LF-MMI relative to CE + sMBR{suffix}", ""))
         pairs.append((f"{network}_ce_clean", f"{network}_lfmmi", f"LF-MMI relative to clean-only CE{suffix}", ""))
-        pairs.append((f"{network}_smbr", f"{network}_smbr_lfmmi", f"sMBR + LF-MMI combined relative to sMBR{suffix}",
-                      ""))
-        pairs.append((f"{network}_ce", f"{network}_ce_lfmmi", f"CE + LF-MMI combined relative to CE{suffix}", ""))
-        pairs.append((f"{network}_smbr_lfmmi", f"{network}_ce_lfmmi",
-                      f"LF-MMI combined with CE relative to with sMBR{suffix}", ""))
         for first, first_name in COMBINED_WITH.items():
+            pairs.append((f"{network}_{first}", f"{network}_{first}_lfmmi",
+                          f"{first_name} + LF-MMI combined relative to {first_name}{suffix}", ""))
             pairs.append((f"{network}_{first}_lfmmi", f"{network}_{first}_lfmmi_adapted", "speaker adaptation "
                           f"relative to the {first_name} + LF-MMI combination's first pass{suffix}", ""))
+        pairs.append((f"{network}_smbr_lfmmi", f"{network}_ce_lfmmi",
+                      f"LF-MMI combined with CE relative to with sMBR{suffix}", ""))
         pairs.append((f"{network}_smbr_lfmmi_adapted", f"{network}_ce_lfmmi_adapted",
                       f"adapted, LF-MMI combined with CE relative to with sMBR{suffix}", ""))
     for role in ROLES:
@@ -216,7 +216,7 @@ def combined_lfmmi_model(exp_dir, model):
     """The model dir a combination's dev decode combined with its first model (--combine-model of its
     decode_dev/combination_opts: run.sh --lfmmi-am's), or None for another model or without the file."""
     match = MODEL_NAME.match(model)
-    if not match or match.group(2) not in {f"{first}_lfmmi" for first in COMBINED_WITH}:
+    if not match or match.group(2) not in COMBINATIONS:
         return None
     path = os.path.join(exp_dir, model, "decode_dev", "combination_opts")
     if not os.path.exists(path):

@@ -71,7 +71,7 @@ def test_the_frame_level_combination_is_described_and_compared_with_smbr(tmp_pat
     assert "wblstm_smbr_lfmmi: windowed BLSTM, wblstm_smbr and tdnnf_lfmmi combined frame by frame" in out
 
 
-def test_the_combination_with_ce_is_described_and_compared_with_ce_and_with_smbrs(tmp_path):
+def test_the_combination_with_ce_is_described_and_compared_with_ce_and_with_the_smbr_one(tmp_path):
     exp = tmp_path / "exp"
     _decode(exp, "wblstm_ce", "test", 50.0)
     _decode(exp, "wblstm_ce_lfmmi", "test", 40.0)

@@ -162,18 +162,22 @@ def test_the_voicesearch_recipe_trains_lfmmi_multi_style_and_decodes_the_noisy_s
     assert len(calls) == 1, result.stdout
     call = calls[0]
     assert "--more-opts --example-servers local:1 --server-styles conf/noise_styles.json " in call
-    assert "--lfmmi-opts --xent-regularize 0.1 " in call and "--num-epochs 3 " in call
+    assert "--lfmmi-opts --xent-regularize 0.1 " in call and "--num-epochs 6 " in call  # the CE model's 3 + 3
     assert "--tuned-sets dev:test:train_fit dev_noisy:test_noisy --first-only false " in call
     assert call.endswith(f"{data}/train {exp}/tree_ali {exp}/wblstm_ce/graph {data} {exp}/wblstm_lfmmi")
     # Then its combination with the multi-style CE model (--combine, on by default; --combine-with ce): test at dev's
     # weights, test_noisy at dev_noisy's, and the combination dev chose exported as the recipe's recognizer package.
     _assert_combined_with(result.stdout, exp, "ce")
-    # --combine-with smbr: the same with the sMBR model.
-    result = subprocess.run([str(recipe / "run.sh"), "--stage", "20", "--stop-stage", "21", "--combine-with", "smbr",
-                             "--data", str(data), "--exp", str(exp)], capture_output=True, text=True, env=environment,
-                            timeout=120)
+    # --combine-with smbr: the same with the sMBR model; --lfmmi-epochs gives LF-MMI's epochs.
+    result = subprocess.run([str(recipe / "run.sh"), "--stage", "19", "--stop-stage", "21", "--combine-with", "smbr",
+                             "--lfmmi-epochs", "4", "--data", str(data), "--exp", str(exp)], capture_output=True,
+                            text=True, env=environment, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "--num-epochs 4 " in next(line for line in result.stdout.splitlines() if line.startswith("lfmmi.sh "))
     _assert_combined_with(result.stdout, exp, "smbr")
+    refused = subprocess.run([str(recipe / "run.sh"), "--lfmmi-epochs", "many", "--data", str(data), "--exp",
+                              str(exp)], capture_output=True, text=True, env=environment, timeout=120)
+    assert refused.returncode != 0 and "--lfmmi-epochs takes a whole number, not 'many'" in refused.stderr
     refused = subprocess.run([str(recipe / "run.sh"), "--stage", "20", "--combine-with", "lfmmi", "--data", str(data),
                               "--exp", str(exp)], capture_output=True, text=True, env=environment, timeout=120)
     assert refused.returncode != 0 and "--combine-with must be ce or smbr, not 'lfmmi'" in refused.stderr

@@ -29,7 +29,7 @@
 #                                egs/voiceover's combination gained with tdnnf there, 0.896x on dev: its RESULTS)
 #     --lfmmi-epochs N           the LF-MMI model's epochs (default: the CE model's in all, clean-only and
 #                                multi-style: 6; tiny 20; dev chose 6 over 3 and 4, the adapted combination's dev
-#                                0.837x and dev_noisy 0.937x of 3's, for about 330 s more: RESULTS)
+#                                0.837x and dev_noisy 0.937x of 3's, for 320-410 s more of stage 19: RESULTS)
 #     --combine true|false       stage 20 combines the LF-MMI model frame by frame with the multi-style CE or the
 #                                sMBR model (--combine-with; asrkit-decode --combine-model; the weight of
 #                                --combine-weights and the LM weight chosen on dev for test, on dev_noisy for

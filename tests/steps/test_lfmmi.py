@@ -2,7 +2,7 @@
 noisifying on the fly, the LF-MMI trainer), with its decoding step (steps/decode_tuned.sh) stubbed; its
 --first-only false; egs/voiceover/run.sh's --lfmmi option and its stages 14-16 (the combination, its package and
 its adaptation) with each --combine-with; and egs/voicesearch/run.sh's stages 19-21 (LF-MMI, the combination and
-its package) with --lfmmi true and each --combine-with, their steps stubbed."""
+its package) with --lfmmi true, --lfmmi-epochs and each --combine-with, their steps stubbed."""
 
 import json
 import os

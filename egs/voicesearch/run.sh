@@ -66,6 +66,9 @@
 #     --cmvn-online true|false   decode with a running mean over each utterance's frames so far, started
 #                                from the training mean, instead of the speaker's or utterance's own
 #                                (asrkit-decode --cmvn-online; default: false)
+#     --precision fp32|bf16      the GEMMs of the acoustic networks' training (stages 7-19: CE, sMBR, LF-MMI) in
+#                                fp32 or bfloat16 (asrkit.nn.precision: fp32 weights, states and loss; bf16 only
+#                                where the CPU multiplies it natively, AVX512-BF16 or AMX; default: fp32)
 #
 # Stages: 0 set-up (synthesisers, .venv); 1 corpus synthesis -> data/{train,dev,test};
 #         2 dictionary -> data/local/dict; 3 noisy dev/test copies -> data/{dev,test}_noisy;
@@ -133,6 +136,7 @@ am=wblstm
 cmvn_mean=utterance
 cmvn_online=false
 cmvn_online_prior_frames=200
+precision=fp32
 
 switch_options=overwrite
 . "$(dirname "$0")/../../steps/parse_options.sh"
@@ -146,6 +150,7 @@ require_choice combine_with ce smbr
 adapt="${adapt:-$combine}"
 require_choice adapt true false
 require_choice cmvn_mean utterance speaker global online
+require_choice precision fp32 bf16
 require_whole_number stage stop_stage nj seed cmvn_online_prior_frames
 [ -z "$lfmmi_epochs" ] || require_whole_number lfmmi_epochs
 # Stage 22 adapts the combination from its own lattices: refused now, not after the hour of training.
@@ -172,6 +177,10 @@ fi
 
 . ./path.sh
 . ./cmd.sh
+# bf16 where the CPU would only emulate it is refused by the trainer; here, before the hour of stages before it.
+if [ "$precision" = bf16 ] && [ "$stop_stage" -ge 7 ] && [ "$stage" -le 19 ]; then
+  python -c 'import sys; from asrkit.nn.precision import bf16_support; ok, why = bf16_support(); sys.exit(0 if ok else "--precision bf16: " + why)'
+fi
 
 cpu_cmd="$decode_cmd --num-threads $nj"
 gpu_cmd="$train_cmd --num-threads 2"
@@ -271,7 +280,11 @@ train_options="--config conf/train_ce.conf --num-streams $streams"
 # positions from its zero start state.
 mono_model="--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3"
 mono_model+=" --model-param num_units=$mono_units"
-ce_model="$(ce_model_options "$am" "$ce_cells")"
+# --precision bf16: the acoustic networks' GEMMs in bfloat16 (asrkit.nn.precision), in every training of stages 7-19;
+# the monophone DNN of stage 6 stays fp32, so the alignments every network learns from are fp32's.
+precision_options=
+[ "$precision" = fp32 ] || precision_options="--precision $precision"
+ce_model="$(ce_model_options "$am" "$ce_cells") $precision_options"
 ce_prior_scale=0.5  # realigning with the CE models (stages 7 and 13)
 noise_styles=conf/noise_styles.json  # the multi-style mix of CE and sMBR training
 # Decoding divides the log priors out of the posteriors at a scale chosen on dev (steps/decode_tuned.sh),
@@ -363,6 +376,7 @@ if run_stage 9; then
   ../../steps/train_smbr.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --log-dir "$logs/stage9" \
     --seq-config conf/train_seq.conf --num-streams "$streams" --max-steps "$seq_steps" \
     --snapshot-every "$snapshot_every" --noise-styles "$noise_styles" --overwrite "$overwrite" \
+    --more-opts "$precision_options" \
     "$data/train" "$exp/tree_ali" "$exp/${am}_ce" "$data/lang_bigram" "$exp/${am}_smbr"
 fi
 
@@ -515,7 +529,7 @@ combined="$exp/${am}_${combine_with}_lfmmi"  # stages 20-22's combination
 if run_stage 19 && $lfmmi; then
   begin_stage 19 "lattice-free MMI ([Povey2016]), multi-style -> $exp/${lfmmi_am}_lfmmi"
   ../../steps/lfmmi.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage19" \
-    --train-opts "$train_options $(ce_model_options "$lfmmi_am" "$ce_cells")" --lfmmi-opts "$lfmmi_options" \
+    --train-opts "$train_options $(ce_model_options "$lfmmi_am" "$ce_cells") $precision_options" --lfmmi-opts "$lfmmi_options" \
     --num-epochs "$lfmmi_epochs" --num-streams "$streams" \
     --more-opts "--example-servers local:1 --server-styles $noise_styles" \
     --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" --tuned-sets "$tuned_sets" \

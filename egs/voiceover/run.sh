@@ -67,7 +67,8 @@
 #                                exp/<am>_ce, egs/voicesearch's default (default: smbr: with CE on run Y's models
 #                                dev was 0.997x in the first pass but 1.005x adapted; RESULTS 2026-12-03)
 #     --combine-weights 'W...'   the LF-MMI model's weights tried on dev (default: 0.6 0.7 0.8; the windowed
-#                                BLSTM's LF-MMI model took 0.5 or 0.6 in RESULTS' runs, TDNN-F's 0.7 of 0.5-0.8)
+#                                BLSTM's LF-MMI model took 0.5 or 0.6 in RESULTS' runs, TDNN-F's 0.8 in runs W
+#                                and Y, where 0.9 was worse on dev: RESULTS)
 #     --warps 'F...'|none        stage 11 gives each dev and test character the frequency warp factor of
 #                                these (VTLN: their audio warped by Kaldi's map, factors as Kaldi's: above 1
 #                                formants up; asrkit.frontend.warp) under which the sMBR model's decode of their

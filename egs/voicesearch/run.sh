@@ -66,9 +66,11 @@
 #     --cmvn-online true|false   decode with a running mean over each utterance's frames so far, started
 #                                from the training mean, instead of the speaker's or utterance's own
 #                                (asrkit-decode --cmvn-online; default: false)
-#     --precision fp32|bf16      the GEMMs of the acoustic networks' training (stages 7-19: CE, sMBR, LF-MMI) in
-#                                fp32 or bfloat16 (asrkit.nn.precision: fp32 weights, states and loss; bf16 only
-#                                where the CPU multiplies it natively, AVX512-BF16 or AMX; default: fp32)
+#     --precision auto|fp32|bf16   the GEMMs of the acoustic networks' training (stages 7-19: CE, sMBR, LF-MMI) in
+#                                fp32 or bfloat16 (asrkit.nn.precision: fp32 weights, states and loss), bf16 only
+#                                where the CPU multiplies it natively (AVX512-BF16, AMX); auto: bf16 there, fp32
+#                                elsewhere (default: auto: with AVX512-BF16 stages 7-24 took 0.88x fp32's time, the
+#                                final model's dev 1.03x and dev_noisy 1.00x fp32's; RESULTS)
 #
 # Stages: 0 set-up (synthesisers, .venv); 1 corpus synthesis -> data/{train,dev,test};
 #         2 dictionary -> data/local/dict; 3 noisy dev/test copies -> data/{dev,test}_noisy;
@@ -136,7 +138,7 @@ am=wblstm
 cmvn_mean=utterance
 cmvn_online=false
 cmvn_online_prior_frames=200
-precision=fp32
+precision=auto
 
 switch_options=overwrite
 . "$(dirname "$0")/../../steps/parse_options.sh"
@@ -150,7 +152,7 @@ require_choice combine_with ce smbr
 adapt="${adapt:-$combine}"
 require_choice adapt true false
 require_choice cmvn_mean utterance speaker global online
-require_choice precision fp32 bf16
+require_choice precision auto fp32 bf16
 require_whole_number stage stop_stage nj seed cmvn_online_prior_frames
 [ -z "$lfmmi_epochs" ] || require_whole_number lfmmi_epochs
 # Stage 22 adapts the combination from its own lattices: refused now, not after the hour of training.
@@ -177,9 +179,16 @@ fi
 
 . ./path.sh
 . ./cmd.sh
-# bf16 where the CPU would only emulate it is refused by the trainer; here, before the hour of stages before it.
-if [ "$precision" = bf16 ] && [ "$stop_stage" -ge 7 ] && [ "$stage" -le 19 ]; then
-  python -c 'import sys; from asrkit.nn.precision import bf16_support; ok, why = bf16_support(); sys.exit(0 if ok else "--precision bf16: " + why)'
+# --precision auto is bf16 where the CPU multiplies it natively; bf16 where it would only be emulated is refused
+# here, before the stages ahead of the trainings, not by the trainer an hour in.
+if [ "$precision" != fp32 ] && [ "$stop_stage" -ge 7 ] && [ "$stage" -le 19 ]; then
+  bf16_native="$(python -c 'from asrkit.nn.precision import bf16_support; print(*bf16_support(), sep=": ")')"
+  case "$precision:$bf16_native" in
+    auto:True:*) precision=bf16 ;;
+    auto:*) precision=fp32 ;;
+    bf16:False:*) echo "$0: --precision bf16: ${bf16_native#False: }" >&2; exit 1 ;;
+  esac
+  echo "$0: the acoustic networks train in $precision (native bf16: $bf16_native)" >&2
 fi
 
 cpu_cmd="$decode_cmd --num-threads $nj"
@@ -280,10 +289,10 @@ train_options="--config conf/train_ce.conf --num-streams $streams"
 # positions from its zero start state.
 mono_model="--model dnn --model-param context_frames=1 --model-param label_delay=0 --model-param num_layers=3"
 mono_model+=" --model-param num_units=$mono_units"
-# --precision bf16: the acoustic networks' GEMMs in bfloat16 (asrkit.nn.precision), in every training of stages 7-19;
-# the monophone DNN of stage 6 stays fp32, so the alignments every network learns from are fp32's.
+# bf16: the acoustic networks' GEMMs in bfloat16 (asrkit.nn.precision), in every training of stages 7-19; the
+# monophone DNN of stage 6 stays fp32, so the alignments every network learns from are fp32's on every machine.
 precision_options=
-[ "$precision" = fp32 ] || precision_options="--precision $precision"
+[ "$precision" != bf16 ] || precision_options="--precision bf16"
 ce_model="$(ce_model_options "$am" "$ce_cells") $precision_options"
 ce_prior_scale=0.5  # realigning with the CE models (stages 7 and 13)
 noise_styles=conf/noise_styles.json  # the multi-style mix of CE and sMBR training

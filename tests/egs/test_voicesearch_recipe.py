@@ -2,7 +2,8 @@
 start and monophone training, tree, CE training of the LSTM, decoding at the LM weight chosen on dev, scoring,
 sMBR training with seq-mode example servers, decoding and scoring again (all with the windowed BLSTM,
 --am's default), clean-only CE, the unrolling, jitter, untranscribed-data, CTC, LF-MMI and frame-grouping
-comparisons, the pocketsphinx baseline, the results table and the training plots."""
+comparisons, the pocketsphinx baseline, the results table and the training plots; the acoustic networks at
+--precision auto's choice for this CPU."""
 
 import json
 import os
@@ -13,6 +14,7 @@ import pytest
 
 from asrkit.data.validate import validate_data_dir
 from asrkit.frontend.cmvn import CmvnStats
+from asrkit.nn.precision import bf16_support
 
 # The tiny voicesearch recipe end to end, with every comparison: left out by tests/run.sh --quick.
 pytestmark = pytest.mark.slow
@@ -141,6 +143,12 @@ def test_tiny_recipe_runs_end_to_end(tmp_path):
     assert (exp / "wblstm_lfmmi" / "decode_test" / "best_wer").exists()
     # LF-MMI from scratch gets the CE model's epochs in all: tiny's 15 clean-only and 5 multi-style.
     assert " --num-epochs 20 " in open(exp / "log" / "stage19" / "train_wblstm_lfmmi.log").readline()
+    # --precision auto: every acoustic network trained with bf16 GEMMs where the CPU multiplies bf16 natively, in
+    # fp32 elsewhere; the monophone DNN, whose alignments they all learn from, in fp32 everywhere.
+    precision = "bf16" if bf16_support()[0] else "fp32"
+    for model in ("wblstm_ce_clean", "wblstm_ce", "wblstm_smbr", "wblstm_lfmmi"):
+        assert json.load(open(exp / model / "config.json"))["train"]["precision"] == precision, model
+    assert json.load(open(exp / "mono1" / "config.json"))["train"]["precision"] == "fp32"
     # Stage 20, its frame-level combination with the multi-style CE model (--combine, on by default, and
     # --combine-with's default): the weights chosen on each dev set, the test set decoded at its dev set's.
     for dev_set, test_set in (("dev", "test"), ("dev_noisy", "test_noisy")):

@@ -2,7 +2,8 @@
 noisifying on the fly, the LF-MMI trainer), with its decoding step (steps/decode_tuned.sh) stubbed; its
 --first-only false; egs/voiceover/run.sh's --lfmmi option and its stages 14-16 (the combination, its package and
 its adaptation) with each --combine-with; and egs/voicesearch/run.sh's stages 19-21 (LF-MMI, the combination and
-its package) with --lfmmi true, --lfmmi-epochs and each --combine-with, their steps stubbed."""
+its package) with --lfmmi true, --lfmmi-epochs and each --combine-with, their steps stubbed; and its --precision,
+which reaches the training of stages 7, 9 and 19."""
 
 import json
 import os
@@ -11,6 +12,7 @@ import subprocess
 import sys
 
 from asrkit.io.table import TableReader
+from asrkit.nn.precision import bf16_support
 from tests.train.conftest import label_den_graph
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -112,6 +114,13 @@ def test_the_voiceover_recipe_combines_lfmmi_with_the_model_combine_with_names(t
     assert refused.returncode != 0 and "--combine-with must be smbr or ce, not 'lfmmi'" in refused.stderr
 
 
+def _recipe_environment():
+    """A recipe copied out of the checkout runs its stubbed steps and this checkout's Python (run.sh asks asrkit
+    whether bf16 is native before stages 7-19), with no .venv of its own beside it."""
+    return {**os.environ, "PYTHONPATH": ROOT,
+            "PATH": f"{ROOT}/bin:{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+
+
 def _stubbed_steps(tmp_path, *names):
     """This checkout's steps under tmp_path/steps, each of `names` replaced by a stub that shows its arguments."""
     steps = tmp_path / "steps"
@@ -153,7 +162,7 @@ def test_the_voicesearch_recipe_trains_lfmmi_multi_style_and_decodes_the_noisy_s
         chosen = exp / f"wblstm_{first}_lfmmi" / "decode_dev" / "combination_opts"
         chosen.parent.mkdir(parents=True)
         chosen.write_text("--model-acoustic-scale 0.25 --combine-model M --combine-weight 0.6\n")
-    environment = {**os.environ, "PATH": f"{ROOT}/bin:{os.environ['PATH']}"}
+    environment = _recipe_environment()
     result = subprocess.run([str(recipe / "run.sh"), "--stage", "19", "--stop-stage", "21", "--lfmmi", "true", "--data",
                              str(data), "--exp", str(exp)], capture_output=True, text=True, env=environment,
                             timeout=120)
@@ -195,3 +204,42 @@ def _assert_combined_with(stdout, exp, first):
     assert len(exported) == 1 and "--model-acoustic-scale 0.25 --combine-model M --combine-weight 0.6" in exported[0]
     assert exported[0].endswith(f"{exp}/wblstm_{first}/final {exp}/wblstm_ce/graph "
                                 f"{exp}/wblstm_{first}_lfmmi/decode_dev {exp}/wblstm_{first}_lfmmi/package")
+
+
+def test_the_voicesearch_recipe_trains_every_acoustic_network_at_the_precision_asked(tmp_path):
+    """--precision bf16 reaches the CE trainings of stage 7 (--train-opts), the sMBR training of stage 9
+    (--more-opts) and LF-MMI's of stage 19 (--train-opts), their steps stubbed; with fp32 none of them is given a
+    precision (the trainers' default); auto, the default, is bf16 where the CPU multiplies it natively and fp32
+    elsewhere, where bf16 is refused before any stage runs."""
+    steps = _stubbed_steps(tmp_path, "train_tree_and_ce.sh", "train_smbr.sh", "lfmmi.sh")
+    recipe = tmp_path / "egs" / "voicesearch"
+    shutil.copytree(os.path.join(ROOT, "egs", "voicesearch"), recipe,
+                    ignore=shutil.ignore_patterns("data", "exp", "*.pyc", "__pycache__"))
+    data, exp = tmp_path / "data", tmp_path / "exp"
+    environment = _recipe_environment()
+
+    def run(stage, *options):
+        return subprocess.run([str(recipe / "run.sh"), "--stage", str(stage), "--stop-stage", str(stage),
+                               "--combine", "false", *options, "--data", str(data), "--exp", str(exp)],
+                              capture_output=True, text=True, env=environment, timeout=120)
+
+    native, why_not = bf16_support()
+    for stage, step, given in ((7, "train_tree_and_ce.sh", "--train-opts --config conf/train_ce.conf"),
+                               (9, "train_smbr.sh", "--more-opts --precision bf16 "),
+                               (19, "lfmmi.sh", "--train-opts --config conf/train_ce.conf")):
+        for options, bf16 in ((("--precision", "bf16"), True), (("--precision", "fp32"), False), ((), native)):
+            result = run(stage, *options)
+            if options == ("--precision", "bf16") and not native:
+                assert result.returncode == 1 and f"--precision bf16: {why_not}" in result.stderr
+                assert not (exp / "log" / f"stage{stage}").exists()
+                continue
+            assert result.returncode == 0, result.stderr[-3000:]
+            call = next(line for line in result.stdout.splitlines() if line.startswith(step + " "))
+            if bf16:
+                assert given in call and call.count("--precision bf16") == 1, call
+            else:
+                assert "--precision" not in call, call
+            if options != ("--precision", "fp32"):
+                assert f"the acoustic networks train in {'bf16' if bf16 else 'fp32'}" in result.stderr
+    refused = run(7, "--precision", "fp16")
+    assert refused.returncode != 0 and "--precision must be auto, fp32 or bf16, not 'fp16'" in refused.stderr

@@ -538,7 +538,8 @@ combined="$exp/${am}_${combine_with}_lfmmi"  # stages 20-22's combination
 if run_stage 19 && $lfmmi; then
   begin_stage 19 "lattice-free MMI ([Povey2016]), multi-style -> $exp/${lfmmi_am}_lfmmi"
   ../../steps/lfmmi.sh --cmd "$cpu_cmd" --train-cmd "$gpu_cmd" --nj "$nj" --log-dir "$logs/stage19" \
-    --train-opts "$train_options $(ce_model_options "$lfmmi_am" "$ce_cells") $precision_options" --lfmmi-opts "$lfmmi_options" \
+    --train-opts "$train_options $(ce_model_options "$lfmmi_am" "$ce_cells") $precision_options" \
+    --lfmmi-opts "$lfmmi_options" \
     --num-epochs "$lfmmi_epochs" --num-streams "$streams" \
     --more-opts "--example-servers local:1 --server-styles $noise_styles" \
     --decode-config conf/decode.conf --decode-opts "$cmvn_decode_options" --tuned-sets "$tuned_sets" \
